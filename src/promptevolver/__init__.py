@@ -1,0 +1,46 @@
+"""promptevolver: genetic prompt optimization for LLM-as-judge metrics.
+
+Rewrites a judge's instructions until it agrees with human annotations (Ragas' annotation
+format) on samples it has not seen, with few LLM calls, reproducibly.
+"""
+
+from promptevolver.annotations import (
+    MetricAnnotation,
+    PromptAnnotation,
+    SampleAnnotation,
+    SingleMetricAnnotation,
+)
+from promptevolver.config import GeneticConfig
+from promptevolver.errors import (
+    AnnotationError,
+    ConfigError,
+    InsufficientDataError,
+    LLMError,
+    PromptEvolverError,
+)
+from promptevolver.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.metrics import AspectCritic, Judgement
+from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnnotationError",
+    "AspectCritic",
+    "BinaryMetricLoss",
+    "ConfigError",
+    "GeneticConfig",
+    "GeneticOptimizer",
+    "InsufficientDataError",
+    "Judgement",
+    "LLMError",
+    "Loss",
+    "MSELoss",
+    "MetricAnnotation",
+    "OptimizationResult",
+    "PromptAnnotation",
+    "PromptEvolverError",
+    "SampleAnnotation",
+    "SingleMetricAnnotation",
+    "__version__",
+]

@@ -1,0 +1,104 @@
+"""Command line: ``promptevolver optimize CONFIG --output DIR``.
+
+Exit codes: 0 success, 1 failure (bad data, config or LLM), 2 usage error. Errors go to stderr
+as one line; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from promptevolver import __version__
+from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config import load_run_config
+from promptevolver.errors import PromptEvolverError
+from promptevolver.optimizers.genetic import GeneticOptimizer
+from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.runs import write_run
+
+__all__ = ["main"]
+
+EXAMPLES = """examples:
+  promptevolver optimize configs/answer_correctness.yaml --output runs/answer_correctness
+  promptevolver optimize configs/helpfulness.yaml --output runs/helpfulness --seed 7
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="promptevolver",
+        description="Genetic optimization of LLM-judge instructions from human annotations.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"promptevolver {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    opt = sub.add_parser(
+        "optimize", help="optimize a judge's instructions from a YAML config", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    opt.add_argument("config", type=Path, help="YAML run config (see configs/)")
+    opt.add_argument("--output", "-o", type=Path, required=True, help="run directory to write result.json into")
+    opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
+    opt.add_argument("--quiet", "-q", action="store_true", help="print only the result line")
+    opt.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    return parser
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    config = load_run_config(args.config)
+    if args.seed is not None:
+        config = config.model_copy(update={"random_seed": args.seed})
+    opt_config = config.effective_optimizer()
+    dataset = load_dataset(config)
+    llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
+    reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed) \
+        if config.reflection_llm else None
+    optimizer = GeneticOptimizer(
+        metric=build_metric(config.metric, temperature=config.llm.temperature), llm=llm,
+        reflection_llm=reflection, progress=not args.quiet and sys.stderr.isatty(),
+    )
+    result = asyncio.run(optimizer.aoptimize(dataset=dataset, loss=build_loss(config.loss), config=opt_config))
+    path = write_run(args.output, result, config)
+    _report(result, path, quiet=args.quiet)
+    return 0
+
+
+def _report(result: OptimizationResult, path: Path, *, quiet: bool) -> None:
+    s, calls = result.scores, result.usage["llm_calls"]
+    name = result.loss.get("metric", result.loss["name"])
+    line = (
+        f"{result.metric}: {name} seed train {s['seed']['train']:.3f} validation {s['seed']['validation']:.3f} | "
+        f"best train {s['best']['train']:.3f} validation {s['best']['validation']:.3f} | "
+        f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
+    )
+    print(line)
+    if quiet:
+        return
+    print(f"stop reason: {result.stop_reason}; chosen candidate: {'the seed' if not result.improved else result.best_id}")
+    print(f"result written to {path}")
+    for prompt, text in result.best_instructions.items():
+        print(f"\nbest instruction for {prompt}:\n{text}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``promptevolver`` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return _optimize(args)
+    except PromptEvolverError as exc:
+        if args.debug:
+            raise
+        print(f"promptevolver: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("promptevolver: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Strict, validated configuration: the optimizer's options and a whole run's YAML file.
+
+Models use pydantic with ``extra="forbid"``: a misspelt key is an error naming its key path.
+:func:`load_run_config` adds the file name to every message and resolves the dataset path
+relative to the config file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from promptevolver.errors import ConfigError
+
+__all__ = [
+    "GeneticConfig",
+    "LLMConfig",
+    "LossConfig",
+    "MetricConfig",
+    "RunConfig",
+    "format_validation_error",
+    "load_run_config",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GeneticConfig(_Strict):
+    """Options of :class:`promptevolver.GeneticOptimizer` (Ragas' keys plus ours).
+
+    Attributes:
+        population_size: candidates kept per generation (≥ 1; 1 evaluates and returns the seed).
+        generations: generations of offspring after the initial population (≥ 0).
+        num_demonstrations: examples per reverse-engineering batch (Ragas' key).
+        sample_size: failing train samples a feedback call may draw from (Ragas' key).
+        max_feedbacks: feedback items one feedback call may return.
+        validation_fraction: share of usable samples held out to choose the final candidate.
+        elite_count: best candidates copied unchanged into the next generation.
+        tournament_size: candidates drawn per tournament.
+        patience: generations without a better best train score before stopping.
+        mutation_weight / crossover_weight: relative odds of each offspring operator
+            (0 switches one off; both 0 means no offspring).
+        reverse_engineer: seed the population with reverse-engineered instructions.
+        meta_temperature: sampling temperature of meta calls.
+        max_concurrency: judge calls in flight at once.
+        random_seed: the one seed behind every random choice of a run.
+    """
+
+    population_size: int = Field(6, ge=1)
+    generations: int = Field(4, ge=0)
+    num_demonstrations: int = Field(3, ge=1)
+    sample_size: int = Field(12, ge=1)
+    max_feedbacks: int = Field(3, ge=1)
+    validation_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    elite_count: int = Field(1, ge=0)
+    tournament_size: int = Field(2, ge=1)
+    patience: int = Field(2, ge=1)
+    mutation_weight: float = Field(1.0, ge=0.0)
+    crossover_weight: float = Field(1.0, ge=0.0)
+    reverse_engineer: bool = True
+    meta_temperature: float = Field(0.7, ge=0.0, le=2.0)
+    max_concurrency: int = Field(16, ge=1)
+    random_seed: int = 42
+
+
+class MetricConfig(_Strict):
+    """The judge: ``aspect_critic`` with its ``name`` and ``definition``."""
+
+    type: Literal["aspect_critic"] = "aspect_critic"
+    name: str
+    definition: str
+
+
+class LLMConfig(_Strict):
+    """An LLM client.
+
+    ``provider: fake`` is the simulated judge built from the run's dataset (``noise``);
+    ``provider: openai`` is any OpenAI-compatible server (``model``, ``base_url``; the key comes
+    from the environment variable named by ``api_key_env``, never from the file).
+    """
+
+    provider: Literal["fake", "openai"] = "fake"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(4, ge=1)
+    max_concurrency: int = Field(16, ge=1)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    noise: float = Field(0.02, ge=0.0, le=0.5)
+
+    @model_validator(mode="after")
+    def _model_for_openai(self) -> LLMConfig:
+        if self.provider == "openai" and not self.model:
+            raise ValueError("provider 'openai' needs 'model'")
+        return self
+
+
+class LossConfig(_Strict):
+    """``binary`` (BinaryMetricLoss with ``metric``) or ``mse`` (MSELoss with ``reduction``)."""
+
+    type: Literal["binary", "mse"] = "binary"
+    metric: Literal["accuracy", "f1_score"] = "accuracy"
+    reduction: Literal["mean", "sum"] = "mean"
+
+
+class RunConfig(_Strict):
+    """A config-driven run (``promptevolver optimize CONFIG``).
+
+    ``dataset`` is a Ragas annotation file (relative paths are relative to the config file);
+    ``metric_name`` picks one metric of a multi-metric file (default: the metric's ``name``).
+    """
+
+    dataset: Path
+    metric_name: str | None = None
+    metric: MetricConfig
+    llm: LLMConfig = LLMConfig()
+    reflection_llm: LLMConfig | None = None
+    loss: LossConfig = LossConfig()
+    optimizer: GeneticConfig = GeneticConfig()
+    random_seed: int | None = None
+
+    def effective_optimizer(self) -> GeneticConfig:
+        """The optimizer config with the top-level ``random_seed`` applied, when given."""
+        if self.random_seed is None:
+            return self.optimizer
+        return self.optimizer.model_copy(update={"random_seed": self.random_seed})
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem: ``source: key.path: message``."""
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "<root>"
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{source}: {where}: {msg}")
+    return "\n".join(lines)
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """Read and validate a YAML run config.
+
+    Raises:
+        ConfigError: missing file, invalid YAML, or invalid keys/values (naming file and key path).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    try:
+        with p.open(encoding="utf-8") as fh:
+            raw: Any = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: expected a mapping of keys at the top level")
+    try:
+        config = RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(p))) from exc
+    if not config.dataset.is_absolute():
+        config = config.model_copy(update={"dataset": (p.parent / config.dataset).resolve()})
+    return config

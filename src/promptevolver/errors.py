@@ -1,0 +1,123 @@
+"""The exception tree of promptevolver.
+
+::
+
+    PromptEvolverError                 root: catch this to catch everything of ours
+    ├── AnnotationError                malformed annotation file or sample (file, sample, field)
+    │   └── InsufficientDataError      too few usable annotations to optimize
+    ├── ConfigError                    invalid config (file, key path)
+    ├── LLMError                       an LLM call could not be completed
+    │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
+    │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
+    │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
+    └── BudgetExceededError            a call would exceed the configured budget
+
+Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai.py``, the one
+module that imports the SDK. Messages never contain API keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "AnnotationError",
+    "BudgetExceededError",
+    "ConfigError",
+    "InsufficientDataError",
+    "LLMError",
+    "OutputParseError",
+    "PermanentLLMError",
+    "PromptEvolverError",
+    "TransientLLMError",
+]
+
+
+class PromptEvolverError(Exception):
+    """Root of every error raised by promptevolver."""
+
+
+class AnnotationError(PromptEvolverError, ValueError):
+    """A malformed annotation file or sample.
+
+    Attributes:
+        path: the file, when the data came from one.
+        sample_index: 0-based index of the offending sample, when one is at fault.
+        metric: the metric name the sample belongs to, when known.
+        field: dotted field path inside the sample, e.g. ``prompts.x.prompt_output``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        sample_index: int | None = None,
+        metric: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.sample_index = sample_index
+        self.metric = metric
+        self.field = field
+        where = []
+        if self.path is not None:
+            where.append(f"file {self.path}")
+        if metric is not None:
+            where.append(f"metric {metric!r}")
+        if sample_index is not None:
+            where.append(f"sample {sample_index}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class InsufficientDataError(AnnotationError):
+    """Fewer usable annotations than the optimizer needs."""
+
+
+class ConfigError(PromptEvolverError, ValueError):
+    """An invalid configuration; the message names the file and the key path."""
+
+
+class LLMError(PromptEvolverError):
+    """An LLM call could not be completed."""
+
+
+class TransientLLMError(LLMError):
+    """A retryable failure: rate limit (429), server error (5xx), timeout or lost connection.
+
+    Attributes:
+        status: HTTP status code, or None for timeouts and connection errors.
+        retry_after: seconds the server asked us to wait (``Retry-After``), or None.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class PermanentLLMError(LLMError):
+    """A failure that retrying will not fix (bad request, authentication, unknown model)."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class OutputParseError(LLMError):
+    """The model's answer is not valid JSON for the requested schema, even after repair.
+
+    Attributes:
+        raw: the model's raw text.
+    """
+
+    def __init__(self, message: str, *, raw: str):
+        super().__init__(message)
+        self.raw = raw
+
+
+class BudgetExceededError(PromptEvolverError):
+    """The next LLM call would exceed the run's budget (calls or tokens)."""

@@ -1,0 +1,115 @@
+"""Judging candidates on samples: each distinct (candidate, sample) pair once per run.
+
+:class:`Evaluator` runs a metric with a candidate's instructions over sample positions
+concurrently and memoises every :class:`Judgement` by (whitespace-normalised instructions,
+sample position). Results are keyed by position, so they never depend on the order in which
+concurrent LLM calls complete. :func:`score` turns judgements into a loss value and a
+per-sample correctness vector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from promptevolver.losses import Loss
+from promptevolver.metrics import Judgement, Metric
+from promptevolver.llm.base import LLMClient
+from promptevolver.annotations import SingleMetricAnnotation
+
+__all__ = ["Evaluator", "Score", "candidate_key", "score"]
+
+CandidateKey = tuple[tuple[str, str], ...]
+
+
+def candidate_key(instructions: Mapping[str, str]) -> CandidateKey:
+    """Identity of a candidate: its instructions with whitespace normalised, sorted by prompt."""
+    return tuple(sorted((name, " ".join(text.split())) for name, text in instructions.items()))
+
+
+class Evaluator:
+    """Judges candidates on samples of ``dataset`` with ``metric`` and ``llm``, memoised.
+
+    Args:
+        metric: the judge; it receives the candidate's instructions per call (never mutated).
+        llm: client for judge calls.
+        dataset: the annotated samples; positions index ``dataset.samples``.
+        max_concurrency: judge calls in flight at once (≥ 1).
+    """
+
+    def __init__(self, *, metric: Metric, llm: LLMClient, dataset: SingleMetricAnnotation, max_concurrency: int) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.metric = metric
+        self.llm = llm
+        self.dataset = dataset
+        self.max_concurrency = max_concurrency
+        self._memo: dict[tuple[CandidateKey, int], Judgement] = {}
+        self.judged = 0
+
+    async def evaluate(self, instructions: Mapping[str, str], positions: Sequence[int]) -> dict[int, Judgement]:
+        """Judgements of ``instructions`` on ``positions`` (position → judgement)."""
+        key = candidate_key(instructions)
+        todo = [p for p in dict.fromkeys(positions) if (key, p) not in self._memo]
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+
+        async def judge(position: int) -> None:
+            async with semaphore:
+                inputs = self.dataset.samples[position].metric_input
+                result = await self.metric.ajudge(inputs, llm=self.llm, instructions=instructions)
+            self._memo[(key, position)] = result
+            self.judged += 1
+
+        await asyncio.gather(*(judge(p) for p in todo))
+        return {p: self._memo[(key, p)] for p in positions}
+
+    def lookup(self, instructions: Mapping[str, str], position: int) -> Judgement | None:
+        """The memoised judgement of ``instructions`` on ``position``, or None if not judged."""
+        return self._memo.get((candidate_key(instructions), position))
+
+    async def evaluate_many(
+        self, candidates: Sequence[Mapping[str, str]], positions: Sequence[int]
+    ) -> list[dict[int, Judgement]]:
+        """:meth:`evaluate` for several candidates at once, results in candidate order."""
+        return list(await asyncio.gather(*(self.evaluate(c, positions) for c in candidates)))
+
+
+@dataclass(frozen=True)
+class Score:
+    """A candidate's score on a set of samples.
+
+    Attributes:
+        value: the loss value (direction: ``loss.higher_is_better``).
+        correct: per-sample quality in [0, 1], shape ``(n,)``, aligned with the positions scored.
+        failures: number of samples whose evaluation failed (scored as wrong).
+    """
+
+    value: float
+    correct: np.ndarray
+    failures: int
+
+
+def score(
+    loss: Loss, judgements: Mapping[int, Judgement], positions: Sequence[int], labels: Sequence[float | None]
+) -> Score:
+    """Score judgements at ``positions`` against human ``labels`` (indexed by position).
+
+    A failed evaluation counts as the worst prediction for its sample — the opposite binary
+    label, or the end of [0, 1] farthest from a numeric label — so a candidate that failed can
+    never outrank one that was measured. No NaN reaches the loss.
+    """
+    y_true = np.array([labels[p] for p in positions], dtype=np.float64)
+    y_pred = np.empty_like(y_true)
+    failures = 0
+    for i, p in enumerate(positions):
+        value = judgements[p].score
+        if value is None:
+            failures += 1
+            value = 0.0 if y_true[i] >= 0.5 else 1.0
+        y_pred[i] = value
+    if len(positions) == 0:
+        return Score(loss.worst(), np.zeros(0), 0)
+    return Score(loss(y_true=y_true, y_pred=y_pred), loss.per_sample_correct(y_true=y_true, y_pred=y_pred), failures)

@@ -1,0 +1,132 @@
+"""Losses that turn (human labels, judge predictions) into a fitness value.
+
+Each loss declares its direction with ``higher_is_better``; the optimizer maximises or minimises
+accordingly. Losses are called with keywords only — ``loss(y_true=..., y_pred=...)`` — so an
+asymmetric loss can never receive its arguments swapped. Both arrays have shape ``(n,)``.
+Values are computed with scikit-learn.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
+
+__all__ = ["BinaryMetricLoss", "Loss", "MSELoss"]
+
+
+class Loss(ABC):
+    """A scalar score of predictions against human labels.
+
+    Attributes:
+        higher_is_better: True when larger values are better (accuracy), False for errors (MSE).
+    """
+
+    higher_is_better: bool
+
+    def __call__(self, *, y_true: Sequence[float], y_pred: Sequence[float]) -> float:
+        """Score ``y_pred`` against ``y_true`` (equal-length, non-empty, shape ``(n,)``).
+
+        Raises:
+            ValueError: unequal lengths, empty input, or values the loss does not accept.
+        """
+        t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+        if t.ndim != 1 or p.ndim != 1:
+            raise ValueError(f"y_true and y_pred must be 1-D, got shapes {t.shape} and {p.shape}")
+        if len(t) != len(p):
+            raise ValueError(f"y_true and y_pred differ in length: {len(t)} != {len(p)}")
+        if len(t) == 0:
+            raise ValueError("y_true and y_pred are empty")
+        if not (np.isfinite(t).all() and np.isfinite(p).all()):
+            raise ValueError("y_true and y_pred must be finite (no NaN or inf)")
+        return float(self._compute(t, p))
+
+    @abstractmethod
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float: ...
+
+    def per_sample_correct(self, *, y_true: Sequence[float], y_pred: Sequence[float]) -> np.ndarray:
+        """Per-sample quality in [0, 1] (1 = perfect), shape ``(n,)``: used for Pareto fronts and
+        complementary parents. Binary: 1.0 where the prediction equals the label."""
+        t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+        return (t == p).astype(np.float64)
+
+    def better(self, a: float, b: float) -> bool:
+        """True when score ``a`` is strictly better than ``b`` in this loss's direction."""
+        return a > b if self.higher_is_better else a < b
+
+    def worst(self) -> float:
+        """A value worse than any real score (used for a candidate with nothing measured)."""
+        return float("-inf") if self.higher_is_better else float("inf")
+
+    def describe(self) -> dict[str, Any]:
+        """The ``loss`` block of result.json."""
+        return {"name": type(self).__name__, "higher_is_better": self.higher_is_better}
+
+
+class BinaryMetricLoss(Loss):
+    """Agreement of binary verdicts with binary human labels (higher is better).
+
+    Args:
+        metric: ``accuracy`` (fraction of equal verdicts) or ``f1_score`` (F1 of class 1,
+            ``sklearn.metrics.f1_score``). When F1 is undefined — no positive label and no positive
+            prediction anywhere — it is **1.0** (nothing to find and nothing falsely found:
+            ``zero_division=1.0``); a positive on only one side gives 0.0 as usual.
+
+    Raises:
+        ValueError: unknown ``metric``; at call time, a value other than 0 or 1.
+    """
+
+    higher_is_better = True
+
+    def __init__(self, *, metric: Literal["accuracy", "f1_score"] = "accuracy") -> None:
+        if metric not in ("accuracy", "f1_score"):
+            raise ValueError(f"metric must be 'accuracy' or 'f1_score', got {metric!r}")
+        self.metric = metric
+
+    def __repr__(self) -> str:
+        return f"BinaryMetricLoss(metric={self.metric!r})"
+
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+        for name, values in (("y_true", y_true), ("y_pred", y_pred)):
+            bad = values[(values != 0) & (values != 1)]
+            if bad.size:
+                raise ValueError(f"{name} must hold only 0 and 1, found {bad[0]!r}")
+        if self.metric == "accuracy":
+            return float(accuracy_score(y_true, y_pred))
+        return float(f1_score(y_true, y_pred, zero_division=1.0))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "BinaryMetricLoss", "metric": self.metric, "higher_is_better": True}
+
+
+class MSELoss(Loss):
+    """Squared error of numeric scores (lower is better; ``sklearn.metrics.mean_squared_error``).
+
+    Args:
+        reduction: ``mean`` (mean squared error) or ``sum`` (sum of squared errors = mean × n).
+    """
+
+    higher_is_better = False
+
+    def __init__(self, *, reduction: Literal["mean", "sum"] = "mean") -> None:
+        if reduction not in ("mean", "sum"):
+            raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+        self.reduction = reduction
+
+    def __repr__(self) -> str:
+        return f"MSELoss(reduction={self.reduction!r})"
+
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+        mse = float(mean_squared_error(y_true, y_pred))
+        return mse * len(y_true) if self.reduction == "sum" else mse
+
+    def per_sample_correct(self, *, y_true: Sequence[float], y_pred: Sequence[float]) -> np.ndarray:
+        """1 − clipped absolute error, shape ``(n,)``, in [0, 1] for scores in [0, 1]."""
+        t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+        return np.clip(1.0 - np.abs(t - p), 0.0, 1.0)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "MSELoss", "reduction": self.reduction, "higher_is_better": False}

@@ -1,0 +1,191 @@
+"""Judge metrics: the LLM-as-judge whose instructions the optimizer rewrites.
+
+A metric exposes its prompts by name (Ragas' ``get_prompts``/``set_prompts``) and judges one
+sample with :meth:`AspectCritic.ajudge`, which takes the instructions to use as an argument so
+that concurrent evaluations of different candidates never share mutable state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from promptevolver.errors import AnnotationError, LLMError, OutputParseError
+from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.prompts import Prompt
+
+__all__ = ["AspectCritic", "AspectCriticOutput", "Judgement", "Metric"]
+
+
+class AspectCriticOutput(BaseModel):
+    """The judge's answer: a short reason and a binary verdict (1 = yes, 0 = no)."""
+
+    reason: str = Field(description="Reason for the verdict")
+    verdict: Literal[0, 1] = Field(description="The verdict (0 or 1) for the submission")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The outcome of judging one sample.
+
+    ``score`` is the verdict (0.0/1.0 for a binary metric) or None when the evaluation failed;
+    then ``error`` says why and ``raw`` holds the model's last text, if any. A failure is data,
+    never a verdict.
+    """
+
+    score: float | None
+    reason: str | None = None
+    raw: str | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.score is None
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """What the optimizer needs from a metric."""
+
+    name: str
+
+    def get_prompts(self) -> dict[str, Prompt[Any]]: ...
+
+    def set_prompts(self, **prompts: Prompt[Any]) -> None: ...
+
+    def get_instructions(self) -> dict[str, str]: ...
+
+    async def ajudge(
+        self, inputs: Mapping[str, Any], *, llm: LLMClient, instructions: Mapping[str, str] | None = None
+    ) -> Judgement: ...
+
+
+SEED_TEMPLATE = (
+    "Evaluate the Input based on the criteria defined. Use only 'Yes' (1) and 'No' (0) as verdict.\n"
+    "Criteria Definition: {definition}"
+)
+
+
+class AspectCritic:
+    """A binary judge of one aspect, as Ragas' ``AspectCritic`` (single-turn).
+
+    Args:
+        name: the metric's name, e.g. ``answer_correctness``.
+        definition: the criterion in plain words; the seed instruction embeds it.
+        llm: default client for :meth:`ajudge`.
+        max_reasks: how many times a malformed answer is re-asked (with the parse error shown)
+            before the evaluation is recorded as failed.
+        temperature: sampling temperature of judge calls.
+
+    Raises:
+        ValueError: empty ``name`` or ``definition``, or ``max_reasks`` < 0.
+    """
+
+    PROMPT_NAME = "single_turn_aspect_critic_prompt"
+    REQUIRED_FIELDS = ("user_input", "response")
+    OPTIONAL_FIELDS = ("reference", "retrieved_contexts", "reference_contexts")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        definition: str,
+        llm: LLMClient | None = None,
+        max_reasks: int = 1,
+        temperature: float = 0.0,
+    ) -> None:
+        if not name.strip():
+            raise ValueError("name must not be empty")
+        if not definition.strip():
+            raise ValueError("definition must not be empty")
+        if max_reasks < 0:
+            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        self.name = name
+        self.definition = definition
+        self.llm = llm
+        self.max_reasks = max_reasks
+        self.temperature = temperature
+        seed = SEED_TEMPLATE.format(definition=definition)
+        self._prompts: dict[str, Prompt[Any]] = {self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, AspectCriticOutput)}
+
+    def __repr__(self) -> str:
+        return f"AspectCritic(name={self.name!r}, definition={self.definition!r})"
+
+    def get_prompts(self) -> dict[str, Prompt[Any]]:
+        """Prompt name → prompt (a copy of the mapping; prompts are immutable)."""
+        return dict(self._prompts)
+
+    def set_prompts(self, **prompts: Prompt[Any]) -> None:
+        """Replace prompts by name. Raises KeyError for a name the metric does not have."""
+        for name, prompt in prompts.items():
+            if name not in self._prompts:
+                raise KeyError(f"unknown prompt {name!r}; prompts: {sorted(self._prompts)}")
+            self._prompts[name] = prompt
+
+    def get_instructions(self) -> dict[str, str]:
+        return {name: p.instruction for name, p in self._prompts.items()}
+
+    def set_instructions(self, instructions: Mapping[str, str]) -> None:
+        """Apply a candidate (prompt name → instruction), e.g. an optimization result.
+
+        Raises:
+            KeyError: a prompt name the metric does not have (nothing is changed then).
+        """
+        unknown = sorted(set(instructions) - set(self._prompts))
+        if unknown:
+            raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(self._prompts)}")
+        self.set_prompts(**{n: self._prompts[n].with_instruction(i) for n, i in instructions.items()})
+
+    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields this judge shows the LLM.
+
+        Raises:
+            AnnotationError: a required field (``user_input``, ``response``) is missing.
+        """
+        for field in self.REQUIRED_FIELDS:
+            if inputs.get(field) in (None, ""):
+                raise AnnotationError(f"{self.name} needs {field!r}", field=f"metric_input.{field}")
+        wanted = self.REQUIRED_FIELDS + self.OPTIONAL_FIELDS
+        return {k: inputs[k] for k in wanted if inputs.get(k) is not None}
+
+    async def ajudge(
+        self, inputs: Mapping[str, Any], *, llm: LLMClient | None = None, instructions: Mapping[str, str] | None = None
+    ) -> Judgement:
+        """Judge one sample with ``instructions`` (default: the metric's own).
+
+        Never raises for LLM trouble: failed calls and unparseable answers become a failed
+        :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
+        """
+        client = llm or self.llm
+        if client is None:
+            raise ValueError(f"{self.name}: no llm given to the metric or the call")
+        prompt = self._prompts[self.PROMPT_NAME]
+        if instructions and self.PROMPT_NAME in instructions:
+            prompt = prompt.with_instruction(instructions[self.PROMPT_NAME])
+        messages = prompt.render(self.prompt_inputs(inputs))
+        return await self._ask(client, prompt, messages)
+
+    async def _ask(self, llm: LLMClient, prompt: Prompt[Any], messages: tuple[ChatMessage, ...]) -> Judgement:
+        raw: str | None = None
+        for attempt in range(self.max_reasks + 1):
+            request = LLMRequest(
+                messages, temperature=self.temperature, json_schema=prompt.json_schema(), sample_index=attempt
+            )
+            try:
+                raw = (await llm.complete(request)).text
+                parsed = prompt.parse(raw)
+            except OutputParseError as exc:
+                messages = messages[:2] + (
+                    ChatMessage("assistant", raw or ""),
+                    ChatMessage("user", f"Your answer could not be used ({exc}). Answer with the JSON object only."),
+                )
+                error = f"unparseable output: {exc}"
+                continue
+            except LLMError as exc:
+                return Judgement(score=None, raw=raw, error=f"{type(exc).__name__}: {exc}")
+            return Judgement(score=float(parsed.verdict), reason=parsed.reason, raw=raw)
+        return Judgement(score=None, raw=raw, error=error)
+

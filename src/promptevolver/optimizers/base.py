@@ -1,0 +1,58 @@
+"""Optimizer base: holds the metric and LLMs; ``optimize`` is the sync entry point."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.llm.base import LLMClient
+from promptevolver.losses import Loss
+from promptevolver.metrics import Metric
+
+__all__ = ["Optimizer"]
+
+#: Keyword arguments of Ragas' ``Optimizer.optimize`` accepted (and ignored) for drop-in use.
+RAGAS_COMPAT_KWARGS = frozenset({"run_config", "batch_size", "callbacks", "with_debugging_logs", "raise_exceptions"})
+
+
+class Optimizer(ABC):
+    """Ragas' call shape: ``Optimizer(metric=..., llm=...).optimize(dataset=..., loss=..., config=...)``.
+
+    Args:
+        metric: the judge whose instructions are optimized (left unchanged by ``optimize``).
+        llm: client for judge calls.
+        reflection_llm: client for meta calls (writing instructions); defaults to ``llm``.
+    """
+
+    def __init__(
+        self, *, metric: Metric | None = None, llm: LLMClient | None = None, reflection_llm: LLMClient | None = None
+    ) -> None:
+        self.metric = metric
+        self.llm = llm
+        self.reflection_llm = reflection_llm
+
+    def optimize(
+        self,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: Mapping[str, Any] | Any | None = None,
+        **ragas_kwargs: Any,
+    ) -> Mapping[str, str]:
+        """Run :meth:`aoptimize` in a fresh event loop (call :meth:`aoptimize` from async code).
+
+        Raises:
+            TypeError: an unknown keyword argument.
+        """
+        unknown = sorted(set(ragas_kwargs) - RAGAS_COMPAT_KWARGS)
+        if unknown:
+            raise TypeError(f"optimize() got unexpected keyword argument(s) {unknown}")
+        return asyncio.run(self.aoptimize(dataset=dataset, loss=loss, config=config))
+
+    @abstractmethod
+    async def aoptimize(
+        self, *, dataset: SingleMetricAnnotation, loss: Loss, config: Mapping[str, Any] | Any | None = None
+    ) -> Mapping[str, str]:
+        """Optimize the metric's instructions on ``dataset``; return prompt name → instruction."""

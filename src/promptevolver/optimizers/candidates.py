@@ -1,0 +1,70 @@
+"""One record per candidate: its instructions, lineage and scores (never parallel lists)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from promptevolver.evaluation import Score
+
+__all__ = ["Candidate"]
+
+
+@dataclass
+class Candidate:
+    """A candidate instruction set and everything measured about it.
+
+    Attributes:
+        id: run-unique number, in creation order (the seed is 0).
+        instructions: prompt name → instruction.
+        generation: the generation that created it (0 = initial population).
+        operator: ``seed``, ``reverse_engineer``, ``mutation`` or ``crossover``.
+        parents: ids of the parent candidates (empty for the seed and reverse-engineered ones).
+        train: score on the train samples, once evaluated.
+        validation: score on the validation samples, once evaluated.
+        feedback: the feedback a mutation applied (empty otherwise).
+    """
+
+    id: int
+    instructions: dict[str, str]
+    generation: int
+    operator: str
+    parents: tuple[int, ...] = ()
+    train: Score | None = None
+    validation: Score | None = None
+    feedback: list[str] = field(default_factory=list)
+
+    @property
+    def is_seed(self) -> bool:
+        return self.operator == "seed"
+
+    @property
+    def length(self) -> int:
+        """Total instruction length in characters (the tie-breaker: shorter wins)."""
+        return sum(len(text) for text in self.instructions.values())
+
+    def train_value(self) -> float:
+        if self.train is None:
+            raise ValueError(f"candidate {self.id} has no train score yet")
+        return self.train.value
+
+    def train_correct(self) -> np.ndarray:
+        if self.train is None:
+            raise ValueError(f"candidate {self.id} has no train score yet")
+        return self.train.correct
+
+    def to_dict(self) -> dict[str, Any]:
+        """The candidate's lineage entry in result.json."""
+        return {
+            "id": self.id,
+            "generation": self.generation,
+            "operator": self.operator,
+            "parents": list(self.parents),
+            "instructions": dict(self.instructions),
+            "train": None if self.train is None else self.train.value,
+            "validation": None if self.validation is None else self.validation.value,
+            "failures": 0 if self.train is None else self.train.failures,
+            "feedback": list(self.feedback),
+        }

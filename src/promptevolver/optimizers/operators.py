@@ -1,0 +1,188 @@
+"""The genetic operators: meta-prompts that write, critique, rewrite and merge instructions.
+
+Each operator renders one meta-prompt, makes one *meta call* and checks the answer. An answer that
+is empty, truncated (an unclosed code fence, cut-off JSON), unchanged from its parent, or not
+parseable is **rejected**: the operator returns None with the reason, the caller keeps the parent
+and counts the rejection. LLM failures after retries are rejections too; they never raise.
+
+Operators (as in Ragas' GeneticOptimizer, with our sections):
+
+* reverse engineering — infer an instruction from annotated (input, expected output) examples;
+* feedback — at most ``k`` concrete changes, from samples the current instruction gets wrong;
+* rewrite — apply feedback to the instruction (feedback + rewrite = *mutation*);
+* crossover — merge two parent instructions into one child.
+
+The section headings (in ``promptevolver.prompts``) are part of the prompt contract: the
+simulated fake LLM reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from promptevolver.errors import LLMError, OutputParseError
+from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.prompts import (
+    ANSWER,
+    CROSSOVER_PARENT_A,
+    CROSSOVER_PARENT_B,
+    CURRENT_INSTRUCTION,
+    EXAMPLES,
+    FAILING_SAMPLES,
+    FEEDBACK_TO_APPLY,
+    extract_json_object,
+)
+
+__all__ = [
+    "Example",
+    "OperatorOutcome",
+    "crossover",
+    "feedback",
+    "reverse_engineer",
+    "rewrite",
+]
+
+_SYSTEM = (
+    "You improve the instructions of an LLM judge so that its verdicts agree with human annotators. "
+    "An instruction states the criterion the judge applies to an input; it must stay general: it is "
+    "used on inputs you have not seen."
+)
+_INSTRUCTION_ANSWER = 'Answer with one JSON object only: {"instruction": "<the new instruction>"}'
+
+
+@dataclass(frozen=True)
+class Example:
+    """An annotated sample shown to a meta call.
+
+    ``inputs`` are the judge's input fields; ``expected`` the human-approved output (``verdict``
+    and, when the human gave or accepted one, ``reason``); ``judged`` the current judge's output
+    (feedback only).
+    """
+
+    inputs: dict[str, Any]
+    expected: dict[str, Any]
+    judged: dict[str, Any] | None = None
+
+    def line(self) -> str:
+        body: dict[str, Any] = {"input": self.inputs}
+        if self.judged is not None:
+            body["judge_output"] = self.judged
+        body["expected_output"] = self.expected
+        return json.dumps(body, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class OperatorOutcome:
+    """What an operator produced: ``value`` (an instruction, or feedback items) or a rejection."""
+
+    value: str | list[str] | None
+    rejected: str | None = None
+
+
+def _request(operation: str, user: str, temperature: float, sample_index: int) -> LLMRequest:
+    messages = (ChatMessage("system", _SYSTEM), ChatMessage("user", user))
+    return LLMRequest(messages, temperature=temperature, operation=operation, sample_index=sample_index)
+
+
+async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        text = (await llm.complete(request)).text
+    except LLMError as exc:
+        return None, f"llm error: {type(exc).__name__}"
+    if not text.strip():
+        return None, "empty answer"
+    if text.count("```") % 2 == 1:
+        return None, "truncated answer (unclosed code fence)"
+    try:
+        return extract_json_object(text), None
+    except OutputParseError as exc:
+        return None, f"unparseable answer: {exc}"
+
+
+def _instruction_from(data: dict[str, Any] | None, why: str | None, parents: Sequence[str]) -> OperatorOutcome:
+    if data is None:
+        return OperatorOutcome(None, why)
+    text = data.get("instruction")
+    if not isinstance(text, str) or not text.strip():
+        return OperatorOutcome(None, "no instruction in answer")
+    if any(normalize(text) == normalize(p) for p in parents):
+        return OperatorOutcome(None, "unchanged instruction")
+    return OperatorOutcome(text.strip())
+
+
+def normalize(instruction: str) -> str:
+    """Whitespace-normalised instruction: the identity used to detect duplicates."""
+    return " ".join(instruction.split())
+
+
+async def reverse_engineer(
+    llm: LLMClient, *, metric_name: str, examples: Sequence[Example], temperature: float, sample_index: int
+) -> OperatorOutcome:
+    """Infer an instruction from ``examples`` (one meta call, operation ``reverse_engineer``)."""
+    lines = "\n".join(ex.line() for ex in examples)
+    user = (
+        f"The judge `{metric_name}` reads an input and returns a reason and a verdict (1 = yes, 0 = no).\n"
+        f"Infer the instruction that makes a judge produce exactly these expected outputs.\n\n"
+        f"{EXAMPLES}\n{lines}\n\n{ANSWER}\n{_INSTRUCTION_ANSWER}"
+    )
+    data, why = await _ask_json(llm, _request("reverse_engineer", user, temperature, sample_index))
+    return _instruction_from(data, why, [])
+
+
+async def feedback(
+    llm: LLMClient,
+    *,
+    instruction: str,
+    failures: Sequence[Example],
+    max_feedbacks: int,
+    temperature: float,
+    sample_index: int,
+) -> OperatorOutcome:
+    """At most ``max_feedbacks`` concrete changes to ``instruction`` (operation ``feedback``)."""
+    lines = "\n".join(ex.line() for ex in failures)
+    user = (
+        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{ANSWER}\n"
+        f"The judge's outputs above disagree with the expected (human) outputs. Give at most "
+        f"{max_feedbacks} concrete, distinct changes to the instruction that would make the judge agree, "
+        f"without overfitting to these samples.\n"
+        'Answer with one JSON object only: {"feedback": ["<change 1>", "<change 2>"]}'
+    )
+    data, why = await _ask_json(llm, _request("feedback", user, temperature, sample_index))
+    if data is None:
+        return OperatorOutcome(None, why)
+    items = data.get("feedback")
+    if not isinstance(items, list):
+        return OperatorOutcome(None, "no feedback list in answer")
+    kept = [str(item).strip() for item in items if str(item).strip()][:max_feedbacks]
+    return OperatorOutcome(kept) if kept else OperatorOutcome(None, "empty feedback")
+
+
+async def rewrite(
+    llm: LLMClient, *, instruction: str, feedback_items: Sequence[str], temperature: float, sample_index: int
+) -> OperatorOutcome:
+    """Apply ``feedback_items`` to ``instruction`` (operation ``rewrite``)."""
+    items = "\n".join(f"- {item}" for item in feedback_items)
+    user = (
+        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FEEDBACK_TO_APPLY}\n{items}\n\n{ANSWER}\n"
+        f"Rewrite the instruction so that it applies the feedback and keeps what already works.\n"
+        f"{_INSTRUCTION_ANSWER}"
+    )
+    data, why = await _ask_json(llm, _request("rewrite", user, temperature, sample_index))
+    return _instruction_from(data, why, [instruction])
+
+
+async def crossover(
+    llm: LLMClient, *, parent_a: str, parent_b: str, temperature: float, sample_index: int
+) -> OperatorOutcome:
+    """Merge two parent instructions into one child (operation ``crossover``)."""
+    user = (
+        f"{CROSSOVER_PARENT_A}\n{parent_a}\n\n{CROSSOVER_PARENT_B}\n{parent_b}\n\n{ANSWER}\n"
+        f"Each parent gets different samples right. Write one instruction that combines the criteria "
+        f"of both, concisely, without repeating itself.\n{_INSTRUCTION_ANSWER}"
+    )
+    data, why = await _ask_json(llm, _request("crossover", user, temperature, sample_index))
+    return _instruction_from(data, why, [parent_a, parent_b])
+

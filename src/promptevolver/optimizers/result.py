@@ -1,0 +1,94 @@
+"""The outcome of an optimization: a Mapping prompt name → best instruction, plus its evidence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OptimizationResult"]
+
+
+@dataclass(frozen=True)
+class OptimizationResult(Mapping[str, str]):
+    """Best instructions (as a read-only mapping, like Ragas' return value) and how they were found.
+
+    Attributes:
+        metric: the metric's name.
+        seed_instructions / best_instructions: prompt name → instruction.
+        loss: the loss's description (name, options, ``higher_is_better``).
+        scores: ``{"seed": {"train", "validation"}, "best": {...}}`` loss values.
+        history: one entry per generation (``generation``, ``best_train``, ``mean_train``,
+            ``population``, ``offspring``, ``judge_calls``, ``meta_calls``).
+        usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
+        lineage: every candidate created (id, generation, operator, parents, scores).
+        best_id: id of the chosen candidate in ``lineage`` (0 = the seed).
+        stop_reason: ``generations``, ``patience`` or ``population_size_1``.
+        split: sizes of train and validation and how they were made.
+        operator_stats: rejected operator outputs by reason, duplicates skipped.
+        config, random_seed, duration_s (seconds, wall clock).
+    """
+
+    metric: str
+    seed_instructions: dict[str, str]
+    best_instructions: dict[str, str]
+    loss: dict[str, Any]
+    scores: dict[str, dict[str, float]]
+    history: list[dict[str, Any]]
+    usage: dict[str, Any]
+    lineage: list[dict[str, Any]]
+    best_id: int
+    stop_reason: str
+    split: dict[str, Any]
+    operator_stats: dict[str, Any]
+    config: dict[str, Any]
+    random_seed: int
+    duration_s: float = field(compare=False)
+
+    def __getitem__(self, key: str) -> str:
+        return self.best_instructions[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.best_instructions)
+
+    def __len__(self) -> int:
+        return len(self.best_instructions)
+
+    @property
+    def improved(self) -> bool:
+        """True when the chosen candidate is not the seed."""
+        return self.best_id != 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result.json contract of DESIGN.md (plus lineage, split, stop reason)."""
+        return {
+            "metric": self.metric,
+            "seed_instructions": self.seed_instructions,
+            "best_instructions": self.best_instructions,
+            "best_id": self.best_id,
+            "loss": self.loss,
+            "scores": self.scores,
+            "history": self.history,
+            "usage": self.usage,
+            "stop_reason": self.stop_reason,
+            "split": self.split,
+            "operator_stats": self.operator_stats,
+            "lineage": self.lineage,
+            "config": self.config,
+            "random_seed": self.random_seed,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+    def to_json(self, path: str | Path) -> None:
+        """Write result.json (UTF-8, sorted keys inside blocks kept as built, 2-space indent)."""
+        with Path(path).open("w", encoding="utf-8") as fh:
+            json.dump(self.to_dict(), fh, ensure_ascii=False, indent=2)
+            fh.write("\n")
+
+    @staticmethod
+    def best_from_json(path: str | Path) -> Mapping[str, str]:
+        """The ``best_instructions`` of a result.json file."""
+        with Path(path).open(encoding="utf-8") as fh:
+            return dict(json.load(fh)["best_instructions"])

@@ -1,0 +1,115 @@
+"""Selection: ranking, elitism, tournaments, the Pareto front and complementary parents.
+
+All functions are pure: they read candidates' scores and draw from the ``numpy.random.Generator``
+they are given; they never create state.
+
+**Ranking and ties** (:func:`rank`): better score first in the loss's direction; on equal score
+the seed first, then the shorter instruction, then the older candidate (lower id).
+
+**Pareto front** (:func:`pareto_front`, as GEPA, Agrawal et al. 2025, "GEPA: Reflective Prompt
+Evolution Can Outperform Reinforcement Learning"): the candidates that are best on at least one
+train sample where candidates differ, minus those dominated (another is at least as good on
+every sample and better on one). They survive selection even when their mean is lower.
+
+**Complementary parents** (:func:`complementary_parents`): the first parent is a tournament winner
+among the fitter half of the pool; the second is the other member of the fitter half whose
+per-sample correctness differs from the first's on the most samples (Hamming distance), ties
+to the better-ranked. A candidate is never paired with itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from promptevolver.losses import Loss
+from promptevolver.optimizers.candidates import Candidate
+
+__all__ = ["complementary_parents", "pareto_front", "rank", "survivors", "tournament"]
+
+
+def _key(candidate: Candidate, value: float, higher_is_better: bool) -> tuple[float, bool, int, int]:
+    return (-value if higher_is_better else value, not candidate.is_seed, candidate.length, candidate.id)
+
+
+def rank(candidates: Sequence[Candidate], loss: Loss, *, on: str = "train") -> list[Candidate]:
+    """Candidates best first by their ``on`` (``train`` or ``validation``) score; ties as above.
+
+    Raises:
+        ValueError: a candidate has no ``on`` score.
+    """
+    def value(c: Candidate) -> float:
+        s = c.train if on == "train" else c.validation
+        if s is None:
+            raise ValueError(f"candidate {c.id} has no {on} score")
+        return s.value
+
+    return sorted(candidates, key=lambda c: _key(c, value(c), loss.higher_is_better))
+
+
+def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Non-dominated candidates that are best on at least one discriminating train sample.
+
+    Returns all candidates when no sample discriminates between them. Order is input order.
+    """
+    if len(candidates) <= 1:
+        return list(candidates)
+    matrix = np.stack([c.train_correct() for c in candidates])  # (n_candidates, n_samples)
+    best = matrix.max(axis=0)
+    discriminating = matrix.min(axis=0) < best
+    if not discriminating.any():
+        return list(candidates)
+    on_top = (matrix[:, discriminating] == best[discriminating]).any(axis=1)
+    front = []
+    for i, c in enumerate(candidates):
+        if not on_top[i]:
+            continue
+        others = np.delete(matrix, i, axis=0)
+        dominated = ((others >= matrix[i]).all(axis=1) & (others > matrix[i]).any(axis=1)).any()
+        if not dominated:
+            front.append(c)
+    return front or list(candidates)
+
+
+def tournament(pool: Sequence[Candidate], loss: Loss, rng: np.random.Generator, size: int) -> Candidate:
+    """The best-ranked of ``size`` candidates drawn without replacement from ``pool``.
+
+    Raises:
+        ValueError: empty pool or ``size`` < 1.
+    """
+    if not pool or size < 1:
+        raise ValueError(f"tournament needs a non-empty pool and size >= 1 (pool={len(pool)}, size={size})")
+    drawn = rng.choice(len(pool), size=min(size, len(pool)), replace=False)
+    return rank([pool[i] for i in sorted(drawn.tolist())], loss)[0]
+
+
+def complementary_parents(
+    pool: Sequence[Candidate], loss: Loss, rng: np.random.Generator, tournament_size: int
+) -> tuple[Candidate, Candidate] | None:
+    """Two different parents that disagree on the most samples, or None if the pool has < 2."""
+    ranked = rank(pool, loss)
+    fitter = ranked[: max(2, -(-len(ranked) // 2))]
+    if len(fitter) < 2:
+        return None
+    first = tournament(fitter, loss, rng, tournament_size)
+    others = [c for c in fitter if c.id != first.id]
+    distances = [int((c.train_correct() != first.train_correct()).sum()) for c in others]
+    second = others[int(np.argmax(distances))]  # argmax keeps the first (best-ranked) on ties
+    return first, second
+
+
+def survivors(candidates: Sequence[Candidate], loss: Loss, size: int, elite_count: int) -> list[Candidate]:
+    """The next population: ``elite_count`` best, then the Pareto front, then the best of the rest.
+
+    Returns at most ``size`` candidates, best-ranked first.
+    """
+    ranked = rank(candidates, loss)
+    chosen: dict[int, Candidate] = {c.id: c for c in ranked[:elite_count]}
+    front_ids = {c.id for c in pareto_front(ranked)}
+    for group in ([c for c in ranked if c.id in front_ids], ranked):
+        for c in group:
+            if len(chosen) >= size:
+                break
+            chosen.setdefault(c.id, c)
+    return rank(list(chosen.values()), loss)

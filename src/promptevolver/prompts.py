@@ -1,0 +1,184 @@
+"""Prompts: an instruction, named input fields and a JSON output model.
+
+A :class:`Prompt` renders an instruction and a mapping of inputs into chat messages::
+
+    system: <instruction>
+
+            ## Output format
+            Return one JSON object that follows this JSON schema: {...}
+    user:   ## Input
+            {"user_input": ..., "response": ..., ...}
+
+and parses the model's answer back into its output model, repairing what is safely repairable
+(code fences, text around the object, Python-style single quotes). The instruction is what an
+optimizer changes; :func:`split_rendered` recovers (instruction, inputs) from rendered messages.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from promptevolver.errors import OutputParseError
+from promptevolver.llm.base import ChatMessage
+
+__all__ = [
+    "ANSWER",
+    "CROSSOVER_PARENT_A",
+    "CROSSOVER_PARENT_B",
+    "CURRENT_INSTRUCTION",
+    "EXAMPLES",
+    "FAILING_SAMPLES",
+    "FEEDBACK_TO_APPLY",
+    "INPUT_HEADER",
+    "OUTPUT_HEADER",
+    "Prompt",
+    "extract_json_object",
+    "section",
+    "split_rendered",
+]
+
+OUTPUT_HEADER = "## Output format"
+INPUT_HEADER = "## Input"
+
+# Section headings of the optimizer's meta-prompts (see optimizers/operators.py); every
+# meta-prompt ends with an ANSWER section, so a section's body runs to the next "\n\n## ".
+EXAMPLES = "## Examples"
+CURRENT_INSTRUCTION = "## Current instruction"
+FAILING_SAMPLES = "## Failing samples"
+FEEDBACK_TO_APPLY = "## Feedback to apply"
+CROSSOVER_PARENT_A = "## Parent instruction A"
+CROSSOVER_PARENT_B = "## Parent instruction B"
+ANSWER = "## Answer"
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Prompt(Generic[OutputT]):
+    """An instruction with its output model. Immutable: :meth:`with_instruction` makes a copy.
+
+    Attributes:
+        name: the prompt's name, e.g. ``single_turn_aspect_critic_prompt`` (Ragas' names).
+        instruction: the text an optimizer rewrites.
+        output_model: pydantic model the answer must validate against.
+    """
+
+    name: str
+    instruction: str
+    output_model: type[OutputT]
+
+    def with_instruction(self, instruction: str) -> Prompt[OutputT]:
+        return replace(self, instruction=instruction)
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.output_model.model_json_schema()
+
+    def render(self, inputs: dict[str, Any]) -> tuple[ChatMessage, ...]:
+        """Chat messages for ``inputs`` (fields whose value is None are left out)."""
+        schema = json.dumps(self.json_schema(), sort_keys=True)
+        system = (
+            f"{self.instruction.strip()}\n\n{OUTPUT_HEADER}\n"
+            f"Return one JSON object that follows this JSON schema, with double-quoted strings "
+            f"and nothing else:\n{schema}"
+        )
+        shown = {k: v for k, v in inputs.items() if v is not None}
+        user = f"{INPUT_HEADER}\n{json.dumps(shown, ensure_ascii=False, indent=2, sort_keys=True)}"
+        return (ChatMessage("system", system), ChatMessage("user", user))
+
+    def parse(self, text: str) -> OutputT:
+        """The answer as ``output_model``.
+
+        Raises:
+            OutputParseError: no JSON object can be recovered or it fails validation (``raw`` kept).
+        """
+        data = extract_json_object(text)
+        try:
+            return self.output_model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "<root>"
+            raise OutputParseError(f"output field {where!r}: {first['msg']}", raw=text) from exc
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text``, after safe repairs.
+
+    Repairs: a fenced block (```json ... ```) is unwrapped; text before the first ``{`` and after
+    its matching ``}`` is dropped; a Python-literal dict (single quotes) is read with
+    ``ast.literal_eval``. Nothing else is guessed: truncated JSON is an error.
+
+    Raises:
+        OutputParseError: no object can be recovered (``raw`` holds ``text``).
+    """
+    fenced = _FENCE.search(text)
+    candidate = _balanced_object(fenced.group(1) if fenced else text)
+    if candidate is None:
+        raise OutputParseError("no complete JSON object in the answer", raw=text)
+    try:
+        value = json.loads(candidate)
+    except json.JSONDecodeError:
+        try:
+            value = ast.literal_eval(candidate)
+        except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+            raise OutputParseError("the answer's object is not valid JSON", raw=text) from exc
+    if not isinstance(value, dict):
+        raise OutputParseError("the answer is not a JSON object", raw=text)
+    return value
+
+
+def _balanced_object(text: str) -> str | None:
+    start = text.find("{")
+    if start < 0:
+        return None
+    depth, in_string, quote, escaped = 0, False, "", False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                in_string = False
+        elif ch in "\"'":
+            in_string, quote = True, ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return None
+
+
+def split_rendered(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> tuple[str, dict[str, Any]] | None:
+    """(instruction, inputs) of messages made by :meth:`Prompt.render`, or None if not such."""
+    if len(messages) < 2 or messages[0].role != "system":
+        return None
+    system, user = messages[0].content, messages[1].content
+    marker = f"\n\n{OUTPUT_HEADER}\n"
+    if marker not in system or not user.startswith(INPUT_HEADER + "\n"):
+        return None
+    instruction = system.split(marker, 1)[0]
+    try:
+        inputs = json.loads(user[len(INPUT_HEADER) + 1 :])
+    except json.JSONDecodeError:
+        return None
+    return (instruction, inputs) if isinstance(inputs, dict) else None
+
+
+def section(text: str, heading: str) -> str | None:
+    """The body under ``heading`` up to the next section (every meta-prompt ends with ``## Answer``)."""
+    if heading + "\n" not in text:
+        return None
+    body = text.split(heading + "\n", 1)[1]
+    return body.split("\n\n## ", 1)[0]

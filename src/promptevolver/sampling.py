@@ -1,0 +1,159 @@
+"""Seeded, stratified sampling over class keys: the arithmetic behind the annotation API.
+
+Every function takes the class key of each item (any hashable values, shape ``(n,)``) and a
+``numpy.random.Generator``; they return positions into that sequence. Nothing here touches
+Python's global ``random`` or numpy's global state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "group_by_class",
+    "largest_remainder",
+    "make_rng",
+    "stratified_batches",
+    "stratified_sample",
+    "stratified_split",
+]
+
+Seed = int | np.random.Generator | None
+
+
+def make_rng(random_seed: Seed) -> np.random.Generator:
+    """A Generator from an int seed or an existing Generator (returned as is).
+
+    ``None`` draws fresh OS entropy: the result is then not reproducible, which mirrors
+    Ragas' unseeded sampling. Pass an int for repeatable results.
+    """
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed
+    if random_seed is not None and (isinstance(random_seed, bool) or not isinstance(random_seed, int)):
+        raise TypeError(f"random_seed must be an int, a numpy Generator or None, got {random_seed!r}")
+    return np.random.default_rng(random_seed)
+
+
+def _sort_key(value: Hashable) -> tuple[str, str]:
+    return (type(value).__name__, repr(value))
+
+
+def group_by_class(keys: Sequence[Hashable]) -> dict[Hashable, list[int]]:
+    """Positions of each class, classes in a deterministic order (by type name, then repr)."""
+    groups: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return {k: groups[k] for k in sorted(groups, key=_sort_key)}
+
+
+def largest_remainder(sizes: Sequence[int], total: int, *, at_least_one: bool = False) -> list[int]:
+    """Split ``total`` into integer shares proportional to ``sizes`` (Hamilton's method).
+
+    Shares never exceed their size. With ``at_least_one``, every non-empty class gets one
+    first when ``total`` allows it. Ties in remainders go to the larger class, then the first.
+    """
+    sizes_arr = np.asarray(sizes, dtype=np.int64)
+    n = int(sizes_arr.sum())
+    if total < 0 or total > n:
+        raise ValueError(f"total must be in [0, {n}], got {total}")
+    shares = np.zeros(len(sizes_arr), dtype=np.int64)
+    if total == 0 or n == 0:
+        return shares.tolist()
+    nonempty = sizes_arr > 0
+    if at_least_one and total >= int(nonempty.sum()):
+        shares[nonempty] = 1
+    remaining = total - int(shares.sum())
+    capacity = sizes_arr - shares
+    quotas = capacity * (remaining / max(int(capacity.sum()), 1))
+    floors = np.minimum(np.floor(quotas).astype(np.int64), capacity)
+    shares += floors
+    left = total - int(shares.sum())
+    order = sorted(range(len(sizes_arr)), key=lambda i: (-(quotas[i] - floors[i]), -sizes_arr[i], i))
+    while left > 0:
+        for i in order:
+            if left and shares[i] < sizes_arr[i]:
+                shares[i] += 1
+                left -= 1
+    return shares.tolist()
+
+
+def stratified_sample(keys: Sequence[Hashable], n: int, rng: np.random.Generator) -> list[int]:
+    """``n`` distinct positions whose class counts follow the classes' proportions.
+
+    Every class appears when ``n`` is at least the number of classes. Returned sorted.
+
+    Raises:
+        ValueError: ``n`` < 0 or ``n`` > ``len(keys)``.
+    """
+    if n < 0 or n > len(keys):
+        raise ValueError(f"cannot sample {n} items from {len(keys)}")
+    groups = list(group_by_class(keys).values())
+    shares = largest_remainder([len(g) for g in groups], n, at_least_one=True)
+    chosen: list[int] = []
+    for group, share in zip(groups, shares):
+        chosen.extend(rng.choice(group, size=share, replace=False).tolist())
+    return sorted(chosen)
+
+
+def stratified_split(keys: Sequence[Hashable], n_test: int, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+    """Disjoint, covering (train, test) positions with ``n_test`` test items, stratified by class."""
+    test = stratified_sample(keys, n_test, rng)
+    test_set = set(test)
+    train = [i for i in range(len(keys)) if i not in test_set]
+    return train, test
+
+
+def stratified_batches(
+    keys: Sequence[Hashable],
+    batch_size: int,
+    rng: np.random.Generator,
+    *,
+    drop_last_batch: bool = False,
+    replace: bool = False,
+) -> list[list[int]]:
+    """Split positions into batches that each mirror the class proportions.
+
+    Classes are shuffled and laid end to end, then dealt round-robin over the batches, so each
+    batch receives ⌊n_c/B⌋ or ⌈n_c/B⌉ items of a class of size n_c, and a class with at least B
+    items appears in every batch. Without ``drop_last_batch`` there are B = ⌈n/batch_size⌉
+    batches covering every item exactly once; their sizes differ by at most one and never exceed
+    ``batch_size``. With ``drop_last_batch`` there are ⌊n/batch_size⌋ batches of exactly
+    ``batch_size`` (a stratified choice of the items kept). With ``replace``, batches shorter than
+    ``batch_size`` are filled with items drawn from the rest of the data (distinct within a batch).
+    An empty input gives no batches.
+
+    Raises:
+        ValueError: ``batch_size`` < 1.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    n = len(keys)
+    if n == 0:
+        return []
+    positions = list(range(n))
+    if drop_last_batch:
+        n_batches = n // batch_size
+        if n_batches == 0:
+            return []
+        positions = stratified_sample(keys, n_batches * batch_size, rng)
+    else:
+        n_batches = -(-n // batch_size)
+    kept_keys = [keys[i] for i in positions]
+    ordered: list[int] = []
+    for group in group_by_class(kept_keys).values():
+        ordered.extend(positions[j] for j in rng.permutation(group).tolist())
+    batches: list[list[int]] = [ordered[b::n_batches] for b in range(n_batches)]
+    if replace:
+        batches = [_fill(batch, batch_size, n, rng) for batch in batches]
+    return batches
+
+
+def _fill(batch: list[int], batch_size: int, n: int, rng: np.random.Generator) -> list[int]:
+    missing = min(batch_size, n) - len(batch)
+    if missing <= 0:
+        return batch
+    members = set(batch)
+    pool = [i for i in range(n) if i not in members]
+    return batch + rng.choice(pool, size=missing, replace=False).tolist()

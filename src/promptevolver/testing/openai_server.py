@@ -1,0 +1,339 @@
+"""A local OpenAI-compatible chat-completions server for tests and benchmarks (stdlib only).
+
+:class:`LocalOpenAIServer` serves ``POST /v1/chat/completions`` on ``127.0.0.1`` at an ephemeral
+port from a daemon thread. The assistant text comes from a plain ``handler(request_json) -> str``
+callable, so any fake model can back it. It records every request body and ``Authorization``
+header, and can inject faults (rate limits, server errors, delays, malformed bodies, dropped
+connections, ``response_format`` rejection), one queued :class:`Fault` per request::
+
+    with LocalOpenAIServer(lambda body: "yes") as server:
+        server.inject(Fault.rate_limit(retry_after=0.01))
+        client = OpenAIClient(model="m", base_url=server.base_url, api_key="k")
+
+Token usage is counted as whitespace-separated words: ``prompt_tokens`` over the text content of
+all request messages, ``completion_tokens`` over the answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+__all__ = ["Fault", "FaultKind", "Handler", "LocalOpenAIServer"]
+
+#: Produces the assistant's text from the decoded request body.
+Handler = Callable[[dict[str, Any]], str]
+
+FaultKind = Literal["error", "delay", "malformed_body", "drop_connection"]
+
+CHAT_PATH = "/v1/chat/completions"
+RESPONSE_FORMAT_ERROR = "Invalid parameter: 'response_format' of type 'json_schema' is not supported."
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected misbehaviour, consumed by the next request. Build with the classmethods.
+
+    Attributes:
+        kind: what to do instead of (or before) answering normally.
+        status: HTTP status of an ``error`` fault.
+        message: error message of an ``error`` fault (sent in an OpenAI-style error body).
+        retry_after: value of the ``Retry-After`` header in seconds, or None for no header.
+        seconds: how long a ``delay`` fault waits before answering normally.
+        content_type: ``Content-Type`` of a ``malformed_body`` answer.
+    """
+
+    kind: FaultKind
+    status: int = 200
+    message: str = ""
+    retry_after: float | None = None
+    seconds: float = 0.0
+    content_type: str = "application/json"
+
+    @classmethod
+    def error(cls, status: int, message: str, *, retry_after: float | None = None) -> Fault:
+        """Answer ``status`` with an OpenAI-style error body carrying ``message``."""
+        return cls("error", status=status, message=message, retry_after=retry_after)
+
+    @classmethod
+    def rate_limit(cls, retry_after: float | None = None) -> Fault:
+        """Answer 429; ``retry_after`` seconds go in the ``Retry-After`` header when given."""
+        return cls.error(429, "Rate limit reached. Please try again later.", retry_after=retry_after)
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> Fault:
+        """Answer a server error (5xx by default 500)."""
+        return cls.error(status, "The server had an error while processing your request.")
+
+    @classmethod
+    def reject_response_format(cls) -> Fault:
+        """Answer 400 with a message saying ``response_format`` is not supported."""
+        return cls.error(400, RESPONSE_FORMAT_ERROR)
+
+    @classmethod
+    def delay(cls, seconds: float) -> Fault:
+        """Wait ``seconds`` before answering normally (to trigger client timeouts)."""
+        return cls("delay", seconds=seconds)
+
+    @classmethod
+    def malformed_body(cls, content_type: str = "application/json") -> Fault:
+        """Answer 200 with a body that is not JSON, labelled ``content_type``."""
+        return cls("malformed_body", content_type=content_type)
+
+    @classmethod
+    def drop_connection(cls) -> Fault:
+        """Close the connection without sending any response."""
+        return cls("drop_connection")
+
+
+def count_words(text: str) -> int:
+    """The token count this server reports: whitespace-separated words."""
+    return len(text.split())
+
+
+def _message_text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return 0
+    return sum(count_words(_message_text(m)) for m in messages)
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """An OpenAI-style error body."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+class LocalOpenAIServer:
+    """OpenAI-compatible chat-completions server on ``127.0.0.1`` for tests and benchmarks.
+
+    Args:
+        handler: ``handler(request_json) -> str`` gives the assistant text; an exception from it
+            becomes a 500 answer.
+        latency_s: fixed delay in seconds before every answer (0 for none).
+        supports_response_format: when False, every request carrying ``response_format`` is
+            answered 400 like a server without structured outputs.
+
+    Attributes:
+        base_url: ``http://127.0.0.1:PORT/v1``, available once started.
+        requests: copies of the decoded request bodies received, oldest first.
+        authorization_headers: the ``Authorization`` header of each request (None when absent).
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        latency_s: float = 0.0,
+        supports_response_format: bool = True,
+    ) -> None:
+        self.handler = handler
+        self.latency_s = latency_s
+        self.supports_response_format = supports_response_format
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._auth: list[str | None] = []
+        self._faults: deque[Fault] = deque()
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> LocalOpenAIServer:
+        """Bind an ephemeral port and serve from a daemon thread. Returns self."""
+        if self._httpd is not None:
+            raise RuntimeError("LocalOpenAIServer is already started")
+        self._stopping.clear()
+        self._httpd = _Server(("127.0.0.1", 0), _make_request_handler(self))
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake any delayed answers and close the socket. Idempotent."""
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5.0)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> LocalOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- public state ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("LocalOpenAIServer is not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def authorization_headers(self) -> list[str | None]:
+        with self._lock:
+            return list(self._auth)
+
+    def inject(self, *faults: Fault) -> None:
+        """Queue faults; each following request consumes one, in order."""
+        with self._lock:
+            self._faults.extend(faults)
+
+    @property
+    def pending_faults(self) -> int:
+        with self._lock:
+            return len(self._faults)
+
+    # -- request handling (called from server threads) -------------------------------------------
+
+    def _record(self, body: dict[str, Any], authorization: str | None) -> Fault | None:
+        with self._lock:
+            self._requests.append(body)
+            self._auth.append(authorization)
+            return self._faults.popleft() if self._faults else None
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = self.handler(body)
+        prompt, answer = _prompt_tokens(body), count_words(text)
+        return {
+            "id": f"chatcmpl-local-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model", "local")),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer},
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that time out or disconnect are expected here; stay quiet.
+        pass
+
+
+def _make_request_handler(server: LocalOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class _RequestHandler(_ChatHandler):
+        owner = server
+
+    return _RequestHandler
+
+
+class _ChatHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 30.0  # seconds an idle keep-alive connection is kept open
+    owner: LocalOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") != CHAT_PATH:
+            self._send_json(404, error_body(404, f"Unknown path {self.path}"))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send_json(400, error_body(400, "Request body is not valid JSON."))
+            return
+        fault = self.owner._record(body, self.headers.get("Authorization"))
+        self.owner._sleep(self.owner.latency_s)
+        if fault is not None and self._apply(fault):
+            return
+        if "response_format" in body and not self.owner.supports_response_format:
+            self._send_json(400, error_body(400, RESPONSE_FORMAT_ERROR))
+            return
+        self._answer(body)
+
+    def _apply(self, fault: Fault) -> bool:
+        """Act out ``fault``; True when the request has been dealt with."""
+        if fault.kind == "delay":
+            self.owner._sleep(fault.seconds)
+            return False
+        if fault.kind == "drop_connection":
+            self.close_connection = True
+        elif fault.kind == "malformed_body":
+            self._send_bytes(200, b"<html>upstream hiccup{", fault.content_type)
+        else:
+            headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            self._send_json(fault.status, error_body(fault.status, fault.message), headers)
+        return True
+
+    def _answer(self, body: dict[str, Any]) -> None:
+        try:
+            completion = self.owner._completion(body)
+        except Exception as exc:  # the handler is user code: report, don't crash the server
+            self._send_json(500, error_body(500, f"handler failed: {type(exc).__name__}: {exc}"))
+            return
+        self._send_json(200, completion)
+
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. timed out) first
