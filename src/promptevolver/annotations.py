@@ -130,7 +130,9 @@ def _read_json(path: str | Path) -> Any:
                 return [json.loads(line) for line in fh if line.strip()]
             return json.load(fh)
     except json.JSONDecodeError as exc:
-        raise AnnotationError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path=p) from exc
+        raise AnnotationError(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path=p
+        ) from exc
     except UnicodeDecodeError as exc:
         raise AnnotationError(f"not UTF-8 text ({exc.reason})", path=p) from exc
 
@@ -141,7 +143,9 @@ def _field_path(error: Any) -> str:
 
 def _parse_samples(raw: Any, *, path: str | Path | None, metric: str) -> list[SampleAnnotation]:
     if not isinstance(raw, list):
-        raise AnnotationError(f"expected a list of samples, got {type(raw).__name__}", path=path, metric=metric)
+        raise AnnotationError(
+            f"expected a list of samples, got {type(raw).__name__}", path=path, metric=metric
+        )
     samples = []
     for index, item in enumerate(raw):
         try:
@@ -178,6 +182,12 @@ class SingleMetricAnnotation(BaseModel):
         self._source = None if source is None else str(source)
         return self
 
+    def __eq__(self, other: object) -> bool:
+        """Equal name and samples; the source file is provenance, not content."""
+        if not isinstance(other, SingleMetricAnnotation):
+            return NotImplemented
+        return self.name == other.name and self.samples == other.samples
+
     # --- Loading and saving -------------------------------------------------------------
     @classmethod
     def from_json(cls, path: str | Path, metric_name: str | None = None) -> SingleMetricAnnotation:
@@ -196,7 +206,9 @@ class SingleMetricAnnotation(BaseModel):
         if set(raw) >= {"name", "samples"} and isinstance(raw["name"], str):
             samples = _parse_samples(raw["samples"], path=path, metric=raw["name"])
             return cls(name=raw["name"], samples=samples)._from(path)
-        return MetricAnnotation.from_json(path, metric_name=metric_name)._single(metric_name, path)._from(path)
+        return (
+            MetricAnnotation.from_json(path, metric_name=metric_name)._single(metric_name, path)._from(path)
+        )
 
     def to_json(self, path: str | Path) -> None:
         """Write ``{"name", "samples"}`` JSON that :meth:`from_json` reads back unchanged."""
@@ -217,7 +229,9 @@ class SingleMetricAnnotation(BaseModel):
     @property
     def is_binary(self) -> bool:
         """True when every ``metric_output`` (and ``target``) is 0 or 1."""
-        values = [s.metric_output for s in self.samples] + [s.target for s in self.samples if s.target is not None]
+        values = [s.metric_output for s in self.samples] + [
+            s.target for s in self.samples if s.target is not None
+        ]
         return bool(values) and all(v in (0.0, 1.0) for v in values)
 
     def labels(self) -> list[float | None]:
@@ -240,12 +254,16 @@ class SingleMetricAnnotation(BaseModel):
     # --- Selection ------------------------------------------------------------------------
     def select(self, indices: Sequence[int]) -> SingleMetricAnnotation:
         """A new annotation set with the samples at ``indices``, in that order."""
-        return SingleMetricAnnotation(name=self.name, samples=[self.samples[i] for i in indices])._from(self.source)
+        return SingleMetricAnnotation(name=self.name, samples=[self.samples[i] for i in indices])._from(
+            self.source
+        )
 
     def filter(self, function: Callable[[SampleAnnotation], bool] | None = None) -> SingleMetricAnnotation:
         """Samples for which ``function`` is true; by default the accepted ones (as Ragas)."""
         keep = function or (lambda s: s.is_accepted)
-        return SingleMetricAnnotation(name=self.name, samples=[s for s in self.samples if keep(s)])._from(self.source)
+        return SingleMetricAnnotation(name=self.name, samples=[s for s in self.samples if keep(s)])._from(
+            self.source
+        )
 
     def stratify_keys(self, stratify_key: str | None) -> list[Hashable]:
         """The class key of every sample for ``stratify_key``.
@@ -287,7 +305,9 @@ class SingleMetricAnnotation(BaseModel):
         """Consecutive batches of ``batch_size`` samples in file order (the last may be short)."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        batches = [self.select(range(i, min(i + batch_size, len(self)))) for i in range(0, len(self), batch_size)]
+        batches = [
+            self.select(range(i, min(i + batch_size, len(self)))) for i in range(0, len(self), batch_size)
+        ]
         if drop_last_batch and batches and len(batches[-1]) < batch_size:
             batches.pop()
         return batches
@@ -304,7 +324,9 @@ class SingleMetricAnnotation(BaseModel):
         :func:`promptevolver.sampling.stratified_batches` for the exact guarantees."""
         rng = sampling.make_rng(random_seed)
         keys = self.stratify_keys(stratify_key)
-        positions = sampling.stratified_batches(keys, batch_size, rng, drop_last_batch=drop_last_batch, replace=replace)
+        positions = sampling.stratified_batches(
+            keys, batch_size, rng, drop_last_batch=drop_last_batch, replace=replace
+        )
         return [self.select(batch) for batch in positions]
 
     def train_test_split(
@@ -350,12 +372,18 @@ class MetricAnnotation(BaseModel):
         """
         raw = _read_json(path)
         if not isinstance(raw, dict):
-            raise AnnotationError(f"expected a JSON object of metric name → samples, got {type(raw).__name__}", path=path)
+            raise AnnotationError(
+                f"expected a JSON object of metric name → samples, got {type(raw).__name__}", path=path
+            )
         if metric_name is not None:
             if metric_name not in raw:
-                raise AnnotationError(f"metric {metric_name!r} not in file; metrics present: {sorted(raw)}", path=path)
+                raise AnnotationError(
+                    f"metric {metric_name!r} not in file; metrics present: {sorted(raw)}", path=path
+                )
             raw = {metric_name: raw[metric_name]}
-        return cls(root={name: _parse_samples(samples, path=path, metric=name) for name, samples in raw.items()})
+        return cls(
+            root={name: _parse_samples(samples, path=path, metric=name) for name, samples in raw.items()}
+        )
 
     def to_json(self, path: str | Path) -> None:
         """Write the Ragas multi-metric format."""
@@ -376,7 +404,9 @@ class MetricAnnotation(BaseModel):
 
     def _single(self, metric_name: str | None, path: str | Path) -> SingleMetricAnnotation:
         if metric_name is None and len(self.root) != 1:
-            raise AnnotationError(f"file holds {len(self.root)} metrics {sorted(self.root)}; pass metric_name", path=path)
+            raise AnnotationError(
+                f"file holds {len(self.root)} metrics {sorted(self.root)}; pass metric_name", path=path
+            )
         return self[metric_name or next(iter(self.root))]
 
 

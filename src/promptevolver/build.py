@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
+from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config import LLMConfig, LossConfig, MetricConfig, RunConfig
 from promptevolver.errors import ConfigError
 from promptevolver.llm.base import LLMClient
@@ -21,17 +21,13 @@ __all__ = ["build_llm", "build_loss", "build_metric", "load_dataset"]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
-    """The annotations of the run's metric: ``metric_name``, else the metric's ``name`` when the
-    file holds several metrics, else the file's only metric.
+    """The annotations of the run's metric: ``metric_name`` if set, else the metric's ``name``.
 
     Raises:
-        AnnotationError: missing/malformed file or sample, or the metric is not in the file.
+        AnnotationError: missing/malformed file or sample, or the metric is not in the file
+            (the message lists the metrics present).
     """
-    wanted = config.metric_name
-    if wanted is None:
-        names = list(MetricAnnotation.from_json(config.dataset).root)
-        wanted = names[0] if len(names) == 1 else config.metric.name
-    return SingleMetricAnnotation.from_json(config.dataset, metric_name=wanted)
+    return SingleMetricAnnotation.from_json(config.dataset, metric_name=config.metric_name or config.metric.name)
 
 
 def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> AspectCritic:
@@ -51,11 +47,23 @@ def build_llm(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed
         ConfigError: ``provider: openai`` and the key's environment variable is unset.
     """
     if config.provider == "fake":
-        return SimulatedJudgeLLM(dataset=dataset, random_seed=random_seed, noise=config.noise,
-                                 max_concurrency=config.max_concurrency)
+        return SimulatedJudgeLLM(
+            dataset=dataset,
+            random_seed=random_seed,
+            noise=config.noise,
+            max_concurrency=config.max_concurrency,
+        )
     key = os.environ.get(config.api_key_env)
     if not key:
-        raise ConfigError(f"llm.provider is 'openai' but the environment variable {config.api_key_env} is not set")
+        raise ConfigError(
+            f"llm.provider is 'openai' but the environment variable {config.api_key_env} is not set"
+        )
     assert config.model is not None
-    return OpenAIClient(model=config.model, base_url=config.base_url, api_key=key, timeout_s=config.timeout_s,
-                        max_attempts=config.max_attempts, max_concurrency=config.max_concurrency)
+    return OpenAIClient(
+        model=config.model,
+        base_url=config.base_url,
+        api_key=key,
+        timeout_s=config.timeout_s,
+        max_attempts=config.max_attempts,
+        max_concurrency=config.max_concurrency,
+    )

@@ -38,11 +38,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"promptevolver {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     opt = sub.add_parser(
-        "optimize", help="optimize a judge's instructions from a YAML config", epilog=EXAMPLES,
+        "optimize",
+        help="optimize a judge's instructions from a YAML config",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     opt.add_argument("config", type=Path, help="YAML run config (see configs/)")
-    opt.add_argument("--output", "-o", type=Path, required=True, help="run directory to write result.json into")
+    opt.add_argument(
+        "--output", "-o", type=Path, required=True, help="run directory to write result.json into"
+    )
     opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
     opt.add_argument("--quiet", "-q", action="store_true", help="print only the result line")
     opt.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -56,13 +60,20 @@ def _optimize(args: argparse.Namespace) -> int:
     opt_config = config.effective_optimizer()
     dataset = load_dataset(config)
     llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
-    reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed) \
-        if config.reflection_llm else None
-    optimizer = GeneticOptimizer(
-        metric=build_metric(config.metric, temperature=config.llm.temperature), llm=llm,
-        reflection_llm=reflection, progress=not args.quiet and sys.stderr.isatty(),
+    reflection = (
+        build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed)
+        if config.reflection_llm
+        else None
     )
-    result = asyncio.run(optimizer.aoptimize(dataset=dataset, loss=build_loss(config.loss), config=opt_config))
+    optimizer = GeneticOptimizer(
+        metric=build_metric(config.metric, temperature=config.llm.temperature),
+        llm=llm,
+        reflection_llm=reflection,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
+    result = asyncio.run(
+        optimizer.aoptimize(dataset=dataset, loss=build_loss(config.loss), config=opt_config)
+    )
     path = write_run(args.output, result, config)
     _report(result, path, quiet=args.quiet)
     return 0
@@ -72,14 +83,16 @@ def _report(result: OptimizationResult, path: Path, *, quiet: bool) -> None:
     s, calls = result.scores, result.usage["llm_calls"]
     name = result.loss.get("metric", result.loss["name"])
     line = (
-        f"{result.metric}: {name} seed train {s['seed']['train']:.3f} validation {s['seed']['validation']:.3f} | "
+        f"{result.metric}: {name} seed train {s['seed']['train']:.3f} "
+        f"validation {s['seed']['validation']:.3f} | "
         f"best train {s['best']['train']:.3f} validation {s['best']['validation']:.3f} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
     )
     print(line)
     if quiet:
         return
-    print(f"stop reason: {result.stop_reason}; chosen candidate: {'the seed' if not result.improved else result.best_id}")
+    chosen = "the seed" if not result.improved else f"candidate {result.best_id}"
+    print(f"stop reason: {result.stop_reason}; chosen: {chosen}")
     print(f"result written to {path}")
     for prompt, text in result.best_instructions.items():
         print(f"\nbest instruction for {prompt}:\n{text}")

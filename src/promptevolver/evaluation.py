@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.llm.base import LLMClient
 from promptevolver.losses import Loss
 from promptevolver.metrics import Judgement, Metric
-from promptevolver.llm.base import LLMClient
-from promptevolver.annotations import SingleMetricAnnotation
 
 __all__ = ["Evaluator", "Score", "candidate_key", "score"]
 
@@ -40,7 +40,9 @@ class Evaluator:
         max_concurrency: judge calls in flight at once (≥ 1).
     """
 
-    def __init__(self, *, metric: Metric, llm: LLMClient, dataset: SingleMetricAnnotation, max_concurrency: int) -> None:
+    def __init__(
+        self, *, metric: Metric, llm: LLMClient, dataset: SingleMetricAnnotation, max_concurrency: int
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.metric = metric
@@ -50,7 +52,9 @@ class Evaluator:
         self._memo: dict[tuple[CandidateKey, int], Judgement] = {}
         self.judged = 0
 
-    async def evaluate(self, instructions: Mapping[str, str], positions: Sequence[int]) -> dict[int, Judgement]:
+    async def evaluate(
+        self, instructions: Mapping[str, str], positions: Sequence[int]
+    ) -> dict[int, Judgement]:
         """Judgements of ``instructions`` on ``positions`` (position → judgement)."""
         key = candidate_key(instructions)
         todo = [p for p in dict.fromkeys(positions) if (key, p) not in self._memo]
@@ -112,4 +116,6 @@ def score(
         y_pred[i] = value
     if len(positions) == 0:
         return Score(loss.worst(), np.zeros(0), 0)
-    return Score(loss(y_true=y_true, y_pred=y_pred), loss.per_sample_correct(y_true=y_true, y_pred=y_pred), failures)
+    return Score(
+        loss(y_true=y_true, y_pred=y_pred), loss.per_sample_correct(y_true=y_true, y_pred=y_pred), failures
+    )

@@ -9,10 +9,10 @@ Values are computed with scikit-learn.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
 __all__ = ["BinaryMetricLoss", "Loss", "MSELoss"]
@@ -27,7 +27,7 @@ class Loss(ABC):
 
     higher_is_better: bool
 
-    def __call__(self, *, y_true: Sequence[float], y_pred: Sequence[float]) -> float:
+    def __call__(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> float:
         """Score ``y_pred`` against ``y_true`` (equal-length, non-empty, shape ``(n,)``).
 
         Raises:
@@ -47,7 +47,7 @@ class Loss(ABC):
     @abstractmethod
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float: ...
 
-    def per_sample_correct(self, *, y_true: Sequence[float], y_pred: Sequence[float]) -> np.ndarray:
+    def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """Per-sample quality in [0, 1] (1 = perfect), shape ``(n,)``: used for Pareto fronts and
         complementary parents. Binary: 1.0 where the prediction equals the label."""
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
@@ -123,7 +123,7 @@ class MSELoss(Loss):
         mse = float(mean_squared_error(y_true, y_pred))
         return mse * len(y_true) if self.reduction == "sum" else mse
 
-    def per_sample_correct(self, *, y_true: Sequence[float], y_pred: Sequence[float]) -> np.ndarray:
+    def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """1 − clipped absolute error, shape ``(n,)``, in [0, 1] for scores in [0, 1]."""
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
         return np.clip(1.0 - np.abs(t - p), 0.0, 1.0)

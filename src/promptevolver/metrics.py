@@ -109,7 +109,9 @@ class AspectCritic:
         self.max_reasks = max_reasks
         self.temperature = temperature
         seed = SEED_TEMPLATE.format(definition=definition)
-        self._prompts: dict[str, Prompt[Any]] = {self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, AspectCriticOutput)}
+        self._prompts: dict[str, Prompt[Any]] = {
+            self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, AspectCriticOutput)
+        }
 
     def __repr__(self) -> str:
         return f"AspectCritic(name={self.name!r}, definition={self.definition!r})"
@@ -152,7 +154,11 @@ class AspectCritic:
         return {k: inputs[k] for k in wanted if inputs.get(k) is not None}
 
     async def ajudge(
-        self, inputs: Mapping[str, Any], *, llm: LLMClient | None = None, instructions: Mapping[str, str] | None = None
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+        instructions: Mapping[str, str] | None = None,
     ) -> Judgement:
         """Judge one sample with ``instructions`` (default: the metric's own).
 
@@ -180,7 +186,9 @@ class AspectCritic:
             except OutputParseError as exc:
                 messages = messages[:2] + (
                     ChatMessage("assistant", raw or ""),
-                    ChatMessage("user", f"Your answer could not be used ({exc}). Answer with the JSON object only."),
+                    ChatMessage(
+                        "user", f"Your answer could not be used ({exc}). Answer with the JSON object only."
+                    ),
                 )
                 error = f"unparseable output: {exc}"
                 continue
@@ -188,4 +196,3 @@ class AspectCritic:
                 return Judgement(score=None, raw=raw, error=f"{type(exc).__name__}: {exc}")
             return Judgement(score=float(parsed.verdict), reason=parsed.reason, raw=raw)
         return Judgement(score=None, raw=raw, error=error)
-

@@ -160,7 +160,9 @@ def _balanced_object(text: str) -> str | None:
     return None
 
 
-def split_rendered(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> tuple[str, dict[str, Any]] | None:
+def split_rendered(
+    messages: tuple[ChatMessage, ...] | list[ChatMessage],
+) -> tuple[str, dict[str, Any]] | None:
     """(instruction, inputs) of messages made by :meth:`Prompt.render`, or None if not such."""
     if len(messages) < 2 or messages[0].role != "system":
         return None
@@ -168,7 +170,8 @@ def split_rendered(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> tup
     marker = f"\n\n{OUTPUT_HEADER}\n"
     if marker not in system or not user.startswith(INPUT_HEADER + "\n"):
         return None
-    instruction = system.split(marker, 1)[0]
+    # The last marker is render's own: the schema after it is one line of JSON (no raw newlines).
+    instruction = system.rsplit(marker, 1)[0]
     try:
         inputs = json.loads(user[len(INPUT_HEADER) + 1 :])
     except json.JSONDecodeError:

@@ -51,32 +51,34 @@ def group_by_class(keys: Sequence[Hashable]) -> dict[Hashable, list[int]]:
 def largest_remainder(sizes: Sequence[int], total: int, *, at_least_one: bool = False) -> list[int]:
     """Split ``total`` into integer shares proportional to ``sizes`` (Hamilton's method).
 
-    Shares never exceed their size. With ``at_least_one``, every non-empty class gets one
-    first when ``total`` allows it. Ties in remainders go to the larger class, then the first.
+    Shares never exceed their size. With ``at_least_one``, every non-empty class gets at least
+    one when ``total`` allows it (the proportional split is kept when it already does so; else
+    each non-empty class gets one first and the rest is split proportionally). Ties in
+    remainders go to the larger class, then the first. Exact integer arithmetic.
     """
-    sizes_arr = np.asarray(sizes, dtype=np.int64)
-    n = int(sizes_arr.sum())
+    sizes_list = [int(s) for s in sizes]
+    n = sum(sizes_list)
     if total < 0 or total > n:
         raise ValueError(f"total must be in [0, {n}], got {total}")
-    shares = np.zeros(len(sizes_arr), dtype=np.int64)
+    shares = _hamilton(sizes_list, total, sizes_list)
+    nonempty = [s > 0 for s in sizes_list]
+    if at_least_one and total >= sum(nonempty) and any(ne and sh == 0 for ne, sh in zip(nonempty, shares)):
+        rest = _hamilton([s - ne for s, ne in zip(sizes_list, nonempty)], total - sum(nonempty), sizes_list)
+        shares = [r + ne for r, ne in zip(rest, nonempty)]
+    return shares
+
+
+def _hamilton(capacity: list[int], total: int, sizes: list[int]) -> list[int]:
+    """Largest-remainder split of ``total`` over ``capacity`` (ties: larger ``sizes``, then first)."""
+    n = sum(capacity)
     if total == 0 or n == 0:
-        return shares.tolist()
-    nonempty = sizes_arr > 0
-    if at_least_one and total >= int(nonempty.sum()):
-        shares[nonempty] = 1
-    remaining = total - int(shares.sum())
-    capacity = sizes_arr - shares
-    quotas = capacity * (remaining / max(int(capacity.sum()), 1))
-    floors = np.minimum(np.floor(quotas).astype(np.int64), capacity)
-    shares += floors
-    left = total - int(shares.sum())
-    order = sorted(range(len(sizes_arr)), key=lambda i: (-(quotas[i] - floors[i]), -sizes_arr[i], i))
-    while left > 0:
-        for i in order:
-            if left and shares[i] < sizes_arr[i]:
-                shares[i] += 1
-                left -= 1
-    return shares.tolist()
+        return [0] * len(capacity)
+    shares = [c * total // n for c in capacity]
+    remainders = [c * total - s * n for c, s in zip(capacity, shares)]  # numerators over n
+    order = sorted(range(len(capacity)), key=lambda i: (-remainders[i], -sizes[i], i))
+    for i in order[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
 
 
 def stratified_sample(keys: Sequence[Hashable], n: int, rng: np.random.Generator) -> list[int]:
@@ -97,7 +99,9 @@ def stratified_sample(keys: Sequence[Hashable], n: int, rng: np.random.Generator
     return sorted(chosen)
 
 
-def stratified_split(keys: Sequence[Hashable], n_test: int, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+def stratified_split(
+    keys: Sequence[Hashable], n_test: int, rng: np.random.Generator
+) -> tuple[list[int], list[int]]:
     """Disjoint, covering (train, test) positions with ``n_test`` test items, stratified by class."""
     test = stratified_sample(keys, n_test, rng)
     test_set = set(test)

@@ -8,13 +8,12 @@ client error on cue. Every request is recorded in ``requests``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Union
 
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 
 __all__ = ["ScriptedLLM", "count_tokens"]
 
-Answer = Union[str, Completion, BaseException]
+Answer = str | Completion | BaseException
 
 
 def count_tokens(text: str) -> int:
@@ -47,7 +46,10 @@ class ScriptedLLM(BaseLLMClient):
         if (responses is None) == (handler is None):
             raise ValueError("give exactly one of responses or handler")
         super().__init__(
-            max_attempts=max_attempts, retry_initial_s=retry_initial_s, retry_max_s=0.0, max_concurrency=max_concurrency
+            max_attempts=max_attempts,
+            retry_initial_s=retry_initial_s,
+            retry_max_s=0.0,
+            max_concurrency=max_concurrency,
         )
         self._script = list(responses) if responses is not None else None
         self._handler = handler
@@ -67,4 +69,6 @@ class ScriptedLLM(BaseLLMClient):
         if isinstance(answer, Completion):
             return answer
         prompt_text = " ".join(m.content for m in request.messages)
-        return Completion(text=answer, prompt_tokens=count_tokens(prompt_text), completion_tokens=count_tokens(answer))
+        return Completion(
+            text=answer, prompt_tokens=count_tokens(prompt_text), completion_tokens=count_tokens(answer)
+        )

@@ -37,23 +37,27 @@ from typing import Any
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
+from promptevolver import prompts as ops
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
-from promptevolver import prompts as ops
 from promptevolver.prompts import split_rendered
 
 __all__ = ["JUDGE_STOP_WORDS", "SimulatedJudgeLLM", "sample_key"]
 
 #: Words any judge instruction or reason naturally contains; never correction terms.
 JUDGE_STOP_WORDS = frozenset(
-    "response responses answer answers question user input output reference verdict reason judge "
-    "provided provides provide correct correctly accurate accurately information criteria criterion "
-    "evaluate instruction assistant does doesn".split()
+    (
+        "response responses answer answers question user input output reference verdict reason judge "
+        "provided provides provide correct correctly accurate accurately information criteria criterion "
+        "evaluate instruction assistant does doesn"
+    ).split()
 )
 _STOP_SET = frozenset(ENGLISH_STOP_WORDS | JUDGE_STOP_WORDS)
 _TOKEN = r"(?u)\b[a-zA-Z][a-zA-Z]{2,}\b"
-TASK_LINE = "Judge whether the response meets the criterion for the given input; verdict 1 if it does, 0 if not."
+TASK_LINE = (
+    "Judge whether the response meets the criterion for the given input; verdict 1 if it does, 0 if not."
+)
 
 
 def sample_key(inputs: dict[str, Any]) -> str:
@@ -168,7 +172,10 @@ class SimulatedJudgeLLM(BaseLLMClient):
         self.world = self._build_world(dataset)
 
     def __repr__(self) -> str:
-        return f"SimulatedJudgeLLM(samples={len(self.world)}, random_seed={self.random_seed}, noise={self.noise})"
+        return (
+            f"SimulatedJudgeLLM(samples={len(self.world)}, random_seed={self.random_seed}, "
+            f"noise={self.noise})"
+        )
 
     # --- the world ---------------------------------------------------------------------------
     def _build_world(self, dataset: SingleMetricAnnotation) -> dict[str, _Truth]:
@@ -203,7 +210,9 @@ class SimulatedJudgeLLM(BaseLLMClient):
     async def _send(self, request: LLMRequest) -> Completion:
         text = self._answer(request)
         prompt_text = " ".join(m.content for m in request.messages)
-        return Completion(text=text, prompt_tokens=count_tokens(prompt_text), completion_tokens=count_tokens(text))
+        return Completion(
+            text=text, prompt_tokens=count_tokens(prompt_text), completion_tokens=count_tokens(text)
+        )
 
     def _answer(self, request: LLMRequest) -> str:
         rendered = split_rendered(request.messages)
@@ -260,14 +269,21 @@ class SimulatedJudgeLLM(BaseLLMClient):
 
     def _feedback(self, user: str) -> str:
         current = words(ops.section(user, ops.CURRENT_INSTRUCTION) or "")
-        per_sample = top_terms(self._shown(ops.section(user, ops.FAILING_SAMPLES)), 4, exclude=frozenset(current))
+        per_sample = top_terms(
+            self._shown(ops.section(user, ops.FAILING_SAMPLES)), 4, exclude=frozenset(current)
+        )
         items = [f"Make the judge check: {', '.join(t)}." for t in per_sample if t]
         return json.dumps({"feedback": items})
 
     def _rewrite(self, user: str) -> str:
         body, terms = split_terms(ops.section(user, ops.CURRENT_INSTRUCTION) or "")
         items = ops.section(user, ops.FEEDBACK_TO_APPLY) or ""
-        added = [t.strip(" .") for line in items.splitlines() if ":" in line for t in line.split(":", 1)[1].split(",")]
+        added = [
+            t.strip(" .")
+            for line in items.splitlines()
+            if ":" in line
+            for t in line.split(":", 1)[1].split(",")
+        ]
         return json.dumps({"instruction": self._instruction(terms + [t for t in added if t], body)})
 
     def _crossover(self, user: str) -> str:
@@ -279,7 +295,8 @@ class SimulatedJudgeLLM(BaseLLMClient):
 
 def split_terms(instruction: str) -> tuple[str, list[str]]:
     """(body, terms) of an instruction: its ``Check ...:`` term lists and every other line."""
-    body, terms = [], []
+    body: list[str] = []
+    terms: list[str] = []
     for line in instruction.splitlines():
         if line.lower().startswith(("check", "also check")) and ":" in line:
             terms.extend(t.strip(" .") for t in line.split(":", 1)[1].split(","))

@@ -15,7 +15,9 @@ from promptevolver.metrics import Metric
 __all__ = ["Optimizer"]
 
 #: Keyword arguments of Ragas' ``Optimizer.optimize`` accepted (and ignored) for drop-in use.
-RAGAS_COMPAT_KWARGS = frozenset({"run_config", "batch_size", "callbacks", "with_debugging_logs", "raise_exceptions"})
+RAGAS_COMPAT_KWARGS = frozenset(
+    {"run_config", "batch_size", "callbacks", "with_debugging_logs", "raise_exceptions"}
+)
 
 
 class Optimizer(ABC):
@@ -28,7 +30,11 @@ class Optimizer(ABC):
     """
 
     def __init__(
-        self, *, metric: Metric | None = None, llm: LLMClient | None = None, reflection_llm: LLMClient | None = None
+        self,
+        *,
+        metric: Metric | None = None,
+        llm: LLMClient | None = None,
+        reflection_llm: LLMClient | None = None,
     ) -> None:
         self.metric = metric
         self.llm = llm

@@ -68,7 +68,11 @@ class GeneticOptimizer(Optimizer):
         self.progress = progress
 
     async def aoptimize(
-        self, *, dataset: SingleMetricAnnotation, loss: Loss, config: Mapping[str, Any] | GeneticConfig | None = None
+        self,
+        *,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: Mapping[str, Any] | GeneticConfig | None = None,
     ) -> OptimizationResult:
         """Optimize the metric's instructions on ``dataset`` as scored by ``loss``.
 
@@ -107,7 +111,9 @@ def _coerce(config: Mapping[str, Any] | GeneticConfig | None) -> GeneticConfig:
 class _Search:
     """The state of one run: split, evaluator, breeder, every candidate and the history."""
 
-    def __init__(self, optimizer: GeneticOptimizer, dataset: SingleMetricAnnotation, loss: Loss, config: GeneticConfig):
+    def __init__(
+        self, optimizer: GeneticOptimizer, dataset: SingleMetricAnnotation, loss: Loss, config: GeneticConfig
+    ):
         if optimizer.metric is None or optimizer.llm is None:
             raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
         self.started = time.perf_counter()
@@ -117,10 +123,16 @@ class _Search:
         self.rng = np.random.default_rng(config.random_seed)
         self.labels = dataset.labels()
         self.train, self.validation = self._split()
-        self.evaluator = Evaluator(metric=self.metric, llm=optimizer.llm, dataset=dataset, max_concurrency=config.max_concurrency)
+        self.evaluator = Evaluator(
+            metric=self.metric, llm=optimizer.llm, dataset=dataset, max_concurrency=config.max_concurrency
+        )
         self.breeder = Breeder(
-            llm=optimizer.reflection_llm or optimizer.llm, metric=self.metric, dataset=dataset,
-            labels=self.labels, config=config, loss=loss,
+            llm=optimizer.reflection_llm or optimizer.llm,
+            metric=self.metric,
+            dataset=dataset,
+            labels=self.labels,
+            config=config,
+            loss=loss,
         )
         self.candidates: list[Candidate] = []
         self.seen: set[Any] = set()
@@ -135,30 +147,48 @@ class _Search:
         source = self.dataset.source
         if len(usable) < MIN_USABLE_SAMPLES:
             raise InsufficientDataError(
-                f"{len(usable)} usable annotations (need at least {MIN_USABLE_SAMPLES}); a sample is usable when it "
-                "is accepted, has a target, or is a rejected sample of a binary metric",
-                path=source, metric=self.dataset.name,
+                f"{len(usable)} usable annotations (need at least {MIN_USABLE_SAMPLES}); a sample is "
+                "usable when it is accepted, has a target, or is a rejected sample of a binary metric",
+                path=source,
+                metric=self.dataset.name,
             )
         inputs_of = getattr(self.metric, "prompt_inputs", None)
         for i in usable:
             try:
                 inputs_of and inputs_of(self.dataset.samples[i].metric_input)
             except AnnotationError as exc:
-                raise AnnotationError(str(exc).split(": ", 1)[-1], path=source, metric=self.dataset.name,
-                                      sample_index=i, field=exc.field) from exc
+                raise AnnotationError(
+                    str(exc).split(": ", 1)[-1],
+                    path=source,
+                    metric=self.dataset.name,
+                    sample_index=i,
+                    field=exc.field,
+                ) from exc
         n_val = min(max(2, round(self.config.validation_fraction * len(usable))), len(usable) - 2)
         train, val = sampling.stratified_split([self.labels[i] for i in usable], n_val, self.rng)
         return [usable[i] for i in train], [usable[i] for i in val]
 
-    def _new(self, instructions: dict[str, str], generation: int, operator: str, parents: Sequence[Candidate] = (),
-             feedback: Sequence[str] = ()) -> Candidate | None:
+    def _new(
+        self,
+        instructions: dict[str, str],
+        generation: int,
+        operator: str,
+        parents: Sequence[Candidate] = (),
+        feedback: Sequence[str] = (),
+    ) -> Candidate | None:
         key = candidate_key(instructions)
         if key in self.seen:
             self.duplicates += 1
             return None
         self.seen.add(key)
-        c = Candidate(len(self.candidates), dict(instructions), generation, operator,
-                      tuple(p.id for p in parents), feedback=list(feedback))
+        c = Candidate(
+            len(self.candidates),
+            dict(instructions),
+            generation,
+            operator,
+            tuple(p.id for p in parents),
+            feedback=list(feedback),
+        )
         self.candidates.append(c)
         return c
 
@@ -198,7 +228,9 @@ class _Search:
         for child in children:
             if child.instructions is None:
                 continue
-            c = self._new(child.instructions, generation, child.plan.operator, child.plan.parents, child.feedback)
+            c = self._new(
+                child.instructions, generation, child.plan.operator, child.plan.parents, child.feedback
+            )
             if c is not None:
                 adopted.append(c)
         return adopted
@@ -211,19 +243,28 @@ class _Search:
         else:
             self.since_improvement += 1
         usage = self.usage()
-        self.history.append({
-            "generation": generation, "best_train": best, "mean_train": float(np.mean(values)),
-            "population": len(population), "offspring": offspring,
-            "judge_calls": usage.judge_calls, "meta_calls": usage.meta_calls,
-        })
+        self.history.append(
+            {
+                "generation": generation,
+                "best_train": best,
+                "mean_train": float(np.mean(values)),
+                "population": len(population),
+                "offspring": offspring,
+                "judge_calls": usage.judge_calls,
+                "meta_calls": usage.meta_calls,
+            }
+        )
 
     def stalled(self) -> bool:
         return self.since_improvement >= self.config.patience
 
     def progress_fields(self) -> dict[str, Any]:
         last = self.history[-1]
-        return {"best": f"{last['best_train']:.3f}", "mean": f"{last['mean_train']:.3f}",
-                "calls": last["judge_calls"] + last["meta_calls"]}
+        return {
+            "best": f"{last['best_train']:.3f}",
+            "mean": f"{last['mean_train']:.3f}",
+            "calls": last["judge_calls"] + last["meta_calls"],
+        }
 
     def usage(self) -> Usage:
         total = Usage()
@@ -249,16 +290,31 @@ class _Search:
     def _result(self, seed: Candidate, best: Candidate) -> OptimizationResult:
         assert seed.train and seed.validation and best.train and best.validation
         return OptimizationResult(
-            metric=self.metric.name, seed_instructions=dict(seed.instructions),
-            best_instructions=dict(best.instructions), loss=self.loss.describe(),
-            scores={"seed": {"train": seed.train.value, "validation": seed.validation.value},
-                    "best": {"train": best.train.value, "validation": best.validation.value}},
-            history=self.history, usage=self.usage().to_dict(), lineage=[c.to_dict() for c in self.candidates],
-            best_id=best.id, stop_reason=self._stop_reason(),
-            split={"train": len(self.train), "validation": len(self.validation),
-                   "strategy": "stratified on the human label", "validation_positions": self.validation},
-            operator_stats={"rejected": dict(sorted(self.breeder.rejections.items())), "duplicates": self.duplicates},
-            config=self.config.model_dump(), random_seed=self.config.random_seed,
+            metric=self.metric.name,
+            seed_instructions=dict(seed.instructions),
+            best_instructions=dict(best.instructions),
+            loss=self.loss.describe(),
+            scores={
+                "seed": {"train": seed.train.value, "validation": seed.validation.value},
+                "best": {"train": best.train.value, "validation": best.validation.value},
+            },
+            history=self.history,
+            usage=self.usage().to_dict(),
+            lineage=[c.to_dict() for c in self.candidates],
+            best_id=best.id,
+            stop_reason=self._stop_reason(),
+            split={
+                "train": len(self.train),
+                "validation": len(self.validation),
+                "strategy": "stratified on the human label",
+                "validation_positions": self.validation,
+            },
+            operator_stats={
+                "rejected": dict(sorted(self.breeder.rejections.items())),
+                "duplicates": self.duplicates,
+            },
+            config=self.config.model_dump(),
+            random_seed=self.config.random_seed,
             duration_s=time.perf_counter() - self.started,
         )
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from promptevolver import sampling
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.llm.base import LLMClient
 from promptevolver.config import GeneticConfig
+from promptevolver.llm.base import LLMClient
 from promptevolver.losses import Loss
 from promptevolver.metrics import Metric
 from promptevolver.optimizers import operators as ops
@@ -99,14 +99,18 @@ class Breeder:
         return ops.Example(inputs=inputs, expected=expected, judged=judged)
 
     # --- planning ----------------------------------------------------------------------------
-    def plan_reverse_engineering(self, train: Sequence[int], count: int, rng: np.random.Generator) -> list[Plan]:
+    def plan_reverse_engineering(
+        self, train: Sequence[int], count: int, rng: np.random.Generator
+    ) -> list[Plan]:
         """``count`` plans, each showing one stratified batch of ``num_demonstrations`` train samples."""
         if count <= 0 or not train:
             return []
         keys = [self.labels[p] for p in train]
         batches = sampling.stratified_batches(keys, self.config.num_demonstrations, rng)
         order = rng.permutation(len(batches))[:count].tolist()
-        return [Plan("reverse_engineer", (), self._slot(), tuple(train[i] for i in batches[b])) for b in order]
+        return [
+            Plan("reverse_engineer", (), self._slot(), tuple(train[i] for i in batches[b])) for b in order
+        ]
 
     def plan_offspring(
         self, population: Sequence[Candidate], train: Sequence[int], count: int, rng: np.random.Generator
@@ -136,7 +140,9 @@ class Breeder:
         pair = selection.complementary_parents(population, self.loss, rng, self.config.tournament_size)
         return None if pair is None else Plan("crossover", pair, self._slot())
 
-    def _plan_mutation(self, population: Sequence[Candidate], train: Sequence[int], rng: np.random.Generator) -> Plan | None:
+    def _plan_mutation(
+        self, population: Sequence[Candidate], train: Sequence[int], rng: np.random.Generator
+    ) -> Plan | None:
         improvable = [c for c in population if (c.train_correct() < 1.0).any()]
         if not improvable:
             return None
@@ -170,8 +176,11 @@ class Breeder:
         for name in self.metric.get_prompts():
             examples = [self.example(p, name) for p in plan.positions]
             out = await ops.reverse_engineer(
-                self.llm, metric_name=self.metric.name, examples=examples,
-                temperature=self.config.meta_temperature, sample_index=plan.slot,
+                self.llm,
+                metric_name=self.metric.name,
+                examples=examples,
+                temperature=self.config.meta_temperature,
+                sample_index=plan.slot,
             )
             if out.value is None:
                 rejected = out.rejected
@@ -184,8 +193,11 @@ class Breeder:
         instructions = {}
         for name in a.instructions:
             out = await ops.crossover(
-                self.llm, parent_a=a.instructions[name], parent_b=b.instructions[name],
-                temperature=self.config.meta_temperature, sample_index=plan.slot,
+                self.llm,
+                parent_a=a.instructions[name],
+                parent_b=b.instructions[name],
+                temperature=self.config.meta_temperature,
+                sample_index=plan.slot,
             )
             instructions[name] = a.instructions[name] if out.value is None else str(out.value)
         unchanged = instructions == a.instructions or instructions == b.instructions
@@ -193,19 +205,26 @@ class Breeder:
 
     async def _mutate(self, plan: Plan, judged: dict[int, dict[str, Any]]) -> Child:
         (parent,) = plan.parents
-        instructions, notes = dict(parent.instructions), []
+        instructions, notes = dict(parent.instructions), list[str]()
         for name, instruction in parent.instructions.items():
             failures = [self.example(p, name, judged.get(p)) for p in plan.positions]
             fb = await ops.feedback(
-                self.llm, instruction=instruction, failures=failures, max_feedbacks=self.config.max_feedbacks,
-                temperature=self.config.meta_temperature, sample_index=plan.slot,
+                self.llm,
+                instruction=instruction,
+                failures=failures,
+                max_feedbacks=self.config.max_feedbacks,
+                temperature=self.config.meta_temperature,
+                sample_index=plan.slot,
             )
             if fb.value is None:
                 return Child(plan, None, rejected=fb.rejected)
             items = list(fb.value)
             out = await ops.rewrite(
-                self.llm, instruction=instruction, feedback_items=items,
-                temperature=self.config.meta_temperature, sample_index=plan.slot,
+                self.llm,
+                instruction=instruction,
+                feedback_items=items,
+                temperature=self.config.meta_temperature,
+                sample_index=plan.slot,
             )
             if out.value is None:
                 return Child(plan, None, items, rejected=out.rejected)

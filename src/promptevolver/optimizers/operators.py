@@ -102,7 +102,9 @@ async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any]
         return None, f"unparseable answer: {exc}"
 
 
-def _instruction_from(data: dict[str, Any] | None, why: str | None, parents: Sequence[str]) -> OperatorOutcome:
+def _instruction_from(
+    data: dict[str, Any] | None, why: str | None, parents: Sequence[str]
+) -> OperatorOutcome:
     if data is None:
         return OperatorOutcome(None, why)
     text = data.get("instruction")
@@ -185,4 +187,3 @@ async def crossover(
     )
     data, why = await _ask_json(llm, _request("crossover", user, temperature, sample_index))
     return _instruction_from(data, why, [parent_a, parent_b])
-

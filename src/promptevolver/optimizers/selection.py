@@ -39,6 +39,7 @@ def rank(candidates: Sequence[Candidate], loss: Loss, *, on: str = "train") -> l
     Raises:
         ValueError: a candidate has no ``on`` score.
     """
+
     def value(c: Candidate) -> float:
         s = c.train if on == "train" else c.validation
         if s is None:

@@ -1,0 +1,32 @@
+"""Shared fixtures: the bundled annotation files and a fresh simulated judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promptevolver import AspectCritic, SingleMetricAnnotation
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "data"
+AC_FILE = DATA / "edited_chain_runs.json"
+HELP_FILE = DATA / "annotated_data.json"
+AC_DEFINITION = (
+    "Given the user_input, reference and response. Is the response correct compared with the reference"
+)
+
+
+@pytest.fixture
+def ac_dataset() -> SingleMetricAnnotation:
+    return SingleMetricAnnotation.from_json(AC_FILE)
+
+
+@pytest.fixture
+def help_dataset() -> SingleMetricAnnotation:
+    return SingleMetricAnnotation.from_json(HELP_FILE)
+
+
+@pytest.fixture
+def ac_metric() -> AspectCritic:
+    return AspectCritic(name="answer_correctness", definition=AC_DEFINITION)
