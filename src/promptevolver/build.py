@@ -27,7 +27,8 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
         AnnotationError: missing/malformed file or sample, or the metric is not in the file
             (the message lists the metrics present).
     """
-    return SingleMetricAnnotation.from_json(config.dataset, metric_name=config.metric_name or config.metric.name)
+    name = config.metric_name or config.metric.name
+    return SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
 
 
 def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> AspectCritic:
