@@ -151,9 +151,23 @@ def test_config_typo_names_file_and_key(tmp_path, capsys):
 
 
 def test_usage_errors_exit_2(capsys):
+    assert main(["optimize"]) == 2
+    assert "--resume" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        main(["optimize"])
+        main(["optimize", "--bogus-flag"])
     assert exc.value.code == 2
+
+
+def test_cli_resume_of_a_finished_run_gives_the_same_choice(tmp_path):
+    assert main(["optimize", str(CONFIG), "--output", str(tmp_path / "run"), "-q"]) == 0
+    first = _result(tmp_path / "run")
+    assert {"checkpoint.json", "best_so_far.json", "config.yaml"} <= {
+        p.name for p in (tmp_path / "run").iterdir()
+    }
+    assert main(["optimize", "--resume", str(tmp_path / "run"), "-q"]) == 0
+    again = _result(tmp_path / "run")
+    assert again["best_instructions"] == first["best_instructions"]
+    assert again["history"] == first["history"] and again["lineage"] == first["lineage"]
 
 
 def test_public_names():

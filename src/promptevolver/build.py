@@ -11,8 +11,10 @@ import os
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config import LLMConfig, LossConfig, MetricConfig, RunConfig
 from promptevolver.errors import ConfigError
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm.base import BaseLLMClient, LLMClient
+from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.openai import OpenAIClient
+from promptevolver.llm.pricing import Price
 from promptevolver.llm.simulated import SimulatedJudgeLLM
 from promptevolver.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.metrics import AspectCritic
@@ -42,17 +44,26 @@ def build_loss(config: LossConfig) -> Loss:
 
 
 def build_llm(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> LLMClient:
-    """The client for ``config``: the simulated judge over ``dataset``, or an OpenAI client.
+    """The client for ``config``: the simulated judge over ``dataset``, or an OpenAI client;
+    wrapped in a :class:`CachedLLM` when ``config.cache`` names a file.
 
     Raises:
         ConfigError: ``provider: openai`` and the key's environment variable is unset.
+        CacheError: the cache file cannot be opened (before any call is made).
     """
+    client = _build_client(config, dataset=dataset, random_seed=random_seed)
+    return client if config.cache is None else CachedLLM(inner=client, path=config.cache)
+
+
+def _build_client(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> BaseLLMClient:
+    price = _price(config)
     if config.provider == "fake":
         return SimulatedJudgeLLM(
             dataset=dataset,
             random_seed=random_seed,
             noise=config.noise,
             max_concurrency=config.max_concurrency,
+            price=price,
         )
     key = os.environ.get(config.api_key_env)
     if not key:
@@ -67,4 +78,12 @@ def build_llm(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed
         timeout_s=config.timeout_s,
         max_attempts=config.max_attempts,
         max_concurrency=config.max_concurrency,
+        requests_per_minute=config.requests_per_minute,
+        tokens_per_minute=config.tokens_per_minute,
+        price=price,
     )
+
+
+def _price(config: LLMConfig) -> Price | None:
+    entry = config.prices.get(config.priced_model)
+    return None if entry is None else Price(prompt=entry.prompt, completion=entry.completion)

@@ -14,17 +14,18 @@ from pathlib import Path
 
 from promptevolver import __version__
 from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
-from promptevolver.config import load_run_config
+from promptevolver.config import RunConfig, load_run_config
 from promptevolver.errors import PromptEvolverError
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.runs import write_run
+from promptevolver.runs import CONFIG_FILE, write_config, write_result
 
 __all__ = ["main"]
 
 EXAMPLES = """examples:
   promptevolver optimize configs/answer_correctness.yaml --output runs/answer_correctness
   promptevolver optimize configs/helpfulness.yaml --output runs/helpfulness --seed 7
+  promptevolver optimize --resume runs/answer_correctness     # after Ctrl-C
 """
 
 
@@ -43,20 +44,29 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    opt.add_argument("config", type=Path, help="YAML run config (see configs/)")
-    opt.add_argument(
-        "--output", "-o", type=Path, required=True, help="run directory to write result.json into"
-    )
+    opt.add_argument("config", type=Path, nargs="?", help="YAML run config (see configs/)")
+    opt.add_argument("--output", "-o", type=Path, help="run directory (result.json, checkpoint.json, ...)")
+    opt.add_argument("--resume", type=Path, metavar="DIR", help="continue the interrupted run in DIR")
     opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
     opt.add_argument("--quiet", "-q", action="store_true", help="print only the result line")
     opt.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
 
 
-def _optimize(args: argparse.Namespace) -> int:
+def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
+    if args.resume is not None:
+        config = load_run_config(args.config or args.resume / CONFIG_FILE)
+        return config, args.resume
+    if args.config is None or args.output is None:
+        raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
     config = load_run_config(args.config)
     if args.seed is not None:
         config = config.model_copy(update={"random_seed": args.seed})
+    return config, args.output
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    config, run_dir = _run_config(args)
     opt_config = config.effective_optimizer()
     dataset = load_dataset(config)
     llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
@@ -71,10 +81,25 @@ def _optimize(args: argparse.Namespace) -> int:
         reflection_llm=reflection,
         progress=not args.quiet and sys.stderr.isatty(),
     )
-    result = asyncio.run(
-        optimizer.aoptimize(dataset=dataset, loss=build_loss(config.loss), config=opt_config)
-    )
-    path = write_run(args.output, result, config)
+    write_config(run_dir, config)
+    try:
+        result = asyncio.run(
+            optimizer.aoptimize(
+                dataset=dataset,
+                loss=build_loss(config.loss),
+                config=opt_config,
+                run_dir=run_dir,
+                resume=args.resume is not None,
+            )
+        )
+    except KeyboardInterrupt:
+        print(
+            f"promptevolver: interrupted; the last checkpoint and best_so_far.json are in {run_dir}; "
+            f"continue with: promptevolver optimize --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 130
+    path = write_result(run_dir, result)
     _report(result, path, quiet=args.quiet)
     return 0
 
@@ -98,11 +123,20 @@ def _report(result: OptimizationResult, path: Path, *, quiet: bool) -> None:
         print(f"\nbest instruction for {prompt}:\n{text}")
 
 
+class UsageError(Exception):
+    """A command line that parses but does not make sense (exit code 2)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``promptevolver`` console script; returns the exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     try:
         return _optimize(args)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"promptevolver: error: {exc}", file=sys.stderr)
+        return 2
     except PromptEvolverError as exc:
         if args.debug:
             raise

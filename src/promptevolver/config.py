@@ -16,10 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from promptevolver.errors import ConfigError
 
 __all__ = [
+    "BudgetConfig",
     "GeneticConfig",
     "LLMConfig",
     "LossConfig",
     "MetricConfig",
+    "PriceConfig",
     "RunConfig",
     "format_validation_error",
     "load_run_config",
@@ -28,6 +30,24 @@ __all__ = [
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BudgetConfig(_Strict):
+    """Upper bounds on a run's spending; None means unbounded.
+
+    Every LLM call counts — judge and meta calls alike. Reaching a bound ends the search with the
+    best candidate so far (``stop_reason: budget``); the calls of the final validation are
+    reserved up front, so the bound holds for the whole run.
+
+    Attributes:
+        max_calls: LLM calls (answered requests, cache hits excluded).
+        max_tokens: prompt + completion tokens.
+        max_cost_usd: cost in US dollars from the LLM's price table.
+    """
+
+    max_calls: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, gt=0)
 
 
 class GeneticConfig(_Strict):
@@ -48,6 +68,10 @@ class GeneticConfig(_Strict):
         reverse_engineer: seed the population with reverse-engineered instructions.
         meta_temperature: sampling temperature of meta calls.
         max_concurrency: judge calls in flight at once.
+        minibatch_size: train samples an offspring is first judged on (stratified, drawn once per
+            generation); it is judged on all train samples only if its minibatch score is not
+            worse than its best parent's. 0 turns screening off.
+        budget: bounds on calls, tokens and cost (see :class:`BudgetConfig`).
         random_seed: the one seed behind every random choice of a run.
     """
 
@@ -65,6 +89,8 @@ class GeneticConfig(_Strict):
     reverse_engineer: bool = True
     meta_temperature: float = Field(0.7, ge=0.0, le=2.0)
     max_concurrency: int = Field(16, ge=1)
+    minibatch_size: int = Field(6, ge=0)
+    budget: BudgetConfig = BudgetConfig()
     random_seed: int = 42
 
 
@@ -76,12 +102,25 @@ class MetricConfig(_Strict):
     definition: str
 
 
+class PriceConfig(_Strict):
+    """A model's price in US dollars per 1M tokens: ``prompt`` (input) and ``completion`` (output)."""
+
+    prompt: float = Field(ge=0.0)
+    completion: float = Field(ge=0.0)
+
+
 class LLMConfig(_Strict):
     """An LLM client.
 
     ``provider: fake`` is the simulated judge built from the run's dataset (``noise``);
     ``provider: openai`` is any OpenAI-compatible server (``model``, ``base_url``; the key comes
     from the environment variable named by ``api_key_env``, never from the file).
+
+    ``cache``: a SQLite response-cache file (relative paths are relative to the working
+    directory, not the config file); a re-run answers repeated requests from it. ``null``: no cache.
+    ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
+    ``prices``: model name → price (USD per 1M tokens); when given, it must price this ``model``
+    (``fake`` for the simulated provider without a model) and calls add to ``usage.cost_usd``.
     """
 
     provider: Literal["fake", "openai"] = "fake"
@@ -93,11 +132,28 @@ class LLMConfig(_Strict):
     max_concurrency: int = Field(16, ge=1)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     noise: float = Field(0.02, ge=0.0, le=0.5)
+    cache: Path | None = None
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+
+    @property
+    def priced_model(self) -> str:
+        """The name looked up in ``prices``: ``model``, or the provider name without one."""
+        return self.model or self.provider
 
     @model_validator(mode="after")
     def _model_for_openai(self) -> LLMConfig:
         if self.provider == "openai" and not self.model:
             raise ValueError("provider 'openai' needs 'model'")
+        return self
+
+    @model_validator(mode="after")
+    def _limits_and_prices(self) -> LLMConfig:
+        if self.provider != "openai" and (self.requests_per_minute or self.tokens_per_minute):
+            raise ValueError("requests_per_minute and tokens_per_minute apply to provider 'openai' only")
+        if self.prices and self.priced_model not in self.prices:
+            raise ValueError(f"prices has no entry for {self.priced_model!r} (priced: {sorted(self.prices)})")
         return self
 
 
@@ -123,13 +179,17 @@ class RunConfig(_Strict):
     reflection_llm: LLMConfig | None = None
     loss: LossConfig = LossConfig()
     optimizer: GeneticConfig = GeneticConfig()
+    budget: BudgetConfig | None = None
     random_seed: int | None = None
 
     def effective_optimizer(self) -> GeneticConfig:
-        """The optimizer config with the top-level ``random_seed`` applied, when given."""
-        if self.random_seed is None:
-            return self.optimizer
-        return self.optimizer.model_copy(update={"random_seed": self.random_seed})
+        """The optimizer config with the top-level ``random_seed`` and ``budget`` applied."""
+        update: dict[str, Any] = {}
+        if self.random_seed is not None:
+            update["random_seed"] = self.random_seed
+        if self.budget is not None:
+            update["budget"] = self.budget
+        return self.optimizer.model_copy(update=update)
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:

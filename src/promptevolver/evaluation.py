@@ -74,6 +74,14 @@ class Evaluator:
         """The memoised judgement of ``instructions`` on ``position``, or None if not judged."""
         return self._memo.get((candidate_key(instructions), position))
 
+    def remember(self, instructions: Mapping[str, str], position: int, judgement: Judgement) -> None:
+        """Memoise a judgement made earlier (used when resuming from a checkpoint)."""
+        self._memo[(candidate_key(instructions), position)] = judgement
+
+    def memo_items(self) -> list[tuple[tuple[CandidateKey, int], Judgement]]:
+        """Every memoised ((candidate key, position), judgement), in insertion order."""
+        return list(self._memo.items())
+
     async def evaluate_many(
         self, candidates: Sequence[Mapping[str, str]], positions: Sequence[int]
     ) -> list[dict[int, Judgement]]:

@@ -31,7 +31,9 @@ def make_rng(random_seed: Seed) -> np.random.Generator:
     """
     if isinstance(random_seed, np.random.Generator):
         return random_seed
-    if random_seed is not None and (isinstance(random_seed, bool) or not isinstance(random_seed, int)):
+    if random_seed is not None and (
+        isinstance(random_seed, bool) or not isinstance(random_seed, (int, np.integer))
+    ):
         raise TypeError(f"random_seed must be an int, a numpy Generator or None, got {random_seed!r}")
     return np.random.default_rng(random_seed)
 

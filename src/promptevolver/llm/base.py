@@ -3,14 +3,16 @@
 Modelled on httpx's transport and DSPy's ``BaseLM``: a client subclasses :class:`BaseLLMClient`
 and implements ``_send(request) -> Completion``; :meth:`BaseLLMClient.complete` adds bounded
 retries with exponential backoff and jitter (tenacity) for :class:`TransientLLMError`, a
-concurrency bound, and usage counting by operation. Anything that only needs to *call* an LLM
-depends on the :class:`LLMClient` protocol.
+concurrency bound, optional rate limits (:mod:`promptevolver.llm.ratelimit`), and usage counting
+by operation, with cost from an optional :class:`~promptevolver.llm.pricing.Price`. Anything
+that only needs to *call* an LLM depends on the :class:`LLMClient` protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -23,6 +25,8 @@ from tenacity import (
 )
 
 from promptevolver.errors import LLMError, TransientLLMError
+from promptevolver.llm.pricing import Price
+from promptevolver.llm.ratelimit import Throttle, estimate_tokens
 
 __all__ = [
     "JUDGE_OPERATION",
@@ -87,12 +91,43 @@ class Completion:
     completion_tokens: int = 0
 
 
+_TOTALS = ("prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures", "cost_usd")
+_BY_OPERATION = (
+    "calls_by_operation",
+    "retries_by_operation",
+    "failures_by_operation",
+    "cache_hits_by_operation",
+)
+
+
+def _merged(a: dict[str, int], b: dict[str, int], sign: int = 1) -> dict[str, int]:
+    out = dict(a)
+    for op, n in b.items():
+        out[op] = out.get(op, 0) + sign * n
+    return {op: n for op, n in out.items() if n}
+
+
+def _bump(counts: dict[str, int], operation: str) -> None:
+    counts[operation] = counts.get(operation, 0) + 1
+
+
 @dataclass
 class Usage:
-    """Counters of one client's activity. Calls count answered requests; retries count re-sends.
+    """Counters of one client's activity.
 
-    ``calls_by_operation`` maps an operation name to its number of answered calls; ``failures``
-    counts calls that gave up after their retries.
+    Attributes:
+        calls_by_operation: operation name → answered calls (cache hits are not calls).
+        prompt_tokens, completion_tokens: tokens of answered calls, as the provider counted them.
+        cache_hits: requests answered from a response cache (no LLM call, no tokens, no cost).
+        retries: re-sends after a transient failure (each one an extra request to the provider).
+        failures: calls that gave up (after their retries, or at once on a permanent error).
+        cost_usd: cost of answered calls in US dollars, from the client's
+            :class:`~promptevolver.llm.pricing.Price` (0.0 when it has none).
+        retries_by_operation, failures_by_operation, cache_hits_by_operation: the three
+            counters above split by operation (operation name → count).
+
+    Count through the ``record*`` methods so that totals and per-operation maps agree.
+    ``+``, ``-`` and :meth:`copy` combine usages (e.g. a run's usage is ``after - before``).
     """
 
     calls_by_operation: dict[str, int] = field(default_factory=dict)
@@ -101,12 +136,32 @@ class Usage:
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0
+    cost_usd: float = 0.0
+    retries_by_operation: dict[str, int] = field(default_factory=dict)
+    failures_by_operation: dict[str, int] = field(default_factory=dict)
+    cache_hits_by_operation: dict[str, int] = field(default_factory=dict)
 
-    def record(self, operation: str, completion: Completion) -> None:
-        """Count one answered call of ``operation`` and its tokens."""
-        self.calls_by_operation[operation] = self.calls_by_operation.get(operation, 0) + 1
+    def record(self, operation: str, completion: Completion, *, cost_usd: float = 0.0) -> None:
+        """Count one answered call of ``operation``, its tokens and its cost in USD."""
+        _bump(self.calls_by_operation, operation)
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
+        self.cost_usd += cost_usd
+
+    def record_retry(self, operation: str) -> None:
+        """Count one re-send of a call of ``operation``."""
+        self.retries += 1
+        _bump(self.retries_by_operation, operation)
+
+    def record_failure(self, operation: str) -> None:
+        """Count one call of ``operation`` that gave up."""
+        self.failures += 1
+        _bump(self.failures_by_operation, operation)
+
+    def record_cache_hit(self, operation: str) -> None:
+        """Count one request of ``operation`` answered from a cache."""
+        self.cache_hits += 1
+        _bump(self.cache_hits_by_operation, operation)
 
     @property
     def judge_calls(self) -> int:
@@ -120,42 +175,27 @@ class Usage:
     def total_calls(self) -> int:
         return sum(self.calls_by_operation.values())
 
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
     def copy(self) -> Usage:
-        return Usage(
-            calls_by_operation=dict(self.calls_by_operation),
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            cache_hits=self.cache_hits,
-            retries=self.retries,
-            failures=self.failures,
-        )
+        return self + Usage()
 
     def __add__(self, other: Usage) -> Usage:
-        ops = dict(self.calls_by_operation)
-        for op, n in other.calls_by_operation.items():
-            ops[op] = ops.get(op, 0) + n
-        return Usage(
-            calls_by_operation=ops,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cache_hits=self.cache_hits + other.cache_hits,
-            retries=self.retries + other.retries,
-            failures=self.failures + other.failures,
-        )
+        return self._combine(other, 1)
 
     def __sub__(self, other: Usage) -> Usage:
-        ops = {op: n - other.calls_by_operation.get(op, 0) for op, n in self.calls_by_operation.items()}
-        return Usage(
-            calls_by_operation={op: n for op, n in ops.items() if n},
-            prompt_tokens=self.prompt_tokens - other.prompt_tokens,
-            completion_tokens=self.completion_tokens - other.completion_tokens,
-            cache_hits=self.cache_hits - other.cache_hits,
-            retries=self.retries - other.retries,
-            failures=self.failures - other.failures,
-        )
+        return self._combine(other, -1)
+
+    def _combine(self, other: Usage, sign: int) -> Usage:
+        fields: dict[str, Any] = {n: getattr(self, n) + sign * getattr(other, n) for n in _TOTALS}
+        for name in _BY_OPERATION:
+            fields[name] = _merged(getattr(self, name), getattr(other, name), sign)
+        return Usage(**fields)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``usage`` block of result.json (see DESIGN.md)."""
+        """The ``usage`` block of result.json (see DESIGN.md); ``cost_usd`` in US dollars."""
         return {
             "llm_calls": {"judge": self.judge_calls, "meta": self.meta_calls},
             "calls_by_operation": dict(sorted(self.calls_by_operation.items())),
@@ -164,14 +204,23 @@ class Usage:
             "cache_hits": self.cache_hits,
             "retries": self.retries,
             "failures": self.failures,
+            "cost_usd": round(self.cost_usd, 9),
+            "retries_by_operation": dict(sorted(self.retries_by_operation.items())),
+            "failures_by_operation": dict(sorted(self.failures_by_operation.items())),
+            "cache_hits_by_operation": dict(sorted(self.cache_hits_by_operation.items())),
         }
 
 
 @runtime_checkable
 class LLMClient(Protocol):
-    """What metrics and optimizers need from an LLM: an async ``complete`` and its ``usage``."""
+    """What metrics and optimizers need from an LLM: an async ``complete`` and its ``usage``.
 
-    usage: Usage
+    ``usage`` may be a plain attribute or a property (wrappers such as
+    :class:`~promptevolver.llm.cache.CachedLLM` compute theirs).
+    """
+
+    @property
+    def usage(self) -> Usage: ...
 
     async def complete(self, request: LLMRequest) -> Completion:
         """Answer ``request``. Raises :class:`LLMError` when it cannot."""
@@ -179,7 +228,11 @@ class LLMClient(Protocol):
 
 
 class BaseLLMClient(ABC):
-    """Shared behaviour of our clients: retries, a concurrency bound and usage counting.
+    """Shared behaviour of our clients: retries, concurrency and rate limits, usage counting.
+
+    One call of :meth:`complete` is: up to ``max_attempts`` attempts; each attempt takes a
+    concurrency slot, waits for the rate limits (:class:`~promptevolver.llm.ratelimit.Throttle`),
+    then calls ``_send`` once; between attempts it sleeps the backoff outside the slot.
 
     Args:
         max_attempts: attempts per call including the first (≥ 1); only
@@ -188,7 +241,18 @@ class BaseLLMClient(ABC):
         retry_max_s: cap on one backoff in seconds. A server's ``Retry-After`` is honoured
             when longer than the computed backoff (but never beyond ``retry_max_s``).
         max_concurrency: maximum requests in flight through this client (≥ 1).
+        requests_per_minute: optional limit on requests sent (retries included), > 0.
+        tokens_per_minute: optional limit on prompt + completion tokens, > 0 (booked on an
+            estimate before sending, corrected by the provider's count).
+        price: optional price of the model; each answered call adds its cost to
+            ``usage.cost_usd`` (USD).
+
+    Raises:
+        ValueError: an argument out of range (the message names it).
     """
+
+    #: Provider kind, part of a response-cache key (see :meth:`cache_identity`).
+    provider: str = "custom"
 
     def __init__(
         self,
@@ -197,6 +261,9 @@ class BaseLLMClient(ABC):
         retry_initial_s: float = 1.0,
         retry_max_s: float = 30.0,
         max_concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        price: Price | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
@@ -208,7 +275,12 @@ class BaseLLMClient(ABC):
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
         self.max_concurrency = max_concurrency
+        self.price = price
         self.usage = Usage()
+        #: The rate limits; replaceable (e.g. by one on a fake clock in tests).
+        self.throttle = Throttle(requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute)
+        #: Async sleep (seconds) used for retry backoff; replaceable to observe waits in tests.
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._jitter = np.random.default_rng()
 
@@ -216,24 +288,47 @@ class BaseLLMClient(ABC):
     async def _send(self, request: LLMRequest) -> Completion:
         """Send one request, once. Raise :class:`TransientLLMError` for retryable failures."""
 
+    def cache_identity(self) -> dict[str, Any]:
+        """What, besides the request, determines this client's answers: provider kind and model.
+
+        A response cache puts it in its keys. Never include secrets (API keys) here.
+        """
+        return {"provider": self.provider, "model": getattr(self, "model", None)}
+
     async def complete(self, request: LLMRequest) -> Completion:
-        """Answer ``request`` with retries; count the call, its tokens and its retries.
+        """Answer ``request`` with retries; count the call, its tokens, cost and retries.
 
         Raises:
             LLMError: after ``max_attempts`` transient failures, or at once on a permanent one.
         """
         try:
-            async for attempt in self._retrying():
+            async for attempt in self._retrying(request.operation):
                 with attempt:
-                    async with self._semaphore():
-                        completion = await self._send(request)
+                    completion = await self._attempt(request)
         except LLMError:
-            self.usage.failures += 1
+            self.usage.record_failure(request.operation)
             raise
-        self.usage.record(request.operation, completion)
+        self.usage.record(request.operation, completion, cost_usd=self._cost_usd(completion))
         return completion
 
-    def _retrying(self) -> AsyncRetrying:
+    async def _attempt(self, request: LLMRequest) -> Completion:
+        async with self._semaphore():
+            if not self.throttle.active:
+                return await self._send(request)
+            booked = estimate_tokens((m.content for m in request.messages), request.max_tokens)
+            await self.throttle.wait(booked)
+            completion = await self._send(request)
+            self.throttle.settle(booked=booked, used=completion.prompt_tokens + completion.completion_tokens)
+            return completion
+
+    def _cost_usd(self, completion: Completion) -> float:
+        if self.price is None:
+            return 0.0
+        return self.price.cost_usd(
+            prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens
+        )
+
+    def _retrying(self, operation: str) -> AsyncRetrying:
         def wait(state: RetryCallState) -> float:
             # Exponential backoff with "full jitter" on top (AWS architecture blog, 2015):
             # initial · 2^(n-1) + U(0, initial), capped at retry_max_s. Jitter only spreads
@@ -247,13 +342,14 @@ class BaseLLMClient(ABC):
             return computed
 
         def count_retry(_state: RetryCallState) -> None:
-            self.usage.retries += 1
+            self.usage.record_retry(operation)
 
         return AsyncRetrying(
             retry=retry_if_exception_type(TransientLLMError),
             stop=stop_after_attempt(self.max_attempts),
             wait=wait,
             before_sleep=count_retry,
+            sleep=self.sleep,
             reraise=True,
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm.pricing import Price
 
 __all__ = ["ScriptedLLM", "count_tokens"]
 
@@ -27,12 +28,15 @@ class ScriptedLLM(BaseLLMClient):
     Args:
         responses: answers in order (a str, a :class:`Completion`, or an exception to raise).
         handler: alternatively, a function ``request -> answer``.
-        retry_initial_s: backoff for the base's retries (0 by default: tests do not wait).
+        retry_initial_s: backoff in seconds for the base's retries (0 by default: tests do not wait).
+        max_attempts, max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient`.
 
     Raises:
         ValueError: both or neither of ``responses`` and ``handler`` given.
         IndexError: at call time, when the script is exhausted.
     """
+
+    provider = "scripted"
 
     def __init__(
         self,
@@ -42,6 +46,7 @@ class ScriptedLLM(BaseLLMClient):
         max_attempts: int = 3,
         retry_initial_s: float = 0.0,
         max_concurrency: int = 64,
+        price: Price | None = None,
     ) -> None:
         if (responses is None) == (handler is None):
             raise ValueError("give exactly one of responses or handler")
@@ -50,6 +55,7 @@ class ScriptedLLM(BaseLLMClient):
             retry_initial_s=retry_initial_s,
             retry_max_s=0.0,
             max_concurrency=max_concurrency,
+            price=price,
         )
         self._script = list(responses) if responses is not None else None
         self._handler = handler

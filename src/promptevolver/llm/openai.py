@@ -36,6 +36,7 @@ from openai import AsyncOpenAI
 
 from promptevolver.errors import ConfigError, LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm.pricing import Price
 
 __all__ = ["OpenAIClient"]
 
@@ -60,8 +61,9 @@ class OpenAIClient(BaseLLMClient):
             A server that answers 400 about ``response_format``/``json_schema`` is remembered as
             not supporting it, and the request is re-sent without it (the prompt carries the
             schema).
-        max_attempts, retry_initial_s, retry_max_s, max_concurrency: see
-            :class:`~promptevolver.llm.base.BaseLLMClient` (seconds for the ``_s`` ones).
+        max_attempts, retry_initial_s, retry_max_s, max_concurrency, requests_per_minute,
+            tokens_per_minute, price: see :class:`~promptevolver.llm.base.BaseLLMClient`
+            (seconds for the ``_s`` ones, USD per 1M tokens for the price).
 
     Raises:
         ConfigError: no API key is given and ``OPENAI_API_KEY`` is unset or empty.
@@ -70,6 +72,8 @@ class OpenAIClient(BaseLLMClient):
     The SDK client is built lazily, one per running event loop; call :meth:`aclose` (or use
     ``async with``) before the loop ends to close its connections promptly.
     """
+
+    provider = "openai"
 
     def __init__(
         self,
@@ -83,12 +87,18 @@ class OpenAIClient(BaseLLMClient):
         retry_initial_s: float = 1.0,
         retry_max_s: float = 30.0,
         max_concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        price: Price | None = None,
     ) -> None:
         super().__init__(
             max_attempts=max_attempts,
             retry_initial_s=retry_initial_s,
             retry_max_s=retry_max_s,
             max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            price=price,
         )
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")

@@ -41,6 +41,7 @@ from promptevolver import prompts as ops
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
+from promptevolver.llm.pricing import Price
 from promptevolver.prompts import split_rendered
 
 __all__ = ["JUDGE_STOP_WORDS", "SimulatedJudgeLLM", "sample_key"]
@@ -138,7 +139,11 @@ class SimulatedJudgeLLM(BaseLLMClient):
         free_words: instruction length (words) beyond which noise grows.
         max_terms: cap on the terms in an instruction the fake writes.
         malformed_rate: probability in [0, 1] that a judge answer is cut-off JSON (fault injection).
+        max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient` (a price
+            makes the simulation report what the same tokens would cost, in USD).
     """
+
+    provider = "simulated"
 
     def __init__(
         self,
@@ -153,6 +158,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         max_terms: int = 16,
         malformed_rate: float = 0.0,
         max_concurrency: int = 64,
+        price: Price | None = None,
     ) -> None:
         if not 0.0 <= noise <= 0.5:
             raise ValueError(f"noise must be in [0, 0.5], got {noise}")
@@ -160,7 +166,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
             raise ValueError(f"malformed_rate must be in [0, 1], got {malformed_rate}")
         if top_terms < 1 or min_matches < 1:
             raise ValueError("top_terms and min_matches must be >= 1")
-        super().__init__(max_attempts=1, retry_initial_s=0.0, max_concurrency=max_concurrency)
+        super().__init__(max_attempts=1, retry_initial_s=0.0, max_concurrency=max_concurrency, price=price)
         self.random_seed = random_seed
         self.prompt_name = prompt_name
         self.noise = noise
@@ -206,15 +212,25 @@ class SimulatedJudgeLLM(BaseLLMClient):
         extra = max(0, len(instruction.split()) - self.free_words) * 0.002
         return min(0.5, self.noise + extra)
 
+    def cache_identity(self) -> dict[str, Any]:
+        """Provider kind plus every setting and the world the answers depend on."""
+        names = ("random_seed", "prompt_name", "noise", "top_terms", "min_matches", "free_words")
+        settings = {name: getattr(self, name) for name in (*names, "max_terms", "malformed_rate")}
+        world = sorted((key, vars(truth)) for key, truth in self.world.items())
+        digest = hashlib.sha256(json.dumps([settings, world], sort_keys=True).encode()).hexdigest()
+        return {"provider": self.provider, "model": f"simulated-judge-{digest[:16]}"}
+
     # --- dispatch ----------------------------------------------------------------------------
     async def _send(self, request: LLMRequest) -> Completion:
-        text = self._answer(request)
+        text = self.answer(request)
         prompt_text = " ".join(m.content for m in request.messages)
         return Completion(
             text=text, prompt_tokens=count_tokens(prompt_text), completion_tokens=count_tokens(text)
         )
 
-    def _answer(self, request: LLMRequest) -> str:
+    def answer(self, request: LLMRequest) -> str:
+        """The simulated answer to ``request``: a pure function, no usage counted, never raises
+        for an unrecognised prompt (it answers a JSON error object instead)."""
         rendered = split_rendered(request.messages)
         if rendered is not None:
             return self._judge(*rendered, request.sample_index)

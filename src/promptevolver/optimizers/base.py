@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
@@ -45,9 +46,14 @@ class Optimizer(ABC):
         dataset: SingleMetricAnnotation,
         loss: Loss,
         config: Mapping[str, Any] | Any | None = None,
+        *,
+        run_dir: str | Path | None = None,
+        resume: bool = False,
         **ragas_kwargs: Any,
     ) -> Mapping[str, str]:
         """Run :meth:`aoptimize` in a fresh event loop (call :meth:`aoptimize` from async code).
+
+        ``run_dir`` receives a checkpoint after every generation; ``resume`` continues from it.
 
         Raises:
             TypeError: an unknown keyword argument.
@@ -55,10 +61,18 @@ class Optimizer(ABC):
         unknown = sorted(set(ragas_kwargs) - RAGAS_COMPAT_KWARGS)
         if unknown:
             raise TypeError(f"optimize() got unexpected keyword argument(s) {unknown}")
-        return asyncio.run(self.aoptimize(dataset=dataset, loss=loss, config=config))
+        return asyncio.run(
+            self.aoptimize(dataset=dataset, loss=loss, config=config, run_dir=run_dir, resume=resume)
+        )
 
     @abstractmethod
     async def aoptimize(
-        self, *, dataset: SingleMetricAnnotation, loss: Loss, config: Mapping[str, Any] | Any | None = None
+        self,
+        *,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: Mapping[str, Any] | Any | None = None,
+        run_dir: str | Path | None = None,
+        resume: bool = False,
     ) -> Mapping[str, str]:
         """Optimize the metric's instructions on ``dataset``; return prompt name → instruction."""

@@ -25,6 +25,8 @@ class Candidate:
         train: score on the train samples, once evaluated.
         validation: score on the validation samples, once evaluated.
         feedback: the feedback a mutation applied (empty otherwise).
+        minibatch: score on the screening minibatch, when it was screened.
+        screened_out: True when screening dropped it before its full train evaluation.
     """
 
     id: int
@@ -35,6 +37,8 @@ class Candidate:
     train: Score | None = None
     validation: Score | None = None
     feedback: list[str] = field(default_factory=list)
+    minibatch: Score | None = None
+    screened_out: bool = False
 
     @property
     def is_seed(self) -> bool:
@@ -44,6 +48,12 @@ class Candidate:
     def length(self) -> int:
         """Total instruction length in characters (the tie-breaker: shorter wins)."""
         return sum(len(text) for text in self.instructions.values())
+
+    @property
+    def failures(self) -> int:
+        """Failed evaluations in its largest evaluation so far (train, else minibatch)."""
+        measured = self.train or self.minibatch
+        return 0 if measured is None else measured.failures
 
     def train_value(self) -> float:
         if self.train is None:
@@ -65,6 +75,8 @@ class Candidate:
             "instructions": dict(self.instructions),
             "train": None if self.train is None else self.train.value,
             "validation": None if self.validation is None else self.validation.value,
-            "failures": 0 if self.train is None else self.train.failures,
+            "minibatch": None if self.minibatch is None else self.minibatch.value,
+            "screened_out": self.screened_out,
+            "failures": self.failures,
             "feedback": list(self.feedback),
         }

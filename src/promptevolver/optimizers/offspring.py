@@ -79,11 +79,12 @@ class Breeder:
         self.config = config
         self.loss = loss
         self.rejections: Counter[str] = Counter()
-        self._slots = 0
+        self.slots = 0
+        self.tried: set[tuple[str, tuple[int, ...], tuple[int, ...]]] = set()
 
     def _slot(self) -> int:
-        self._slots += 1
-        return self._slots
+        self.slots += 1
+        return self.slots
 
     # --- examples shown to meta calls ------------------------------------------------------
     def example(self, position: int, prompt_name: str, judged: dict[str, Any] | None = None) -> ops.Example:
@@ -138,7 +139,9 @@ class Breeder:
         self, population: Sequence[Candidate], train: Sequence[int], rng: np.random.Generator
     ) -> Plan | None:
         pair = selection.complementary_parents(population, self.loss, rng, self.config.tournament_size)
-        return None if pair is None else Plan("crossover", pair, self._slot())
+        if pair is None or not self._first_try("crossover", (pair[0].id, pair[1].id), ()):
+            return None
+        return Plan("crossover", pair, self._slot())
 
     def _plan_mutation(
         self, population: Sequence[Candidate], train: Sequence[int], rng: np.random.Generator
@@ -151,8 +154,19 @@ class Breeder:
         failing = [p for p, ok in zip(train, parent.train_correct()) if ok < 1.0]
         n = min(self.config.sample_size, len(failing))
         chosen = sampling.stratified_sample([self.labels[p] for p in failing], n, rng)
-        shown = [failing[i] for i in rng.permutation(chosen).tolist()]
-        return Plan("mutation", (parent,), self._slot(), tuple(shown))
+        shown = tuple(failing[i] for i in rng.permutation(chosen).tolist())
+        if not self._first_try("mutation", (parent.id,), tuple(sorted(shown))):
+            return None
+        return Plan("mutation", (parent,), self._slot(), shown)
+
+    def _first_try(self, operator: str, parents: tuple[int, ...], positions: tuple[int, ...]) -> bool:
+        """Record a plan; False if the same operator already ran on the same parents and samples
+        (a tabu list: repeating it would mostly buy a duplicate)."""
+        key = (operator, parents, positions)
+        if key in self.tried:
+            return False
+        self.tried.add(key)
+        return True
 
     # --- running -----------------------------------------------------------------------------
     async def run(self, plans: Sequence[Plan], judged: dict[int, dict[int, dict[str, Any]]]) -> list[Child]:

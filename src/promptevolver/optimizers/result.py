@@ -25,7 +25,8 @@ class OptimizationResult(Mapping[str, str]):
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
         lineage: every candidate created (id, generation, operator, parents, scores).
         best_id: id of the chosen candidate in ``lineage`` (0 = the seed).
-        stop_reason: ``generations``, ``patience`` or ``population_size_1``.
+        stop_reason: ``generations``, ``patience``, ``exhausted``, ``budget`` or
+            ``population_size_1``.
         split: sizes of train and validation and how they were made.
         operator_stats: rejected operator outputs by reason, duplicates skipped.
         config, random_seed, duration_s (seconds, wall clock).

@@ -9,12 +9,14 @@ the seed first, then the shorter instruction, then the older candidate (lower id
 **Pareto front** (:func:`pareto_front`, as GEPA, Agrawal et al. 2025, "GEPA: Reflective Prompt
 Evolution Can Outperform Reinforcement Learning"): the candidates that are best on at least one
 train sample where candidates differ, minus those dominated (another is at least as good on
-every sample and better on one). They survive selection even when their mean is lower.
+every sample and better on one) and twins (same per-sample correctness as a better-ranked one).
+They survive selection even when their mean is lower.
 
 **Complementary parents** (:func:`complementary_parents`): the first parent is a tournament winner
 among the fitter half of the pool; the second is the other member of the fitter half whose
 per-sample correctness differs from the first's on the most samples (Hamming distance), ties
-to the better-ranked. A candidate is never paired with itself.
+to the better-ranked. A candidate is never paired with itself, nor with one that is right and
+wrong on exactly the same samples (distance 0: there is nothing to combine).
 """
 
 from __future__ import annotations
@@ -52,7 +54,9 @@ def rank(candidates: Sequence[Candidate], loss: Loss, *, on: str = "train") -> l
 def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Non-dominated candidates that are best on at least one discriminating train sample.
 
-    Returns all candidates when no sample discriminates between them. Order is input order.
+    Of candidates with identical per-sample correctness only the first (in input order) is kept,
+    so twins cannot crowd a specialist out. Returns all candidates when no sample discriminates
+    between them. Order is input order.
     """
     if len(candidates) <= 1:
         return list(candidates)
@@ -62,10 +66,13 @@ def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
     if not discriminating.any():
         return list(candidates)
     on_top = (matrix[:, discriminating] == best[discriminating]).any(axis=1)
-    front = []
+    front: list[Candidate] = []
+    seen: set[bytes] = set()
     for i, c in enumerate(candidates):
-        if not on_top[i]:
+        signature = matrix[i].tobytes()
+        if not on_top[i] or signature in seen:
             continue
+        seen.add(signature)
         others = np.delete(matrix, i, axis=0)
         dominated = ((others >= matrix[i]).all(axis=1) & (others > matrix[i]).any(axis=1)).any()
         if not dominated:
@@ -88,7 +95,8 @@ def tournament(pool: Sequence[Candidate], loss: Loss, rng: np.random.Generator, 
 def complementary_parents(
     pool: Sequence[Candidate], loss: Loss, rng: np.random.Generator, tournament_size: int
 ) -> tuple[Candidate, Candidate] | None:
-    """Two different parents that disagree on the most samples, or None if the pool has < 2."""
+    """Two different parents that disagree on the most samples; None if the pool has fewer than
+    two candidates or no candidate of the fitter half differs from the first parent anywhere."""
     ranked = rank(pool, loss)
     fitter = ranked[: max(2, -(-len(ranked) // 2))]
     if len(fitter) < 2:
@@ -96,8 +104,8 @@ def complementary_parents(
     first = tournament(fitter, loss, rng, tournament_size)
     others = [c for c in fitter if c.id != first.id]
     distances = [int((c.train_correct() != first.train_correct()).sum()) for c in others]
-    second = others[int(np.argmax(distances))]  # argmax keeps the first (best-ranked) on ties
-    return first, second
+    best = int(np.argmax(distances))  # argmax keeps the first (best-ranked) on ties
+    return (first, others[best]) if distances[best] > 0 else None
 
 
 def survivors(candidates: Sequence[Candidate], loss: Loss, size: int, elite_count: int) -> list[Candidate]:

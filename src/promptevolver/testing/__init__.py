@@ -1,5 +1,7 @@
-"""Test and benchmark helpers: a local OpenAI-compatible server with fault injection."""
+"""Test and benchmark helpers: a local OpenAI-compatible server with fault injection, and a
+handler that backs it with the simulated judge."""
 
 from promptevolver.testing.openai_server import Fault, Handler, LocalOpenAIServer
+from promptevolver.testing.simulated_server import request_from_body, simulated_handler
 
-__all__ = ["Fault", "Handler", "LocalOpenAIServer"]
+__all__ = ["Fault", "Handler", "LocalOpenAIServer", "request_from_body", "simulated_handler"]

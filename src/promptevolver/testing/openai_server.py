@@ -3,8 +3,9 @@
 :class:`LocalOpenAIServer` serves ``POST /v1/chat/completions`` on ``127.0.0.1`` at an ephemeral
 port from a daemon thread. The assistant text comes from a plain ``handler(request_json) -> str``
 callable, so any fake model can back it. It records every request body and ``Authorization``
-header, and can inject faults (rate limits, server errors, delays, malformed bodies, dropped
-connections, ``response_format`` rejection), one queued :class:`Fault` per request::
+header, and can inject faults (rate limits, server errors, delays, malformed or truncated bodies,
+cut-off assistant text, dropped connections, ``response_format`` rejection), one queued
+:class:`Fault` per request::
 
     with LocalOpenAIServer(lambda body: "yes") as server:
         server.inject(Fault.rate_limit(retry_after=0.01))
@@ -32,7 +33,7 @@ __all__ = ["Fault", "FaultKind", "Handler", "LocalOpenAIServer"]
 #: Produces the assistant's text from the decoded request body.
 Handler = Callable[[dict[str, Any]], str]
 
-FaultKind = Literal["error", "delay", "malformed_body", "drop_connection"]
+FaultKind = Literal["error", "delay", "malformed_body", "truncated_body", "drop_connection", "answer"]
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSE_FORMAT_ERROR = "Invalid parameter: 'response_format' of type 'json_schema' is not supported."
@@ -49,6 +50,7 @@ class Fault:
         retry_after: value of the ``Retry-After`` header in seconds, or None for no header.
         seconds: how long a ``delay`` fault waits before answering normally.
         content_type: ``Content-Type`` of a ``malformed_body`` answer.
+        text: the assistant text of an ``answer`` fault (sent instead of the handler's).
     """
 
     kind: FaultKind
@@ -57,6 +59,7 @@ class Fault:
     retry_after: float | None = None
     seconds: float = 0.0
     content_type: str = "application/json"
+    text: str = ""
 
     @classmethod
     def error(cls, status: int, message: str, *, retry_after: float | None = None) -> Fault:
@@ -87,6 +90,17 @@ class Fault:
     def malformed_body(cls, content_type: str = "application/json") -> Fault:
         """Answer 200 with a body that is not JSON, labelled ``content_type``."""
         return cls("malformed_body", content_type=content_type)
+
+    @classmethod
+    def truncated_body(cls) -> Fault:
+        """Answer 200 announcing a full chat completion's length, send half of it, then close."""
+        return cls("truncated_body")
+
+    @classmethod
+    def answer(cls, text: str) -> Fault:
+        """Answer a well-formed 200 chat completion whose assistant text is ``text`` (e.g. cut-off
+        JSON), instead of the handler's."""
+        return cls("answer", text=text)
 
     @classmethod
     def drop_connection(cls) -> Fault:
@@ -237,8 +251,8 @@ class LocalOpenAIServer:
         if seconds > 0:
             self._stopping.wait(seconds)
 
-    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        text = self.handler(body)
+    def _completion(self, body: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+        text = self.handler(body) if text is None else text
         prompt, answer = _prompt_tokens(body), count_words(text)
         return {
             "id": f"chatcmpl-local-{next(self._ids)}",
@@ -292,19 +306,23 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         fault = self.owner._record(body, self.headers.get("Authorization"))
         self.owner._sleep(self.owner.latency_s)
-        if fault is not None and self._apply(fault):
+        if fault is not None and self._apply(fault, body):
             return
         if "response_format" in body and not self.owner.supports_response_format:
             self._send_json(400, error_body(400, RESPONSE_FORMAT_ERROR))
             return
         self._answer(body)
 
-    def _apply(self, fault: Fault) -> bool:
+    def _apply(self, fault: Fault, body: dict[str, Any]) -> bool:
         """Act out ``fault``; True when the request has been dealt with."""
         if fault.kind == "delay":
             self.owner._sleep(fault.seconds)
             return False
-        if fault.kind == "drop_connection":
+        if fault.kind == "answer":
+            self._send_json(200, self.owner._completion(body, fault.text))
+        elif fault.kind == "truncated_body":
+            self._send_truncated(json.dumps(self.owner._completion(body)).encode())
+        elif fault.kind == "drop_connection":
             self.close_connection = True
         elif fault.kind == "malformed_body":
             self._send_bytes(200, b"<html>upstream hiccup{", fault.content_type)
@@ -323,6 +341,18 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+    def _send_truncated(self, data: bytes) -> None:
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _send_bytes(
         self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None

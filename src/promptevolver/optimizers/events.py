@@ -1,0 +1,50 @@
+"""Events of a run, for users' logging and monitoring.
+
+A callback is any ``Callable[[Event], None]`` passed as ``GeneticOptimizer(callbacks=[...])``.
+Callbacks run synchronously in the optimizer's event loop, in the order given; an exception in a
+callback propagates (a broken logger should be noticed, not ignored).
+
+Kinds and their ``data``:
+
+* ``generation_start`` — ``population`` (ids)
+* ``operator_call`` — ``operator``, ``parents`` (ids), ``accepted`` (bool), ``rejected`` (reason or None)
+* ``candidate_evaluated`` — ``candidate`` (id), ``split`` (``minibatch``/``train``/``validation``),
+  ``score``, ``failures``
+* ``generation_end`` — ``best_train``, ``mean_train``, ``judge_calls``, ``meta_calls``
+* ``stop`` — ``reason``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Callback", "Event", "EventBus"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened: ``kind`` (see module docstring), the ``generation`` it happened
+    in (0 = initial population) and kind-specific ``data``."""
+
+    kind: str
+    generation: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Callback = Callable[[Event], None]
+
+
+class EventBus:
+    """Delivers events to callbacks in order."""
+
+    def __init__(self, callbacks: Sequence[Callback] = ()) -> None:
+        self.callbacks = list(callbacks)
+
+    def emit(self, kind: str, generation: int, **data: Any) -> None:
+        if not self.callbacks:
+            return
+        event = Event(kind, generation, data)
+        for callback in self.callbacks:
+            callback(event)

@@ -1,0 +1,157 @@
+"""Budget, checkpoint/resume, events and screening of the genetic search."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+
+import pytest
+
+from promptevolver import BinaryMetricLoss, GeneticOptimizer
+from promptevolver.errors import BudgetExceededError
+from promptevolver.llm import SimulatedJudgeLLM
+from promptevolver.llm.base import LLMRequest
+from promptevolver.optimizers.checkpoint import CheckpointError
+from promptevolver.optimizers.events import Event
+
+from .helpers import make_dataset, rule_llm
+
+CONFIG = {"random_seed": 7, "population_size": 4, "generations": 4, "patience": 10}
+
+
+def _optimizer(dataset, **kwargs):
+    from promptevolver import AspectCritic
+
+    metric = AspectCritic(name="answer_correctness", definition="Is the response correct?")
+    return GeneticOptimizer(metric=metric, llm=SimulatedJudgeLLM(dataset=dataset, random_seed=7), **kwargs)
+
+
+def test_budget_too_small_is_refused_up_front_with_the_calls_needed(ac_dataset):
+    with pytest.raises(BudgetExceededError, match=r"one generation up to \d+"):
+        _optimizer(ac_dataset).optimize(
+            dataset=ac_dataset, loss=BinaryMetricLoss(), config={**CONFIG, "budget": {"max_calls": 30}}
+        )
+
+
+def test_budget_stops_the_search_within_the_limit():
+    ds = make_dataset(30, wrong=10)
+    labels = [int(y) for y in ds.labels()]
+    # Every operator output is new and a little better or worse: the search never runs dry.
+    llm_config = {"random_seed": 2, "population_size": 4, "generations": 30, "patience": 30, "sample_size": 2}
+
+    def judge(instruction: str, i: int) -> int:
+        return labels[i] if (zlib.crc32(instruction.encode()) + i) % 3 else 1 - labels[i]
+
+    def run(**extra):
+        llm = rule_llm(ds, judge)
+        opt = GeneticOptimizer(metric=_optimizer(ds).metric, llm=llm)
+        return opt.optimize(dataset=ds, loss=BinaryMetricLoss(), config={**llm_config, **extra}), llm
+
+    free, _ = run()
+    with pytest.raises(BudgetExceededError) as refused:
+        run(budget={"max_calls": 1})
+    needed = int(re.search(r"\((\d+) in all\)", str(refused.value)).group(1))
+    limit = needed + 40
+    assert sum(free.usage["llm_calls"].values()) > limit
+    result, llm = run(budget={"max_calls": limit})
+    assert result.stop_reason == "budget" and free.stop_reason != "budget"
+    assert len(llm.requests) == sum(result.usage["llm_calls"].values()) <= limit
+    assert result.scores["best"]["validation"] >= result.scores["seed"]["validation"]
+
+
+def test_events_reach_callbacks_in_order(ac_dataset):
+    events: list[Event] = []
+    result = _optimizer(ac_dataset, callbacks=[events.append]).optimize(
+        dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG
+    )
+    kinds = [e.kind for e in events]
+    assert kinds[-1] == "stop" and events[-1].data["reason"] == result.stop_reason
+    assert kinds.count("generation_end") == len(result.history)
+    assert kinds.count("generation_start") == len(result.history) - 1
+    evaluated = [e for e in events if e.kind == "candidate_evaluated"]
+    assert {e.data["split"] for e in evaluated} >= {"train", "validation"}
+    assert sum(e.kind == "operator_call" for e in events) >= len(result.lineage) - 1
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_interrupted_run_resumes_to_the_same_result(ac_dataset, tmp_path):
+    reference = _optimizer(ac_dataset).optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG)
+
+    def stop_at_generation_2(event: Event) -> None:
+        if event.kind == "generation_start" and event.generation == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        _optimizer(ac_dataset, callbacks=[stop_at_generation_2]).optimize(
+            dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path
+        )
+    best_so_far = json.loads((tmp_path / "best_so_far.json").read_text())
+    assert best_so_far["generation"] == 1 and best_so_far["best_instructions"]
+
+    resumed_llm_optimizer = _optimizer(ac_dataset)
+    resumed = resumed_llm_optimizer.optimize(
+        dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path, resume=True
+    )
+    assert dict(resumed) == dict(reference)
+    assert resumed.lineage == reference.lineage
+    assert resumed.scores == reference.scores
+    assert resumed.usage == reference.usage  # judgements before the checkpoint are not repeated
+    new_calls = resumed_llm_optimizer.llm.usage.total_calls
+    assert new_calls < sum(reference.usage["llm_calls"].values())
+
+
+def test_resume_refuses_another_config_or_missing_checkpoint(ac_dataset, tmp_path):
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        _optimizer(ac_dataset).optimize(
+            dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path, resume=True
+        )
+    _optimizer(ac_dataset).optimize(
+        dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path
+    )
+    with pytest.raises(CheckpointError, match="population_size"):
+        _optimizer(ac_dataset).optimize(
+            dataset=ac_dataset,
+            loss=BinaryMetricLoss(),
+            config={**CONFIG, "population_size": 5},
+            run_dir=tmp_path,
+            resume=True,
+        )
+    extended = _optimizer(ac_dataset).optimize(
+        dataset=ac_dataset,
+        loss=BinaryMetricLoss(),
+        config={**CONFIG, "generations": 6},
+        run_dir=tmp_path,
+        resume=True,
+    )
+    assert extended.history[-1]["generation"] >= 4 or extended.stop_reason in ("patience", "exhausted")
+
+
+def test_offspring_worse_on_the_minibatch_are_not_fully_judged():
+    ds = make_dataset(40, wrong=12)
+    labels = [int(y) for y in ds.labels()]
+    originals = [int(s.prompts["single_turn_aspect_critic_prompt"].prompt_output["verdict"]) for s in ds]
+
+    def judge(instruction: str, i: int) -> int:
+        return 1 - labels[i] if "BAD" in instruction else originals[i]
+
+    def writer(request: LLMRequest) -> str:
+        if request.operation == "feedback":
+            return json.dumps({"feedback": ["x"]})
+        return json.dumps({"instruction": f"BAD {request.operation} {request.sample_index}"})
+
+    llm = rule_llm(ds, judge, writer)
+    metric_opt = GeneticOptimizer(metric=_optimizer(ds).metric, llm=llm)
+    result = metric_opt.optimize(
+        dataset=ds,
+        loss=BinaryMetricLoss(),
+        config={"random_seed": 1, "population_size": 4, "generations": 2, "minibatch_size": 6},
+    )
+    offspring = [c for c in result.lineage if c["operator"] != "seed"]
+    assert offspring and all(c["screened_out"] and c["train"] is None for c in offspring)
+    n_train = result.split["train"]
+    assert result.usage["llm_calls"]["judge"] == n_train + 6 * len(offspring) + result.split["validation"]
+    assert result.operator_stats["screened_out"] == len(offspring)
