@@ -71,6 +71,12 @@ class GeneticConfig(_Strict):
         minibatch_size: train samples an offspring is first judged on (stratified, drawn once per
             generation); it is judged on all train samples only if its minibatch score is not
             worse than its best parent's. 0 turns screening off.
+        max_train_samples: cap on the train samples a candidate is judged on (a stratified subset
+            of the train split, fixed for the run; None = all). Bounds the cost per candidate on
+            large annotation sets.
+        max_validation_samples: cap on the validation samples (stratified; None = all).
+        finalists: best train candidates of the last population judged on validation, besides
+            the seed.
         budget: bounds on calls, tokens and cost (see :class:`BudgetConfig`).
         random_seed: the one seed behind every random choice of a run.
     """
@@ -90,6 +96,9 @@ class GeneticConfig(_Strict):
     meta_temperature: float = Field(0.7, ge=0.0, le=2.0)
     max_concurrency: int = Field(16, ge=1)
     minibatch_size: int = Field(6, ge=0)
+    max_train_samples: int | None = Field(300, ge=2)
+    max_validation_samples: int | None = Field(500, ge=2)
+    finalists: int = Field(3, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: int = 42
 

@@ -26,6 +26,8 @@ class Loss(ABC):
     """
 
     higher_is_better: bool
+    #: The best value the loss can take (None if unbounded); reaching it on train ends a search.
+    best_possible: float | None = None
 
     def __call__(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> float:
         """Score ``y_pred`` against ``y_true`` (equal-length, non-empty, shape ``(n,)``).
@@ -80,6 +82,7 @@ class BinaryMetricLoss(Loss):
     """
 
     higher_is_better = True
+    best_possible = 1.0
 
     def __init__(self, *, metric: Literal["accuracy", "f1_score"] = "accuracy") -> None:
         if metric not in ("accuracy", "f1_score"):
@@ -110,6 +113,7 @@ class MSELoss(Loss):
     """
 
     higher_is_better = False
+    best_possible = 0.0
 
     def __init__(self, *, reduction: Literal["mean", "sum"] = "mean") -> None:
         if reduction not in ("mean", "sum"):

@@ -7,11 +7,12 @@ The search (the loop in :meth:`GeneticOptimizer.aoptimize`; its steps in ``searc
     each generation:      plan offspring (mutation / crossover) → meta calls → drop rejected and
                           duplicate instructions → screen on a minibatch → judge on train →
                           survivors (elites, Pareto front, best) → record → checkpoint
-    stop                = generations done, ``patience`` generations without a better best
+    stop                = generations done, a perfect train score (nothing left to learn from),
+                          ``patience`` generations without a better best
                           train score, nothing new left to try (``exhausted``: every possible
                           plan was tried before), or the budget cannot pay for another generation
-    final choice        = best on validation among the last population and the seed
-                          (ties: the seed, then the shorter instruction)
+    final choice        = best on validation among the ``finalists`` best of the last
+                          population and the seed (ties: the seed, then the shorter instruction)
 
 Compared with Ragas' GeneticOptimizer (one pass, seed discarded, crossover partner fixed to
 candidate 0, chosen on the data it learned from) this keeps the seed in the final comparison,
@@ -143,6 +144,8 @@ def _stop_reason(search: Search) -> str | None:
         return "population_size_1"
     if search.generation >= cfg.generations:
         return "generations"
+    if search.perfect():
+        return "perfect_train"
     if search.stalled():
         return "patience"
     if search.exhausted:

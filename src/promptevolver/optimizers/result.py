@@ -25,7 +25,7 @@ class OptimizationResult(Mapping[str, str]):
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
         lineage: every candidate created (id, generation, operator, parents, scores).
         best_id: id of the chosen candidate in ``lineage`` (0 = the seed).
-        stop_reason: ``generations``, ``patience``, ``exhausted``, ``budget`` or
+        stop_reason: ``generations``, ``perfect_train``, ``patience``, ``exhausted``, ``budget`` or
             ``population_size_1``.
         split: sizes of train and validation and how they were made.
         operator_stats: rejected operator outputs by reason, duplicates skipped.

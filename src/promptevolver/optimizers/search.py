@@ -95,7 +95,15 @@ class Search:
         self._check_inputs(usable)
         n_val = min(max(2, round(self.config.validation_fraction * len(usable))), len(usable) - 2)
         train, val = sampling.stratified_split([self.labels[i] for i in usable], n_val, self.rng)
-        return [usable[i] for i in train], [usable[i] for i in val]
+        train_pos = self._cap([usable[i] for i in train], self.config.max_train_samples)
+        return train_pos, self._cap([usable[i] for i in val], self.config.max_validation_samples)
+
+    def _cap(self, positions: list[int], limit: int | None) -> list[int]:
+        """A stratified subset of at most ``limit`` positions (all of them when within it)."""
+        if limit is None or len(positions) <= limit:
+            return positions
+        keep = sampling.stratified_sample([self.labels[p] for p in positions], limit, self.rng)
+        return [positions[i] for i in keep]
 
     def _check_inputs(self, usable: Sequence[int]) -> None:
         inputs_of = getattr(self.metric, "prompt_inputs", None)
@@ -126,7 +134,7 @@ class Search:
         return self.config.population_size * (2 * prompts + len(self.train))
 
     def _final_calls(self) -> int:
-        return (self.config.population_size + 1) * len(self.validation)
+        return (min(self.config.finalists, self.config.population_size) + 1) * len(self.validation)
 
     # --- candidates --------------------------------------------------------------------------
     def _new(
@@ -284,6 +292,10 @@ class Search:
     def stalled(self) -> bool:
         return self.since_improvement >= self.config.patience
 
+    def perfect(self) -> bool:
+        """True when the best train score cannot be improved (e.g. accuracy 1.0)."""
+        return self.loss.best_possible is not None and self.best_so_far == self.loss.best_possible
+
     def progress_fields(self) -> dict[str, Any]:
         last = self.history[-1]
         calls = last["judge_calls"] + last["meta_calls"]
@@ -307,7 +319,8 @@ class Search:
         """Judge the last population and the seed on validation; the best there wins."""
         self.stop_reason = stop_reason
         seed = self.candidates[0]
-        finalists = list({c.id: c for c in [seed, *self.population]}.values())
+        top = selection.rank(self.population, self.loss)[: self.config.finalists]
+        finalists = list({c.id: c for c in [seed, *top]}.values())
         for c, s in zip(finalists, await self._judge(finalists, self.validation, "validation")):
             c.validation = s
         best = selection.rank(finalists, self.loss, on="validation")[0]
