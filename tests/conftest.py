@@ -30,3 +30,11 @@ def help_dataset() -> SingleMetricAnnotation:
 @pytest.fixture
 def ac_metric() -> AspectCritic:
     return AspectCritic(name="answer_correctness", definition=AC_DEFINITION)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-pins",
+        action="store_true",
+        help="rewrite tests/regression/pins.json from the current runs instead of checking them",
+    )

@@ -11,6 +11,7 @@ from promptevolver.annotations import (
     SingleMetricAnnotation,
 )
 from promptevolver.config import GeneticConfig
+from promptevolver.ensemble import EvaluationItem, JudgeEnsemble
 from promptevolver.errors import (
     AnnotationError,
     ConfigError,
@@ -29,9 +30,11 @@ __all__ = [
     "AspectCritic",
     "BinaryMetricLoss",
     "ConfigError",
+    "EvaluationItem",
     "GeneticConfig",
     "GeneticOptimizer",
     "InsufficientDataError",
+    "JudgeEnsemble",
     "Judgement",
     "LLMError",
     "Loss",

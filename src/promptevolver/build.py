@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import LLMConfig, LossConfig, MetricConfig, RunConfig
+from promptevolver.config import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
+from promptevolver.ensemble import JudgeEnsemble
 from promptevolver.errors import ConfigError
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
@@ -18,6 +19,7 @@ from promptevolver.llm.pricing import Price
 from promptevolver.llm.simulated import SimulatedJudgeLLM
 from promptevolver.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.metrics import AspectCritic
+from promptevolver.synthetic import SyntheticSpec, generate
 
 __all__ = ["build_llm", "build_loss", "build_metric", "load_dataset"]
 
@@ -29,12 +31,28 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
         AnnotationError: missing/malformed file or sample, or the metric is not in the file
             (the message lists the metrics present).
     """
+    if isinstance(config.dataset, SyntheticSource):
+        spec = SyntheticSpec(name=config.metric.name, **config.dataset.synthetic.model_dump())
+        return generate(spec)
     name = config.metric_name or config.metric.name
     return SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
 
 
-def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> AspectCritic:
-    return AspectCritic(name=config.name, definition=config.definition, temperature=temperature)
+def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> AspectCritic | JudgeEnsemble:
+    """The judge ``config`` describes: an AspectCritic, wrapped in a :class:`JudgeEnsemble` when
+    ``config.is_ensemble``. ``temperature`` (the LLM's) applies unless ``config.temperature`` is set."""
+    if config.temperature is not None:
+        temperature = config.temperature
+    critic = AspectCritic(name=config.name, definition=config.definition, temperature=temperature)
+    if not config.is_ensemble:
+        return critic
+    return JudgeEnsemble(
+        metric=critic,
+        num_judges=config.num_judges,
+        aggregation_method=config.aggregation_method or "majority",
+        max_concurrent_judges=config.max_concurrent_judges,
+        timeout_s=config.timeout_s,
+    )
 
 
 def build_loss(config: LossConfig) -> Loss:

@@ -7,18 +7,16 @@ as one line; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from promptevolver import __version__
-from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.bench import run_benchmarks, to_markdown
 from promptevolver.config import RunConfig, load_run_config
 from promptevolver.errors import PromptEvolverError
-from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.runs import CONFIG_FILE, write_config, write_result
+from promptevolver.runs import CONFIG_FILE, RESULT_FILE, execute
 
 __all__ = ["main"]
 
@@ -50,7 +48,24 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
     opt.add_argument("--quiet", "-q", action="store_true", help="print only the result line")
     opt.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    bench = sub.add_parser(
+        "bench",
+        help="run configs over their seeds and summarise (summary.json, summary.md)",
+        epilog="examples:\n  promptevolver bench configs/*.yaml --output benchmarks/results/latest\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bench.add_argument("configs", type=Path, nargs="+", help="YAML run configs")
+    bench.add_argument("--output", "-o", type=Path, required=True, help="directory for runs and the summary")
+    bench.add_argument("--quiet", "-q", action="store_true", help="print only the summary table")
+    bench.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
+
+
+def _bench(args: argparse.Namespace) -> int:
+    log = (lambda _: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
+    summary = run_benchmarks(args.configs, args.output, log=log)
+    print(to_markdown(summary))
+    return 0
 
 
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
@@ -67,31 +82,9 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
 
 def _optimize(args: argparse.Namespace) -> int:
     config, run_dir = _run_config(args)
-    opt_config = config.effective_optimizer()
-    dataset = load_dataset(config)
-    llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
-    reflection = (
-        build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed)
-        if config.reflection_llm
-        else None
-    )
-    optimizer = GeneticOptimizer(
-        metric=build_metric(config.metric, temperature=config.llm.temperature),
-        llm=llm,
-        reflection_llm=reflection,
-        progress=not args.quiet and sys.stderr.isatty(),
-    )
-    write_config(run_dir, config)
+    progress = not args.quiet and sys.stderr.isatty()
     try:
-        result = asyncio.run(
-            optimizer.aoptimize(
-                dataset=dataset,
-                loss=build_loss(config.loss),
-                config=opt_config,
-                run_dir=run_dir,
-                resume=args.resume is not None,
-            )
-        )
+        result = execute(config, run_dir, resume=args.resume is not None, progress=progress)
     except KeyboardInterrupt:
         print(
             f"promptevolver: interrupted; the last checkpoint and best_so_far.json are in {run_dir}; "
@@ -99,8 +92,7 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    path = write_result(run_dir, result)
-    _report(result, path, quiet=args.quiet)
+    _report(result, Path(run_dir) / RESULT_FILE, quiet=args.quiet)
     return 0
 
 
@@ -132,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return _optimize(args)
+        return _bench(args) if args.command == "bench" else _optimize(args)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"promptevolver: error: {exc}", file=sys.stderr)

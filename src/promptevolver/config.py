@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from promptevolver.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_CACHE",
     "BudgetConfig",
     "GeneticConfig",
     "LLMConfig",
@@ -23,6 +24,8 @@ __all__ = [
     "MetricConfig",
     "PriceConfig",
     "RunConfig",
+    "SyntheticDatasetConfig",
+    "SyntheticSource",
     "format_validation_error",
     "load_run_config",
 ]
@@ -104,11 +107,37 @@ class GeneticConfig(_Strict):
 
 
 class MetricConfig(_Strict):
-    """The judge: ``aspect_critic`` with its ``name`` and ``definition``."""
+    """The judge: ``aspect_critic`` with its ``name`` and ``definition``.
+
+    A judge ensemble (:class:`promptevolver.ensemble.JudgeEnsemble`) is built when ``num_judges``
+    > 1 or any of ``aggregation_method``, ``max_concurrent_judges``, ``timeout_s`` is set:
+    ``num_judges`` judge calls per sample, aggregated by ``aggregation_method``: ``majority``
+    (the default; a tie gives 0), ``mean``, ``median``, ``min`` or ``max``; at most
+    ``max_concurrent_judges`` of one sample in flight (null: all), ``timeout_s`` seconds per
+    sample (judges not done by then count as failed; null: no limit). ``temperature``: sampling
+    temperature of judge calls (null: ``llm.temperature``); on a real LLM, judges only differ
+    at a temperature > 0.
+    """
 
     type: Literal["aspect_critic"] = "aspect_critic"
     name: str
     definition: str
+    num_judges: int = Field(1, ge=1)
+    aggregation_method: Literal["majority", "mean", "median", "min", "max"] | None = None
+    max_concurrent_judges: int | None = Field(None, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+
+    @property
+    def is_ensemble(self) -> bool:
+        """Whether these keys ask for a judge ensemble rather than a single judge."""
+        extra = (self.aggregation_method, self.max_concurrent_judges, self.timeout_s)
+        return self.num_judges > 1 or any(v is not None for v in extra)
+
+
+#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
+#: working directory).
+DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
 
 
 class PriceConfig(_Strict):
@@ -126,7 +155,9 @@ class LLMConfig(_Strict):
     from the environment variable named by ``api_key_env``, never from the file).
 
     ``cache``: a SQLite response-cache file (relative paths are relative to the working
-    directory, not the config file); a re-run answers repeated requests from it. ``null``: no cache.
+    directory, not the config file); a re-run answers repeated requests from it. ``null``: no
+    cache. Default: :data:`DEFAULT_CACHE` for ``provider: openai`` (re-runs cost nothing), none
+    for ``fake`` (its answers are free).
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
     ``prices``: model name → price (USD per 1M tokens); when given, it must price this ``model``
     (``fake`` for the simulated provider without a model) and calls add to ``usage.cost_usd``.
@@ -145,6 +176,13 @@ class LLMConfig(_Strict):
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cache_on_by_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("provider") == "openai" and "cache" not in data:
+            return {**data, "cache": DEFAULT_CACHE}
+        return data
 
     @property
     def priced_model(self) -> str:
@@ -174,15 +212,36 @@ class LossConfig(_Strict):
     reduction: Literal["mean", "sum"] = "mean"
 
 
-class RunConfig(_Strict):
-    """A config-driven run (``promptevolver optimize CONFIG``).
+class SyntheticDatasetConfig(_Strict):
+    """Parameters of :class:`promptevolver.synthetic.SyntheticSpec` (see that module)."""
 
-    ``dataset`` is a Ragas annotation file (relative paths are relative to the config file);
-    ``metric_name`` picks one metric of a multi-metric file (default: the metric's ``name``).
+    n_samples: int = Field(ge=10)
+    random_seed: int = 0
+    positive_rate: float = Field(0.7, ge=0.0, le=1.0)
+    disagreement_rate: float = Field(0.25, ge=0.0, le=1.0)
+    generic_share: float = Field(0.6, ge=0.0, le=1.0)
+    n_generic: int = Field(4, ge=1, le=8)
+    reject_rate: float = Field(0.3, ge=0.0, le=1.0)
+
+
+class SyntheticSource(_Strict):
+    """``dataset: {synthetic: {...}}`` — a generated annotation set instead of a file."""
+
+    synthetic: SyntheticDatasetConfig
+
+
+class RunConfig(_Strict):
+    """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
+
+    ``dataset`` is a Ragas annotation file (relative paths are relative to the config file) or
+    ``{synthetic: {n_samples: ..., ...}}``; ``metric_name`` picks one metric of a multi-metric
+    file (default: the metric's ``name``); ``seeds`` are the random seeds a benchmark runs
+    (default: ``[random_seed]``).
     """
 
-    dataset: Path
+    dataset: Path | SyntheticSource
     metric_name: str | None = None
+    seeds: list[int] | None = Field(None, min_length=1)
     metric: MetricConfig
     llm: LLMConfig = LLMConfig()
     reflection_llm: LLMConfig | None = None
@@ -231,6 +290,6 @@ def load_run_config(path: str | Path) -> RunConfig:
         config = RunConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(p))) from exc
-    if not config.dataset.is_absolute():
+    if isinstance(config.dataset, Path) and not config.dataset.is_absolute():
         config = config.model_copy(update={"dataset": (p.parent / config.dataset).resolve()})
     return config

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -33,13 +34,15 @@ class Judgement:
 
     ``score`` is the verdict (0.0/1.0 for a binary metric) or None when the evaluation failed;
     then ``error`` says why and ``raw`` holds the model's last text, if any. A failure is data,
-    never a verdict.
+    never a verdict. ``details`` holds extra, JSON-serialisable facts of a composite metric, e.g.
+    the per-judge verdicts of a :class:`~promptevolver.ensemble.JudgeEnsemble`; None otherwise.
     """
 
     score: float | None
     reason: str | None = None
     raw: str | None = None
     error: str | None = None
+    details: Mapping[str, Any] | None = dataclass_field(default=None, hash=False)
 
     @property
     def failed(self) -> bool:
@@ -159,8 +162,14 @@ class AspectCritic:
         *,
         llm: LLMClient | None = None,
         instructions: Mapping[str, str] | None = None,
+        sample_index: int = 0,
+        temperature: float | None = None,
     ) -> Judgement:
         """Judge one sample with ``instructions`` (default: the metric's own).
+
+        ``sample_index`` tells repeated judgements of the same sample apart (it is part of the
+        request, hence of cache keys; re-asks add their attempt number to it); ``temperature``
+        overrides the metric's own for this call.
 
         Never raises for LLM trouble: failed calls and unparseable answers become a failed
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
@@ -172,13 +181,24 @@ class AspectCritic:
         if instructions and self.PROMPT_NAME in instructions:
             prompt = prompt.with_instruction(instructions[self.PROMPT_NAME])
         messages = prompt.render(self.prompt_inputs(inputs))
-        return await self._ask(client, prompt, messages)
+        temperature = self.temperature if temperature is None else temperature
+        return await self._ask(client, prompt, messages, sample_index, temperature)
 
-    async def _ask(self, llm: LLMClient, prompt: Prompt[Any], messages: tuple[ChatMessage, ...]) -> Judgement:
+    async def _ask(
+        self,
+        llm: LLMClient,
+        prompt: Prompt[Any],
+        messages: tuple[ChatMessage, ...],
+        sample_index: int,
+        temperature: float,
+    ) -> Judgement:
         raw: str | None = None
         for attempt in range(self.max_reasks + 1):
             request = LLMRequest(
-                messages, temperature=self.temperature, json_schema=prompt.json_schema(), sample_index=attempt
+                messages,
+                temperature=temperature,
+                json_schema=prompt.json_schema(),
+                sample_index=sample_index + attempt,
             )
             try:
                 raw = (await llm.complete(request)).text

@@ -10,14 +10,17 @@ Layout::
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import yaml
 
+from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
 from promptevolver.config import RunConfig
+from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
 
-__all__ = ["CONFIG_FILE", "RESULT_FILE", "write_config", "write_result"]
+__all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.yaml"
@@ -38,3 +41,32 @@ def write_result(directory: str | Path, result: OptimizationResult) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     result.to_json(out / RESULT_FILE)
     return out / RESULT_FILE
+
+
+def execute(
+    config: RunConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = False
+) -> OptimizationResult:
+    """Build everything ``config`` names, optimize, and write the run directory.
+
+    Writes config.yaml first, a checkpoint after every generation and result.json at the end.
+
+    Raises:
+        PromptEvolverError: bad data, config, budget or checkpoint (see :mod:`promptevolver.errors`).
+        KeyboardInterrupt: the run was interrupted; the last checkpoint stays valid.
+    """
+    opt_config = config.effective_optimizer()
+    dataset = load_dataset(config)
+    llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
+    reflection = None
+    if config.reflection_llm is not None:
+        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed)
+    metric = build_metric(config.metric, temperature=config.llm.temperature)
+    optimizer = GeneticOptimizer(metric=metric, llm=llm, reflection_llm=reflection, progress=progress)
+    write_config(run_dir, config)
+    result = asyncio.run(
+        optimizer.aoptimize(
+            dataset=dataset, loss=build_loss(config.loss), config=opt_config, run_dir=run_dir, resume=resume
+        )
+    )
+    write_result(run_dir, result)
+    return result

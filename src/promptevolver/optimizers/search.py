@@ -124,17 +124,22 @@ class Search:
     def check_budget_upfront(self) -> None:
         """Refuse a call budget too small for the initial population and one generation."""
         pop, n_train, prompts = self.config.population_size, len(self.train), len(self.metric.get_prompts())
-        initial = pop * n_train + (pop - 1) * prompts
+        initial = pop * n_train * self._calls_per_sample() + (pop - 1) * prompts
         self.budget.check_upfront(
             initial_calls=initial, generation_calls=self._generation_calls(), final_calls=self._final_calls()
         )
 
+    def _calls_per_sample(self) -> int:
+        """Judge calls one evaluation makes (a judge ensemble makes one per judge)."""
+        return int(getattr(self.metric, "calls_per_evaluation", 1))
+
     def _generation_calls(self) -> int:
         prompts = len(self.metric.get_prompts())
-        return self.config.population_size * (2 * prompts + len(self.train))
+        return self.config.population_size * (2 * prompts + len(self.train) * self._calls_per_sample())
 
     def _final_calls(self) -> int:
-        return (min(self.config.finalists, self.config.population_size) + 1) * len(self.validation)
+        finalists = min(self.config.finalists, self.config.population_size) + 1
+        return finalists * len(self.validation) * self._calls_per_sample()
 
     # --- candidates --------------------------------------------------------------------------
     def _new(

@@ -1,0 +1,126 @@
+"""Benchmarks from configs: every config over its seeds, one summary table.
+
+``promptevolver bench CONFIG... --output DIR`` runs each config once per seed (``seeds:`` in the
+config, else its ``random_seed``) and writes::
+
+    DIR/<config name>/seed-<s>/      a run directory per seed (result.json, config.yaml, ...)
+    DIR/summary.json                 per config: mean and std over seeds, plus the machine
+    DIR/summary.md                   the same as a Markdown table
+
+Columns: seed and best validation score (mean ± std over seeds), best train score, judge and
+meta LLM calls, tokens (prompt + completion) and wall time in seconds (per seed, mean).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from promptevolver.config import load_run_config
+from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.runs import execute
+
+__all__ = ["machine", "run_benchmarks", "summarize_config"]
+
+
+def machine() -> dict[str, Any]:
+    """A description of this machine and the library versions that shape the figures."""
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "promptevolver": version("promptevolver"),
+        "numpy": version("numpy"),
+        "scikit-learn": version("scikit-learn"),
+    }
+
+
+def _mean_std(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
+    }
+
+
+def summarize_config(name: str, runs: Sequence[tuple[int, OptimizationResult, float]]) -> dict[str, Any]:
+    """Aggregate (seed, result, wall seconds) of one config over its seeds."""
+    results = [r for _, r, _ in runs]
+    return {
+        "config": name,
+        "seeds": [s for s, _, _ in runs],
+        "seed_validation": _mean_std([r.scores["seed"]["validation"] for r in results]),
+        "best_validation": _mean_std([r.scores["best"]["validation"] for r in results]),
+        "best_train": _mean_std([r.scores["best"]["train"] for r in results]),
+        "judge_calls": _mean_std([r.usage["llm_calls"]["judge"] for r in results]),
+        "meta_calls": _mean_std([r.usage["llm_calls"]["meta"] for r in results]),
+        "tokens": _mean_std([r.usage["prompt_tokens"] + r.usage["completion_tokens"] for r in results]),
+        "wall_s": _mean_std([w for _, _, w in runs]),
+        "stop_reasons": [r.stop_reason for r in results],
+    }
+
+
+def run_benchmarks(
+    configs: Sequence[str | Path], output: str | Path, *, log: Callable[[str], None] = lambda _: None
+) -> dict[str, Any]:
+    """Run every config over its seeds and write the run directories and the summary.
+
+    Raises:
+        ConfigError, AnnotationError, BudgetExceededError: as for one run (the first failure stops).
+    """
+    out = Path(output)
+    rows = []
+    for path in configs:
+        config = load_run_config(path)
+        name = Path(path).stem
+        runs = []
+        for seed in config.seeds or [config.effective_optimizer().random_seed]:
+            started = time.perf_counter()
+            result = execute(config.model_copy(update={"random_seed": seed}), out / name / f"seed-{seed}")
+            runs.append((seed, result, time.perf_counter() - started))
+            log(
+                f"{name} seed {seed}: validation {result.scores['seed']['validation']:.3f} -> "
+                f"{result.scores['best']['validation']:.3f}"
+            )
+        rows.append(summarize_config(name, runs))
+    summary = {"machine": machine(), "configs": rows}
+    with (out / "summary.json").open("w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=2)
+        fh.write("\n")
+    (out / "summary.md").write_text(to_markdown(summary), encoding="utf-8")
+    return summary
+
+
+def _pm(stat: dict[str, float], digits: int) -> str:
+    return f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The summary as a Markdown table with a machine line."""
+    m = summary["machine"]
+    lines = [
+        f"# Benchmark summary ({m['date']})",
+        "",
+        f"Machine: {m['cpus']} CPUs, {m['platform']}, Python {m['python']}; promptevolver "
+        f"{m['promptevolver']}, numpy {m['numpy']}, scikit-learn {m['scikit-learn']}.",
+        "",
+        "| config | seeds | seed validation | best validation | best train | judge calls | meta calls "
+        "| tokens | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in summary["configs"]:
+        lines.append(
+            f"| {r['config']} | {len(r['seeds'])} | {_pm(r['seed_validation'], 3)} "
+            f"| {_pm(r['best_validation'], 3)} "
+            f"| {_pm(r['best_train'], 3)} | {_pm(r['judge_calls'], 0)} | {_pm(r['meta_calls'], 0)} "
+            f"| {r['tokens']['mean']:.0f} | {r['wall_s']['mean']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"

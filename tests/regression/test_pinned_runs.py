@@ -1,0 +1,65 @@
+"""Regression pins: the small committed configs, run with the simulated LLM, must reproduce
+their pinned figures exactly (validation scores, judge and meta calls) for every seed.
+
+A change that moves a figure fails here. If the change is intended, re-record the pins on
+purpose and review the diff of pins.json:
+
+    pytest tests/regression --update-pins
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from promptevolver.config import load_run_config
+from promptevolver.runs import execute
+
+from ..conftest import ROOT
+
+PINS = Path(__file__).with_name("pins.json")
+CONFIGS = ["answer_correctness", "helpfulness", "synthetic_200"]
+
+
+def _figures(result) -> dict:
+    return {
+        "seed_validation": result.scores["seed"]["validation"],
+        "best_validation": result.scores["best"]["validation"],
+        "best_train": result.scores["best"]["train"],
+        "judge_calls": result.usage["llm_calls"]["judge"],
+        "meta_calls": result.usage["llm_calls"]["meta"],
+        "stop_reason": result.stop_reason,
+    }
+
+
+def _cases() -> list[tuple[str, int]]:
+    cases = []
+    for name in CONFIGS:
+        config = load_run_config(ROOT / "configs" / f"{name}.yaml")
+        cases.extend((name, seed) for seed in config.seeds or [config.effective_optimizer().random_seed])
+    return cases
+
+
+@pytest.fixture(scope="module")
+def pins(request):
+    update = request.config.getoption("--update-pins")
+    stored = json.loads(PINS.read_text()) if PINS.exists() else {}
+    yield stored, update
+    if update:
+        PINS.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
+
+
+@pytest.mark.parametrize(("name", "seed"), _cases(), ids=[f"{n}-seed{s}" for n, s in _cases()])
+def test_pinned_figures(name, seed, pins, tmp_path):
+    stored, update = pins
+    config = load_run_config(ROOT / "configs" / f"{name}.yaml").model_copy(update={"random_seed": seed})
+    figures = _figures(execute(config, tmp_path))
+    key = f"{name}/seed-{seed}"
+    if update:
+        stored[key] = figures
+        return
+    assert key in stored, f"no pin for {key}; record pins with: pytest tests/regression --update-pins"
+    assert figures == stored[key]
+    assert figures["best_validation"] >= figures["seed_validation"]
