@@ -55,6 +55,7 @@ def test_cli_run_writes_the_result_contract(tmp_path, capsys):
     )
     assert [h["generation"] for h in result["history"]] == list(range(len(result["history"])))
     assert result["split"]["train"] + result["split"]["validation"] == 18
+    assert "small data" in result["split"]["note"]  # 5 validation samples: said in the result
     assert f"validation {scores['best']['validation']:.3f}" in printed
     assert f"{usage['llm_calls']['judge']} judge" in printed
 

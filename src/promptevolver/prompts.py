@@ -132,6 +132,14 @@ def extract_json_object(text: str) -> dict[str, Any]:
     Raises:
         OutputParseError: no object can be recovered (``raw`` holds ``text``).
     """
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):  # the common case: a bare object
+        try:
+            bare = json.loads(stripped)
+        except json.JSONDecodeError:
+            bare = None
+        if isinstance(bare, dict):
+            return bare
     fenced = _FENCE.search(text)
     candidate = _balanced_object(fenced.group(1) if fenced else text)
     if candidate is None:

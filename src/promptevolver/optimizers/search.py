@@ -332,6 +332,10 @@ class Search:
         self.events.emit("stop", self.generation, reason=stop_reason, best=best.id)
         return self._result(seed, best, stop_reason)
 
+    def _split_note(self) -> str | None:
+        usable = sum(1 for y in self.labels if y is not None)
+        return _split_note_for(len(self.validation), usable)
+
     def _result(self, seed: Candidate, best: Candidate, stop_reason: str) -> OptimizationResult:
         assert seed.train and seed.validation and best.train and best.validation
         return OptimizationResult(
@@ -353,6 +357,7 @@ class Search:
                 "validation": len(self.validation),
                 "strategy": "stratified on the human label",
                 "validation_positions": self.validation,
+                "note": self._split_note(),
             },
             operator_stats={
                 "rejected": dict(sorted(self.breeder.rejections.items())),
@@ -363,6 +368,18 @@ class Search:
             random_seed=self.config.random_seed,
             duration_s=self.elapsed(),
         )
+
+
+SMALL_VALIDATION = 10
+
+
+def _split_note_for(n_validation: int, n_usable: int) -> str | None:
+    if n_validation >= SMALL_VALIDATION:
+        return None
+    return (
+        f"small data: {n_usable} usable annotations leave {n_validation} validation samples, so one "
+        "sample moves the validation score by a large step; treat the final choice as indicative"
+    )
 
 
 def _distinct(clients: Sequence[LLMClient]) -> list[LLMClient]:
