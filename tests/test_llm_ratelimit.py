@@ -106,3 +106,11 @@ def test_client_calls_and_retries_go_through_the_limit() -> None:
     # four requests (one retried) at 1 per second, burst 1: waits of 1, 2 and 3 s on the fake clock
     assert clock.sleeps == [1.0, 2.0, 3.0]
     assert client.usage.retries == 1 and client.usage.total_calls == 3
+
+
+def test_a_provider_without_usage_leaves_the_estimate_booked() -> None:
+    clock = FakeClock()
+    throttle = Throttle(tokens_per_minute=60, clock=clock, sleep=clock.sleep)  # 1 token/s, bucket 1
+    asyncio.run(throttle.wait(10))
+    throttle.settle(booked=10, used=0)
+    assert asyncio.run(throttle.wait(1)) == pytest.approx(10.0)

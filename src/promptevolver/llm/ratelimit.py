@@ -131,8 +131,9 @@ class Throttle:
         return delay
 
     def settle(self, *, booked: int, used: int) -> None:
-        """Correct a booking of ``booked`` tokens to the ``used`` tokens the provider reported."""
-        if self.tokens is not None and used != booked:
+        """Correct a booking of ``booked`` tokens to the ``used`` tokens the provider reported
+        (``used`` ≤ 0 means the provider reported none: the estimate stands)."""
+        if self.tokens is not None and used > 0:
             self.tokens.adjust(used - booked)
 
 

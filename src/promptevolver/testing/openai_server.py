@@ -273,6 +273,9 @@ class LocalOpenAIServer:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # Listen backlog: socketserver's default of 5 makes the kernel refuse or reset connections
+    # when a client opens dozens at once (as a client with max_concurrency 32 does).
+    request_queue_size = 1024
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that time out or disconnect are expected here; stay quiet.
@@ -289,6 +292,9 @@ def _make_request_handler(server: LocalOpenAIServer) -> type[BaseHTTPRequestHand
 class _ChatHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30.0  # seconds an idle keep-alive connection is kept open
+    # Headers and body go out in two writes; with Nagle's algorithm on, the second waits for the
+    # client's delayed ACK (~40 ms on Linux) and every answer would take that long.
+    disable_nagle_algorithm = True
     owner: LocalOpenAIServer
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -1,0 +1,104 @@
+"""The llm config keys of the client layer: cache, rate limits, prices — validated and wired."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from promptevolver.build import build_llm
+from promptevolver.config import DEFAULT_CACHE, LLMConfig, load_run_config
+from promptevolver.errors import ConfigError
+from promptevolver.llm import CachedLLM, CacheError, OpenAIClient, Price, SimulatedJudgeLLM
+
+PRICES = {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}
+
+
+def openai_config(**kwargs: object) -> LLMConfig:
+    return LLMConfig.model_validate({"provider": "openai", "model": "gpt-4o-mini", "cache": None, **kwargs})
+
+
+def test_openai_configs_cache_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ac_dataset) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-config")
+    config = LLMConfig.model_validate({"provider": "openai", "model": "gpt-4o-mini"})
+    assert config.cache == DEFAULT_CACHE
+    client = build_llm(config, dataset=ac_dataset, random_seed=1)
+    assert isinstance(client, CachedLLM) and isinstance(client.inner, OpenAIClient)
+    assert (tmp_path / DEFAULT_CACHE).is_file()
+    assert LLMConfig().cache is None  # the simulated judge is free: no cache unless asked
+
+
+def test_openai_client_gets_rate_limits_and_its_price(monkeypatch: pytest.MonkeyPatch, ac_dataset) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-config")
+    config = openai_config(requests_per_minute=500, tokens_per_minute=200_000, prices=PRICES)
+    client = build_llm(config, dataset=ac_dataset, random_seed=1)
+    assert isinstance(client, OpenAIClient)
+    assert client.price == Price(prompt=0.15, completion=0.6)
+    assert client.throttle.requests is not None and client.throttle.requests.per_minute == 500
+    assert client.throttle.tokens is not None and client.throttle.tokens.per_minute == 200_000
+
+
+def test_fake_provider_is_priced_under_its_name(ac_dataset) -> None:
+    config = LLMConfig.model_validate({"prices": {"fake": {"prompt": 1, "completion": 2}}})
+    client = build_llm(config, dataset=ac_dataset, random_seed=1)
+    assert isinstance(client, SimulatedJudgeLLM) and client.price == Price(prompt=1.0, completion=2.0)
+
+
+def test_no_prices_means_no_cost_and_no_limits(monkeypatch: pytest.MonkeyPatch, ac_dataset) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-config")
+    client = build_llm(openai_config(), dataset=ac_dataset, random_seed=1)
+    assert isinstance(client, OpenAIClient) and client.price is None and not client.throttle.active
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"prices": {"gpt-4o": {"prompt": 1, "completion": 1}}}, "no entry for 'gpt-4o-mini'"),
+        ({"prices": {"gpt-4o-mini": {"prompt": -1, "completion": 1}}}, "greater than or equal to 0"),
+        ({"prices": {"gpt-4o-mini": {"prompt": 1}}}, "completion"),
+        ({"requests_per_minute": 0}, "greater than 0"),
+        ({"tokens_per_minute": -5}, "greater than 0"),
+    ],
+)
+def test_invalid_keys_are_refused(raw: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        openai_config(**raw)
+
+
+def test_rate_limits_are_for_openai_only() -> None:
+    with pytest.raises(ValidationError, match="provider 'openai' only"):
+        LLMConfig.model_validate({"provider": "fake", "requests_per_minute": 60})
+
+
+def test_cache_key_in_a_run_file(tmp_path: Path, ac_dataset) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        "dataset: data.json\n"
+        "metric: {name: answer_correctness, definition: d}\n"
+        "llm: {provider: fake, cache: cache/responses.sqlite}\n"
+        f"reflection_llm: {{provider: fake, cache: {tmp_path / 'r.sqlite'}, noise: 0.0}}\n"
+    )
+    config = load_run_config(path)
+    assert config.llm.cache == Path("cache/responses.sqlite")  # kept relative: to the working directory
+    assert config.reflection_llm is not None
+    shared = {"cache": tmp_path / "r.sqlite"}
+    judge = build_llm(config.llm.model_copy(update=shared), dataset=ac_dataset, random_seed=1)
+    meta = build_llm(config.reflection_llm, dataset=ac_dataset, random_seed=1)
+    assert isinstance(judge, CachedLLM) and isinstance(meta, CachedLLM)  # two clients share one file
+    assert judge.identity != meta.identity  # ... but not answers: their noise differs
+
+
+def test_misspelt_cache_key_names_the_key_path(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("dataset: d.json\nmetric: {name: m, definition: d}\nllm: {provider: fake, cahce: x}\n")
+    with pytest.raises(ConfigError, match="llm.cahce: unknown key"):
+        load_run_config(path)
+
+
+def test_unusable_cache_file_fails_at_build_time(tmp_path: Path, ac_dataset) -> None:
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"garbage" * 1000)
+    with pytest.raises(CacheError, match="bad.sqlite"):
+        build_llm(LLMConfig(cache=bad), dataset=ac_dataset, random_seed=1)
