@@ -17,6 +17,7 @@ import pytest
 
 from promptevolver.annotations import (
     FIELD_ALIASES,
+    AnnotationKeyError,
     MetricAnnotation,
     PromptAnnotation,
     SampleAnnotation,
@@ -157,6 +158,12 @@ def test_metric_annotation_indexing_iteration_and_len(tmp_path: Path) -> None:
     assert multi["answer_correctness"].samples == multi.root["answer_correctness"]
     with pytest.raises(KeyError, match="answer_correctness.*helpfulness"):
         multi["faithfulness"]
+    with pytest.raises(AnnotationKeyError) as info:
+        multi["faithfulness"]
+    assert str(path) in str(info.value) and "'faithfulness'" in str(info.value)
+    assert "faithfulness" not in multi and "helpfulness" in multi
+    assert all(m.source == str(path) for m in multi)
+    assert multi["helpfulness"].source == str(path)
 
     only = MetricAnnotation.from_json(path, metric_name="helpfulness")
     assert list(only.root) == ["helpfulness"]
@@ -286,13 +293,15 @@ def test_expected_output_precedence() -> None:
 # --- Selection ----------------------------------------------------------------------------------
 
 
-def test_filter_defaults_to_accepted_samples(helpfulness: SingleMetricAnnotation) -> None:
-    kept = helpfulness.filter()
-    assert kept.samples == [s for s in helpfulness if s.is_accepted]
-    assert len(kept) == len(helpfulness) - 5
+def test_filter_keeps_matching_samples_and_all_by_default(helpfulness: SingleMetricAnnotation) -> None:
+    everything = helpfulness.filter()  # Ragas: no function keeps every sample
+    assert positions(everything, helpfulness) == list(range(len(helpfulness)))
+    accepted = helpfulness.filter(lambda s: s.is_accepted)
+    assert accepted.samples == [s for s in helpfulness if s.is_accepted]
+    assert len(accepted) == len(helpfulness) - 5
     positives = helpfulness.filter(lambda s: s.metric_output == 1)
     assert positives.samples == [s for s in helpfulness if s.metric_output == 1]
-    assert kept.name == helpfulness.name and kept.source == helpfulness.source
+    assert accepted.name == helpfulness.name and accepted.source == helpfulness.source
 
 
 def test_select_keeps_the_given_order(helpfulness: SingleMetricAnnotation) -> None:
@@ -303,6 +312,7 @@ def test_select_keeps_the_given_order(helpfulness: SingleMetricAnnotation) -> No
 
 
 def test_get_prompt_annotations_groups_by_prompt_in_sample_order(ac: SingleMetricAnnotation) -> None:
+    assert all(s.is_accepted for s in ac)
     grouped = ac.get_prompt_annotations()
     assert list(grouped) == [PROMPT]
     assert [id(p) for p in grouped[PROMPT]] == [id(s.prompts[PROMPT]) for s in ac]
@@ -323,6 +333,16 @@ def test_get_prompt_annotations_groups_by_prompt_in_sample_order(ac: SingleMetri
         name: [p.prompt_input["k"] for p in prompts] for name, prompts in two.get_prompt_annotations().items()
     }
     assert got == {"a": [0, 2], "b": [1]}
+
+
+def test_get_prompt_annotations_skips_rejected_samples_unless_asked(
+    helpfulness: SingleMetricAnnotation,
+) -> None:
+    accepted = [s.prompts[PROMPT] for s in helpfulness if s.is_accepted]
+    assert [id(p) for p in helpfulness.get_prompt_annotations()[PROMPT]] == [id(p) for p in accepted]
+    every = helpfulness.get_prompt_annotations(accepted_only=False)[PROMPT]
+    assert [id(p) for p in every] == [id(s.prompts[PROMPT]) for s in helpfulness]
+    assert helpfulness.filter(lambda s: not s.is_accepted).get_prompt_annotations() == {}
 
 
 # --- Field aliases and round trips --------------------------------------------------------------
@@ -519,11 +539,50 @@ def test_stratified_sample_contains_every_class(helpfulness: SingleMetricAnnotat
         assert {classes[i] for i in chosen} == set(classes)
 
 
-def test_stratify_keys_unknown_key(helpfulness: SingleMetricAnnotation) -> None:
-    with pytest.raises(KeyError, match="nonsense"):
-        helpfulness.stratify_keys("nonsense")
-    with pytest.raises(KeyError, match="metric_input.nope"):
-        helpfulness.stratify_keys("metric_input.nope")
+@pytest.mark.parametrize("key", ["nonsense", "metric_input.nope", "metric_input", "prompts", "user_input"])
+def test_stratify_keys_unknown_key(helpfulness: SingleMetricAnnotation, key: str) -> None:
+    for call in (
+        lambda: helpfulness.stratify_keys(key),
+        lambda: helpfulness.sample(3, stratify_key=key, random_seed=0),
+        lambda: helpfulness.stratified_batches(3, key, random_seed=0),
+        lambda: helpfulness.train_test_split(stratify_key=key),
+    ):
+        with pytest.raises(AnnotationKeyError) as info:
+            call()
+        assert isinstance(info.value, KeyError) and isinstance(info.value, AnnotationError)
+        message = str(info.value)
+        assert repr(key) in message or key in message
+        assert helpfulness.source is not None and helpfulness.source in message
+        assert "'helpfulness'" in message
+        assert not message.startswith(("'", '"'))  # not KeyError's quoted form
+
+
+def test_stratify_key_hint_for_a_bare_metric_input_field(helpfulness: SingleMetricAnnotation) -> None:
+    with pytest.raises(KeyError, match=r"did you mean 'metric_input\.user_input'"):
+        helpfulness.stratify_keys("user_input")
+
+
+def test_stratify_keys_forms(helpfulness: SingleMetricAnnotation) -> None:
+    assert helpfulness.stratify_keys(None) == helpfulness.stratify_keys("label") == helpfulness.labels()
+    assert helpfulness.stratify_keys("metric_output") == [s.metric_output for s in helpfulness]
+    assert helpfulness.stratify_keys("is_accepted") == [s.is_accepted for s in helpfulness]
+    assert helpfulness.stratify_keys("target") == [None] * len(helpfulness)
+    assert helpfulness.stratify_keys("metric_input.response") == [
+        s.metric_input["response"] for s in helpfulness
+    ]
+
+
+def test_stratify_keys_extra_fields_and_unhashable_inputs() -> None:
+    items = [sample_dict(i % 2, i=i) for i in range(6)]
+    for i, item in enumerate(items):
+        item["annotator"] = "alice" if i < 4 else "bob"
+        item["metric_input"]["retrieved_contexts"] = ["c"] * (i % 3)
+    dataset = SingleMetricAnnotation.model_validate({"name": "m", "samples": items})
+    assert dataset.stratify_keys("annotator") == ["alice"] * 4 + ["bob"] * 2
+    contexts = dataset.stratify_keys("metric_input.retrieved_contexts")
+    assert len(set(contexts)) == 3
+    chosen = dataset.sample(3, stratify_key="metric_input.retrieved_contexts", random_seed=0)
+    assert len({json.dumps(s.metric_input["retrieved_contexts"]) for s in chosen}) == 3
 
 
 @pytest.mark.parametrize("path", [AC_FILE, HELP_FILE], ids=["answer_correctness", "helpfulness"])
@@ -595,6 +654,94 @@ def test_sampling_never_touches_global_random_state(
     helpfulness.stratified_batches(4, "label", random_seed=seed)
     helpfulness.stratified_batches(4, "label", drop_last_batch=True, replace=True, random_seed=seed)
     helpfulness.train_test_split(random_seed=seed)
+    helpfulness.batch(4, random_seed=seed)
 
     assert random.getstate() == py_state
     assert _np_state_equal(np.random.get_state(), np_state)
+
+
+# --- Edge cases of the sampling API, each with its defined outcome ------------------------------
+
+
+def toy(n: int, label: Any = None) -> SingleMetricAnnotation:
+    """``n`` accepted samples; labels alternate 1/0 unless ``label`` fixes them all."""
+    items = [sample_dict(i % 2 if label is None else label, i=i) for i in range(n)]
+    return SingleMetricAnnotation.model_validate({"name": "toy", "samples": items})
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_batch_size_larger_than_the_data(replace: bool) -> None:
+    dataset = toy(5)
+    (only,) = dataset.stratified_batches(8, "label", replace=replace, random_seed=0)
+    assert sorted(positions(only, dataset)) == list(range(5))  # one batch of everything, no repeats
+    assert dataset.stratified_batches(8, "label", drop_last_batch=True, replace=replace, random_seed=0) == []
+    (shuffled,) = dataset.batch(8, random_seed=0)
+    assert sorted(positions(shuffled, dataset)) == list(range(5))
+    assert dataset.batch(8, drop_last_batch=True, random_seed=0) == []
+
+
+def test_single_class_batches_are_balanced_by_size() -> None:
+    dataset = toy(10, label=1)
+    batches = dataset.stratified_batches(3, "label", random_seed=0)
+    assert sorted(len(b) for b in batches) == [2, 2, 3, 3]
+    assert sorted(i for b in batches for i in positions(b, dataset)) == list(range(10))
+    assert len(dataset.sample(4, stratify_key="label", random_seed=0)) == 4
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("replace", [False, True])
+def test_empty_dataset(drop_last: bool, replace: bool) -> None:
+    empty = toy(0)
+    assert empty.stratified_batches(3, "label", drop_last, replace, random_seed=0) == []
+    assert empty.stratified_batches(3, "metric_input.user_input", random_seed=0) == []
+    assert empty.batch(3, drop_last, random_seed=0) == []
+    assert len(empty.sample(0, random_seed=0)) == 0
+    assert empty.labels() == [] and empty.unusable_samples() == [] and not empty.is_binary
+    with pytest.raises(ValueError, match="at least 2"):
+        empty.train_test_split()
+
+
+@pytest.mark.parametrize("batch_size", [0, -1])
+@pytest.mark.parametrize("n", [0, 4])
+def test_non_positive_batch_size_is_an_error(batch_size: int, n: int) -> None:
+    dataset = toy(n)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        dataset.stratified_batches(batch_size, "label", random_seed=0)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        dataset.batch(batch_size, random_seed=0)
+
+
+def test_sample_zero_and_negative(helpfulness: SingleMetricAnnotation) -> None:
+    for key in (None, "label"):
+        empty = helpfulness.sample(0, stratify_key=key, random_seed=0)
+        assert len(empty) == 0 and empty.name == helpfulness.name
+    with pytest.raises(ValueError, match=r"n must be in \[0, 21\].*got -1"):
+        helpfulness.sample(-1)
+
+
+def test_split_needs_two_samples_and_a_sane_size() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        toy(1).train_test_split(test_size=0.5)
+    train, test = toy(2).train_test_split(test_size=0.01)
+    assert (len(train), len(test)) == (1, 1)  # a fraction is clipped to [1, n - 1]
+    with pytest.raises(ValueError, match="fraction or a count"):
+        toy(4).train_test_split(test_size=True)
+
+
+def test_train_test_split_fraction_and_count_agree(helpfulness: SingleMetricAnnotation) -> None:
+    by_fraction = helpfulness.train_test_split(test_size=6 / 21, random_seed=3)
+    by_count = helpfulness.train_test_split(test_size=6, random_seed=3)
+    assert [positions(s, helpfulness) for s in by_fraction] == [positions(s, helpfulness) for s in by_count]
+    with_generator = helpfulness.train_test_split(test_size=6, random_seed=np.random.default_rng(3))
+    assert [positions(s, helpfulness) for s in with_generator] == [
+        positions(s, helpfulness) for s in by_count
+    ]
+
+
+def test_train_test_split_default_stratifies_on_the_human_label(helpfulness: SingleMetricAnnotation) -> None:
+    labels = helpfulness.labels()
+    assert labels != [s.metric_output for s in helpfulness]  # rejected samples make them differ
+    _, test = helpfulness.train_test_split(test_size=7, random_seed=0)
+    counts = {value: test.labels().count(value) for value in set(labels)}
+    for value, count in counts.items():
+        assert abs(count - 7 * labels.count(value) / len(labels)) < 1

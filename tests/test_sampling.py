@@ -15,6 +15,8 @@ from promptevolver.sampling import (
     group_by_class,
     largest_remainder,
     make_rng,
+    shuffled_batches,
+    split_count,
     stratified_batches,
     stratified_sample,
     stratified_split,
@@ -249,3 +251,57 @@ def test_make_rng_seeds_and_generators() -> None:
     assert make_rng(9).integers(1 << 30) == make_rng(9).integers(1 << 30)
     assert make_rng(np.int64(9)).integers(1 << 30) == make_rng(9).integers(1 << 30)
     assert isinstance(make_rng(None), np.random.Generator)
+
+
+# --- shuffled_batches, split_count ---------------------------------------------------------------
+
+
+@SETTINGS
+@given(n=st.integers(0, 40), batch_size=st.integers(1, 12), drop_last=st.booleans(), seed=seeds)
+def test_shuffled_batches_partition(n: int, batch_size: int, drop_last: bool, seed: int) -> None:
+    batches = shuffled_batches(n, batch_size, make_rng(seed), drop_last)
+    flat = [i for batch in batches for i in batch]
+    assert len(flat) == len(set(flat)) and all(0 <= i < n for i in flat)
+    full, rest = divmod(n, batch_size)
+    assert [len(b) for b in batches] == [batch_size] * full + ([rest] if rest and not drop_last else [])
+    if not drop_last:
+        assert sorted(flat) == list(range(n))
+    assert batches == shuffled_batches(n, batch_size, make_rng(seed), drop_last)
+
+
+def test_shuffled_batches_shuffle_and_reject_bad_sizes() -> None:
+    assert len({tuple(shuffled_batches(10, 10, make_rng(seed))[0]) for seed in range(5)}) > 1
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match="batch_size"):
+            shuffled_batches(5, bad, make_rng(0))
+
+
+@SETTINGS
+@given(n=st.integers(2, 500), data=st.data())
+def test_split_count_ranges(n: int, data: st.DataObject) -> None:
+    fraction = data.draw(st.floats(0.0, 1.0, exclude_min=True, exclude_max=True))
+    count = split_count(fraction, n)
+    assert 1 <= count <= n - 1
+    assert count == min(max(round(fraction * n), 1), n - 1)
+    k = data.draw(st.integers(1, n - 1))
+    assert split_count(k, n) == k == split_count(np.int64(k), n)
+
+
+@pytest.mark.parametrize(
+    ("test_size", "n"),
+    [
+        (0.0, 10),
+        (1.0, 10),
+        (-0.1, 10),
+        (0, 10),
+        (10, 10),
+        (-1, 10),
+        (True, 10),
+        ("0.2", 10),
+        (0.5, 1),
+        (1, 0),
+    ],
+)
+def test_split_count_rejects(test_size: object, n: int) -> None:
+    with pytest.raises(ValueError):
+        split_count(test_size, n)  # type: ignore[arg-type]

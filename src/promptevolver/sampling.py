@@ -15,6 +15,8 @@ __all__ = [
     "group_by_class",
     "largest_remainder",
     "make_rng",
+    "shuffled_batches",
+    "split_count",
     "stratified_batches",
     "stratified_sample",
     "stratified_split",
@@ -101,6 +103,29 @@ def stratified_sample(keys: Sequence[Hashable], n: int, rng: np.random.Generator
     return sorted(chosen)
 
 
+def split_count(test_size: float | int, n: int) -> int:
+    """The number of test items for ``test_size`` out of ``n`` items.
+
+    A float is a fraction in (0, 1): ``round(test_size * n)`` clipped to [1, n - 1]; an int is a
+    count in [1, n - 1].
+
+    Raises:
+        ValueError: ``n`` < 2 (nothing to split), a fraction outside (0, 1), a count outside
+            [1, n - 1], or a ``test_size`` that is neither (e.g. a bool).
+    """
+    if n < 2:
+        raise ValueError(f"need at least 2 items to split into train and test, got {n}")
+    if isinstance(test_size, bool) or not isinstance(test_size, (int, float, np.integer, np.floating)):
+        raise ValueError(f"test_size must be a fraction or a count, got {test_size!r}")
+    if isinstance(test_size, (float, np.floating)):
+        if not 0.0 < test_size < 1.0:
+            raise ValueError(f"test_size as a fraction must be in (0, 1), got {test_size}")
+        return min(max(int(round(test_size * n)), 1), n - 1)
+    if not 1 <= test_size <= n - 1:
+        raise ValueError(f"test_size as a count must be in [1, {n - 1}], got {test_size}")
+    return int(test_size)
+
+
 def stratified_split(
     keys: Sequence[Hashable], n_test: int, rng: np.random.Generator
 ) -> tuple[list[int], list[int]]:
@@ -109,6 +134,24 @@ def stratified_split(
     test_set = set(test)
     train = [i for i in range(len(keys)) if i not in test_set]
     return train, test
+
+
+def shuffled_batches(
+    n: int, batch_size: int, rng: np.random.Generator, drop_last_batch: bool = False
+) -> list[list[int]]:
+    """A random permutation of ``range(n)`` cut into consecutive batches of ``batch_size``.
+
+    Disjoint and covering; the last batch is short (``n % batch_size`` items) unless
+    ``drop_last_batch``, which drops it. ``n == 0`` gives no batches.
+
+    Raises:
+        ValueError: ``batch_size`` < 1.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = rng.permutation(n).tolist()
+    stop = n - n % batch_size if drop_last_batch else n
+    return [order[i : i + batch_size] for i in range(0, stop, batch_size)]
 
 
 def stratified_batches(
