@@ -5,15 +5,22 @@ format) on samples it has not seen, with few LLM calls, reproducibly.
 """
 
 from promptevolver.annotations import (
+    EvaluationDataset,
     MetricAnnotation,
     PromptAnnotation,
     SampleAnnotation,
     SingleMetricAnnotation,
+    SingleTurnSample,
+    UnusableSamplesWarning,
 )
 from promptevolver.config import GeneticConfig
 from promptevolver.ensemble import EvaluationItem, JudgeEnsemble
 from promptevolver.errors import (
     AnnotationError,
+    AnnotationKeyError,
+    BudgetExceededError,
+    CacheError,
+    CheckpointError,
     ConfigError,
     InsufficientDataError,
     LLMError,
@@ -27,6 +34,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AnnotationError",
+    "AnnotationKeyError",
+    "BudgetExceededError",
+    "CacheError",
+    "CheckpointError",
+    "EvaluationDataset",
+    "SingleTurnSample",
+    "UnusableSamplesWarning",
     "AspectCritic",
     "BinaryMetricLoss",
     "ConfigError",

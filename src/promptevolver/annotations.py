@@ -56,7 +56,7 @@ from pydantic import (
 )
 
 from promptevolver import sampling
-from promptevolver.errors import AnnotationError
+from promptevolver.errors import AnnotationError, AnnotationKeyError
 
 __all__ = [
     "FIELD_ALIASES",
@@ -83,16 +83,6 @@ FIELD_ALIASES: dict[str, str] = {
 _LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
 #: Sample fields that may serve as a stratify key, besides extra fields and ``metric_input.X``.
 _KEY_FIELDS = ("metric_output", "is_accepted", "target")
-
-
-class AnnotationKeyError(AnnotationError, KeyError):
-    """An unknown metric name, sample field or stratify key; the message names it and what exists.
-
-    Also a ``KeyError``, so ``except KeyError`` written against Ragas keeps working.
-    """
-
-    def __str__(self) -> str:  # KeyError's own __str__ would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 class UnusableSamplesWarning(UserWarning):

@@ -4,8 +4,11 @@
 
     PromptEvolverError                 root: catch this to catch everything of ours
     ├── AnnotationError                malformed annotation file or sample (file, sample, field)
+    │   ├── AnnotationKeyError         unknown metric, field or stratify key (also a KeyError)
     │   └── InsufficientDataError      too few usable annotations to optimize
     ├── ConfigError                    invalid config (file, key path)
+    ├── CacheError                     the response cache file cannot be used (path)
+    ├── CheckpointError                a checkpoint is missing, unreadable or of another run
     ├── LLMError                       an LLM call could not be completed
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
@@ -22,7 +25,10 @@ from pathlib import Path
 
 __all__ = [
     "AnnotationError",
+    "AnnotationKeyError",
     "BudgetExceededError",
+    "CacheError",
+    "CheckpointError",
     "ConfigError",
     "InsufficientDataError",
     "LLMError",
@@ -73,12 +79,38 @@ class AnnotationError(PromptEvolverError, ValueError):
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
 
+class AnnotationKeyError(AnnotationError, KeyError):
+    """An unknown metric name, sample field or stratify key; the message names it and what exists.
+
+    Also a ``KeyError``, so ``except KeyError`` written against Ragas keeps working.
+    """
+
+    def __str__(self) -> str:  # KeyError's own __str__ would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class InsufficientDataError(AnnotationError):
     """Fewer usable annotations than the optimizer needs."""
 
 
 class ConfigError(PromptEvolverError, ValueError):
     """An invalid configuration; the message names the file and the key path."""
+
+
+class CacheError(PromptEvolverError):
+    """The response cache file cannot be used (raised at open, never mid-run).
+
+    Attributes:
+        path: the cache file.
+    """
+
+    def __init__(self, message: str, *, path: str | Path):
+        self.path = str(path)
+        super().__init__(f"response cache {self.path}: {message}")
+
+
+class CheckpointError(PromptEvolverError):
+    """A checkpoint is missing, unreadable or belongs to another run."""
 
 
 class LLMError(PromptEvolverError):

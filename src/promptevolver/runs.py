@@ -10,7 +10,6 @@ Layout::
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import yaml
@@ -63,10 +62,6 @@ def execute(
     metric = build_metric(config.metric, temperature=config.llm.temperature)
     optimizer = GeneticOptimizer(metric=metric, llm=llm, reflection_llm=reflection, progress=progress)
     write_config(run_dir, config)
-    result = asyncio.run(
-        optimizer.aoptimize(
-            dataset=dataset, loss=build_loss(config.loss), config=opt_config, run_dir=run_dir, resume=resume
-        )
-    )
+    result = optimizer.optimize(dataset, build_loss(config.loss), opt_config, run_dir=run_dir, resume=resume)
     write_result(run_dir, result)
     return result

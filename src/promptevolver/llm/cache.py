@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from promptevolver.errors import PromptEvolverError
+from promptevolver.errors import CacheError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 
 __all__ = ["SCHEMA_VERSION", "CacheError", "CachedLLM", "ResponseStore", "cache_key"]
@@ -59,18 +59,6 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL
 ) WITHOUT ROWID;
 """
-
-
-class CacheError(PromptEvolverError):
-    """The response cache file cannot be used (raised at open, never mid-run).
-
-    Attributes:
-        path: the cache file.
-    """
-
-    def __init__(self, message: str, *, path: str | Path):
-        self.path = str(path)
-        super().__init__(f"response cache {self.path}: {message}")
 
 
 def cache_key(identity: Mapping[str, Any], request: LLMRequest) -> str:

@@ -51,7 +51,8 @@ class Optimizer(ABC):
         resume: bool = False,
         **ragas_kwargs: Any,
     ) -> Mapping[str, str]:
-        """Run :meth:`aoptimize` in a fresh event loop (call :meth:`aoptimize` from async code).
+        """Run :meth:`aoptimize` in a fresh event loop (call :meth:`aoptimize` from async code),
+        then close the LLM clients' connections of that loop (clients reopen them on next use).
 
         ``run_dir`` receives a checkpoint after every generation; ``resume`` continues from it.
 
@@ -61,9 +62,26 @@ class Optimizer(ABC):
         unknown = sorted(set(ragas_kwargs) - RAGAS_COMPAT_KWARGS)
         if unknown:
             raise TypeError(f"optimize() got unexpected keyword argument(s) {unknown}")
-        return asyncio.run(
-            self.aoptimize(dataset=dataset, loss=loss, config=config, run_dir=run_dir, resume=resume)
-        )
+        return asyncio.run(self._optimize_and_close(dataset, loss, config, run_dir, resume))
+
+    async def _optimize_and_close(
+        self,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: Any,
+        run_dir: str | Path | None,
+        resume: bool,
+    ) -> Mapping[str, str]:
+        """Optimize, then close the clients' connections bound to this event loop."""
+        try:
+            return await self.aoptimize(
+                dataset=dataset, loss=loss, config=config, run_dir=run_dir, resume=resume
+            )
+        finally:
+            for client in {id(c): c for c in (self.llm, self.reflection_llm) if c is not None}.values():
+                close = getattr(client, "aclose", None)
+                if close is not None:
+                    await close()
 
     @abstractmethod
     async def aoptimize(

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.errors import PromptEvolverError
+from promptevolver.errors import CheckpointError
 from promptevolver.evaluation import Score
 from promptevolver.llm.base import Usage
 from promptevolver.metrics import Judgement
@@ -32,10 +32,6 @@ CHECKPOINT_FILE = "checkpoint.json"
 BEST_SO_FAR_FILE = "best_so_far.json"
 VERSION = 1
 _MAY_CHANGE = {"generations", "patience", "budget"}
-
-
-class CheckpointError(PromptEvolverError):
-    """A checkpoint is missing, unreadable or belongs to another run."""
 
 
 def fingerprint(search: Any) -> str:

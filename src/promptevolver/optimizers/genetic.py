@@ -67,6 +67,21 @@ class GeneticOptimizer(Optimizer):
         self.progress = progress
         self.callbacks = list(callbacks)
 
+    def optimize(
+        self,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: Mapping[str, Any] | GeneticConfig | None = None,
+        *,
+        run_dir: str | Path | None = None,
+        resume: bool = False,
+        **ragas_kwargs: Any,
+    ) -> OptimizationResult:
+        """Synchronous :meth:`aoptimize` (see :meth:`Optimizer.optimize`)."""
+        result = super().optimize(dataset, loss, config, run_dir=run_dir, resume=resume, **ragas_kwargs)
+        assert isinstance(result, OptimizationResult)
+        return result
+
     async def aoptimize(
         self,
         *,

@@ -358,6 +358,9 @@ class Search:
                 "strategy": "stratified on the human label",
                 "validation_positions": self.validation,
                 "note": self._split_note(),
+                "unusable": [
+                    {"index": u.sample_index, "reason": u.reason} for u in self.dataset.unusable_samples()
+                ],
             },
             operator_stats={
                 "rejected": dict(sorted(self.breeder.rejections.items())),
