@@ -89,7 +89,7 @@ class Prompt(Generic[OutputT]):
             f"and nothing else:\n{_schema_text(self.output_model)}"
         )
         shown = {k: v for k, v in inputs.items() if v is not None}
-        user = f"{INPUT_HEADER}\n{json.dumps(shown, ensure_ascii=False, indent=2, sort_keys=True)}"
+        user = f"{INPUT_HEADER}\n{json.dumps(shown, ensure_ascii=False, sort_keys=True)}"
         return (ChatMessage("system", system), ChatMessage("user", user))
 
     def parse(self, text: str) -> OutputT:
