@@ -7,6 +7,7 @@ relative to the config file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,15 +72,16 @@ class GeneticConfig(_Strict):
         reverse_engineer: seed the population with reverse-engineered instructions.
         meta_temperature: sampling temperature of meta calls.
         max_concurrency: judge calls in flight at once.
-        minibatch_size: train samples an offspring is first judged on (stratified, drawn once per
-            generation); it is judged on all train samples only if its minibatch score is not
-            worse than its best parent's. 0 turns screening off.
+        minibatch_size: train samples an offspring is first judged on (at most a third of train;
+            half of them samples its parents get wrong, see ``optimizers/screening.py``); it is
+            judged on all train samples only if it beats its best parent there. 0: no screening.
         max_train_samples: cap on the train samples a candidate is judged on (a stratified subset
             of the train split, fixed for the run; None = all). Bounds the cost per candidate on
             large annotation sets.
         max_validation_samples: cap on the validation samples (stratified; None = all).
         finalists: best train candidates of the last population judged on validation, besides
-            the seed.
+            the seed (1: the best train candidate against the seed; more is worth it only with a
+            large validation set, since choosing among many on few samples fits their noise).
         budget: bounds on calls, tokens and cost (see :class:`BudgetConfig`).
         random_seed: the one seed behind every random choice of a run.
     """
@@ -101,7 +103,7 @@ class GeneticConfig(_Strict):
     minibatch_size: int = Field(6, ge=0)
     max_train_samples: int | None = Field(300, ge=2)
     max_validation_samples: int | None = Field(500, ge=2)
-    finalists: int = Field(3, ge=1)
+    finalists: int = Field(1, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: int = 42
 
@@ -270,8 +272,13 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def load_run_config(path: str | Path) -> RunConfig:
+def load_run_config(
+    path: str | Path, *, edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> RunConfig:
     """Read and validate a YAML run config.
+
+    ``edit``, if given, receives the parsed YAML mapping and returns the mapping to validate
+    (command-line overrides such as ``--set optimizer.generations=5``).
 
     Raises:
         ConfigError: missing file, invalid YAML, or invalid keys/values (naming file and key path).
@@ -286,6 +293,8 @@ def load_run_config(path: str | Path) -> RunConfig:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping of keys at the top level")
+    if edit is not None:
+        raw = edit(raw)
     try:
         config = RunConfig.model_validate(raw)
     except ValidationError as exc:

@@ -4,11 +4,8 @@
 history and the stopping state. Its steps are the named lines of the generation loop:
 ``initial_population``, ``offspring`` (make, screen, evaluate), ``record``, ``finish``.
 
-**Screening** (call efficiency): offspring are first judged on a stratified *minibatch* of train
-samples, drawn once per generation so all offspring of a generation face the same samples. An
-offspring whose minibatch score is worse than its best parent's on the same samples is dropped
-before its full train evaluation; parents were judged on every train sample already, so their
-minibatch scores cost nothing.
+**Screening** (call efficiency, ``screening.py``): offspring are first judged on a focused
+minibatch of train samples and judged on all of train only if they beat their best parent there.
 """
 
 from __future__ import annotations
@@ -33,6 +30,7 @@ from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.offspring import Breeder, Child
 from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers.screening import focused_minibatch, passes
 
 __all__ = ["MIN_USABLE_SAMPLES", "Search"]
 
@@ -202,29 +200,26 @@ class Search:
     async def _screen(
         self, children: list[Candidate], parents_of: dict[int, list[Candidate]]
     ) -> list[Candidate]:
-        size = min(self.config.minibatch_size, len(self.train))
-        if size == 0 or size >= len(self.train) or not children:
+        """Children that beat their best parent on a focused minibatch (see ``screening.py``)."""
+        size = min(self.config.minibatch_size, max(2, len(self.train) // 3))
+        if self.config.minibatch_size == 0 or size >= len(self.train) or not children:
             return children
-        keys = [self.labels[p] for p in self.train]
-        minibatch = [self.train[i] for i in sampling.stratified_sample(keys, size, self.rng)]
+        batches = [
+            focused_minibatch(parents_of[c.id], self.train, self.labels, size, self.rng) for c in children
+        ]
         passed = []
-        for child, s in zip(children, await self._judge(children, minibatch, "minibatch")):
-            child.minibatch = s
-            parent_scores = [
-                score(
-                    self.loss,
-                    await self.evaluator.evaluate(p.instructions, minibatch),
-                    minibatch,
-                    self.labels,
-                ).value
-                for p in parents_of[child.id]
-            ]
-            best_parent = max(parent_scores) if self.loss.higher_is_better else min(parent_scores)
-            if self.loss.better(best_parent, s.value):
-                child.screened_out = True
-            else:
+        for child, batch in zip(children, batches):
+            child.minibatch = (await self._judge([child], batch, "minibatch"))[0]
+            parents = [await self._minibatch_value(p, batch) for p in parents_of[child.id]]
+            if passes(child.minibatch.value, parents, self.loss):
                 passed.append(child)
+            else:
+                child.screened_out = True
         return passed
+
+    async def _minibatch_value(self, parent: Candidate, batch: Sequence[int]) -> float:
+        judged = await self.evaluator.evaluate(parent.instructions, batch)  # memoised: no calls
+        return score(self.loss, judged, batch, self.labels).value
 
     # --- steps -------------------------------------------------------------------------------
     async def initial_population(self) -> list[Candidate]:
