@@ -1,0 +1,66 @@
+"""Human annotations of judge verdicts, in Ragas' annotation JSON format.
+
+The classes mirror ``ragas.dataset_schema`` (PromptAnnotation, SampleAnnotation,
+MetricAnnotation, SingleMetricAnnotation, and a minimal EvaluationDataset of SingleTurnSample)
+so code written against Ragas works after changing the import line. A Ragas export looks like::
+
+    {"<metric name>": [
+        {"metric_input": {...}, "metric_output": 1, "is_accepted": true, "target": null,
+         "prompts": {"<prompt name>": {"prompt_input": {...}, "prompt_output": {...},
+                                       "edited_output": null, "is_accepted": true}}}]}
+
+Both loaders also read ``{"name": ..., "samples": [...]}`` files, a bare JSON list of samples and
+JSONL (``.jsonl``: one sample a line, blank lines skipped); a list or JSONL file holds one metric,
+named by ``metric_name`` or else by the file's stem.
+
+**Human label** of a sample (DESIGN.md): ``target`` if present; else ``metric_output`` if the
+sample is accepted; else, for a binary metric, ``1 - metric_output``; else none. A
+``metric_output`` of NaN (how Ragas records a failed judge call) gives no label unless ``target``
+is set. A sample without a label is *unusable*: :meth:`SingleMetricAnnotation.unusable_samples`
+lists them with the reason and the loaders warn (:class:`UnusableSamplesWarning`). **Expected
+output** of a prompt: ``edited_output`` if present, else ``prompt_output`` when the sample was
+accepted, else none.
+
+Errors: a missing or malformed file or sample raises
+:class:`~promptevolver.errors.AnnotationError` naming the file, metric, sample index and field
+path; an unknown metric name, sample field or stratify key raises :class:`AnnotationKeyError`,
+which is also a ``KeyError``.
+
+Differences from Ragas, on purpose: sampling methods take ``random_seed`` and never touch the
+global ``random`` state; ``train_test_split`` is implemented; ``batch`` and ``stratified_batches``
+return ``SingleMetricAnnotation`` batches (sized, indexable, iterable like Ragas' lists);
+metric-input and prompt-input field names of other libraries are accepted (:data:`FIELD_ALIASES`).
+
+Layout: :mod:`~promptevolver.annotations.models` (the sample records, field aliases and the label
+rule), :mod:`~promptevolver.annotations.io` (reading, validating and writing files),
+:mod:`~promptevolver.annotations.single` (:class:`SingleMetricAnnotation`: labels, selection,
+sampling, batches, splits), :mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`)
+and :mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`).
+"""
+
+from promptevolver.annotations.dataset import EvaluationDataset, SingleTurnSample
+from promptevolver.annotations.models import (
+    FIELD_ALIASES,
+    PromptAnnotation,
+    SampleAnnotation,
+    UnusableSample,
+    UnusableSamplesWarning,
+)
+from promptevolver.annotations.models import normalize_metric_input as normalize_metric_input
+from promptevolver.annotations.multi import MetricAnnotation
+from promptevolver.annotations.single import SingleMetricAnnotation
+from promptevolver.annotations.single import usable_label_array as usable_label_array
+from promptevolver.errors import AnnotationKeyError
+
+__all__ = [
+    "FIELD_ALIASES",
+    "AnnotationKeyError",
+    "EvaluationDataset",
+    "MetricAnnotation",
+    "PromptAnnotation",
+    "SampleAnnotation",
+    "SingleMetricAnnotation",
+    "SingleTurnSample",
+    "UnusableSample",
+    "UnusableSamplesWarning",
+]

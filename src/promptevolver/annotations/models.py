@@ -1,0 +1,147 @@
+"""The annotation records: :class:`PromptAnnotation` and :class:`SampleAnnotation`, other
+libraries' field names (:data:`FIELD_ALIASES`) and the human label rule (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from promptevolver.errors import AnnotationKeyError
+
+#: Input field names of other evaluation libraries → Ragas' names.
+FIELD_ALIASES: dict[str, str] = {
+    "input": "user_input",
+    "actual_output": "response",
+    "expected_output": "reference",
+    "retrieved_context": "retrieved_contexts",
+    "retrieval_context": "retrieved_contexts",
+    "expected_context": "reference_contexts",
+}
+_LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
+
+
+class UnusableSamplesWarning(UserWarning):
+    """Loaded samples without a human label; see :meth:`SingleMetricAnnotation.unusable_samples`."""
+
+
+class UnusableSample(NamedTuple):
+    """A sample without a human label: its position in the set and the reason."""
+
+    sample_index: int
+    reason: str
+
+
+def normalize_metric_input(data: dict[str, Any]) -> dict[str, Any]:
+    """Rename other libraries' field names to Ragas' and wrap a string context in a list.
+
+    Raises:
+        ValueError: one field given under two names (e.g. both ``input`` and ``user_input``).
+    """
+    if FIELD_ALIASES.keys().isdisjoint(data) and not any(isinstance(data.get(f), str) for f in _LIST_FIELDS):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = FIELD_ALIASES.get(key, key)
+        if name in out:
+            raise ValueError(f"{name!r} is given twice (also as {key!r})")
+        out[name] = [value] if name in _LIST_FIELDS and isinstance(value, str) else value
+    return out
+
+
+def _normalized(value: Any) -> Any:
+    return normalize_metric_input(value) if isinstance(value, dict) else value
+
+
+def _item(model: BaseModel, key: str) -> Any:
+    """``model[key]`` for a declared or an extra field."""
+    extra = model.model_extra or {}
+    if key in type(model).model_fields or key in extra:
+        return getattr(model, key)
+    known = sorted([*type(model).model_fields, *extra])
+    raise AnnotationKeyError(f"unknown field of {type(model).__name__}; fields: {known}", field=key)
+
+
+class PromptAnnotation(BaseModel):
+    """One prompt's trace inside a sample: what it was given, what it answered, the human's edit.
+
+    ``is_accepted`` is the optional prompt-level verdict real exports contain. ``prompt_input``
+    field names of other libraries are renamed as in metric inputs. Extra keys are kept.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    prompt_input: dict[str, Any]
+    prompt_output: dict[str, Any] | None = None
+    edited_output: dict[str, Any] | None = None
+    is_accepted: bool | None = None
+
+    @field_validator("prompt_input", mode="before")
+    @classmethod
+    def _normalize_input(cls, value: Any) -> Any:
+        return _normalized(value)
+
+    def __getitem__(self, key: str) -> Any:
+        """Any declared or extra field. Raises AnnotationKeyError for an unknown one."""
+        return _item(self, key)
+
+
+class SampleAnnotation(BaseModel):
+    """One judged sample: the metric's input and output, the human's verdict, the prompt traces.
+
+    ``metric_output`` is a number (0/1 for a binary metric; NaN marks a failed judge call);
+    ``target``, a finite number when given, overrides it as the human label. Extra keys are kept.
+    """
+
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
+
+    metric_input: dict[str, Any]
+    metric_output: float
+    prompts: dict[str, PromptAnnotation] = Field(default_factory=dict)
+    is_accepted: bool
+    target: float | None = Field(default=None, allow_inf_nan=False)
+
+    @field_validator("metric_input", mode="before")
+    @classmethod
+    def _normalize_input(cls, value: Any) -> Any:
+        return _normalized(value)
+
+    @field_validator("metric_output")
+    @classmethod
+    def _not_infinite(cls, value: float) -> float:
+        if math.isinf(value):
+            raise ValueError("metric_output must be finite (NaN marks a failed judge call)")
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        """Any declared or extra field. Raises AnnotationKeyError for an unknown one."""
+        return _item(self, key)
+
+    def human_label(self, *, binary: bool) -> float | None:
+        """The human label per DESIGN.md's rule; None when the sample has none."""
+        if self.target is not None:
+            return self.target
+        if math.isnan(self.metric_output):
+            return None
+        if self.is_accepted:
+            return self.metric_output
+        return 1.0 - self.metric_output if binary else None
+
+    def unusable_reason(self, *, binary: bool) -> str | None:
+        """Why the sample has no human label; None when it has one."""
+        if self.human_label(binary=binary) is not None:
+            return None
+        if math.isnan(self.metric_output):
+            return "metric_output is NaN (failed judge call) and there is no target"
+        return "rejected sample of a non-binary metric without a target"
+
+    def expected_output(self, prompt_name: str) -> dict[str, Any] | None:
+        """The human-approved output of ``prompt_name``: edited, else accepted, else None."""
+        prompt = self.prompts.get(prompt_name)
+        if prompt is None:
+            return None
+        if prompt.edited_output is not None:
+            return prompt.edited_output
+        return prompt.prompt_output if self.is_accepted else None

@@ -1,0 +1,74 @@
+"""Annotations of several metrics (:class:`MetricAnnotation`), in Ragas' multi-metric shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from promptevolver.annotations.dataset import EvaluationDataset
+from promptevolver.annotations.io import _dump_samples, _load, _write_json
+from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations.single import SingleMetricAnnotation, _Sourced, _trusted, _warn_unusable
+from promptevolver.errors import AnnotationKeyError
+
+
+class MetricAnnotation(_Sourced):
+    """Annotations of several metrics: ``root`` maps a metric name to its samples (Ragas' shape).
+
+    ``m["name"]`` gives a :class:`SingleMetricAnnotation` (sharing the samples and the source
+    file); iteration yields one per metric, in file order; ``len`` counts samples over all
+    metrics (as Ragas).
+    """
+
+    root: dict[str, list[SampleAnnotation]]
+
+    def __repr__(self) -> str:
+        return f"MetricAnnotation({ {name: len(samples) for name, samples in self.root.items()} })"
+
+    @classmethod
+    def from_json(cls, path: str | Path, metric_name: str | None = None) -> MetricAnnotation:
+        """Load all metrics of a file, or only ``metric_name``. Reads every shape
+        :meth:`SingleMetricAnnotation.from_json` reads. Warns (UnusableSamplesWarning) when
+        samples have no human label.
+
+        Raises:
+            AnnotationError: missing/malformed file or sample (names the metric, sample index
+                and field), or ``metric_name`` not in the file (lists the names present).
+        """
+        annotations = cls.model_construct(root=_load(Path(path), metric_name, single=False))  # validated
+        annotations._with_source(path)
+        for dataset in annotations:
+            _warn_unusable(dataset)
+        return annotations
+
+    def to_json(self, path: str | Path) -> None:
+        """Write Ragas' multi-metric format; :meth:`from_json` reads back an equal object, and a
+        loaded Ragas file is written back as the same JSON value (see
+        :meth:`SingleMetricAnnotation.to_json`)."""
+        _write_json(path, {name: _dump_samples(samples) for name, samples in self.root.items()})
+
+    def to_evaluation_dataset(self) -> EvaluationDataset:
+        """The metric inputs of every metric, metric after metric, as one :class:`EvaluationDataset`.
+
+        Raises:
+            AnnotationError: a metric input that is not a single-turn sample.
+        """
+        return EvaluationDataset(samples=[t for dataset in self for t in dataset.to_evaluation_dataset()])
+
+    def __getitem__(self, key: str) -> SingleMetricAnnotation:
+        """The samples of metric ``key``. Raises AnnotationKeyError (a KeyError) when absent."""
+        if key not in self.root:
+            raise AnnotationKeyError(
+                f"metric {key!r} not present; metrics present: {sorted(self.root)}", path=self.source
+            )
+        return _trusted(key, self.root[key], self.source)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.root
+
+    def __len__(self) -> int:
+        """Number of samples over all metrics (as Ragas)."""
+        return sum(len(samples) for samples in self.root.values())
+
+    def __iter__(self) -> Iterator[SingleMetricAnnotation]:  # type: ignore[override]
+        return (self[name] for name in self.root)

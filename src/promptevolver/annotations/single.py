@@ -1,0 +1,328 @@
+"""The annotated samples of one metric (:class:`SingleMetricAnnotation`): loading and saving,
+labels, selection, sampling, batches and splits; and :class:`_Sourced`, the base of the sets."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+import numpy as np
+from pydantic import BaseModel, PrivateAttr
+
+from promptevolver import sampling
+from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
+from promptevolver.annotations.io import _dump_samples, _load, _write_json
+from promptevolver.annotations.models import (
+    PromptAnnotation,
+    SampleAnnotation,
+    UnusableSample,
+    UnusableSamplesWarning,
+)
+from promptevolver.errors import AnnotationKeyError
+
+#: Sample fields that may serve as a stratify key, besides extra fields and ``metric_input.X``.
+_KEY_FIELDS = ("metric_output", "is_accepted", "target")
+
+_S = TypeVar("_S", bound="_Sourced")
+
+
+class _Sourced(BaseModel):
+    """Base of the annotation sets: remembers the file they came from, for error messages."""
+
+    _source: str | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str | None:
+        """The file this set was loaded from (None when built in memory); used in error messages."""
+        return self._source
+
+    def _with_source(self: _S, source: str | Path | None) -> _S:
+        self._source = None if source is None else str(source)
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        """Equal content; the source file is provenance, not content."""
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+class SingleMetricAnnotation(_Sourced):
+    """The annotated samples of one metric. Sequence-like: ``len``, iteration, indexing (an int
+    gives a :class:`SampleAnnotation`, a slice a new set).
+
+    Sampling methods take ``random_seed``: an int or a ``numpy.random.Generator`` (same seed →
+    same result); ``None`` draws fresh entropy, not reproducible, as Ragas' unseeded sampling.
+    Sets they return share the sample objects and keep ``name`` and ``source``.
+    """
+
+    name: str
+    samples: list[SampleAnnotation]
+
+    def __repr__(self) -> str:
+        return f"SingleMetricAnnotation(name={self.name!r}, len={len(self)})"
+
+    # --- Loading and saving -------------------------------------------------------------
+    @classmethod
+    def from_json(cls, path: str | Path, metric_name: str | None = None) -> SingleMetricAnnotation:
+        """Load one metric: a ``{"name", "samples"}`` file, a Ragas file holding one metric (or
+        ``metric_name`` of several), a JSON list of samples or a JSONL file (named ``metric_name``,
+        else the file's stem). Warns (UnusableSamplesWarning) when samples have no human label.
+
+        Raises:
+            AnnotationError: missing or malformed file; malformed sample (names the sample index
+                and field); ``metric_name`` absent, or several metrics and no ``metric_name``
+                (lists the names present).
+        """
+        ((name, samples),) = _load(Path(path), metric_name, single=True).items()
+        dataset = cls.model_construct(name=name, samples=samples)._with_source(path)  # validated
+        _warn_unusable(dataset)
+        return dataset
+
+    def to_json(self, path: str | Path) -> None:
+        """Write ``{"name", "samples"}`` JSON (UTF-8) that :meth:`from_json` reads back as an equal
+        set. Fields absent when the samples were loaded are not written, so writing a loaded file
+        back gives the same JSON value (other libraries' field names come back as Ragas')."""
+        _write_json(path, {"name": self.name, "samples": _dump_samples(self.samples)})
+
+    def to_jsonl(self, path: str | Path) -> None:
+        """Write one sample a line (UTF-8). The file does not hold the metric name:
+        :meth:`from_json` takes it from ``metric_name`` or the file's stem, so write to
+        ``<name>.jsonl`` (or pass ``metric_name``) to read back an equal set."""
+        with Path(path).open("w", encoding="utf-8") as fh:
+            for sample in _dump_samples(self.samples):
+                fh.write(json.dumps(sample, ensure_ascii=False) + "\n")
+
+    def to_evaluation_dataset(self) -> EvaluationDataset:
+        """The metric inputs as an :class:`EvaluationDataset`, in sample order (as Ragas).
+
+        Raises:
+            AnnotationError: a metric input that is not a single-turn sample (names the sample
+                index and field).
+        """
+        inputs = [sample.metric_input for sample in self.samples]
+        return EvaluationDataset(samples=_validate_turns(inputs, path=self.source, metric=self.name))
+
+    # --- Sequence protocol --------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    @overload
+    def __getitem__(self, idx: int) -> SampleAnnotation: ...
+    @overload
+    def __getitem__(self, idx: slice) -> SingleMetricAnnotation: ...
+    def __getitem__(self, idx: int | slice) -> SampleAnnotation | SingleMetricAnnotation:
+        if isinstance(idx, slice):
+            return self.select(range(len(self))[idx])
+        return self.samples[idx]
+
+    def __iter__(self) -> Iterator[SampleAnnotation]:  # type: ignore[override]
+        return iter(self.samples)
+
+    # --- Labels ---------------------------------------------------------------------------
+    @property
+    def is_binary(self) -> bool:
+        """True when every ``metric_output`` (NaN aside) and ``target`` is 0 or 1."""
+        values = [s.metric_output for s in self.samples if not math.isnan(s.metric_output)]
+        values += [s.target for s in self.samples if s.target is not None]
+        return bool(values) and all(v in (0.0, 1.0) for v in values)
+
+    def labels(self) -> list[float | None]:
+        """Human label of every sample (None where a sample has none), aligned with ``samples``."""
+        binary = self.is_binary
+        return [s.human_label(binary=binary) for s in self.samples]
+
+    def usable_indices(self) -> list[int]:
+        """Positions of samples that have a human label."""
+        return [i for i, label in enumerate(self.labels()) if label is not None]
+
+    def unusable_samples(self) -> list[UnusableSample]:
+        """(position, reason) of every sample without a human label, in sample order."""
+        binary = self.is_binary
+        reasons = ((i, s.unusable_reason(binary=binary)) for i, s in enumerate(self.samples))
+        return [UnusableSample(i, reason) for i, reason in reasons if reason is not None]
+
+    def get_prompt_annotations(self, accepted_only: bool = True) -> dict[str, list[PromptAnnotation]]:
+        """Prompt traces grouped by prompt name, in sample order; by default only those of
+        accepted samples, as Ragas (a rejected sample's ``prompt_output`` is what the human
+        rejected; use :meth:`SampleAnnotation.expected_output` for the approved output)."""
+        grouped: dict[str, list[PromptAnnotation]] = {}
+        for sample in self.samples:
+            if sample.is_accepted or not accepted_only:
+                for name, prompt in sample.prompts.items():
+                    grouped.setdefault(name, []).append(prompt)
+        return grouped
+
+    # --- Selection ------------------------------------------------------------------------
+    def select(self, indices: Iterable[int]) -> SingleMetricAnnotation:
+        """A new set with the samples at ``indices``, in that order (repeats allowed)."""
+        samples = [self.samples[i] for i in indices]
+        return _trusted(self.name, samples, self.source)
+
+    def filter(self, function: Callable[[SampleAnnotation], bool] | None = None) -> SingleMetricAnnotation:
+        """The samples for which ``function`` is true, in order; all of them when it is None (as Ragas)."""
+        if function is None:
+            return self.select(range(len(self)))
+        return self.select([i for i, s in enumerate(self.samples) if function(s)])
+
+    def stratify_keys(self, stratify_key: str | None) -> list[Hashable]:
+        """The class key of every sample for ``stratify_key``; shape ``(len(self),)``.
+
+        ``None`` or ``"label"``: the human label (None for unusable samples); ``"metric_output"``,
+        ``"is_accepted"``, ``"target"`` or an extra field of the samples: its value;
+        ``"metric_input.X"``: that input field (lists and dicts compared by their JSON text).
+        NaN counts as None.
+
+        Raises:
+            AnnotationKeyError: an unknown key (the message names it and the valid forms).
+        """
+        if stratify_key is None or stratify_key == "label":
+            return [_class_key(label) for label in self.labels()]
+        if stratify_key in _KEY_FIELDS or any(stratify_key in (s.model_extra or {}) for s in self.samples):
+            return [_class_key(getattr(s, stratify_key, None)) for s in self.samples]
+        if stratify_key.startswith("metric_input."):
+            return self._input_keys(stratify_key.split(".", 1)[1])
+        raise self._unknown_key(stratify_key)
+
+    def _input_keys(self, field: str) -> list[Hashable]:
+        if self.samples and not any(field in s.metric_input for s in self.samples):
+            present = sorted({k for s in self.samples for k in s.metric_input})
+            raise AnnotationKeyError(
+                f"unknown stratify_key 'metric_input.{field}': no sample has metric_input.{field}; "
+                f"metric_input fields: {present}",
+                path=self.source,
+                metric=self.name,
+            )
+        return [_class_key(s.metric_input.get(field)) for s in self.samples]
+
+    def _unknown_key(self, key: str) -> AnnotationKeyError:
+        hint = ""
+        if any(key in s.metric_input for s in self.samples):
+            hint = f" (did you mean 'metric_input.{key}'?)"
+        return AnnotationKeyError(
+            f"unknown stratify_key {key!r}{hint}; use 'label', 'metric_output', 'is_accepted', "
+            "'target', an extra sample field or 'metric_input.<field>'",
+            path=self.source,
+            metric=self.name,
+        )
+
+    def sample(
+        self, n: int, stratify_key: str | None = None, random_seed: sampling.Seed = None
+    ) -> SingleMetricAnnotation:
+        """Exactly ``n`` distinct samples, in sample order; ``n == 0`` gives an empty set.
+
+        Without ``stratify_key`` a uniform draw; with one (see :meth:`stratify_keys`), class
+        counts follow the data's proportions (largest remainder) and every class appears when
+        ``n`` ≥ the number of classes.
+
+        Raises:
+            ValueError: ``n`` < 0 or ``n`` > ``len(self)``.
+            AnnotationKeyError: an unknown ``stratify_key``.
+        """
+        keys = [0] * len(self) if stratify_key is None else self.stratify_keys(stratify_key)
+        if not 0 <= n <= len(self):
+            raise ValueError(f"n must be in [0, {len(self)}] (the number of samples), got {n}")
+        return self.select(sampling.stratified_sample(keys, n, sampling.make_rng(random_seed)))
+
+    def batch(
+        self, batch_size: int, drop_last_batch: bool = False, random_seed: sampling.Seed = None
+    ) -> list[SingleMetricAnnotation]:
+        """The samples shuffled and cut into batches of ``batch_size`` (as Ragas): disjoint,
+        covering every sample once; the last batch is short unless ``drop_last_batch`` drops it.
+
+        Raises:
+            ValueError: ``batch_size`` < 1.
+        """
+        rng = sampling.make_rng(random_seed)
+        batches = sampling.shuffled_batches(len(self), batch_size, rng, drop_last_batch)
+        return [self.select(batch) for batch in batches]
+
+    def stratified_batches(
+        self,
+        batch_size: int,
+        stratify_key: str | None,
+        drop_last_batch: bool = False,
+        replace: bool = False,
+        random_seed: sampling.Seed = None,
+    ) -> list[SingleMetricAnnotation]:
+        """Batches mirroring the class proportions of ``stratify_key`` (see :meth:`stratify_keys`).
+
+        Always terminates. Without ``drop_last_batch``: ⌈n/batch_size⌉ disjoint batches covering
+        every sample once, sizes within one of each other and at most ``batch_size`` (one batch of
+        everything when ``batch_size`` > n). With it: ⌊n/batch_size⌋ full batches (none when
+        ``batch_size`` > n). With ``replace``: short batches are filled with other samples, distinct
+        within a batch, up to ``min(batch_size, n)``. A class with at least as many samples as there
+        are batches appears in every batch. An empty set gives no batches; see
+        :func:`promptevolver.sampling.stratified_batches` for the arithmetic.
+
+        Raises:
+            ValueError: ``batch_size`` < 1.
+            AnnotationKeyError: an unknown ``stratify_key``.
+        """
+        keys = self.stratify_keys(stratify_key)
+        positions = sampling.stratified_batches(
+            keys, batch_size, sampling.make_rng(random_seed), drop_last_batch=drop_last_batch, replace=replace
+        )
+        return [self.select(batch) for batch in positions]
+
+    def train_test_split(
+        self, test_size: float | int = 0.2, random_seed: sampling.Seed = 42, stratify_key: str | None = None
+    ) -> tuple[SingleMetricAnnotation, SingleMetricAnnotation]:
+        """Disjoint, covering (train, test) sets, each in sample order, stratified on
+        ``stratify_key`` (default: the human label; unusable samples form a class of their own).
+
+        ``test_size`` is a fraction in (0, 1) of the samples (rounded, then clipped to
+        [1, n - 1]) or a count in [1, n - 1].
+
+        Raises:
+            ValueError: fewer than 2 samples, or ``test_size`` out of range.
+            AnnotationKeyError: an unknown ``stratify_key``.
+        """
+        n_test = sampling.split_count(test_size, len(self))
+        keys = self.stratify_keys(stratify_key)
+        train, test = sampling.stratified_split(keys, n_test, sampling.make_rng(random_seed))
+        return self.select(train), self.select(test)
+
+
+def _trusted(name: str, samples: list[SampleAnnotation], source: str | Path | None) -> SingleMetricAnnotation:
+    """A set of samples that are validated already (not validated again: 20,000 checks cost 50 ms)."""
+    return SingleMetricAnnotation.model_construct(name=name, samples=samples)._with_source(source)
+
+
+def _class_key(value: Any) -> Hashable:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+def _warn_unusable(dataset: SingleMetricAnnotation) -> None:
+    unusable = dataset.unusable_samples()
+    if not unusable:
+        return
+    by_reason: dict[str, list[int]] = {}
+    for sample_index, reason in unusable:
+        by_reason.setdefault(reason, []).append(sample_index)
+    details = "; ".join(
+        f"{reason}: samples {indices[:10]}{' …' if len(indices) > 10 else ''}"
+        for reason, indices in by_reason.items()
+    )
+    warnings.warn(
+        f"file {dataset.source}, metric {dataset.name!r}: {len(unusable)} of {len(dataset)} samples have "
+        f"no human label and cannot be learned from ({details}); see unusable_samples()",
+        UnusableSamplesWarning,
+        stacklevel=3,
+    )
+
+
+def usable_label_array(dataset: SingleMetricAnnotation) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, labels) of usable samples as arrays of shape ``(n_usable,)``."""
+    labels = dataset.labels()
+    idx = np.array([i for i, y in enumerate(labels) if y is not None], dtype=np.int64)
+    return idx, np.array([labels[i] for i in idx], dtype=np.float64)
