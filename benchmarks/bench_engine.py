@@ -128,7 +128,8 @@ def main() -> None:
     out.write_text(json.dumps(report, indent=2) + "\n")
     o, m = report["overhead"], report["memory"]
     print(
-        f"overhead: {o['engine_us_per_evaluation']:.1f} µs per evaluation over {o['judge_calls']} judge calls "
+        f"overhead: {o['engine_us_per_evaluation']:.1f} µs per evaluation over {o['judge_calls']} "
+        "judge calls "
         f"({o['samples']} samples; wall {o['wall_s']:.1f} s, of which LLM {o['llm_s']:.2f} s)"
     )
     print(f"peak memory: {m['peak_rss_mib']:.0f} MiB for {m['config']} (wall {m['wall_s']:.1f} s)")
