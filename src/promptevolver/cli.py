@@ -1,90 +1,210 @@
-"""Command line: ``promptevolver optimize CONFIG --output DIR``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench``.
 
-Exit codes: 0 success, 1 failure (bad data, config or LLM), 2 usage error. Errors go to stderr
-as one line; ``--debug`` shows the traceback.
+Conventions (every command):
+
+* exit codes: 0 success, 1 failure (bad data, config, LLM, budget, files), 2 usage error,
+  130 interrupted;
+* errors go to stderr as one line, ``promptevolver: error: ...``; ``--debug`` shows the traceback;
+* ``--quiet`` prints only the essential line, ``--verbose`` adds detail (per-generation lines,
+  phases, INFO logs); progress bars appear only when stderr is a terminal;
+* ``--set KEY.PATH=VALUE`` overrides a config value (repeatable; the value is read as YAML; an
+  unknown key is a usage error naming it), e.g. ``--set optimizer.generations=5``;
+* ``promptevolver --version`` prints the version.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import logging
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
+# Commands import their modules when they run: `--help` and `estimate` need no matplotlib.
 from promptevolver import __version__
-from promptevolver.bench import run_benchmarks, to_markdown
 from promptevolver.config import RunConfig, load_run_config
 from promptevolver.errors import PromptEvolverError
-from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.runs import CONFIG_FILE, RESULT_FILE, execute
+from promptevolver.overrides import OverrideError, apply_overrides
 
 __all__ = ["main"]
 
-EXAMPLES = """examples:
-  promptevolver optimize configs/answer_correctness.yaml --output runs/answer_correctness
-  promptevolver optimize configs/helpfulness.yaml --output runs/helpfulness --seed 7
-  promptevolver optimize --resume runs/answer_correctness     # after Ctrl-C
-"""
+_EXAMPLES = {
+    "optimize": """examples:
+  promptevolver optimize configs/answer_correctness.yaml --output runs/ac
+  promptevolver optimize configs/helpfulness.yaml -o runs/help --seed 7 --set optimizer.generations=6
+  promptevolver optimize --resume runs/ac                    # after Ctrl-C
+  promptevolver optimize --resume runs/ac --set optimizer.generations=8   # extend a finished run
+
+writes DIR/result.json, DIR/report.html (open it in a browser), DIR/report.md,
+DIR/best_instructions.json and DIR/apply_best.py""",
+    "evaluate": """examples:
+  promptevolver evaluate configs/answer_correctness.yaml --instructions runs/ac/result.json
+  promptevolver evaluate configs/answer_correctness.yaml -i runs/ac/best_instructions.json --json
+  promptevolver evaluate configs/answer_correctness.yaml -i runs/ac/result.json --split validation
+
+--instructions takes a result.json (its best_instructions) or a JSON object prompt name -> instruction.
+--split validation scores the run's held-out samples (the run directory of --run, or of the
+instructions file).""",
+    "estimate": """examples:
+  promptevolver estimate configs/synthetic_200.yaml
+  promptevolver estimate configs/helpfulness.yaml --json
+  promptevolver estimate configs/answer_correctness.yaml --set optimizer.population_size=10
+
+no LLM is called; see promptevolver.estimate for the model behind the figures.""",
+    "report": """examples:
+  promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
+    "bench": """examples:
+  promptevolver bench configs/answer_correctness.yaml configs/helpfulness.yaml -o bench/latest""",
+}
+
+
+class UsageError(Exception):
+    """A command line that parses but does not make sense (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error message (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    talk = common.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", "-q", action="store_true", help="print only the essential line")
+    talk.add_argument("--verbose", "-v", action="store_true", help="print more detail")
+    common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    return common
+
+
+def _overridable() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. optimizer.generations=5 (YAML value; repeatable)",
+    )
+    return parent
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="promptevolver",
         description="Genetic optimization of LLM-judge instructions from human annotations.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="run 'promptevolver COMMAND --help' for a command's options and examples",
     )
     parser.add_argument("--version", action="version", version=f"promptevolver {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    opt = sub.add_parser(
-        "optimize",
-        help="optimize a judge's instructions from a YAML config",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common, overridable = _common(), _overridable()
+
+    def command(name: str, help_text: str, *extra: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parents: list[Any] = [*extra, common]
+        return sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + ".",
+            epilog=_EXAMPLES[name],
+            parents=parents,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    opt = command("optimize", "optimize a judge's instructions from a YAML config", overridable)
     opt.add_argument("config", type=Path, nargs="?", help="YAML run config (see configs/)")
-    opt.add_argument("--output", "-o", type=Path, help="run directory (result.json, checkpoint.json, ...)")
+    opt.add_argument("--output", "-o", type=Path, metavar="DIR", help="run directory to write")
     opt.add_argument("--resume", type=Path, metavar="DIR", help="continue the interrupted run in DIR")
     opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
-    opt.add_argument("--quiet", "-q", action="store_true", help="print only the result line")
-    opt.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    bench = sub.add_parser(
-        "bench",
-        help="run configs over their seeds and summarise (summary.json, summary.md)",
-        epilog="examples:\n  promptevolver bench configs/*.yaml --output benchmarks/results/latest\n",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+
+    ev = command("evaluate", "score given instructions on a config's annotations", overridable)
+    ev.add_argument("config", type=Path, help="YAML run config (annotations, judge, LLM)")
+    ev.add_argument(
+        "--instructions", "-i", type=Path, required=True, metavar="FILE", help="instructions JSON"
     )
+    ev.add_argument("--split", choices=("all", "validation"), default="all", help="samples to score")
+    ev.add_argument("--run", type=Path, metavar="DIR", help="run whose validation split to use")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+
+    est = command(
+        "estimate", "expected LLM calls, tokens and cost of a config, without calling an LLM", overridable
+    )
+    est.add_argument("config", type=Path, help="YAML run config")
+    est.add_argument("--json", action="store_true", help="print one JSON object")
+
+    rep = command("report", "regenerate a run directory's report (report.md, report.html)")
+    rep.add_argument("run_dir", type=Path, metavar="DIR", help="run directory (with result.json)")
+
+    bench = command("bench", "run configs over their seeds and summarise (summary.json, summary.md)")
     bench.add_argument("configs", type=Path, nargs="+", help="YAML run configs")
-    bench.add_argument("--output", "-o", type=Path, required=True, help="directory for runs and the summary")
-    bench.add_argument("--quiet", "-q", action="store_true", help="print only the summary table")
-    bench.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    bench.add_argument(
+        "--output", "-o", type=Path, required=True, metavar="DIR", help="directory for runs and the summary"
+    )
     return parser
 
 
-def _bench(args: argparse.Namespace) -> int:
-    log = (lambda _: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
-    summary = run_benchmarks(args.configs, args.output, log=log)
-    print(to_markdown(summary))
-    return 0
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> None:
+    """Print ``line`` to stderr unless quiet (or, for ``verbose_only``, unless verbose)."""
+    if not args.quiet and (args.verbose or not verbose_only):
+        print(line, file=sys.stderr)
+
+
+def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
+    overrides = list(getattr(args, "overrides", []))
+    config = load_run_config(path, edit=(lambda raw: apply_overrides(raw, overrides)) if overrides else None)
+    seed = getattr(args, "seed", None)
+    return config if seed is None else config.model_copy(update={"random_seed": seed})
+
+
+# --- optimize --------------------------------------------------------------------------------------
 
 
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     if args.resume is not None:
-        config = load_run_config(args.config or args.resume / CONFIG_FILE)
-        return config, args.resume
+        from promptevolver.runs import CONFIG_FILE
+
+        return _load_config(args.config or args.resume / CONFIG_FILE, args), args.resume
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
-    config = load_run_config(args.config)
-    if args.seed is not None:
-        config = config.model_copy(update={"random_seed": args.seed})
-    return config, args.output
+    return _load_config(args.config, args), args.output
+
+
+def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
+    def show(event: Any) -> None:
+        if event.kind == "generation_end":
+            d = event.data
+            _say(
+                args,
+                f"generation {event.generation}: best train {d['best_train']:.3f}, "
+                f"mean {d['mean_train']:.3f}; calls so far {d['judge_calls']} judge + {d['meta_calls']} meta",
+                verbose_only=True,
+            )
+
+    return show
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    from promptevolver.runs import RESULT_FILE, execute
+
     config, run_dir = _run_config(args)
-    progress = not args.quiet and sys.stderr.isatty()
+    progress = not args.quiet and not args.verbose and sys.stderr.isatty()
     try:
-        result = execute(config, run_dir, resume=args.resume is not None, progress=progress)
+        result = execute(
+            config,
+            run_dir,
+            resume=args.resume is not None,
+            progress=progress,
+            callbacks=[_generation_printer(args)],
+        )
     except KeyboardInterrupt:
         print(
             f"promptevolver: interrupted; the last checkpoint and best_so_far.json are in {run_dir}; "
@@ -92,51 +212,196 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    _report(result, Path(run_dir) / RESULT_FILE, quiet=args.quiet)
+    _print_outcome(result, Path(run_dir), RESULT_FILE, quiet=args.quiet)
     return 0
 
 
-def _report(result: OptimizationResult, path: Path, *, quiet: bool) -> None:
+def _print_outcome(result: Any, run_dir: Path, result_file: str, *, quiet: bool) -> None:
     s, calls = result.scores, result.usage["llm_calls"]
     name = result.loss.get("metric", result.loss["name"])
-    line = (
+    print(
         f"{result.metric}: {name} seed train {s['seed']['train']:.3f} "
         f"validation {s['seed']['validation']:.3f} | "
         f"best train {s['best']['train']:.3f} validation {s['best']['validation']:.3f} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
     )
-    print(line)
     if quiet:
         return
     chosen = "the seed" if not result.improved else f"candidate {result.best_id}"
     print(f"stop reason: {result.stop_reason}; chosen: {chosen}")
-    print(f"result written to {path}")
+    print(f"result written to {run_dir / result_file}")
+    print(f"report: {run_dir / 'report.html'} (open it in a browser) and {run_dir / 'report.md'}")
+    print(f"best instructions: {run_dir / 'best_instructions.json'}; to apply: {run_dir / 'apply_best.py'}")
     for prompt, text in result.best_instructions.items():
         print(f"\nbest instruction for {prompt}:\n{text}")
 
 
-class UsageError(Exception):
-    """A command line that parses but does not make sense (exit code 2)."""
+# --- evaluate --------------------------------------------------------------------------------------
+
+
+def _validation_run(args: argparse.Namespace) -> Path:
+    if args.run is not None:
+        return Path(args.run)
+    if args.instructions.is_dir():
+        return Path(args.instructions)
+    if (args.instructions.parent / "result.json").is_file():
+        return args.instructions.parent
+    raise UsageError("--split validation needs the run directory: pass --run DIR")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from promptevolver.build import load_dataset
+    from promptevolver.export import load_instructions
+    from promptevolver.scoring import score_instructions, validation_positions
+
+    config = _load_config(args.config, args)
+    instructions = load_instructions(args.instructions)
+    dataset = load_dataset(config)
+    positions = validation_positions(_validation_run(args), dataset) if args.split == "validation" else None
+    card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    if args.json:
+        print(json.dumps(card.to_dict()))
+        return 0
+    a = card.agreement
+    where = "all usable samples" if card.split == "all" else "the run's validation samples"
+    if not args.quiet:
+        print(f"{card.metric}: {args.instructions} on {where} ({a.n})")
+    print(a.summary())
+    if not args.quiet:
+        if a.confusion is not None:
+            (tn, fp), (fn, tp) = a.confusion
+            print(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
+        print(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
+    return 0
+
+
+# --- estimate --------------------------------------------------------------------------------------
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from promptevolver.estimate import estimate
+
+    config = _load_config(args.config, args)
+    e = estimate(config)
+    if args.json:
+        print(json.dumps(e.to_dict()))
+        return 0
+    cost = _cost_text(e.cost_usd, config)
+    line = (
+        f"expected LLM calls: {e.total_calls:,} ({e.judge_calls:,} judge + {e.meta_calls:,} meta); "
+        f"tokens: {e.prompt_tokens + e.completion_tokens:,}; cost: {cost}"
+    )
+    if args.quiet:
+        print(line)
+        return 0
+    gens = config.effective_optimizer().generations
+    print(f"estimate for {args.config} (no LLM called)")
+    print(
+        f"  split: {e.train} train, {e.validation} validation; the annotated judge disagrees with the "
+        f"humans on {e.seed_error_rate:.1%} of samples (~{e.seed_error_rate * e.train:.1f} train samples)"
+    )
+    print(f"  expected generations: {e.generations} of {gens} (early stopping model)")
+    print(f"  {line}")
+    print(f"  prompt tokens {e.prompt_tokens:,}, completion tokens {e.completion_tokens:,}")
+    print(f"  at most {e.max_calls:,} calls (every generation run, every offspring judged on all of train)")
+    if args.verbose:
+        for p in e.phases:
+            print(f"    {p['phase']:>13}: {p['judge_calls']:>9,.1f} judge, {p['meta_calls']:>6,.1f} meta")
+    return 0
+
+
+def _cost_text(cost: float | None, config: RunConfig) -> str:
+    if cost is None:
+        return f"unknown (no price for {config.llm.priced_model!r} in llm.prices)"
+    return f"${cost:,.4f}" + (" (simulated LLM)" if config.llm.provider == "fake" and cost == 0 else "")
+
+
+# --- report and bench ------------------------------------------------------------------------------
+
+
+def _report(args: argparse.Namespace) -> int:
+    from promptevolver.report import write_report
+
+    paths = write_report(args.run_dir)
+    print(paths[1])
+    _say(args, "also wrote " + ", ".join(str(p) for p in [paths[0], *paths[2:]]))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from promptevolver.bench import run_benchmarks, to_markdown
+
+    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line))
+    print(to_markdown(summary))
+    return 0
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "optimize": _optimize,
+    "evaluate": _evaluate,
+    "estimate": _estimate,
+    "report": _report,
+    "bench": _bench,
+}
+
+
+@contextmanager
+def _console(args: argparse.Namespace) -> Iterator[None]:
+    """Warnings as one stderr line each (none when quiet); INFO logs when verbose."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("promptevolver: %(message)s"))
+    logger = logging.getLogger("promptevolver")
+    level = logger.level
+    with warnings.catch_warnings():
+        if args.quiet:
+            warnings.simplefilter("ignore")
+        warnings.showwarning = lambda message, category, *_a, **_k: print(
+            f"promptevolver: warning: {message}", file=sys.stderr
+        )
+        if args.verbose:
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``promptevolver`` console script; returns the exit code."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        return _bench(args) if args.command == "bench" else _optimize(args)
-    except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"promptevolver: error: {exc}", file=sys.stderr)
-        return 2
-    except PromptEvolverError as exc:
-        if args.debug:
-            raise
-        print(f"promptevolver: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("promptevolver: interrupted", file=sys.stderr)
-        return 130
+    """Entry point of the ``promptevolver`` console script; returns the exit code.
+
+    Raises:
+        SystemExit: from argparse, for ``--help``/``--version`` (0) and malformed command lines (2).
+    """
+    args = _parser().parse_args(argv)
+    with _console(args):
+        try:
+            return _COMMANDS[args.command](args)
+        except (UsageError, OverrideError) as exc:
+            print(f"promptevolver {args.command}: error: {_one_line(exc)} (see --help)", file=sys.stderr)
+            return 2
+        except (PromptEvolverError, OSError) as exc:
+            if args.debug:
+                raise
+            print(f"promptevolver: error: {_one_line(exc)}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("promptevolver: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            if args.debug:
+                raise
+            print(
+                f"promptevolver: internal error: {type(exc).__name__}: {_one_line(exc)} "
+                "(rerun with --debug for the traceback)",
+                file=sys.stderr,
+            )
+            return 1
 
 
 if __name__ == "__main__":

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from promptevolver.errors import AnnotationError, LLMError, OutputParseError
+from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputParseError
+from promptevolver.export import load_instructions, metric_config_near
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
 from promptevolver.prompts import Prompt
 
@@ -118,6 +120,39 @@ class AspectCritic:
 
     def __repr__(self) -> str:
         return f"AspectCritic(name={self.name!r}, definition={self.definition!r})"
+
+    @classmethod
+    def from_result(
+        cls,
+        path: str | Path,
+        *,
+        name: str | None = None,
+        definition: str | None = None,
+        **kwargs: Any,
+    ) -> AspectCritic:
+        """A judge with the best instructions of a run applied.
+
+        Args:
+            path: a run directory, its ``result.json``, or a JSON object prompt name → instruction
+                (e.g. ``best_instructions.json``); see :func:`promptevolver.export.load_instructions`.
+            name, definition: the judge's; default: those of the run's ``config.yaml`` next to
+                ``path``.
+            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``).
+
+        Raises:
+            ConfigError: unreadable instructions, or no name/definition given and no config.yaml
+                next to ``path`` to take them from.
+            KeyError: the instructions name a prompt this judge does not have.
+        """
+        instructions = load_instructions(path)
+        if name is None or definition is None:
+            config = metric_config_near(path)
+            if config is None:
+                raise ConfigError(f"{path}: pass name= and definition= (no config.yaml next to it)")
+            name, definition = name or config.name, definition or config.definition
+        metric = cls(name=name, definition=definition, **kwargs)
+        metric.set_instructions(instructions)
+        return metric
 
     def get_prompts(self) -> dict[str, Prompt[Any]]:
         """Prompt name → prompt (a copy of the mapping; prompts are immutable)."""

@@ -6,18 +6,24 @@ Layout::
     DIR/checkpoint.json    search state after the last finished generation (see checkpoint.py)
     DIR/best_so_far.json   best train candidate at the last checkpoint
     DIR/result.json        the result contract of DESIGN.md (OptimizationResult.to_dict())
+    DIR/report.md, DIR/report.html, DIR/plots/   the run report (see report.py)
+    DIR/best_instructions.json, DIR/apply_best.py   the best instructions to take away (export.py)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
 from promptevolver.config import RunConfig
+from promptevolver.export import write_exports
+from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.report import write_report
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 
@@ -43,11 +49,17 @@ def write_result(directory: str | Path, result: OptimizationResult) -> Path:
 
 
 def execute(
-    config: RunConfig, run_dir: str | Path, *, resume: bool = False, progress: bool = False
+    config: RunConfig,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    progress: bool = False,
+    callbacks: Sequence[Callback] = (),
 ) -> OptimizationResult:
     """Build everything ``config`` names, optimize, and write the run directory.
 
-    Writes config.yaml first, a checkpoint after every generation and result.json at the end.
+    Writes config.yaml first, a checkpoint after every generation, and at the end result.json,
+    the exports and the report. ``callbacks`` receive the optimizer's events.
 
     Raises:
         PromptEvolverError: bad data, config, budget or checkpoint (see :mod:`promptevolver.errors`).
@@ -60,8 +72,12 @@ def execute(
     if config.reflection_llm is not None:
         reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed)
     metric = build_metric(config.metric, temperature=config.llm.temperature)
-    optimizer = GeneticOptimizer(metric=metric, llm=llm, reflection_llm=reflection, progress=progress)
+    optimizer = GeneticOptimizer(
+        metric=metric, llm=llm, reflection_llm=reflection, progress=progress, callbacks=callbacks
+    )
     write_config(run_dir, config)
     result = optimizer.optimize(dataset, build_loss(config.loss), opt_config, run_dir=run_dir, resume=resume)
     write_result(run_dir, result)
+    write_exports(run_dir, result.best_instructions, config.metric)
+    write_report(run_dir, dataset=dataset)
     return result

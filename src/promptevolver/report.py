@@ -1,0 +1,431 @@
+"""Run reports: ``report.md`` and a self-contained ``report.html`` in every run directory.
+
+``promptevolver optimize`` writes them at the end of a run; ``promptevolver report DIR``
+regenerates them. They answer, in this order: is the new judge prompt better on samples it has
+not seen (seed vs best on train and validation: accuracy, F1 and Cohen's kappa for a binary
+metric, MSE and MAE for a numeric one), how the search went (fitness and calls per generation),
+where the verdicts land (confusion matrices on validation), what changed in the wording (a word
+diff), where it still disagrees with the humans (with the human's reason), where the winner came
+from (its lineage) and what it cost (usage by operation).
+
+Files written::
+
+    DIR/report.md            Markdown; plots linked as files
+    DIR/report.html          one HTML page; CSS inline, plots embedded as base64 PNG; no network
+    DIR/plots/fitness.png    best and mean train fitness per generation
+    DIR/plots/calls.png      LLM calls spent per generation
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.report_data import RunFacts, lineage, load_run, word_diff
+from promptevolver.report_plots import calls_png, fitness_png
+from promptevolver.report_render import (
+    Bullets,
+    Diff,
+    Fold,
+    Image,
+    Para,
+    Pre,
+    Section,
+    Table,
+    to_html,
+    to_markdown,
+)
+
+__all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]
+
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+PLOTS_DIR = "plots"
+#: Disagreements listed per split at most (the count is always given).
+MAX_DISAGREEMENTS = 50
+
+_STOP_REASONS = {
+    "generations": "all {generations} generations ran",
+    "perfect_train": "a candidate got every train sample right",
+    "patience": "the best train score did not improve for {patience} generations (patience)",
+    "exhausted": "every possible offspring had been tried",
+    "budget": "the budget could not pay for another generation",
+    "population_size_1": "the population size is 1, so only the seed was evaluated",
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    """A rendered report: its title, Markdown, HTML and plots (file name → PNG bytes)."""
+
+    title: str
+    markdown: str
+    html: str
+    images: dict[str, bytes]
+
+
+def build_report(facts: RunFacts) -> Report:
+    """Render the report of a run from its facts (see :func:`promptevolver.report_data.load_run`)."""
+    sections = [
+        _summary(facts),
+        _scores(facts),
+        _progress(facts),
+        _confusion(facts),
+        _wording(facts),
+        _disagreements(facts),
+        _lineage(facts),
+        _usage(facts),
+        _details(facts),
+    ]
+    kept = [s for s in sections if s is not None]
+    images = {b.name: b.png for s in kept for b in s.blocks if isinstance(b, Image)}
+    title = f"promptevolver report: {facts.result['metric']}"
+    return Report(title, to_markdown(title, kept), to_html(title, kept), images)
+
+
+def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None) -> list[Path]:
+    """Write report.md, report.html and plots/*.png into ``run_dir``; return their paths.
+
+    Args:
+        run_dir: a run directory (with result.json; config.yaml and checkpoint.json add the
+            per-sample parts).
+        dataset: the run's annotations, when already loaded (skips loading them again).
+
+    Raises:
+        ReportError: no readable result.json in ``run_dir``.
+        OSError: the files cannot be written.
+    """
+    directory = Path(run_dir)
+    report = build_report(load_run(directory, dataset=dataset))
+    plots = directory / PLOTS_DIR
+    plots.mkdir(exist_ok=True)
+    paths = [directory / REPORT_MD, directory / REPORT_HTML]
+    paths[0].write_text(report.markdown, encoding="utf-8")
+    paths[1].write_text(report.html, encoding="utf-8")
+    for name, png in report.images.items():
+        (plots / name).write_bytes(png)
+        paths.append(plots / name)
+    return paths
+
+
+# --- sections ------------------------------------------------------------------------------------
+
+
+def _metric_name(result: dict[str, Any]) -> str:
+    return str(result["loss"].get("metric") or result["loss"]["name"])
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _verdict(facts: RunFacts) -> str:
+    r, name = facts.result, _metric_name(facts.result)
+    seed, best = r["scores"]["seed"]["validation"], r["scores"]["best"]["validation"]
+    n_val = r["split"]["validation"]
+    agreed = _agreed(facts, "best"), _agreed(facts, "seed")
+    counts = (
+        f" It agrees with the humans on {agreed[0]} of {n_val}, the seed on {agreed[1]}."
+        if None not in agreed
+        else ""
+    )
+    if r.get("best_id", 0) == 0:
+        return (
+            f"No candidate beat the original instruction on the {n_val} held-out validation samples, so the "
+            f"original (seed) instruction is kept: validation {name} {seed:.3f}.{counts}"
+        )
+    return (
+        f"The optimized instruction (candidate #{r['best_id']}) scores validation {name} {best:.3f} on "
+        f"{n_val} held-out samples, against {seed:.3f} for the original (seed) instruction.{counts}"
+    )
+
+
+def _agreed(facts: RunFacts, who: str) -> int | None:
+    a = facts.agreements.get((who, "validation"))
+    if a is None or a.confusion is None:
+        return None
+    return a.confusion[0][0] + a.confusion[1][1]
+
+
+def _stop_sentence(result: dict[str, Any]) -> str:
+    cfg = result.get("config", {})
+    template = _STOP_REASONS.get(result["stop_reason"], "stop reason: {reason}")
+    gens = max(0, len(result.get("history", [])) - 1)
+    why = template.format(
+        reason=result["stop_reason"], **{k: cfg.get(k, "?") for k in ("generations", "patience")}
+    )
+    return f"The search ran {gens} generation(s) after the initial population and stopped because {why}."
+
+
+def _cost_sentence(facts: RunFacts) -> str:
+    u = facts.result["usage"]
+    calls = u["llm_calls"]["judge"] + u["llm_calls"]["meta"]
+    tokens = u["prompt_tokens"] + u["completion_tokens"]
+    cost = f"${u.get('cost_usd', 0.0):.4f}"
+    if facts.config is not None and facts.config.llm.provider == "fake":
+        cost += " (simulated LLM)"
+    return (
+        f"It cost {calls} LLM calls ({u['llm_calls']['judge']} judge, {u['llm_calls']['meta']} meta), "
+        f"{tokens:,} tokens and {cost}, in {facts.result.get('duration_s', 0):.1f} s."
+    )
+
+
+def _summary(facts: RunFacts) -> Section:
+    blocks: list[Any] = [
+        Para(_verdict(facts), lead=True),
+        Para(_stop_sentence(facts.result)),
+        Para(_cost_sentence(facts)),
+    ]
+    return Section("Outcome", blocks)
+
+
+def _scores(facts: RunFacts) -> Section:
+    r, name = facts.result, _metric_name(facts.result)
+    if facts.binary:
+        headers = [
+            "instruction",
+            "split",
+            "samples",
+            f"fitness ({name})",
+            "accuracy",
+            "F1",
+            "Cohen's kappa",
+            "failed",
+        ]
+    else:
+        headers = ["instruction", "split", "samples", f"fitness ({name})", "MSE", "MAE", "failed"]
+    rows = []
+    for who in ("seed", "best"):
+        for split in ("train", "validation"):
+            a = facts.agreements.get((who, split))
+            n = str(a.n if a else r["split"].get(split, ""))
+            figures = _figures(a, facts.binary)
+            label = "original (seed)" if who == "seed" else "optimized (best)"
+            rows.append([label, split, n, _f(r["scores"][who][split]), *figures])
+    blocks: list[Any] = [Table(headers, rows)]
+    if not facts.agreements:
+        blocks.append(Para("Per-sample figures are not available for this run (see Run details)."))
+    else:
+        blocks.append(
+            Para(
+                "Fitness is the loss the search optimized (higher is better)."
+                if r["loss"].get("higher_is_better", True)
+                else "Fitness is the loss the search optimized (lower is better)."
+            )
+        )
+    return Section("Seed vs best", blocks)
+
+
+def _figures(a: Any, binary: bool) -> list[str]:
+    width = 4 if binary else 3
+    if a is None:
+        return ["n/a"] * width
+    if binary:
+        return [_f(a.accuracy), _f(a.f1), _f(a.cohen_kappa, 2), str(a.failures)]
+    return [_f(a.mse, 4), _f(a.mae, 4), str(a.failures)]
+
+
+def _progress(facts: RunFacts) -> Section | None:
+    r = facts.result
+    if not r.get("history"):
+        return None
+    fitness = fitness_png(
+        r["history"],
+        metric=_metric_name(r),
+        higher_is_better=r["loss"].get("higher_is_better", True),
+        scores=r["scores"],
+    )
+    calls = calls_png(
+        r["history"], judge_total=r["usage"]["llm_calls"]["judge"], meta_total=r["usage"]["llm_calls"]["meta"]
+    )
+    return Section(
+        "Search progress",
+        [
+            Image("fitness.png", fitness, "Best and mean train fitness per generation"),
+            Image("calls.png", calls, "LLM calls spent per generation"),
+        ],
+        row=True,
+    )
+
+
+def _confusion(facts: RunFacts) -> Section | None:
+    if not facts.binary:
+        return None
+    tables: list[Any] = []
+    for who, label in (("seed", "Original (seed)"), ("best", "Optimized (best)")):
+        a = facts.agreements.get((who, "validation"))
+        if a is None or a.confusion is None:
+            continue
+        (tn, fp), (fn, tp) = a.confusion
+        rows = [["human 0", str(tn), str(fp)], ["human 1", str(fn), str(tp)]]
+        tables.append(
+            Table(["", "judge 0", "judge 1"], rows, caption=f"{label}: {a.n} validation samples", heat=True)
+        )
+    if not tables:
+        return Section(
+            "Confusion matrices (validation)", [Para("Per-sample validation verdicts are not available.")]
+        )
+    tables.append(Para("Rows: the human label; columns: the judge's verdict. The diagonal is agreement."))
+    return Section("Confusion matrices (validation)", tables, row=True)
+
+
+def _wording(facts: RunFacts) -> Section:
+    r = facts.result
+    blocks: list[Any] = []
+    for prompt, best in r["best_instructions"].items():
+        seed = r["seed_instructions"].get(prompt, "")
+        if seed == best:
+            blocks.append(Pre(best, caption=f"{prompt}: unchanged"))
+            continue
+        blocks.append(
+            Diff(
+                word_diff(seed, best),
+                caption=f"{prompt}: removed words struck through, added words highlighted",
+            )
+        )
+        blocks.append(Pre(best, caption=f"{prompt}: the optimized instruction in full"))
+    return Section("What changed in the instruction", blocks)
+
+
+def _disagreements(facts: RunFacts) -> Section:
+    blocks: list[Any] = []
+    for split in ("validation", "train"):
+        if ("best", split) not in facts.judgements:
+            blocks.append(Para(f"{split.capitalize()}: per-sample verdicts are not available."))
+            continue
+        found = facts.disagreements(split)
+        total = len(facts.positions.get(split, []))
+        summary = f"{split.capitalize()}: {len(found)} of {total} samples disagree."
+        listed = _disagreement_blocks(found)
+        if split == "train" and listed:  # held-out samples matter most; train ones stay folded
+            blocks.append(Fold(summary + " (show)", listed))
+        else:
+            blocks += [Para(summary), *listed]
+    return Section("Where the best prompt still disagrees with the humans", blocks)
+
+
+def _disagreement_blocks(found: list[Any]) -> list[Para | Table]:
+    if not found:
+        return []
+    headers = ["sample", "question", "response", "human", "judge", "judge's reason", "human's reason"]
+    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d) for d in found[:MAX_DISAGREEMENTS]])]
+    if len(found) > MAX_DISAGREEMENTS:
+        blocks.append(Para(f"… and {len(found) - MAX_DISAGREEMENTS} more."))
+    return blocks
+
+
+def _short(value: Any, limit: int = 240) -> str:
+    text = " ".join(str(value or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _disagreement_row(d: Any) -> list[str]:
+    human = d.human_reason or f"({d.human_action}; no reason given)"
+    if d.human_reason and d.human_action != "accepted":
+        human = f"{d.human_reason} ({d.human_action})"
+    verdict = "failed" if d.verdict is None else f"{d.verdict:g}"
+    return [
+        f"#{d.position}",
+        _short(d.inputs.get("user_input"), 160),
+        _short(d.inputs.get("response"), 140),
+        f"{d.label:g}",
+        verdict,
+        _short(d.judge_reason),
+        _short(human, 400),
+    ]
+
+
+def _lineage(facts: RunFacts) -> Section:
+    steps = lineage(facts.result)
+    rows = [
+        [
+            "  " * s.depth + f"#{s.id}",
+            str(s.generation),
+            s.operator,
+            ", ".join(f"#{p}" for p in s.parents) or "—",
+            _f(s.train),
+            _f(s.validation),
+            _short("; ".join(s.feedback), 300) or "—",
+        ]
+        for s in steps
+    ]
+    headers = ["candidate", "generation", "operator", "parents", "train", "validation", "feedback applied"]
+    intro = Para(
+        "The chosen candidate first, then its parents and their parents. Validation is measured only for "
+        "the finalists."
+    )
+    return Section("Lineage of the chosen candidate", [intro, Table(headers, rows)])
+
+
+def _usage(facts: RunFacts) -> Section:
+    u = facts.result["usage"]
+    extra = [k for k in ("prompt_tokens", "completion_tokens", "cost_usd") if f"{k}_by_operation" in u]
+    headers = ["operation", "calls", "cache hits", "retries", "failures", *extra]
+    ops = sorted(set(u.get("calls_by_operation", {})) | set(u.get("cache_hits_by_operation", {})))
+    rows = [
+        [
+            op,
+            *(
+                str(u.get(f"{k}_by_operation", {}).get(op, 0))
+                for k in ("calls", "cache_hits", "retries", "failures")
+            ),
+        ]
+        + [str(u[f"{k}_by_operation"].get(op, 0)) for k in extra]
+        for op in ops
+    ]
+    totals = Bullets(
+        [
+            f"prompt tokens: {u['prompt_tokens']:,}; completion tokens: {u['completion_tokens']:,}",
+            f"cost: ${u.get('cost_usd', 0.0):.4f}"
+            + ("" if u.get("cost_usd") else " (no prices in the config, or a free simulated LLM)"),
+            f"cache hits: {u.get('cache_hits', 0)}; retries: {u.get('retries', 0)}; "
+            f"failed calls: {u.get('failures', 0)}",
+        ]
+    )
+    blocks: list[Any] = [Table(headers, rows), totals]
+    if not extra:
+        blocks.append(Para("Tokens and cost are recorded for the whole run, not per operation."))
+    return Section("Usage and cost by operation", blocks)
+
+
+def _details(facts: RunFacts) -> Section:
+    r, cfg = facts.result, facts.result.get("config", {})
+    split = r["split"]
+    knobs = ("population_size", "generations", "patience", "minibatch_size", "finalists")
+    items = [
+        f"metric: {r['metric']}; loss: {r['loss'].get('name')} ({_metric_name(r)})",
+        f"split: {split['train']} train, {split['validation']} validation ({split.get('strategy', '')})",
+        "; ".join(f"{k}: {cfg.get(k, '?')}" for k in knobs),
+        f"random seed: {r.get('random_seed')}; stop reason: {r['stop_reason']}; "
+        f"duration: {r.get('duration_s', 0):.1f} s",
+        f"candidates created: {len(r.get('lineage', []))}; operator outcomes: {_operator_stats(r)}",
+    ]
+    if facts.config is not None:
+        items.insert(0, f"dataset: {_dataset_name(facts)}; LLM: {_llm_name(facts)}")
+    blocks: list[Any] = [Bullets(items)]
+    if facts.notes:
+        blocks += [Para("Notes:"), Bullets(facts.notes)]
+    return Section("Run details", blocks)
+
+
+def _operator_stats(result: dict[str, Any]) -> str:
+    stats = result.get("operator_stats", {})
+    rejected = sum(stats.get("rejected", {}).values())
+    return (
+        f"{rejected} rejected, {stats.get('duplicates', 0)} duplicates, "
+        f"{stats.get('screened_out', 0)} screened out on a minibatch"
+    )
+
+
+def _dataset_name(facts: RunFacts) -> str:
+    assert facts.config is not None
+    d = facts.config.dataset
+    return str(d) if isinstance(d, Path) else f"synthetic {d.synthetic.model_dump()}"
+
+
+def _llm_name(facts: RunFacts) -> str:
+    assert facts.config is not None
+    llm = facts.config.llm
+    return "simulated judge (provider fake)" if llm.provider == "fake" else f"{llm.model} ({llm.provider})"

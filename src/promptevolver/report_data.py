@@ -1,0 +1,357 @@
+"""What a run report shows, gathered from a run directory.
+
+Sources, all in the run directory:
+
+* ``result.json`` — scores, history, usage, lineage, ``split.validation_positions``;
+* ``config.yaml`` — the dataset (a file or ``{synthetic: ...}``), metric, loss and LLM;
+* ``checkpoint.json`` — every judgement made up to the last generation (``memo``), hence the
+  per-sample verdicts of the seed and of the best candidate on train.
+
+Validation verdicts per sample come from the checkpoint when it holds them; otherwise they are
+re-judged when the run used the simulated LLM (free and deterministic: the very verdicts the run
+saw); otherwise they are not available and :attr:`RunFacts.notes` says so. Nothing here calls a
+paid LLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from promptevolver.agreement import Agreement, agreement_of
+from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
+from promptevolver.build import build_llm, build_metric, load_dataset
+from promptevolver.config import RunConfig, load_run_config
+from promptevolver.errors import PromptEvolverError
+from promptevolver.evaluation import CandidateKey, Evaluator, candidate_key
+from promptevolver.metrics import AspectCritic, Judgement
+
+__all__ = [
+    "Disagreement",
+    "LineageStep",
+    "ReportError",
+    "RunFacts",
+    "lineage",
+    "load_run",
+    "word_diff",
+]
+
+RESULT_FILE = "result.json"
+CONFIG_FILE = "config.yaml"
+CHECKPOINT_FILE = "checkpoint.json"
+#: Numeric metrics: a sample disagrees when the judge is off by more than this.
+NUMERIC_TOLERANCE = 0.25
+
+
+class ReportError(PromptEvolverError):
+    """A run directory that cannot be reported on (no or unreadable result.json)."""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A sample where the best candidate's verdict differs from the human label.
+
+    Attributes:
+        split: ``validation`` or ``train``.
+        position: the sample's index in the annotation set.
+        inputs: the judge's input fields (``user_input``, ``response``, ``reference``, ...).
+        label: the human label; verdict: the best candidate's verdict (None: evaluation failed).
+        judge_reason: the best candidate's reason (or its error).
+        human_reason: the human's reason (edited, or accepted), None when there is none.
+        human_action: ``edited``, ``rejected without an edit``, ``accepted`` or ``target``.
+    """
+
+    split: str
+    position: int
+    inputs: dict[str, Any]
+    label: float
+    verdict: float | None
+    judge_reason: str
+    human_reason: str | None
+    human_action: str
+
+
+@dataclass(frozen=True)
+class LineageStep:
+    """One ancestor of the best candidate (the best itself at depth 0), from result.json's lineage."""
+
+    depth: int
+    id: int
+    generation: int
+    operator: str
+    parents: list[int]
+    train: float | None
+    validation: float | None
+    feedback: list[str]
+
+
+@dataclass
+class RunFacts:
+    """Everything a report shows about one run.
+
+    Attributes:
+        run_dir: the run directory.
+        result: result.json as a dict.
+        config: the run config (None when config.yaml is missing or invalid; see ``notes``).
+        dataset: the annotations (None when they cannot be loaded).
+        binary: True for a binary metric (accuracy, F1, kappa), False for a numeric one.
+        positions: ``train`` / ``validation`` → sample positions (empty when unknown).
+        judgements: (``seed`` | ``best``, split) → position → judgement, where available.
+        agreements: (``seed`` | ``best``, split) → agreement figures, where available.
+        notes: why something is missing, in plain words.
+    """
+
+    run_dir: Path
+    result: dict[str, Any]
+    config: RunConfig | None = None
+    dataset: SingleMetricAnnotation | None = None
+    binary: bool = True
+    positions: dict[str, list[int]] = field(default_factory=dict)
+    judgements: dict[tuple[str, str], dict[int, Judgement]] = field(default_factory=dict)
+    agreements: dict[tuple[str, str], Agreement] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def labels(self) -> list[float | None]:
+        return [] if self.dataset is None else self.dataset.labels()
+
+    def disagreements(self, split: str) -> list[Disagreement]:
+        """Samples of ``split`` where the best candidate disagrees with the human, in sample order."""
+        judged = self.judgements.get(("best", split))
+        if judged is None or self.dataset is None:
+            return []
+        labels = self.labels
+        out = []
+        for p in sorted(judged):
+            label, j = labels[p], judged[p]
+            if label is not None and _disagrees(j.score, label, self.binary):
+                out.append(_disagreement(split, p, self.dataset.samples[p], label, j))
+        return out
+
+
+def _disagrees(score: float | None, label: float, binary: bool) -> bool:
+    if score is None:
+        return True
+    return score != label if binary else abs(score - label) > NUMERIC_TOLERANCE
+
+
+def _disagreement(
+    split: str, position: int, sample: SampleAnnotation, label: float, j: Judgement
+) -> Disagreement:
+    prompt = sample.prompts.get(AspectCritic.PROMPT_NAME)
+    edited = prompt.edited_output if prompt else None
+    if sample.target is not None:
+        action = "target"
+    elif edited is not None:
+        action = "edited"
+    else:
+        action = "accepted" if sample.is_accepted else "rejected without an edit"
+    approved = sample.expected_output(AspectCritic.PROMPT_NAME) or {}
+    reason = approved.get("reason")
+    return Disagreement(
+        split=split,
+        position=position,
+        inputs=dict(sample.metric_input),
+        label=label,
+        verdict=j.score,
+        judge_reason=j.reason or (f"(failed: {j.error})" if j.error else ""),
+        human_reason=str(reason) if reason else None,
+        human_action=action,
+    )
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ReportError(f"{path}: not found (is this a run directory?)") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: unreadable ({exc})") from exc
+
+
+def load_run(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None) -> RunFacts:
+    """Gather a run's facts (see the module docstring); ``dataset`` skips reloading the annotations.
+
+    Raises:
+        ReportError: ``run_dir`` has no readable result.json.
+    """
+    directory = Path(run_dir)
+    result = _read_json(directory / RESULT_FILE)
+    if not isinstance(result, dict) or "scores" not in result:
+        raise ReportError(f"{directory / RESULT_FILE}: not a promptevolver result")
+    facts = RunFacts(run_dir=directory, result=result, binary=result["loss"].get("name") != "MSELoss")
+    facts.config = _config(directory, facts.notes)
+    facts.dataset = dataset if dataset is not None else _dataset(facts.config, facts.notes)
+    if facts.dataset is not None:
+        _gather_verdicts(facts)
+    return facts
+
+
+def _config(directory: Path, notes: list[str]) -> RunConfig | None:
+    try:
+        return load_run_config(directory / CONFIG_FILE)
+    except PromptEvolverError as exc:
+        notes.append(f"The run config could not be read ({exc}); per-sample results are left out.")
+        return None
+
+
+def _dataset(config: RunConfig | None, notes: list[str]) -> SingleMetricAnnotation | None:
+    if config is None:
+        return None
+    try:
+        return load_dataset(config)
+    except PromptEvolverError as exc:
+        notes.append(f"The annotations could not be loaded ({exc}); per-sample results are left out.")
+        return None
+
+
+def _memo(directory: Path) -> dict[tuple[CandidateKey, int], Judgement]:
+    """checkpoint.json's judgements by (candidate key, position); empty without a checkpoint."""
+    path = directory / CHECKPOINT_FILE
+    if not path.is_file():
+        return {}
+    state = _read_json(path)
+    out = {}
+    for key, position, judgement in state.get("memo", []):
+        out[(tuple((name, text) for name, text in key), int(position))] = Judgement(**judgement)
+    return out
+
+
+def _gather_verdicts(facts: RunFacts) -> None:
+    """Fill positions, judgements and agreements of seed and best on train and validation."""
+    assert facts.dataset is not None
+    result, memo = facts.result, _memo(facts.run_dir)
+    validation = list(result.get("split", {}).get("validation_positions", []))
+    keys = {
+        "seed": candidate_key(result["seed_instructions"]),
+        "best": candidate_key(result["best_instructions"]),
+    }
+    train = _train_positions(facts, memo, keys["seed"], validation)
+    facts.positions = {"train": train, "validation": validation}
+    missing: dict[tuple[str, str], list[int]] = {}
+    for who, key in keys.items():
+        for split, positions in facts.positions.items():
+            found = {p: memo[(key, p)] for p in positions if (key, p) in memo}
+            facts.judgements[(who, split)] = found
+            if len(found) < len(positions):
+                missing[(who, split)] = [p for p in positions if p not in found]
+    _rejudge_missing(facts, missing)
+    labels = facts.labels
+    for (who, split), judged in list(facts.judgements.items()):
+        positions = facts.positions[split]
+        if positions and len(judged) == len(positions):
+            facts.agreements[(who, split)] = agreement_of(judged, positions, labels, binary=facts.binary)
+        else:
+            del facts.judgements[(who, split)]
+
+
+def _train_positions(
+    facts: RunFacts,
+    memo: Mapping[tuple[CandidateKey, int], Judgement],
+    seed: CandidateKey,
+    validation: Sequence[int],
+) -> list[int]:
+    """The train positions: those the seed was judged on (it is judged on all of train and, during
+    the search, on nothing else); without a checkpoint, the usable samples outside validation when
+    that matches the recorded train size (no cap was applied)."""
+    held_out = set(validation)
+    judged = sorted({p for (key, p) in memo if key == seed} - held_out)
+    if judged:
+        return judged
+    assert facts.dataset is not None
+    usable = [i for i, y in enumerate(facts.labels) if y is not None and i not in held_out]
+    return usable if len(usable) == facts.result.get("split", {}).get("train") else []
+
+
+def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int]]) -> None:
+    """Re-judge missing verdicts with the simulated LLM (free, deterministic), or note why not."""
+    if not missing:
+        return
+    config = facts.config
+    if config is None or config.llm.provider != "fake":
+        provider = "unknown" if config is None else config.llm.provider
+        facts.notes.append(
+            f"Per-sample verdicts on {', '.join(sorted({s for _, s in missing}))} are not recorded for this "
+            f"run and are not re-judged (provider {provider}: that would cost LLM calls)."
+        )
+        return
+    assert facts.dataset is not None
+    instructions = {"seed": facts.result["seed_instructions"], "best": facts.result["best_instructions"]}
+    for (who, split), positions in missing.items():
+        found = asyncio.run(
+            _judge(config, facts.dataset, instructions[who], positions, facts.result["random_seed"])
+        )
+        facts.judgements[(who, split)].update(found)
+
+
+async def _judge(
+    config: RunConfig,
+    dataset: SingleMetricAnnotation,
+    instructions: Mapping[str, str],
+    positions: Sequence[int],
+    random_seed: int,
+) -> dict[int, Judgement]:
+    llm = build_llm(config.llm.model_copy(update={"cache": None}), dataset=dataset, random_seed=random_seed)
+    metric = build_metric(config.metric, temperature=config.llm.temperature)
+    evaluator = Evaluator(metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency)
+    return await evaluator.evaluate(instructions, positions)
+
+
+# --- lineage and wording -----------------------------------------------------------------------
+
+
+def lineage(result: Mapping[str, Any]) -> list[LineageStep]:
+    """The best candidate and its ancestors, breadth first (each once), from result.json."""
+    by_id = {c["id"]: c for c in result.get("lineage", [])}
+    out: list[LineageStep] = []
+    queue, seen = [(result.get("best_id", 0), 0)], set()
+    while queue:
+        cid, depth = queue.pop(0)
+        if cid in seen or cid not in by_id:
+            continue
+        seen.add(cid)
+        c = by_id[cid]
+        out.append(
+            LineageStep(
+                depth,
+                cid,
+                c["generation"],
+                c["operator"],
+                list(c["parents"]),
+                c["train"],
+                c["validation"],
+                list(c.get("feedback", [])),
+            )
+        )
+        queue.extend((p, depth + 1) for p in c["parents"])
+    return out
+
+
+_TOKEN = re.compile(r"\n|[^\s]+")
+
+
+def word_diff(before: str, after: str) -> list[tuple[str, str]]:
+    """Word-level diff of two texts: (``equal`` | ``delete`` | ``insert``, text) runs, where text
+    is words joined by single spaces (line breaks kept as ``\\n``). Joining the ``equal`` and
+    ``delete`` runs gives ``before``'s words, ``equal`` and ``insert`` ``after``'s."""
+    a, b = _TOKEN.findall(before), _TOKEN.findall(after)
+    out: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op in ("equal", "delete", "replace"):
+            out.append(("equal" if op == "equal" else "delete", _join(a[i1:i2])))
+        if op in ("insert", "replace"):
+            out.append(("insert", _join(b[j1:j2])))
+    return out
+
+
+def _join(words: Sequence[str]) -> str:
+    return " ".join(words).replace(" \n ", "\n").replace("\n ", "\n").replace(" \n", "\n")

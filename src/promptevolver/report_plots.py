@@ -1,0 +1,92 @@
+"""The report's plots as PNG bytes (matplotlib, Agg canvas; no display, no pyplot state).
+
+* :func:`fitness_png` — best and mean train fitness per generation, with the seed's train score
+  and the final validation scores for reference;
+* :func:`calls_png` — judge and meta calls spent by the end of each generation, and in all.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+__all__ = ["calls_png", "fitness_png"]
+
+_SIZE = (6.0, 4.0)
+_DPI = 110
+_BEST, _MEAN, _SEED, _META = "#1f6feb", "#8c959f", "#bf8700", "#8250df"
+
+
+def _png(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _generations(history: Sequence[Mapping[str, Any]]) -> list[int]:
+    return [int(h["generation"]) for h in history]
+
+
+def fitness_png(
+    history: Sequence[Mapping[str, Any]],
+    *,
+    metric: str,
+    higher_is_better: bool,
+    scores: Mapping[str, Mapping[str, float]],
+) -> bytes:
+    """Best and mean train fitness per generation (generation 0 = initial population).
+
+    Args:
+        history: result.json's ``history`` (``generation``, ``best_train``, ``mean_train``).
+        metric: the fitness's name for the axis (e.g. ``accuracy``).
+        higher_is_better: the fitness's direction, said in the axis label.
+        scores: result.json's ``scores`` (seed/best × train/validation).
+    """
+    fig = Figure(figsize=_SIZE)
+    ax = fig.subplots()
+    gens = _generations(history) or [0]
+    ax.plot(gens, [h["best_train"] for h in history], "o-", color=_BEST, label="best (train)")
+    ax.plot(gens, [h["mean_train"] for h in history], "s--", color=_MEAN, label="population mean (train)")
+    ax.axhline(scores["seed"]["train"], color=_SEED, linestyle=":", label="seed (train)")
+    final = gens[-1] + 1
+    ax.axvline(final - 0.5, color=_MEAN, linewidth=0.8)
+    ax.plot(
+        [final], [scores["best"]["validation"]], "*", color=_BEST, markersize=14, label="chosen (validation)"
+    )
+    ax.plot(
+        [final], [scores["seed"]["validation"]], "X", color=_SEED, markersize=9, label="seed (validation)"
+    )
+    direction = "higher is better" if higher_is_better else "lower is better"
+    ax.set(ylabel=f"{metric} ({direction})", title="Fitness per generation")
+    ax.set_xticks([*gens, final], [*map(str, gens), "validation"])
+    ax.set_xlabel("generation (train)  |  final choice")
+    ax.margins(x=0.08, y=0.15)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    return _png(fig)
+
+
+def calls_png(history: Sequence[Mapping[str, Any]], *, judge_total: int, meta_total: int) -> bytes:
+    """Cumulative judge and meta calls at the end of each generation, plus the run's totals
+    (which include the final validation) as the last bar."""
+    fig = Figure(figsize=_SIZE)
+    ax = fig.subplots()
+    labels = [str(g) for g in _generations(history)] + ["total"]
+    judge = [int(h.get("judge_calls", 0)) for h in history] + [judge_total]
+    meta = [int(h.get("meta_calls", 0)) for h in history] + [meta_total]
+    xs = range(len(labels))
+    ax.bar(xs, judge, color=_BEST, label="judge calls")
+    ax.bar(xs, meta, bottom=judge, color=_META, label="meta calls")
+    for x, (j, m) in enumerate(zip(judge, meta)):
+        ax.annotate(f"{j + m}", (x, j + m), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(list(xs), labels)
+    ax.set(xlabel="generation", ylabel="LLM calls so far", title="Calls spent")
+    ax.margins(y=0.12)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    return _png(fig)

@@ -1,0 +1,310 @@
+"""The command line: every command's success and error paths, exit codes, one-line errors,
+--quiet/--verbose/--debug, --set overrides and --version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+import promptevolver
+from promptevolver import cli
+from promptevolver.cli import main
+
+from .conftest import AC_DEFINITION, ROOT
+
+AC_CONFIG = ROOT / "configs" / "answer_correctness.yaml"
+COMMANDS = ("optimize", "evaluate", "estimate", "report", "bench")
+ESTIMATE_KEYS = {"judge_calls", "meta_calls", "total_calls", "prompt_tokens", "completion_tokens", "cost_usd"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("cli") / "ac"
+    assert main(["optimize", str(AC_CONFIG), "--output", str(directory), "-q"]) == 0
+    return directory
+
+
+def _config(tmp_path: Path, **changes) -> Path:
+    raw = yaml.safe_load(AC_CONFIG.read_text())
+    raw["dataset"] = str((AC_CONFIG.parent / raw["dataset"]).resolve())
+    raw.update(changes)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# --- conventions --------------------------------------------------------------------------------
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"promptevolver {promptevolver.__version__}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_examples(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert "examples:" in out and f"promptevolver {command}" in out
+    assert "--quiet" in out and "--verbose" in out and "--debug" in out
+
+
+def test_top_level_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(command in out for command in COMMANDS)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["frobnicate"], ["optimize", "--bogus-flag"], ["estimate"], ["evaluate", "x.yaml"], ["report"]],
+)
+def test_malformed_command_lines_exit_2_with_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "error:" in line and "--help" in line
+
+
+def test_quiet_and_verbose_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", str(AC_CONFIG), "-q", "-v"])
+    assert exc.value.code == 2
+
+
+def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch, capsys):
+    def broken(args):
+        raise RuntimeError("something broke")
+
+    monkeypatch.setitem(cli._COMMANDS, "estimate", broken)
+    assert main(["estimate", str(AC_CONFIG)]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "internal error: RuntimeError: something broke" in line and "--debug" in line
+    with pytest.raises(RuntimeError, match="something broke"):
+        main(["estimate", str(AC_CONFIG), "--debug"])
+
+
+def test_debug_shows_the_traceback_of_our_errors(tmp_path):
+    with pytest.raises(promptevolver.ConfigError, match="config file not found"):
+        main(["estimate", str(tmp_path / "missing.yaml"), "--debug"])
+
+
+# --- optimize ----------------------------------------------------------------------------------------
+
+
+def test_optimize_prints_the_outcome_and_where_the_report_is(tmp_path, capsys):
+    out_dir = tmp_path / "run"
+    assert main(["optimize", str(AC_CONFIG), "-o", str(out_dir), "--set", "optimizer.generations=1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0].startswith("answer_correctness: accuracy seed train")
+    assert f"report: {out_dir / 'report.html'}" in captured.out
+    assert str(out_dir / "apply_best.py") in captured.out
+    assert "generations" not in captured.err  # no progress bar: stderr is not a terminal
+    assert json.loads((out_dir / "result.json").read_text())["config"]["generations"] == 1
+
+
+def test_optimize_verbose_prints_each_generation_and_quiet_one_line(tmp_path, capsys):
+    assert (
+        main(
+            ["optimize", str(AC_CONFIG), "-o", str(tmp_path / "v"), "-v", "--set", "optimizer.generations=1"]
+        )
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "generation 0: best train" in err
+    assert (
+        main(
+            ["optimize", str(AC_CONFIG), "-o", str(tmp_path / "q"), "-q", "--set", "optimizer.generations=1"]
+        )
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 1 and captured.err == ""
+
+
+def test_optimize_without_a_config_is_a_usage_error(capsys):
+    assert main(["optimize", "-o", "somewhere"]) == 2
+    assert "--resume" in _one_error_line(capsys.readouterr().err)
+
+
+def test_set_values_are_yaml_typed(tmp_path):
+    out_dir = tmp_path / "run"
+    argv = ["optimize", str(AC_CONFIG), "-o", str(out_dir), "-q"]
+    argv += ["--set", "optimizer.reverse_engineer=false", "--set", "optimizer.generations=0"]
+    argv += ["--set", "llm.noise=0.0", "--set", "seeds=[1, 2]"]
+    assert main(argv) == 0
+    config = yaml.safe_load((out_dir / "config.yaml").read_text())
+    assert config["optimizer"]["reverse_engineer"] is False and config["optimizer"]["generations"] == 0
+    assert config["llm"]["noise"] == 0.0 and config["seeds"] == [1, 2]
+    result = json.loads((out_dir / "result.json").read_text())
+    assert result["usage"]["llm_calls"]["meta"] == 0  # no reverse engineering, no generations
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("optimizer.generationz=5", "'generationz'"),
+        ("optimiser.generations=5", "'optimiser'"),
+        ("optimizer.generations.x=5", "optimizer.generations has no sub-keys"),
+        ("optimizer.generations", "KEY.PATH=VALUE"),
+        ("optimizer.generations=[", "not valid YAML"),
+    ],
+)
+def test_bad_set_is_a_usage_error_naming_the_key(override, named, capsys):
+    assert main(["estimate", str(AC_CONFIG), "--set", override]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert named in line
+
+
+def test_set_value_out_of_range_fails_naming_the_key_path(capsys):
+    assert main(["estimate", str(AC_CONFIG), "--set", "optimizer.generations=-1"]) == 1
+    assert "optimizer.generations" in _one_error_line(capsys.readouterr().err)
+
+
+def test_set_reaches_nested_and_free_form_keys(capsys):
+    argv = ["estimate", str(AC_CONFIG), "--json", "--set", "dataset={synthetic: {n_samples: 60}}"]
+    argv += ["--set", "llm.prices.fake={prompt: 1.0, completion: 2.0}"]
+    assert main(argv) == 0
+    e = json.loads(capsys.readouterr().out)
+    assert e["train"] + e["validation"] == 60 and e["cost_usd"] > 0
+
+
+def test_resume_accepts_a_longer_run(run, tmp_path):
+    copy = tmp_path / "resumed"
+    shutil.copytree(run, copy)
+    assert main(["optimize", "--resume", str(copy), "-q", "--set", "optimizer.generations=6"]) == 0
+    assert yaml.safe_load((copy / "config.yaml").read_text())["optimizer"]["generations"] == 6
+
+
+# --- evaluate ----------------------------------------------------------------------------------------
+
+
+def test_evaluate_on_the_validation_split_reproduces_the_runs_score(run, capsys):
+    assert (
+        main(["evaluate", str(AC_CONFIG), "-i", str(run / "result.json"), "--split", "validation", "--json"])
+        == 0
+    )
+    card = json.loads(capsys.readouterr().out)
+    result = json.loads((run / "result.json").read_text())
+    assert card["split"] == "validation" and card["n"] == result["split"]["validation"]
+    assert card["accuracy"] == pytest.approx(result["scores"]["best"]["validation"])
+    assert {"f1", "cohen_kappa", "confusion", "judge_calls"} <= set(card)
+
+
+def test_evaluate_prints_the_figures_for_all_samples(run, capsys):
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(run / "best_instructions.json")]) == 0
+    out = capsys.readouterr().out
+    assert "on all usable samples (18)" in out
+    assert (
+        "accuracy" in out and "Cohen's kappa" in out and "confusion" in out and "LLM calls: 18 judge" in out
+    )
+
+
+def test_evaluate_takes_a_plain_mapping_and_quiet_prints_one_line(tmp_path, capsys):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"single_turn_aspect_critic_prompt": f"Judge strictly. {AC_DEFINITION}"}))
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(path), "-q"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("accuracy ")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "not found"),
+        ("not json", "not valid JSON"),
+        (json.dumps({"no_such_prompt": "x"}), "unknown prompt(s) ['no_such_prompt']"),
+    ],
+)
+def test_evaluate_bad_instructions_fail_with_one_line(tmp_path, capsys, content, expected):
+    path = tmp_path / "instructions.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(path)]) == 1
+    assert expected in _one_error_line(capsys.readouterr().err)
+
+
+def test_evaluate_validation_needs_a_run(tmp_path, capsys):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"single_turn_aspect_critic_prompt": "Judge."}))
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(path), "--split", "validation"]) == 2
+    assert "--run DIR" in _one_error_line(capsys.readouterr().err)
+
+
+# --- estimate ----------------------------------------------------------------------------------------
+
+
+def test_estimate_json_is_one_object_with_the_documented_keys(capsys):
+    assert main(["estimate", str(AC_CONFIG), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1
+    e = json.loads(out)
+    assert set(e) >= ESTIMATE_KEYS and e["total_calls"] == e["judge_calls"] + e["meta_calls"]
+
+
+def test_estimate_explains_itself_and_verbose_adds_phases(capsys):
+    assert main(["estimate", str(AC_CONFIG)]) == 0
+    out = capsys.readouterr().out
+    assert "no LLM called" in out and "expected LLM calls" in out and "(simulated LLM)" in out
+    assert main(["estimate", str(AC_CONFIG), "-v"]) == 0
+    assert "initial:" in capsys.readouterr().out
+
+
+def test_estimate_of_a_real_model_without_prices_says_the_cost_is_unknown(tmp_path, capsys):
+    config = _config(tmp_path, llm={"provider": "openai", "model": "gpt-4o-mini"})
+    assert main(["estimate", str(config), "-q"]) == 0
+    assert "cost: unknown (no price for 'gpt-4o-mini' in llm.prices)" in capsys.readouterr().out
+
+
+def test_estimate_errors_exit_1(tmp_path, capsys):
+    assert main(["estimate", str(tmp_path / "missing.yaml")]) == 1
+    assert "config file not found" in _one_error_line(capsys.readouterr().err)
+    config = _config(tmp_path, budget={"max_calls": 20})
+    assert main(["estimate", str(config)]) == 1
+    assert "budget.max_calls=20 is too small" in _one_error_line(capsys.readouterr().err)
+
+
+# --- report and bench --------------------------------------------------------------------------------
+
+
+def test_report_regenerates_the_files(run, capsys):
+    (run / "report.html").unlink()
+    (run / "report.md").unlink()
+    assert main(["report", str(run)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(run / "report.html")
+    assert (run / "report.html").is_file() and (run / "report.md").is_file()
+    assert "report.md" in captured.err
+
+
+def test_report_of_a_directory_without_a_run_fails_with_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 1
+    assert "result.json: not found" in _one_error_line(capsys.readouterr().err)
+
+
+def test_bench_runs_a_config_and_prints_the_summary(tmp_path, capsys):
+    config = _config(tmp_path, seeds=[0], optimizer={"population_size": 3, "generations": 1})
+    assert main(["bench", str(config), "-o", str(tmp_path / "bench"), "-q"]) == 0
+    assert "| config |" in capsys.readouterr().out
+    assert (tmp_path / "bench" / "summary.json").is_file()
+
+
+def test_bench_with_a_missing_config_fails(tmp_path, capsys):
+    assert main(["bench", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "b")]) == 1
+    assert "config file not found" in _one_error_line(capsys.readouterr().err)

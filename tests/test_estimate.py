@@ -1,0 +1,146 @@
+"""Cost estimates before a run: structure, the early-stopping model, budget, judges, prices, and
+accuracy against actual runs of the bundled configs (within ±25 % of the calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config import RunConfig, load_run_config
+from promptevolver.errors import BudgetExceededError, InsufficientDataError
+from promptevolver.estimate import estimate
+from promptevolver.llm.base import BaseLLMClient
+from promptevolver.optimizers.genetic import GeneticOptimizer
+
+from .conftest import AC_DEFINITION, ROOT
+
+KEYS = {"judge_calls", "meta_calls", "total_calls", "prompt_tokens", "completion_tokens", "cost_usd"}
+
+
+def _config(**optimizer: Any) -> RunConfig:
+    return _synthetic(optimizer=optimizer)
+
+
+def _synthetic(
+    *, n: int = 100, disagreement: float = 0.25, optimizer: dict | None = None, **top: Any
+) -> RunConfig:
+    raw = {
+        "dataset": {"synthetic": {"n_samples": n, "random_seed": 0, "disagreement_rate": disagreement}},
+        "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
+        "optimizer": {"population_size": 6, "generations": 4, **(optimizer or {})},
+        **top,
+    }
+    return RunConfig.model_validate(raw)
+
+
+def _actual_calls(config: RunConfig, seed: int) -> int:
+    config = config.model_copy(update={"random_seed": seed})
+    opt, dataset = config.effective_optimizer(), load_dataset(config)
+    llm = build_llm(config.llm, dataset=dataset, random_seed=opt.random_seed)
+    result = GeneticOptimizer(metric=build_metric(config.metric), llm=llm).optimize(
+        dataset=dataset, loss=build_loss(config.loss), config=opt
+    )
+    return result.usage["llm_calls"]["judge"] + result.usage["llm_calls"]["meta"]
+
+
+@pytest.mark.parametrize("name", ["answer_correctness", "helpfulness", "synthetic_200"])
+def test_expected_calls_are_within_25_percent_of_actual_runs(name):
+    config = load_run_config(ROOT / "configs" / f"{name}.yaml")
+    expected = estimate(config).total_calls
+    actual = statistics.fmean(_actual_calls(config, seed) for seed in config.seeds or [42])
+    assert abs(expected / actual - 1) <= 0.25, (name, expected, actual)
+
+
+def test_the_json_object_has_the_documented_keys_and_adds_up():
+    e = estimate(_config()).to_dict()
+    assert set(e) >= KEYS
+    assert e["total_calls"] == e["judge_calls"] + e["meta_calls"] > 0
+    assert e["prompt_tokens"] > e["completion_tokens"] > 0
+    assert e["cost_usd"] == 0.0  # the simulated LLM is free
+    assert e["max_calls"] >= e["total_calls"]
+    assert (e["train"], e["validation"]) == (70, 30)
+    assert [p["phase"] for p in e["phases"]][0] == "initial" and e["phases"][-1]["phase"] == "final"
+
+
+def test_no_llm_is_called_even_inside_a_running_event_loop(monkeypatch):
+    async def refuse(self, request):
+        raise AssertionError("estimate called an LLM")
+
+    monkeypatch.setattr(BaseLLMClient, "complete", refuse)
+
+    async def inside_a_loop() -> int:
+        return estimate(_config()).total_calls
+
+    assert asyncio.run(inside_a_loop()) > 0
+
+
+def test_runs_with_nothing_to_learn_stop_early_and_hard_ones_run_every_generation():
+    noiseless = {"provider": "fake", "noise": 0.0}
+    easy = estimate(_synthetic(disagreement=0.0, llm=noiseless))
+    noisy = estimate(_synthetic(disagreement=0.0))  # judge noise leaves errors: stops by patience
+    hard = estimate(_synthetic(disagreement=0.4))
+    assert easy.generations == 0 and easy.seed_error_rate < 0.05
+    assert 0 < noisy.generations < 4
+    assert hard.generations == 4
+    assert hard.total_calls > noisy.total_calls > easy.total_calls
+
+
+def test_patience_shortens_a_run_that_stalls():
+    assert estimate(_synthetic(n=60, disagreement=0.1, optimizer={"patience": 1})).generations < 4
+
+
+def test_a_call_budget_caps_the_run_and_a_tiny_one_is_refused():
+    unbounded = estimate(_config())
+    capped = estimate(_synthetic(budget={"max_calls": 1000}))
+    assert capped.total_calls <= 1000 and capped.generations < unbounded.generations
+    with pytest.raises(BudgetExceededError, match="max_calls=50"):
+        estimate(_synthetic(budget={"max_calls": 50}))
+
+
+def test_each_judge_of_an_ensemble_is_a_call():
+    noiseless = {"provider": "fake", "noise": 0.0}  # the same course of the run, so 3x the judge calls
+    one = estimate(_synthetic(llm=noiseless))
+    metric = {"name": "answer_correctness", "definition": AC_DEFINITION, "num_judges": 3}
+    three = estimate(_synthetic(metric=metric, llm=noiseless))
+    assert three.judge_calls == pytest.approx(3 * one.judge_calls, abs=3)
+    assert three.meta_calls == one.meta_calls
+
+
+def test_prices_give_a_cost_and_an_unpriced_real_model_an_unknown_one():
+    priced = _synthetic(llm={"provider": "fake", "prices": {"fake": {"prompt": 1.0, "completion": 2.0}}})
+    e = estimate(priced)
+    assert e.cost_usd == pytest.approx((e.prompt_tokens * 1.0 + e.completion_tokens * 2.0) / 1e6, rel=1e-3)
+    unpriced = _synthetic(llm={"provider": "openai", "model": "gpt-4o-mini"})
+    assert estimate(unpriced).cost_usd is None
+
+
+def test_options_that_remove_work_remove_calls():
+    base = estimate(_config())
+    assert estimate(_config(reverse_engineer=False)).meta_calls < base.meta_calls
+    assert estimate(_config(minibatch_size=0)).judge_calls > base.judge_calls  # no screening
+    assert estimate(_config(max_train_samples=20)).train == 20
+    assert estimate(_config(mutation_weight=0.0)).meta_calls < base.meta_calls  # crossover: 1 call
+    single = estimate(_config(population_size=1))
+    assert single.generations == 0 and single.meta_calls == 0
+
+
+def test_too_few_annotations_is_the_runs_error(tmp_path):
+    data = ROOT / "benchmarks" / "data" / "edited_chain_runs.json"
+    config = load_run_config(ROOT / "configs" / "answer_correctness.yaml")
+    few = config.model_copy(update={"dataset": _truncated(data, tmp_path, keep=5)})
+    with pytest.raises(InsufficientDataError, match="5 usable"):
+        estimate(few)
+
+
+def _truncated(source: Path, tmp_path: Path, *, keep: int) -> Path:
+    data = json.loads(source.read_text())
+    name = next(iter(data))
+    path = tmp_path / "few.json"
+    path.write_text(json.dumps({name: data[name][:keep]}))
+    return path
