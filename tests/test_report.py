@@ -201,6 +201,12 @@ def test_a_paid_llm_is_never_called_to_fill_missing_verdicts(improved, tmp_path)
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["llm"] = {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "PE_TEST_NO_SUCH_KEY"}
     (run / "config.yaml").write_text(yaml.safe_dump(config))
+    recorded = load_run(run)  # the final checkpoint holds the validation verdicts: no call needed
+    assert ("best", "validation") in recorded.agreements and ("best", "train") in recorded.agreements
+    checkpoint = json.loads((run / "checkpoint.json").read_text())
+    validation = set(json.loads((run / "result.json").read_text())["split"]["validation_positions"])
+    checkpoint["memo"] = [entry for entry in checkpoint["memo"] if entry[1] not in validation]
+    (run / "checkpoint.json").write_text(json.dumps(checkpoint))
     facts = load_run(run)
     assert ("best", "validation") not in facts.agreements  # not recorded, not re-judged
     assert ("best", "train") in facts.agreements  # from the checkpoint

@@ -117,7 +117,9 @@ class GeneticOptimizer(Optimizer):
             search.check_budget_upfront()
             await search.initial_population()
             self._checkpoint(search, run_dir)
-        return await search.finish(await self._evolve(search, run_dir))
+        result = await search.finish(await self._evolve(search, run_dir))
+        self._checkpoint(search, run_dir)  # now with the validation judgements, for reports
+        return result
 
     async def _evolve(self, search: Search, run_dir: str | Path | None) -> str:
         """Run generations until a stopping rule holds; return the stop reason."""
