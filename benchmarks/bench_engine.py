@@ -66,6 +66,7 @@ def overhead_per_evaluation(n_samples: int, max_train: int) -> dict[str, float]:
         "max_train_samples": max_train,
         "max_validation_samples": max_train,
         "patience": 5,
+        "minibatch_size": 0,  # no screening: every candidate judged on all of train
     }
     start = time.perf_counter()
     result = GeneticOptimizer(metric=metric, llm=llm).optimize(
