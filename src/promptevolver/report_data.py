@@ -189,6 +189,9 @@ def load_run(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = No
     if not isinstance(result, dict) or "scores" not in result:
         raise ReportError(f"{directory / RESULT_FILE}: not a promptevolver result")
     facts = RunFacts(run_dir=directory, result=result, binary=result["loss"].get("name") != "MSELoss")
+    split_note = (result.get("split") or {}).get("note")
+    if split_note:
+        facts.notes.append(f"Note on the split: {split_note}.")
     facts.config = _config(directory, facts.notes)
     facts.dataset = dataset if dataset is not None else _dataset(facts.config, facts.notes)
     if facts.dataset is not None:

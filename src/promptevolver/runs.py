@@ -5,7 +5,7 @@ Layout::
     DIR/config.yaml        the effective run config (paths absolute), written first
     DIR/checkpoint.json    search state after the last finished generation (see checkpoint.py)
     DIR/best_so_far.json   best train candidate at the last checkpoint
-    DIR/result.json        the result contract of DESIGN.md (OptimizationResult.to_dict())
+    DIR/result.json        the result contract (README "Where results go"; OptimizationResult.to_dict())
     DIR/report.md, DIR/report.html, DIR/plots/   the run report (see report.py)
     DIR/best_instructions.json, DIR/apply_best.py   the best instructions to take away (export.py)
 """

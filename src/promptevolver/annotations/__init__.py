@@ -13,7 +13,7 @@ Both loaders also read ``{"name": ..., "samples": [...]}`` files, a bare JSON li
 JSONL (``.jsonl``: one sample a line, blank lines skipped); a list or JSONL file holds one metric,
 named by ``metric_name`` or else by the file's stem.
 
-**Human label** of a sample (DESIGN.md): ``target`` if present; else ``metric_output`` if the
+**Human label** of a sample: ``target`` if present; else ``metric_output`` if the
 sample is accepted; else, for a binary metric, ``1 - metric_output``; else none. A
 ``metric_output`` of NaN (how Ragas records a failed judge call) gives no label unless ``target``
 is set. A sample without a label is *unusable*: :meth:`SingleMetricAnnotation.unusable_samples`

@@ -120,7 +120,7 @@ class SampleAnnotation(BaseModel):
         return _item(self, key)
 
     def human_label(self, *, binary: bool) -> float | None:
-        """The human label per DESIGN.md's rule; None when the sample has none."""
+        """The human label (rule in the package docstring); None when the sample has none."""
         if self.target is not None:
             return self.target
         if math.isnan(self.metric_output):

@@ -195,7 +195,7 @@ class Usage:
         return Usage(**fields)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``usage`` block of result.json (see DESIGN.md); ``cost_usd`` in US dollars."""
+        """The ``usage`` block of result.json (README "Where results go"); ``cost_usd`` in US dollars."""
         return {
             "llm_calls": {"judge": self.judge_calls, "meta": self.meta_calls},
             "calls_by_operation": dict(sorted(self.calls_by_operation.items())),

@@ -63,7 +63,7 @@ class OptimizationResult(Mapping[str, str]):
         return self.best_id != 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The result.json contract of DESIGN.md (plus lineage, split, stop reason)."""
+        """The result.json contract (plus lineage, split, stop reason), as the README documents."""
         return {
             "metric": self.metric,
             "seed_instructions": self.seed_instructions,
