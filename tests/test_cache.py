@@ -180,8 +180,9 @@ def test_concurrent_writer_threads(tmp_path: Path) -> None:
 def test_concurrent_writer_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
     ResponseStore(path=path).close()  # create the file first, as a run would
-    methods = multiprocessing.get_all_start_methods()  # fork is much faster where available
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    # spawn, not fork: forking a process that has threads (pytest plugins, earlier tests' servers)
+    # can deadlock the child; spawn is slower but always safe.
+    context = multiprocessing.get_context("spawn")
     procs = [context.Process(target=_write_entries, args=(path, w, 40)) for w in range(3)]
     for p in procs:
         p.start()

@@ -28,6 +28,7 @@ __all__ = [
     "SyntheticDatasetConfig",
     "SyntheticSource",
     "format_validation_error",
+    "offspring_count",
     "load_run_config",
 ]
 
@@ -82,6 +83,10 @@ class GeneticConfig(_Strict):
         finalists: best train candidates of the last population judged on validation, besides
             the seed (1: the best train candidate against the seed; more is worth it only with a
             large validation set, since choosing among many on few samples fits their noise).
+        offspring_per_generation: offspring planned per generation; None = automatic:
+            ``population_size`` × (train samples // 100, clamped to 1..3). With many train samples
+            a full evaluation costs far more than screening, so breeding more and screening them
+            buys more search for the same calls.
         budget: bounds on calls, tokens and cost (see :class:`BudgetConfig`).
         random_seed: the one seed behind every random choice of a run.
     """
@@ -104,8 +109,16 @@ class GeneticConfig(_Strict):
     max_train_samples: int | None = Field(300, ge=2)
     max_validation_samples: int | None = Field(500, ge=2)
     finalists: int = Field(1, ge=1)
+    offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: int = 42
+
+
+def offspring_count(config: GeneticConfig, n_train: int) -> int:
+    """Offspring planned per generation for ``n_train`` train samples (see ``GeneticConfig``)."""
+    if config.offspring_per_generation is not None:
+        return config.offspring_per_generation
+    return config.population_size * min(3, max(1, n_train // 100))
 
 
 class MetricConfig(_Strict):

@@ -53,7 +53,7 @@ from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.build import load_dataset
-from promptevolver.config import GeneticConfig, LLMConfig, RunConfig
+from promptevolver.config import GeneticConfig, LLMConfig, RunConfig, offspring_count
 from promptevolver.errors import AnnotationError, BudgetExceededError, InsufficientDataError
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
@@ -230,7 +230,9 @@ class _Plan:
         return {"phase": "initial", "judge_calls": judge, "meta_calls": float(r)}
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
-        plans = min(self.cfg.population_size, 1 + wrong_before) if self.meta_per_plan() else 0.0
+        plans = (
+            min(offspring_count(self.cfg, self.n_train), 1 + wrong_before) if self.meta_per_plan() else 0.0
+        )
         kept = plans * self.model.keep_rate * self.model.novelty ** (g - 1)
         return {
             "phase": f"generation {g}",
@@ -273,7 +275,7 @@ class _Plan:
         return self.cfg.population_size == 1 or perfect or stalled >= self.cfg.patience
 
     def _generation_bound(self) -> int:
-        return self.cfg.population_size * (2 + self.n_train * self.judges)
+        return offspring_count(self.cfg, self.n_train) * (2 + self.n_train * self.judges)
 
     def _fits(self, done: Sequence[dict[str, Any]]) -> bool:
         limit = self.cfg.budget.max_calls

@@ -18,7 +18,7 @@ import numpy as np
 
 from promptevolver import sampling
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import GeneticConfig
+from promptevolver.config import GeneticConfig, offspring_count
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.evaluation import Evaluator, Score, candidate_key, score
 from promptevolver.llm.base import LLMClient, Usage
@@ -133,7 +133,8 @@ class Search:
 
     def _generation_calls(self) -> int:
         prompts = len(self.metric.get_prompts())
-        return self.config.population_size * (2 * prompts + len(self.train) * self._calls_per_sample())
+        offspring = offspring_count(self.config, len(self.train))
+        return offspring * (2 * prompts + len(self.train) * self._calls_per_sample())
 
     def _final_calls(self) -> int:
         finalists = min(self.config.finalists, self.config.population_size) + 1
@@ -245,7 +246,8 @@ class Search:
         self.generation += 1
         population = self.population
         self.events.emit("generation_start", self.generation, population=[c.id for c in population])
-        plans = self.breeder.plan_offspring(population, self.train, self.config.population_size, self.rng)
+        count = offspring_count(self.config, len(self.train))
+        plans = self.breeder.plan_offspring(population, self.train, count, self.rng)
         self.exhausted = not plans
         judged = {c.id: self._judge_outputs(c) for c in population}
         children = self._adopt(await self.breeder.run(plans, judged), self.generation)
