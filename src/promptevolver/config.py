@@ -28,6 +28,7 @@ __all__ = [
     "SyntheticDatasetConfig",
     "SyntheticSource",
     "format_validation_error",
+    "minibatch_size",
     "offspring_count",
     "load_run_config",
 ]
@@ -73,7 +74,7 @@ class GeneticConfig(_Strict):
         reverse_engineer: seed the population with reverse-engineered instructions.
         meta_temperature: sampling temperature of meta calls.
         max_concurrency: judge calls in flight at once.
-        minibatch_size: train samples an offspring is first judged on (at most a third of train;
+        minibatch_size: train samples an offspring is first judged on (at most a quarter of train;
             half of them samples its parents get wrong, see ``optimizers/screening.py``); it is
             judged on all train samples only if it beats its best parent there. 0: no screening.
         max_train_samples: cap on the train samples a candidate is judged on (a stratified subset
@@ -119,6 +120,13 @@ def offspring_count(config: GeneticConfig, n_train: int) -> int:
     if config.offspring_per_generation is not None:
         return config.offspring_per_generation
     return config.population_size * min(3, max(1, n_train // 100))
+
+
+def minibatch_size(config: GeneticConfig, n_train: int) -> int:
+    """Screening minibatch size for ``n_train`` train samples; 0 when screening is off (turned
+    off, or a minibatch would be all of train)."""
+    size = min(config.minibatch_size, max(2, n_train // 4))
+    return size if config.minibatch_size > 0 and size < n_train else 0
 
 
 class MetricConfig(_Strict):

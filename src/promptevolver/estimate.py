@@ -9,7 +9,7 @@ are rendered by the real operators against a recorder that answers locally.
 * *Split*: as the optimizer makes it — ``n_val = min(max(2, round(fraction·N)), N-2)`` of the N
   usable samples, the rest train; then the ``max_train_samples`` / ``max_validation_samples`` caps.
 * *One offspring's evaluation*: ``J·n_train`` judge calls (J = ``metric.num_judges``); with
-  minibatch screening (``m = min(minibatch_size, max(2, n_train // 3))`` when below n_train)
+  minibatch screening (``m = config.minibatch_size(cfg, n_train)``, as the optimizer sizes it)
   ``J·(m + pass_rate·(n_train - m))``: it is judged on the m minibatch samples, and on the rest
   only if it passes.
 * *Initial population*: the seed on train, plus ``R = min(P-1, ⌈n_train / num_demonstrations⌉)``
@@ -53,7 +53,7 @@ from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.build import load_dataset
-from promptevolver.config import GeneticConfig, LLMConfig, RunConfig, offspring_count
+from promptevolver.config import GeneticConfig, LLMConfig, RunConfig, minibatch_size, offspring_count
 from promptevolver.errors import AnnotationError, BudgetExceededError, InsufficientDataError
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
@@ -206,8 +206,7 @@ class _Plan:
     @property
     def minibatch(self) -> int:
         """Screening minibatch size, as the optimizer sizes it; 0 when screening is off."""
-        m = min(self.cfg.minibatch_size, max(2, self.n_train // 3))
-        return m if self.cfg.minibatch_size > 0 and m < self.n_train else 0
+        return minibatch_size(self.cfg, self.n_train)
 
     def offspring_judge_calls(self) -> float:
         m = self.minibatch

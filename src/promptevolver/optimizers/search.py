@@ -18,7 +18,7 @@ import numpy as np
 
 from promptevolver import sampling
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import GeneticConfig, offspring_count
+from promptevolver.config import GeneticConfig, minibatch_size, offspring_count
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.evaluation import Evaluator, Score, candidate_key, score
 from promptevolver.llm.base import LLMClient, Usage
@@ -202,8 +202,8 @@ class Search:
         self, children: list[Candidate], parents_of: dict[int, list[Candidate]]
     ) -> list[Candidate]:
         """Children that beat their best parent on a focused minibatch (see ``screening.py``)."""
-        size = min(self.config.minibatch_size, max(2, len(self.train) // 3))
-        if self.config.minibatch_size == 0 or size >= len(self.train) or not children:
+        size = minibatch_size(self.config, len(self.train))
+        if size == 0 or not children:
             return children
         batches = [
             focused_minibatch(parents_of[c.id], self.train, self.labels, size, self.rng) for c in children
