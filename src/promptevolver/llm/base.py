@@ -97,10 +97,13 @@ _BY_OPERATION = (
     "retries_by_operation",
     "failures_by_operation",
     "cache_hits_by_operation",
+    "prompt_tokens_by_operation",
+    "completion_tokens_by_operation",
+    "cost_usd_by_operation",
 )
 
 
-def _merged(a: dict[str, int], b: dict[str, int], sign: int = 1) -> dict[str, int]:
+def _merged(a: dict[str, Any], b: dict[str, Any], sign: int = 1) -> dict[str, Any]:
     out = dict(a)
     for op, n in b.items():
         out[op] = out.get(op, 0) + sign * n
@@ -109,6 +112,11 @@ def _merged(a: dict[str, int], b: dict[str, int], sign: int = 1) -> dict[str, in
 
 def _bump(counts: dict[str, int], operation: str) -> None:
     counts[operation] = counts.get(operation, 0) + 1
+
+
+def _add(totals: dict[str, Any], operation: str, amount: float) -> None:
+    if amount:
+        totals[operation] = totals.get(operation, 0) + amount
 
 
 @dataclass
@@ -125,6 +133,8 @@ class Usage:
             :class:`~promptevolver.llm.pricing.Price` (0.0 when it has none).
         retries_by_operation, failures_by_operation, cache_hits_by_operation: the three
             counters above split by operation (operation name → count).
+        prompt_tokens_by_operation, completion_tokens_by_operation, cost_usd_by_operation:
+            tokens and cost (USD) split by operation.
 
     Count through the ``record*`` methods so that totals and per-operation maps agree.
     ``+``, ``-`` and :meth:`copy` combine usages (e.g. a run's usage is ``after - before``).
@@ -140,6 +150,9 @@ class Usage:
     retries_by_operation: dict[str, int] = field(default_factory=dict)
     failures_by_operation: dict[str, int] = field(default_factory=dict)
     cache_hits_by_operation: dict[str, int] = field(default_factory=dict)
+    prompt_tokens_by_operation: dict[str, int] = field(default_factory=dict)
+    completion_tokens_by_operation: dict[str, int] = field(default_factory=dict)
+    cost_usd_by_operation: dict[str, float] = field(default_factory=dict)
 
     def record(self, operation: str, completion: Completion, *, cost_usd: float = 0.0) -> None:
         """Count one answered call of ``operation``, its tokens and its cost in USD."""
@@ -147,6 +160,9 @@ class Usage:
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
         self.cost_usd += cost_usd
+        _add(self.prompt_tokens_by_operation, operation, completion.prompt_tokens)
+        _add(self.completion_tokens_by_operation, operation, completion.completion_tokens)
+        _add(self.cost_usd_by_operation, operation, cost_usd)
 
     def record_retry(self, operation: str) -> None:
         """Count one re-send of a call of ``operation``."""
@@ -208,6 +224,11 @@ class Usage:
             "retries_by_operation": dict(sorted(self.retries_by_operation.items())),
             "failures_by_operation": dict(sorted(self.failures_by_operation.items())),
             "cache_hits_by_operation": dict(sorted(self.cache_hits_by_operation.items())),
+            "prompt_tokens_by_operation": dict(sorted(self.prompt_tokens_by_operation.items())),
+            "completion_tokens_by_operation": dict(sorted(self.completion_tokens_by_operation.items())),
+            "cost_usd_by_operation": {
+                op: round(v, 9) for op, v in sorted(self.cost_usd_by_operation.items())
+            },
         }
 
 
