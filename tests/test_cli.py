@@ -308,3 +308,27 @@ def test_bench_runs_a_config_and_prints_the_summary(tmp_path, capsys):
 def test_bench_with_a_missing_config_fails(tmp_path, capsys):
     assert main(["bench", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "b")]) == 1
     assert "config file not found" in _one_error_line(capsys.readouterr().err)
+
+
+def test_bench_takes_set_overrides(tmp_path, capsys):
+    config = ROOT / "configs" / "answer_correctness.yaml"
+    code = main(
+        [
+            "bench",
+            str(config),
+            "-o",
+            str(tmp_path / "b"),
+            "-q",
+            "--set",
+            "seeds=[3]",
+            "--set",
+            "optimizer.population_size=1",
+        ]
+    )
+    assert code == 0
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    (row,) = summary["configs"]
+    assert row["seeds"] == [3] and row["stop_reasons"] == ["population_size_1"]
+    assert row["meta_calls"]["mean"] == 0
+    assert main(["bench", str(config), "-o", str(tmp_path / "c"), "--set", "optimizer.populaton_size=1"]) == 2
+    assert "populaton_size" in capsys.readouterr().err

@@ -69,9 +69,15 @@ def summarize_config(name: str, runs: Sequence[tuple[int, OptimizationResult, fl
 
 
 def run_benchmarks(
-    configs: Sequence[str | Path], output: str | Path, *, log: Callable[[str], None] = lambda _: None
+    configs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    log: Callable[[str], None] = lambda _: None,
+    edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run every config over its seeds and write the run directories and the summary.
+
+    ``edit`` changes each raw config mapping before validation (the CLI's ``--set``).
 
     Raises:
         ConfigError, AnnotationError, BudgetExceededError: as for one run (the first failure stops).
@@ -79,7 +85,7 @@ def run_benchmarks(
     out = Path(output)
     rows = []
     for path in configs:
-        config = load_run_config(path)
+        config = load_run_config(path, edit=edit)
         name = Path(path).stem
         runs = []
         for seed in config.seeds or [config.effective_optimizer().random_seed]:

@@ -141,7 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     rep = command("report", "regenerate a run directory's report (report.md, report.html)")
     rep.add_argument("run_dir", type=Path, metavar="DIR", help="run directory (with result.json)")
 
-    bench = command("bench", "run configs over their seeds and summarise (summary.json, summary.md)")
+    bench = command(
+        "bench", "run configs over their seeds and summarise (summary.json, summary.md)", overridable
+    )
     bench.add_argument("configs", type=Path, nargs="+", help="YAML run configs")
     bench.add_argument(
         "--output", "-o", type=Path, required=True, metavar="DIR", help="directory for runs and the summary"
@@ -331,7 +333,9 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from promptevolver.bench import run_benchmarks, to_markdown
 
-    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line))
+    overrides = list(args.overrides)
+    edit = (lambda raw: apply_overrides(raw, overrides)) if overrides else None
+    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line), edit=edit)
     print(to_markdown(summary))
     return 0
 
