@@ -344,3 +344,14 @@ def test_from_result_errors_name_the_problem(tmp_path):
         load_instructions(plain)
     with pytest.raises(ConfigError, match="not found"):
         load_instructions(tmp_path / "missing.json")
+
+
+def test_finalists_show_the_candidate_that_lost_the_tie(kept_seed):
+    result = _result(kept_seed)
+    judged = [c for c in result["lineage"] if c["validation"] is not None]
+    assert result["best_id"] == 0 and len(judged) >= 2  # the seed kept over a measured finalist
+    md = (kept_seed / "report.md").read_text()
+    section = md.split("## Finalists", 1)[1].split("\n## ", 1)[0]
+    assert "#0 (chosen)" in section
+    for c in judged:
+        assert f"#{c['id']}" in section and f"{c['validation']:.3f}" in section

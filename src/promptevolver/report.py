@@ -75,6 +75,7 @@ def build_report(facts: RunFacts) -> Report:
         _confusion(facts),
         _wording(facts),
         _disagreements(facts),
+        _finalists(facts),
         _lineage(facts),
         _usage(facts),
         _details(facts),
@@ -335,6 +336,39 @@ def _disagreement_row(d: Any) -> list[str]:
         _short(d.judge_reason),
         _short(human, 400),
     ]
+
+
+def _tail(text: str, limit: int) -> str:
+    """The end of ``text`` (where rewrites usually differ), at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else "…" + flat[-(limit - 1) :]
+
+
+def _finalists(facts: RunFacts) -> Section | None:
+    """Every candidate judged on validation, best first, so a finalist that lost is visible too."""
+    judged = [c for c in facts.result.get("lineage", []) if c.get("validation") is not None]
+    if len(judged) < 2:
+        return None
+    higher = facts.result["loss"].get("higher_is_better", True)
+    judged.sort(key=lambda c: (-c["validation"] if higher else c["validation"], c["id"]))
+    chosen = facts.result.get("best_id")
+    rows = [
+        [
+            f"#{c['id']}" + (" (chosen)" if c["id"] == chosen else ""),
+            c["operator"],
+            _f(c.get("train")),
+            _f(c["validation"]),
+            _tail(" ".join(str(t) for t in c["instructions"].values()), 200),
+        ]
+        for c in judged
+    ]
+    intro = Para(
+        "The candidates judged on validation: the seed and the best on train (instructions shown by "
+        "their end, where rewrites usually differ). On a tie the seed wins, then the shorter instruction."
+    )
+    return Section(
+        "Finalists", [intro, Table(["candidate", "operator", "train", "validation", "instruction"], rows)]
+    )
 
 
 def _lineage(facts: RunFacts) -> Section:
