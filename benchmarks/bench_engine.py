@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
-from promptevolver.config import load_run_config
+from promptevolver.config.models import load_run_config
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
-from promptevolver.runs import execute
-from promptevolver.synthetic import SyntheticSpec, generate
+from promptevolver.runs.optimize import execute
+from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"

@@ -3,7 +3,7 @@
 Usage: ``python benchmarks/estimate_accuracy.py [CONFIG ...]`` (default: the bundled small
 configs). Prints, per config, the actual LLM calls of each seed, their mean, the estimate and the
 relative error. Rerun it after changing the search: the estimate's constants
-(:class:`promptevolver.estimate.CostModel`) are calibrated against these runs.
+(:class:`promptevolver.runs.estimate.CostModel`) are calibrated against these runs.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
-from promptevolver.config import RunConfig, load_run_config
-from promptevolver.estimate import estimate_dataset
+from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.optimizers.genetic import GeneticOptimizer
+from promptevolver.runs.estimate import estimate_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = [ROOT / "configs" / f"{n}.yaml" for n in ("answer_correctness", "helpfulness", "synthetic_200")]

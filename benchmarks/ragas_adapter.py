@@ -65,13 +65,13 @@ from ragas.optimizers.genetic import GeneticOptimizer as RagasGeneticOptimizer
 from ragas.prompt.pydantic_prompt import fix_output_format_prompt
 
 from promptevolver.errors import OutputParseError
+from promptevolver.judge.aspect_critic import AspectCriticOutput
+from promptevolver.judge.prompts import Prompt, extract_json_object
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
-from promptevolver.llm.simulated import sample_key
-from promptevolver.metrics import AspectCriticOutput
-from promptevolver.optimizers import operators
-from promptevolver.prompts import Prompt, extract_json_object
+from promptevolver.optimizers.operators import meta_prompts as operators
+from promptevolver.simulation.simulated_llm import sample_key
 
 __all__ = ["SimulatedRagasLLM", "parse_fields"]
 

@@ -54,9 +54,9 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 import numpy as np  # noqa: E402
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation  # noqa: E402
-from promptevolver.evaluation import Evaluator, score  # noqa: E402
+from promptevolver.evaluation.evaluator import Evaluator, score  # noqa: E402
 from promptevolver.llm import SimulatedJudgeLLM  # noqa: E402
-from promptevolver.llm.simulated import sample_key  # noqa: E402
+from promptevolver.simulation.simulated_llm import sample_key  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -596,7 +596,7 @@ FAITHFULNESS: list[str] = [
     "noise hash; the answer JSON {reason, verdict} is what Ragas' AspectCriticOutput parses. Checked per "
     "run: every (instruction, train sample) Ragas judged was re-judged by our Evaluator (see findings).",
     "Meta calls: the evidence a Ragas meta-prompt shows is re-rendered by OUR operator functions "
-    "(promptevolver.optimizers.operators) through an in-memory tap, so the fake reads our section "
+    "(promptevolver.optimizers.operators.meta_prompts) through an in-memory tap, so the fake reads our section "
     "headings: reverse_engineer <- Ragas' (input, expected output) pairs (edited_output else "
     "prompt_output, accepted samples only, as Ragas chose them); feedback <- Ragas' instruction plus "
     "each (input, output, expected_output) it shows (output -> judge_output); rewrite <- instruction + "
@@ -761,9 +761,9 @@ def synthetic_sources(args: argparse.Namespace, notes: list[str]) -> list[Source
     if not args.synthetic:
         return []
     try:
-        from promptevolver.synthetic import SyntheticSpec, generate
+        from promptevolver.simulation.synthetic import SyntheticSpec, generate
     except ImportError:
-        notes.append(f"--synthetic {args.synthetic}: promptevolver.synthetic is not available; not run.")
+        notes.append(f"--synthetic {args.synthetic}: promptevolver.simulation.synthetic is not available; not run.")
         return []
     out = []
     folder = Path(tempfile.mkdtemp(prefix="ragas_side_by_side_"))
@@ -771,7 +771,7 @@ def synthetic_sources(args: argparse.Namespace, notes: list[str]) -> list[Source
         path = folder / f"synthetic_{n}.json"
         generate(SyntheticSpec(n_samples=n, random_seed=args.synthetic_data_seed)).to_json(path)
         label = (
-            f"synthetic_{n} (promptevolver.synthetic, n_samples={n}, random_seed={args.synthetic_data_seed})"
+            f"synthetic_{n} (promptevolver.simulation.synthetic, n_samples={n}, random_seed={args.synthetic_data_seed})"
         )
         out.append(load(path, label, args, args.synthetic_seeds or args.seeds))
     return out
@@ -790,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="N",
-        help="also run on a generated promptevolver.synthetic set of N samples (repeatable)",
+        help="also run on a generated promptevolver.simulation.synthetic set of N samples (repeatable)",
     )
     parser.add_argument("--synthetic-seeds", type=int, nargs="+", help="run seeds there (default: --seeds)")
     parser.add_argument("--synthetic-data-seed", type=int, default=0, help="SyntheticSpec.random_seed")

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 
 from promptevolver import SingleMetricAnnotation
+from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
-from promptevolver.prompts import split_rendered
 
 PROMPT = "single_turn_aspect_critic_prompt"
 

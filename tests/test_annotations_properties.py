@@ -23,8 +23,8 @@ from promptevolver.annotations import (
     SingleMetricAnnotation,
     UnusableSamplesWarning,
 )
+from promptevolver.annotations.sampling import split_count
 from promptevolver.errors import AnnotationError
-from promptevolver.sampling import split_count
 
 SETTINGS = settings(max_examples=80, deadline=None)
 FILE_SETTINGS = settings(max_examples=40, deadline=None)

@@ -21,16 +21,16 @@ from promptevolver import (
     JudgeEnsemble,
     Judgement,
 )
-from promptevolver.build import build_metric
 from promptevolver.cli import main
-from promptevolver.config import MetricConfig, load_run_config
-from promptevolver.ensemble import AGGREGATIONS, EvaluationEvent
+from promptevolver.config.build import build_metric
+from promptevolver.config.models import MetricConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, PermanentLLMError
-from promptevolver.evaluation import Evaluator, score
+from promptevolver.evaluation.evaluator import Evaluator, score
+from promptevolver.judge.aspect_critic import Metric
+from promptevolver.judge.ensemble import AGGREGATIONS, EvaluationEvent
+from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm import ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest
-from promptevolver.metrics import Metric
-from promptevolver.prompts import split_rendered
 
 from .conftest import AC_DEFINITION, AC_FILE
 from .helpers import make_dataset

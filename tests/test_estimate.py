@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
-from promptevolver.config import RunConfig, load_run_config
+from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, InsufficientDataError
-from promptevolver.estimate import estimate
 from promptevolver.llm.base import BaseLLMClient
 from promptevolver.optimizers.genetic import GeneticOptimizer
+from promptevolver.runs.estimate import estimate
 
 from .conftest import AC_DEFINITION, ROOT
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from promptevolver.build import build_llm
-from promptevolver.config import DEFAULT_CACHE, LLMConfig, load_run_config
+from promptevolver.config.build import build_llm
+from promptevolver.config.models import DEFAULT_CACHE, LLMConfig, load_run_config
 from promptevolver.errors import ConfigError
 from promptevolver.llm import CachedLLM, CacheError, OpenAIClient, Price, SimulatedJudgeLLM
 

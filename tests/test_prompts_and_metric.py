@@ -12,10 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver.errors import AnnotationError, OutputParseError, PermanentLLMError, TransientLLMError
+from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput, Judgement
+from promptevolver.judge.prompts import (
+    INPUT_HEADER,
+    OUTPUT_HEADER,
+    Prompt,
+    extract_json_object,
+    split_rendered,
+)
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import ChatMessage
-from promptevolver.metrics import AspectCritic, AspectCriticOutput, Judgement
-from promptevolver.prompts import INPUT_HEADER, OUTPUT_HEADER, Prompt, extract_json_object, split_rendered
 
 MARKER = f"\n\n{OUTPUT_HEADER}\n"
 PROMPT = AspectCritic.PROMPT_NAME

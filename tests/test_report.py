@@ -19,10 +19,10 @@ import yaml
 
 from promptevolver import AspectCritic, ConfigError, JudgeEnsemble
 from promptevolver.cli import main
-from promptevolver.config import MetricConfig
-from promptevolver.export import apply_snippet, load_instructions
-from promptevolver.report import build_report, write_report
-from promptevolver.report_data import ReportError, lineage, load_run, word_diff
+from promptevolver.config.models import MetricConfig
+from promptevolver.report.data import ReportError, lineage, load_run, word_diff
+from promptevolver.report.write import build_report, write_report
+from promptevolver.runs.export import apply_snippet, load_instructions
 
 from .conftest import AC_DEFINITION, ROOT
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.sampling import (
+from promptevolver.annotations.sampling import (
     group_by_class,
     largest_remainder,
     make_rng,

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver import BinaryMetricLoss, MSELoss
-from promptevolver.evaluation import Score
+from promptevolver.evaluation.evaluator import Score
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.screening import focused_minibatch, passes
+from promptevolver.optimizers.strategies.screening import focused_minibatch, passes
 
 
 def _parent(cid: int, correct: list[int]) -> Candidate:

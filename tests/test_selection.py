@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver import BinaryMetricLoss, MSELoss
-from promptevolver.evaluation import Score
-from promptevolver.optimizers import selection
+from promptevolver.evaluation.evaluator import Score
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.strategies import selection
 
 
 def _cand(cid: int, correct: list[int], *, text: str | None = None, value: float | None = None) -> Candidate:

@@ -9,8 +9,8 @@ import json
 from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import ChatMessage, LLMRequest
-from promptevolver.llm.simulated import sample_key, stem, words
-from promptevolver.optimizers import operators as ops
+from promptevolver.optimizers.operators import meta_prompts as ops
+from promptevolver.simulation.simulated_llm import sample_key, stem, words
 
 
 def _judge(

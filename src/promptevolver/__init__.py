@@ -2,48 +2,84 @@
 
 Rewrites a judge's instructions until it agrees with human annotations (Ragas' annotation
 format) on samples it has not seen, with few LLM calls, reproducibly.
+
+The names below are imported on first use, so ``import promptevolver`` loads no heavy library.
 """
 
-from promptevolver.annotations import (
-    EvaluationDataset,
-    MetricAnnotation,
-    PromptAnnotation,
-    SampleAnnotation,
-    SingleMetricAnnotation,
-    SingleTurnSample,
-    UnusableSamplesWarning,
-)
-from promptevolver.config import GeneticConfig
-from promptevolver.ensemble import EvaluationItem, JudgeEnsemble
-from promptevolver.errors import (
-    AnnotationError,
-    AnnotationKeyError,
-    BudgetExceededError,
-    CacheError,
-    CheckpointError,
-    ConfigError,
-    InsufficientDataError,
-    LLMError,
-    PromptEvolverError,
-)
-from promptevolver.losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.metrics import AspectCritic, Judgement
-from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from promptevolver import _legacy
+from promptevolver._lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from promptevolver.annotations import (
+        EvaluationDataset,
+        MetricAnnotation,
+        PromptAnnotation,
+        SampleAnnotation,
+        SingleMetricAnnotation,
+        SingleTurnSample,
+        UnusableSamplesWarning,
+    )
+    from promptevolver.config.models import GeneticConfig
+    from promptevolver.errors import (
+        AnnotationError,
+        AnnotationKeyError,
+        BudgetExceededError,
+        CacheError,
+        CheckpointError,
+        ConfigError,
+        InsufficientDataError,
+        LLMError,
+        PromptEvolverError,
+    )
+    from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+    from promptevolver.judge.aspect_critic import AspectCritic, Judgement
+    from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
+    from promptevolver.optimizers.genetic import GeneticOptimizer
+    from promptevolver.optimizers.result import OptimizationResult
+
+__version__ = "0.2.0"
+
+_EXPORTS = {
+    "EvaluationDataset": "promptevolver.annotations",
+    "MetricAnnotation": "promptevolver.annotations",
+    "PromptAnnotation": "promptevolver.annotations",
+    "SampleAnnotation": "promptevolver.annotations",
+    "SingleMetricAnnotation": "promptevolver.annotations",
+    "SingleTurnSample": "promptevolver.annotations",
+    "UnusableSamplesWarning": "promptevolver.annotations",
+    "GeneticConfig": "promptevolver.config.models",
+    "AnnotationError": "promptevolver.errors",
+    "AnnotationKeyError": "promptevolver.errors",
+    "BudgetExceededError": "promptevolver.errors",
+    "CacheError": "promptevolver.errors",
+    "CheckpointError": "promptevolver.errors",
+    "ConfigError": "promptevolver.errors",
+    "InsufficientDataError": "promptevolver.errors",
+    "LLMError": "promptevolver.errors",
+    "PromptEvolverError": "promptevolver.errors",
+    "BinaryMetricLoss": "promptevolver.evaluation.losses",
+    "Loss": "promptevolver.evaluation.losses",
+    "MSELoss": "promptevolver.evaluation.losses",
+    "AspectCritic": "promptevolver.judge.aspect_critic",
+    "Judgement": "promptevolver.judge.aspect_critic",
+    "EvaluationItem": "promptevolver.judge.ensemble",
+    "JudgeEnsemble": "promptevolver.judge.ensemble",
+    "GeneticOptimizer": "promptevolver.optimizers.genetic",
+    "OptimizationResult": "promptevolver.optimizers.result",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "AnnotationError",
     "AnnotationKeyError",
+    "AspectCritic",
+    "BinaryMetricLoss",
     "BudgetExceededError",
     "CacheError",
     "CheckpointError",
-    "EvaluationDataset",
-    "SingleTurnSample",
-    "UnusableSamplesWarning",
-    "AspectCritic",
-    "BinaryMetricLoss",
     "ConfigError",
+    "EvaluationDataset",
     "EvaluationItem",
     "GeneticConfig",
     "GeneticOptimizer",
@@ -59,5 +95,9 @@ __all__ = [
     "PromptEvolverError",
     "SampleAnnotation",
     "SingleMetricAnnotation",
+    "SingleTurnSample",
+    "UnusableSamplesWarning",
     "__version__",
 ]
+
+_legacy.install()

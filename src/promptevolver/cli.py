@@ -27,9 +27,9 @@ from typing import Any, NoReturn
 
 # Commands import their modules when they run: `--help` and `estimate` need no matplotlib.
 from promptevolver import __version__
-from promptevolver.config import RunConfig, load_run_config
+from promptevolver.config.models import RunConfig, load_run_config
+from promptevolver.config.overrides import OverrideError, apply_overrides
 from promptevolver.errors import PromptEvolverError
-from promptevolver.overrides import OverrideError, apply_overrides
 
 __all__ = ["main"]
 
@@ -55,7 +55,7 @@ instructions file).""",
   promptevolver estimate configs/helpfulness.yaml --json
   promptevolver estimate configs/answer_correctness.yaml --set optimizer.population_size=10
 
-no LLM is called; see promptevolver.estimate for the model behind the figures.""",
+no LLM is called; see promptevolver.runs.estimate for the model behind the figures.""",
     "report": """examples:
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
@@ -172,7 +172,7 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
 
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     if args.resume is not None:
-        from promptevolver.runs import CONFIG_FILE
+        from promptevolver.runs.optimize import CONFIG_FILE
 
         return _load_config(args.config or args.resume / CONFIG_FILE, args), args.resume
     if args.config is None or args.output is None:
@@ -195,7 +195,7 @@ def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from promptevolver.runs import RESULT_FILE, execute
+    from promptevolver.runs.optimize import RESULT_FILE, execute
 
     config, run_dir = _run_config(args)
     progress = not args.quiet and not args.verbose and sys.stderr.isatty()
@@ -252,9 +252,9 @@ def _validation_run(args: argparse.Namespace) -> Path:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from promptevolver.build import load_dataset
-    from promptevolver.export import load_instructions
-    from promptevolver.scoring import score_instructions, validation_positions
+    from promptevolver.config.build import load_dataset
+    from promptevolver.runs.evaluate import score_instructions, validation_positions
+    from promptevolver.runs.export import load_instructions
 
     config = _load_config(args.config, args)
     instructions = load_instructions(args.instructions)
@@ -281,7 +281,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from promptevolver.estimate import estimate
+    from promptevolver.runs.estimate import estimate
 
     config = _load_config(args.config, args)
     e = estimate(config)
@@ -322,7 +322,7 @@ def _cost_text(cost: float | None, config: RunConfig) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from promptevolver.report import write_report
+    from promptevolver.report.write import write_report
 
     paths = write_report(args.run_dir)
     print(paths[1])
@@ -331,7 +331,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from promptevolver.bench import run_benchmarks, to_markdown
+    from promptevolver.runs.bench import run_benchmarks, to_markdown
 
     overrides = list(args.overrides)
     edit = (lambda raw: apply_overrides(raw, overrides)) if overrides else None

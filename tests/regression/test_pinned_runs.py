@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from promptevolver.config import load_run_config
-from promptevolver.runs import execute
+from promptevolver.config.models import load_run_config
+from promptevolver.runs.optimize import execute
 
 from ..conftest import ROOT
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 from pydantic import BaseModel, PrivateAttr
 
-from promptevolver import sampling
+from promptevolver.annotations import sampling
 from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
 from promptevolver.annotations.io import _dump_samples, _load, _write_json
 from promptevolver.annotations.models import (
@@ -260,7 +260,7 @@ class SingleMetricAnnotation(_Sourced):
         ``batch_size`` > n). With ``replace``: short batches are filled with other samples, distinct
         within a batch, up to ``min(batch_size, n)``. A class with at least as many samples as there
         are batches appears in every batch. An empty set gives no batches; see
-        :func:`promptevolver.sampling.stratified_batches` for the arithmetic.
+        :func:`promptevolver.annotations.sampling.stratified_batches` for the arithmetic.
 
         Raises:
             ValueError: ``batch_size`` < 1.

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.aspect_critic import Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.losses import Loss
-from promptevolver.metrics import Metric
 
 __all__ = ["Optimizer"]
 

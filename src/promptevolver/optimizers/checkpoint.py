@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from promptevolver.errors import CheckpointError
-from promptevolver.evaluation import Score
+from promptevolver.evaluation.evaluator import Score
+from promptevolver.judge.aspect_critic import Judgement
 from promptevolver.llm.base import Usage
-from promptevolver.metrics import Judgement
 from promptevolver.optimizers.candidates import Candidate
 
 __all__ = ["BEST_SO_FAR_FILE", "CHECKPOINT_FILE", "CheckpointError", "load", "restore", "save"]

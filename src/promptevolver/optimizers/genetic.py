@@ -29,10 +29,10 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import GeneticConfig
+from promptevolver.config.models import GeneticConfig
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.aspect_critic import Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.losses import Loss
-from promptevolver.metrics import Metric
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.events import Callback, EventBus

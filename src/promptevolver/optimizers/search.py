@@ -16,21 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver import sampling
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import GeneticConfig, minibatch_size, offspring_count
+from promptevolver.annotations import SingleMetricAnnotation, sampling
+from promptevolver.config.models import GeneticConfig, minibatch_size, offspring_count
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.evaluation import Evaluator, Score, candidate_key, score
+from promptevolver.evaluation.evaluator import Evaluator, Score, candidate_key, score
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.aspect_critic import Metric
 from promptevolver.llm.base import LLMClient, Usage
-from promptevolver.losses import Loss
-from promptevolver.metrics import Metric
-from promptevolver.optimizers import selection
-from promptevolver.optimizers.budget import BudgetGuard
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.events import EventBus
-from promptevolver.optimizers.offspring import Breeder, Child
+from promptevolver.optimizers.operators.breeder import Breeder, Child
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.optimizers.screening import focused_minibatch, passes
+from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.strategies.budget import BudgetGuard
+from promptevolver.optimizers.strategies.screening import focused_minibatch, passes
 
 __all__ = ["MIN_USABLE_SAMPLES", "Search"]
 

@@ -52,14 +52,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.build import load_dataset
-from promptevolver.config import GeneticConfig, LLMConfig, RunConfig, minibatch_size, offspring_count
+from promptevolver.config.build import load_dataset
+from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig, minibatch_size, offspring_count
 from promptevolver.errors import AnnotationError, BudgetExceededError, InsufficientDataError
+from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
-from promptevolver.metrics import AspectCritic
-from promptevolver.optimizers import operators as ops
+from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.search import MIN_USABLE_SAMPLES
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]

@@ -132,7 +132,7 @@ def minibatch_size(config: GeneticConfig, n_train: int) -> int:
 class MetricConfig(_Strict):
     """The judge: ``aspect_critic`` with its ``name`` and ``definition``.
 
-    A judge ensemble (:class:`promptevolver.ensemble.JudgeEnsemble`) is built when ``num_judges``
+    A judge ensemble (:class:`promptevolver.judge.ensemble.JudgeEnsemble`) is built when ``num_judges``
     > 1 or any of ``aggregation_method``, ``max_concurrent_judges``, ``timeout_s`` is set:
     ``num_judges`` judge calls per sample, aggregated by ``aggregation_method``: ``majority``
     (the default; a tie gives 0), ``mean``, ``median``, ``min`` or ``max``; at most
@@ -236,7 +236,7 @@ class LossConfig(_Strict):
 
 
 class SyntheticDatasetConfig(_Strict):
-    """Parameters of :class:`promptevolver.synthetic.SyntheticSpec` (see that module)."""
+    """Parameters of :class:`promptevolver.simulation.synthetic.SyntheticSpec` (see that module)."""
 
     n_samples: int = Field(ge=10)
     random_seed: int = 0

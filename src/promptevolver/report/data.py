@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promptevolver.agreement import Agreement, agreement_of
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.build import build_llm, build_metric, load_dataset
-from promptevolver.config import RunConfig, load_run_config
+from promptevolver.config.build import build_llm, build_metric, load_dataset
+from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import PromptEvolverError
-from promptevolver.evaluation import CandidateKey, Evaluator, candidate_key
-from promptevolver.metrics import AspectCritic, Judgement
+from promptevolver.evaluation.agreement import Agreement, agreement_of
+from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidate_key
+from promptevolver.judge.aspect_critic import AspectCritic, Judgement
 
 __all__ = [
     "Disagreement",

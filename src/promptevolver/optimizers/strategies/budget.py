@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from promptevolver.config import BudgetConfig
+from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError
 from promptevolver.llm.base import Usage
 

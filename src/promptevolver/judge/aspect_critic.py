@@ -16,9 +16,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputParseError
-from promptevolver.export import load_instructions, metric_config_near
+from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
-from promptevolver.prompts import Prompt
+from promptevolver.runs.export import load_instructions, metric_config_near
 
 __all__ = ["AspectCritic", "AspectCriticOutput", "Judgement", "Metric"]
 
@@ -37,7 +37,7 @@ class Judgement:
     ``score`` is the verdict (0.0/1.0 for a binary metric) or None when the evaluation failed;
     then ``error`` says why and ``raw`` holds the model's last text, if any. A failure is data,
     never a verdict. ``details`` holds extra, JSON-serialisable facts of a composite metric, e.g.
-    the per-judge verdicts of a :class:`~promptevolver.ensemble.JudgeEnsemble`; None otherwise.
+    the per-judge verdicts of a :class:`~promptevolver.judge.ensemble.JudgeEnsemble`; None otherwise.
     """
 
     score: float | None
@@ -134,7 +134,7 @@ class AspectCritic:
 
         Args:
             path: a run directory, its ``result.json``, or a JSON object prompt name → instruction
-                (e.g. ``best_instructions.json``); see :func:`promptevolver.export.load_instructions`.
+                (e.g. ``best_instructions.json``); see :func:`promptevolver.runs.export.load_instructions`.
             name, definition: the judge's; default: those of the run's ``config.yaml`` next to
                 ``path``.
             kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``).

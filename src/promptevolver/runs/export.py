@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from promptevolver.config import MetricConfig, format_validation_error
+from promptevolver.config.models import MetricConfig, format_validation_error
 from promptevolver.errors import ConfigError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Judge ensembles: one metric judged by several LLM calls whose verdicts are aggregated.
 
-:class:`JudgeEnsemble` wraps a metric of ours (e.g. :class:`~promptevolver.metrics.AspectCritic`)
-and is itself a :class:`~promptevolver.metrics.Metric`: its prompts *are* the wrapped metric's,
+:class:`JudgeEnsemble` wraps a metric of ours (e.g. :class:`~promptevolver.judge.aspect_critic.AspectCritic`)
+and is itself a :class:`~promptevolver.judge.aspect_critic.Metric`: its prompts *are* the wrapped metric's,
 so :class:`~promptevolver.GeneticOptimizer` optimizes the wrapped instructions unchanged while
 fitness uses the aggregated verdicts. It mirrors evaluation libraries that run a Ragas-style
 single-turn metric with several judges (self-consistency), a timeout, bounded judge concurrency
@@ -42,9 +42,9 @@ from typing import Any, Protocol, TypeVar, overload
 
 from promptevolver.annotations import FIELD_ALIASES, normalize_metric_input
 from promptevolver.errors import AnnotationError
+from promptevolver.judge.aspect_critic import Judgement
+from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
-from promptevolver.metrics import Judgement
-from promptevolver.prompts import Prompt
 
 __all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "JudgeMetric"]
 
@@ -84,7 +84,7 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 
 class JudgeMetric(Protocol):
     """What :class:`JudgeEnsemble` needs from the metric it wraps (:class:`AspectCritic` has it):
-    the :class:`~promptevolver.metrics.Metric` protocol plus per-call ``sample_index`` and
+    the :class:`~promptevolver.judge.aspect_critic.Metric` protocol plus per-call ``sample_index`` and
     ``temperature``, ``set_instructions`` and ``prompt_inputs``."""
 
     name: str
@@ -165,7 +165,7 @@ Callback = Callable[[EvaluationEvent], Awaitable[None] | None]
 
 
 class JudgeEnsemble:
-    """Several judges of one metric, aggregated; a :class:`~promptevolver.metrics.Metric` itself.
+    """Several judges of one metric, aggregated; a :class:`~promptevolver.judge.aspect_critic.Metric` itself.
 
     Args:
         metric: the wrapped judge (see :class:`JudgeMetric`); its prompts are this ensemble's.

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import yaml
 
-from promptevolver.build import build_llm, build_loss, build_metric, load_dataset
-from promptevolver.config import RunConfig
-from promptevolver.export import write_exports
+from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config.models import RunConfig
 from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.report import write_report
+from promptevolver.report.write import write_report
+from promptevolver.runs.export import write_exports
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.aspect_critic import Judgement, Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.losses import Loss
-from promptevolver.metrics import Judgement, Metric
 
 __all__ = ["Evaluator", "Score", "candidate_key", "score"]
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import os
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
-from promptevolver.ensemble import JudgeEnsemble
+from promptevolver.config.models import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
 from promptevolver.errors import ConfigError
+from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge.ensemble import JudgeEnsemble
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
-from promptevolver.llm.simulated import SimulatedJudgeLLM
-from promptevolver.losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.metrics import AspectCritic
-from promptevolver.synthetic import SyntheticSpec, generate
+from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 __all__ = ["build_llm", "build_loss", "build_metric", "load_dataset"]
 

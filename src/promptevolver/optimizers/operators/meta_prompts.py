@@ -12,7 +12,7 @@ Operators (as in Ragas' GeneticOptimizer, with our sections):
 * rewrite — apply feedback to the instruction (feedback + rewrite = *mutation*);
 * crossover — merge two parent instructions into one child.
 
-The section headings (in ``promptevolver.prompts``) are part of the prompt contract: the
+The section headings (in ``promptevolver.judge.prompts``) are part of the prompt contract: the
 simulated fake LLM reads them.
 """
 
@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promptevolver.errors import LLMError, OutputParseError
-from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
-from promptevolver.prompts import (
+from promptevolver.judge.prompts import (
     ANSWER,
     CROSSOVER_PARENT_A,
     CROSSOVER_PARENT_B,
@@ -35,6 +34,7 @@ from promptevolver.prompts import (
     FEEDBACK_TO_APPLY,
     extract_json_object,
 )
+from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
 
 __all__ = [
     "Example",

@@ -16,15 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver import sampling
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config import GeneticConfig
+from promptevolver.annotations import SingleMetricAnnotation, sampling
+from promptevolver.config.models import GeneticConfig
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.aspect_critic import Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.losses import Loss
-from promptevolver.metrics import Metric
-from promptevolver.optimizers import operators as ops
-from promptevolver.optimizers import selection
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.operators import meta_prompts as ops
+from promptevolver.optimizers.strategies import selection
 
 __all__ = ["Breeder", "Plan"]
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from promptevolver.losses import Loss
+from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 
 __all__ = ["complementary_parents", "pareto_front", "rank", "survivors", "tournament"]

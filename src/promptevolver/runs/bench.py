@@ -24,9 +24,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from promptevolver.config import load_run_config
+from promptevolver.config.models import load_run_config
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.runs import execute
+from promptevolver.runs.optimize import execute
 
 __all__ = ["machine", "run_benchmarks", "summarize_config"]
 

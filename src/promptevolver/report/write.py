@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.report_data import RunFacts, lineage, load_run, word_diff
-from promptevolver.report_plots import calls_png, fitness_png
-from promptevolver.report_render import (
+from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
+from promptevolver.report.plots import calls_png, fitness_png
+from promptevolver.report.render import (
     Bullets,
     Diff,
     Fold,
@@ -67,7 +67,7 @@ class Report:
 
 
 def build_report(facts: RunFacts) -> Report:
-    """Render the report of a run from its facts (see :func:`promptevolver.report_data.load_run`)."""
+    """Render the report of a run from its facts (see :func:`promptevolver.report.data.load_run`)."""
     sections = [
         _summary(facts),
         _scores(facts),

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from promptevolver.agreement import Agreement, agreement_of
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.build import build_llm, build_metric, load_dataset
-from promptevolver.config import RunConfig
+from promptevolver.config.build import build_llm, build_metric, load_dataset
+from promptevolver.config.models import RunConfig
 from promptevolver.errors import ConfigError
-from promptevolver.evaluation import Evaluator
+from promptevolver.evaluation.agreement import Agreement, agreement_of
+from promptevolver.evaluation.evaluator import Evaluator
 
 __all__ = ["Scorecard", "score_instructions", "validation_positions"]
 
@@ -30,7 +30,7 @@ class Scorecard:
 
     Attributes:
         metric: the metric's name; split: ``all`` or ``validation``.
-        agreement: the figures (see :class:`~promptevolver.agreement.Agreement`).
+        agreement: the figures (see :class:`~promptevolver.evaluation.agreement.Agreement`).
         judge_calls: LLM calls made (cache hits excluded); usage: the client's full usage.
     """
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from promptevolver import sampling
-from promptevolver.losses import Loss
+from promptevolver.annotations import sampling
+from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 
 __all__ = ["focused_minibatch", "passes"]

@@ -3,7 +3,7 @@
 :class:`SimulatedJudgeLLM` is the default LLM of a run (``llm: {provider: fake}``). It is built
 from an annotation set, its *world*, and answers two kinds of calls:
 
-**Judge calls** (a prompt rendered by :class:`promptevolver.prompts.Prompt`). The sample is found
+**Judge calls** (a prompt rendered by :class:`promptevolver.judge.prompts.Prompt`). The sample is found
 by its input fields. When the original judge (``prompt_output.verdict``) agreed with the human,
 that verdict is returned. When it disagreed, the sample has *correction terms*: the ``top_terms``
 most salient words of the human's correction — the edited reason, or, for a rejected sample with
@@ -37,12 +37,12 @@ from typing import Any
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
-from promptevolver import prompts as ops
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.judge import prompts as ops
+from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.pricing import Price
-from promptevolver.prompts import split_rendered
 
 __all__ = ["JUDGE_STOP_WORDS", "SimulatedJudgeLLM", "sample_key"]
 

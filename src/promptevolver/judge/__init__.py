@@ -1,0 +1,30 @@
+"""Judges: prompts, the :class:`Metric` protocol, :class:`AspectCritic`, :class:`JudgeEnsemble`."""
+
+from typing import TYPE_CHECKING
+
+from promptevolver._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput, Judgement, Metric
+    from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
+    from promptevolver.judge.prompts import Prompt
+
+_EXPORTS = {
+    "AspectCritic": "promptevolver.judge.aspect_critic",
+    "AspectCriticOutput": "promptevolver.judge.aspect_critic",
+    "Judgement": "promptevolver.judge.aspect_critic",
+    "Metric": "promptevolver.judge.aspect_critic",
+    "JudgeEnsemble": "promptevolver.judge.ensemble",
+    "EvaluationItem": "promptevolver.judge.ensemble",
+    "Prompt": "promptevolver.judge.prompts",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = [
+    "AspectCritic",
+    "AspectCriticOutput",
+    "EvaluationItem",
+    "JudgeEnsemble",
+    "Judgement",
+    "Metric",
+    "Prompt",
+]
