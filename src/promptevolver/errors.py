@@ -8,7 +8,8 @@
     │   └── InsufficientDataError      too few usable annotations to optimize
     ├── ConfigError                    invalid config (file, key path)
     ├── CacheError                     the response cache file cannot be used (path)
-    ├── CheckpointError                a checkpoint is missing, unreadable or of another run
+    ├── RunDirError                    a run directory's file is missing, unreadable or of another format
+    │   └── CheckpointError            a checkpoint is missing, unreadable or of another run
     ├── LLMError                       an LLM call could not be completed
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
@@ -35,6 +36,7 @@ __all__ = [
     "OutputParseError",
     "PermanentLLMError",
     "PromptEvolverError",
+    "RunDirError",
     "TransientLLMError",
 ]
 
@@ -109,7 +111,11 @@ class CacheError(PromptEvolverError):
         super().__init__(f"response cache {self.path}: {message}")
 
 
-class CheckpointError(PromptEvolverError):
+class RunDirError(PromptEvolverError):
+    """A file of a run directory is missing, unreadable, or of another format version (names the file)."""
+
+
+class CheckpointError(RunDirError):
     """A checkpoint is missing, unreadable or belongs to another run."""
 
 
