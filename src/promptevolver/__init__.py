@@ -34,8 +34,9 @@ if TYPE_CHECKING:
         PromptEvolverError,
     )
     from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
-    from promptevolver.judge.aspect_critic import AspectCritic, Judgement
+    from promptevolver.judge.aspect_critic import AspectCritic
     from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
+    from promptevolver.judge.protocol import Judgement
     from promptevolver.optimizers.genetic import GeneticOptimizer
     from promptevolver.optimizers.result import OptimizationResult
 
@@ -63,7 +64,7 @@ _EXPORTS = {
     "Loss": "promptevolver.evaluation.losses",
     "MSELoss": "promptevolver.evaluation.losses",
     "AspectCritic": "promptevolver.judge.aspect_critic",
-    "Judgement": "promptevolver.judge.aspect_critic",
+    "Judgement": "promptevolver.judge.protocol",
     "EvaluationItem": "promptevolver.judge.ensemble",
     "JudgeEnsemble": "promptevolver.judge.ensemble",
     "GeneticOptimizer": "promptevolver.optimizers.genetic",

@@ -28,8 +28,6 @@ __all__ = [
     "SyntheticDatasetConfig",
     "SyntheticSource",
     "format_validation_error",
-    "minibatch_size",
-    "offspring_count",
     "load_run_config",
 ]
 
@@ -113,20 +111,6 @@ class GeneticConfig(_Strict):
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: int = 42
-
-
-def offspring_count(config: GeneticConfig, n_train: int) -> int:
-    """Offspring planned per generation for ``n_train`` train samples (see ``GeneticConfig``)."""
-    if config.offspring_per_generation is not None:
-        return config.offspring_per_generation
-    return config.population_size * min(3, max(1, n_train // 100))
-
-
-def minibatch_size(config: GeneticConfig, n_train: int) -> int:
-    """Screening minibatch size for ``n_train`` train samples; 0 when screening is off (turned
-    off, or a minibatch would be all of train)."""
-    size = min(config.minibatch_size, max(2, n_train // 4))
-    return size if config.minibatch_size > 0 and size < n_train else 0
 
 
 class MetricConfig(_Strict):

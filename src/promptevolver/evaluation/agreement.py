@@ -24,7 +24,7 @@ from sklearn.metrics import (
     mean_squared_error,
 )
 
-from promptevolver.judge.aspect_critic import Judgement
+from promptevolver.judge.protocol import Judgement
 
 __all__ = ["Agreement", "agreement", "agreement_of"]
 

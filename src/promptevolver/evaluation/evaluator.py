@@ -3,8 +3,10 @@
 :class:`Evaluator` runs a metric with a candidate's instructions over sample positions
 concurrently and memoises every :class:`Judgement` by (whitespace-normalised instructions,
 sample position). Results are keyed by position, so they never depend on the order in which
-concurrent LLM calls complete. :func:`score` turns judgements into a loss value and a
-per-sample correctness vector.
+concurrent LLM calls complete. One concurrency limit covers everything an evaluator does: at most
+``max_concurrency`` judge requests are in flight at once, however many candidates are evaluated
+together and however many calls one evaluation makes (a judge ensemble makes several).
+:func:`score` turns judgements into a loss value and a per-sample correctness vector.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.aspect_critic import Judgement, Metric
-from promptevolver.llm.base import LLMClient
+from promptevolver.judge.protocol import Judgement, Metric
+from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 
 __all__ = ["Evaluator", "Score", "candidate_key", "score"]
 
@@ -30,6 +32,29 @@ def candidate_key(instructions: Mapping[str, str]) -> CandidateKey:
     return tuple(sorted((name, " ".join(text.split())) for name, text in instructions.items()))
 
 
+class _InFlightLimit:
+    """An :class:`LLMClient` that lets at most ``limit`` requests through ``inner`` at once.
+
+    The semaphore is made for the running event loop on first use (a client may outlive one
+    ``asyncio.run``)."""
+
+    def __init__(self, inner: LLMClient, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._semaphores:
+            self._semaphores = {loop: asyncio.Semaphore(self.limit)}
+        async with self._semaphores[loop]:
+            return await self.inner.complete(request)
+
+
 class Evaluator:
     """Judges candidates on samples of ``dataset`` with ``metric`` and ``llm``, memoised.
 
@@ -37,7 +62,8 @@ class Evaluator:
         metric: the judge; it receives the candidate's instructions per call (never mutated).
         llm: client for judge calls.
         dataset: the annotated samples; positions index ``dataset.samples``.
-        max_concurrency: judge calls in flight at once (≥ 1).
+        max_concurrency: judge requests in flight at once through this evaluator (≥ 1), across
+            all its concurrent evaluations.
     """
 
     def __init__(
@@ -47,6 +73,7 @@ class Evaluator:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.metric = metric
         self.llm = llm
+        self._limited = _InFlightLimit(llm, max_concurrency)
         self.dataset = dataset
         self.max_concurrency = max_concurrency
         self._memo: dict[tuple[CandidateKey, int], Judgement] = {}
@@ -58,12 +85,10 @@ class Evaluator:
         """Judgements of ``instructions`` on ``positions`` (position → judgement)."""
         key = candidate_key(instructions)
         todo = [p for p in dict.fromkeys(positions) if (key, p) not in self._memo]
-        semaphore = asyncio.Semaphore(self.max_concurrency)
 
         async def judge(position: int) -> None:
-            async with semaphore:
-                inputs = self.dataset.samples[position].metric_input
-                result = await self.metric.ajudge(inputs, llm=self.llm, instructions=instructions)
+            inputs = self.dataset.samples[position].metric_input
+            result = await self.metric.ajudge(inputs, llm=self._limited, instructions=instructions)
             self._memo[(key, position)] = result
             self.judged += 1
 

@@ -5,15 +5,16 @@ from typing import TYPE_CHECKING
 from promptevolver._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput, Judgement, Metric
+    from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput
     from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
     from promptevolver.judge.prompts import Prompt
+    from promptevolver.judge.protocol import Judgement, Metric
 
 _EXPORTS = {
     "AspectCritic": "promptevolver.judge.aspect_critic",
     "AspectCriticOutput": "promptevolver.judge.aspect_critic",
-    "Judgement": "promptevolver.judge.aspect_critic",
-    "Metric": "promptevolver.judge.aspect_critic",
+    "Judgement": "promptevolver.judge.protocol",
+    "Metric": "promptevolver.judge.protocol",
     "JudgeEnsemble": "promptevolver.judge.ensemble",
     "EvaluationItem": "promptevolver.judge.ensemble",
     "Prompt": "promptevolver.judge.prompts",

@@ -8,19 +8,18 @@ that concurrent evaluations of different candidates never share mutable state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputParseError
 from promptevolver.judge.prompts import Prompt
+from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
 from promptevolver.runs.export import load_instructions, metric_config_near
 
-__all__ = ["AspectCritic", "AspectCriticOutput", "Judgement", "Metric"]
+__all__ = ["AspectCritic", "AspectCriticOutput"]
 
 
 class AspectCriticOutput(BaseModel):
@@ -28,44 +27,6 @@ class AspectCriticOutput(BaseModel):
 
     reason: str = Field(description="Reason for the verdict")
     verdict: Literal[0, 1] = Field(description="The verdict (0 or 1) for the submission")
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """The outcome of judging one sample.
-
-    ``score`` is the verdict (0.0/1.0 for a binary metric) or None when the evaluation failed;
-    then ``error`` says why and ``raw`` holds the model's last text, if any. A failure is data,
-    never a verdict. ``details`` holds extra, JSON-serialisable facts of a composite metric, e.g.
-    the per-judge verdicts of a :class:`~promptevolver.judge.ensemble.JudgeEnsemble`; None otherwise.
-    """
-
-    score: float | None
-    reason: str | None = None
-    raw: str | None = None
-    error: str | None = None
-    details: Mapping[str, Any] | None = dataclass_field(default=None, hash=False)
-
-    @property
-    def failed(self) -> bool:
-        return self.score is None
-
-
-@runtime_checkable
-class Metric(Protocol):
-    """What the optimizer needs from a metric."""
-
-    name: str
-
-    def get_prompts(self) -> dict[str, Prompt[Any]]: ...
-
-    def set_prompts(self, **prompts: Prompt[Any]) -> None: ...
-
-    def get_instructions(self) -> dict[str, str]: ...
-
-    async def ajudge(
-        self, inputs: Mapping[str, Any], *, llm: LLMClient, instructions: Mapping[str, str] | None = None
-    ) -> Judgement: ...
 
 
 SEED_TEMPLATE = (
@@ -117,6 +78,11 @@ class AspectCritic:
         self._prompts: dict[str, Prompt[Any]] = {
             self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, AspectCriticOutput)
         }
+
+    @property
+    def calls_per_evaluation(self) -> int:
+        """LLM calls one evaluation makes at most, re-asks excluded (1)."""
+        return 1
 
     def __repr__(self) -> str:
         return f"AspectCritic(name={self.name!r}, definition={self.definition!r})"

@@ -38,15 +38,15 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from promptevolver.annotations import FIELD_ALIASES, normalize_metric_input
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.aspect_critic import Judgement
 from promptevolver.judge.prompts import Prompt
+from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 
-__all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "JudgeMetric"]
+__all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble"]
 
 T = TypeVar("T")
 
@@ -80,34 +80,6 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
     "min": min,
     "max": max,
 }
-
-
-class JudgeMetric(Protocol):
-    """What :class:`JudgeEnsemble` needs from the metric it wraps (:class:`AspectCritic` has it):
-    the :class:`~promptevolver.judge.aspect_critic.Metric` protocol plus per-call ``sample_index`` and
-    ``temperature``, ``set_instructions`` and ``prompt_inputs``."""
-
-    name: str
-
-    def get_prompts(self) -> dict[str, Prompt[Any]]: ...
-
-    def set_prompts(self, **prompts: Prompt[Any]) -> None: ...
-
-    def get_instructions(self) -> dict[str, str]: ...
-
-    def set_instructions(self, instructions: Mapping[str, str]) -> None: ...
-
-    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]: ...
-
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-    ) -> Judgement: ...
 
 
 @dataclass(frozen=True)
@@ -168,7 +140,7 @@ class JudgeEnsemble:
     """Several judges of one metric, aggregated; a :class:`~promptevolver.judge.aspect_critic.Metric` itself.
 
     Args:
-        metric: the wrapped judge (see :class:`JudgeMetric`); its prompts are this ensemble's.
+        metric: the wrapped judge (see :class:`Metric`); its prompts are this ensemble's.
         num_judges: judge calls per evaluation (≥ 1); judge ``i`` sends ``sample_index=i``.
         aggregation_method: ``majority`` (binary verdicts; a tie gives 0), ``mean``, ``median``,
             ``min`` or ``max`` (numeric scores); see :data:`AGGREGATIONS`.
@@ -190,7 +162,7 @@ class JudgeEnsemble:
     def __init__(
         self,
         *,
-        metric: JudgeMetric,
+        metric: Metric,
         num_judges: int = 1,
         aggregation_method: str = "majority",
         name: str | None = None,
@@ -259,6 +231,8 @@ class JudgeEnsemble:
         *,
         llm: LLMClient | None = None,
         instructions: Mapping[str, str] | None = None,
+        sample_index: int = 0,
+        temperature: float | None = None,
     ) -> Judgement:
         """Judge one sample ``num_judges`` times with ``instructions`` (default: the metric's own)
         and aggregate.
@@ -271,6 +245,9 @@ class JudgeEnsemble:
              "reasons": {"<name>_judge_0": "...", ...},      # successful judges
              "errors": {"<name>_judge_1": "timed out ...", ...}}  # failed judges
 
+        Judge ``i`` gets ``sample_index · num_judges + i`` (so repeated evaluations and judges stay
+        apart in caches); ``temperature`` overrides the ensemble's own for this call.
+
         Never raises for LLM trouble or a timeout (failed judges are data). Raises
         :class:`AnnotationError` for a missing required field and ValueError when neither the
         call nor the wrapped metric has an LLM.
@@ -278,16 +255,24 @@ class JudgeEnsemble:
         started = time.perf_counter()
         normalized = normalize_metric_input(dict(inputs))
         self.prompt_inputs(normalized)
-        judgement = self._aggregate(await self._run_judges(normalized, llm, instructions))
+        judges = await self._run_judges(normalized, llm, instructions, sample_index, temperature)
+        judgement = self._aggregate(judges)
         used = {**self.get_instructions(), **(instructions or {})}
         duration = time.perf_counter() - started
         await self._notify(EvaluationEvent(self.name, normalized, used, judgement, duration))
         return judgement
 
     async def _run_judges(
-        self, inputs: Mapping[str, Any], llm: LLMClient | None, instructions: Mapping[str, str] | None
+        self,
+        inputs: Mapping[str, Any],
+        llm: LLMClient | None,
+        instructions: Mapping[str, str] | None,
+        sample_index: int,
+        temperature: float | None,
     ) -> list[Judgement]:
         limit = asyncio.Semaphore(self.max_concurrent_judges or self.num_judges)
+        first = sample_index * self.num_judges
+        temperature = self.temperature if temperature is None else temperature
 
         async def judge(index: int) -> Judgement:
             async with limit:
@@ -295,8 +280,8 @@ class JudgeEnsemble:
                     inputs,
                     llm=llm,
                     instructions=instructions,
-                    sample_index=index,
-                    temperature=self.temperature,
+                    sample_index=first + index,
+                    temperature=temperature,
                 )
 
         tasks = [asyncio.ensure_future(judge(i)) for i in range(self.num_judges)]

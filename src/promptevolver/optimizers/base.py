@@ -10,7 +10,7 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.aspect_critic import Metric
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 
 __all__ = ["Optimizer"]

@@ -1,18 +1,19 @@
 """GeneticOptimizer: evolve a judge's instructions until it agrees with the humans.
 
-The search (the loop in :meth:`GeneticOptimizer.aoptimize`; its steps in ``search.py``)::
+The loop (:meth:`GeneticOptimizer.aoptimize`), each step a named part with one owner::
 
-    split usable samples → train / validation (stratified on the human label)
-    initial population  = seed + reverse-engineered instructions (stratified example batches)
-    each generation:      plan offspring (mutation / crossover) → meta calls → drop rejected and
-                          duplicate instructions → screen on a minibatch → judge on train →
-                          survivors (elites, Pareto front, best) → record → checkpoint
-    stop                = generations done, a perfect train score (nothing left to learn from),
-                          ``patience`` generations without a better best
-                          train score, nothing new left to try (``exhausted``: every possible
-                          plan was tried before), or the budget cannot pay for another generation
-    final choice        = best on validation among the ``finalists`` best of the last
-                          population and the seed (ties: the seed, then the shorter instruction)
+    split usable samples → train / validation             split.py
+    initial population   = the seed + reverse-engineered   operators/reverse_engineer.py
+                           candidates, screened, judged on train
+    each generation:       select parents, plan offspring  operators/ (mutation, crossover), breeder.py
+                           → meta calls → drop rejected and duplicate instructions
+                           → screen on a minibatch         strategies/screening.py
+                           → judge on train → survivors     strategies/selection.py
+                           → record → checkpoint            run.py, checkpoint.py
+    stop                 = the first stop condition that   strategies/stopping.py
+                           holds (generations, perfect train, patience, exhausted, budget)
+    final choice         = best on validation among the    strategies/final_choice.py
+                           seed and the finalists
 
 Compared with Ragas' GeneticOptimizer (one pass, seed discarded, crossover partner fixed to
 candidate 0, chosen on the data it learned from) this keeps the seed in the final comparison,
@@ -31,13 +32,24 @@ from tqdm.auto import tqdm
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.aspect_critic import Metric
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.base import Optimizer
+from promptevolver.optimizers.cost import offspring_count
 from promptevolver.optimizers.events import Callback, EventBus
+from promptevolver.optimizers.operators.base import Operator
+from promptevolver.optimizers.operators.breeder import Breeder
+from promptevolver.optimizers.operators.crossover import Crossover
+from promptevolver.optimizers.operators.mutation import Mutation
+from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.optimizers.search import MIN_USABLE_SAMPLES, Search
+from promptevolver.optimizers.run import SearchRun
+from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
+from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.strategies.budget import check_upfront
+from promptevolver.optimizers.strategies.final_choice import BestOnValidation
+from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
 
@@ -52,6 +64,10 @@ class GeneticOptimizer(Optimizer):
         reflection_llm: client for meta calls; defaults to ``llm``.
         progress: show a tqdm bar per generation (best/mean train score, calls spent).
         callbacks: functions called with every :class:`~promptevolver.optimizers.events.Event`.
+        operators: offspring operators (default: mutation and crossover, weighted by the config's
+            ``mutation_weight`` and ``crossover_weight``).
+        stop_conditions: checked in order before each generation (default:
+            :data:`~promptevolver.optimizers.strategies.stopping.DEFAULT_STOP_CONDITIONS`).
     """
 
     def __init__(
@@ -62,10 +78,14 @@ class GeneticOptimizer(Optimizer):
         reflection_llm: LLMClient | None = None,
         progress: bool = False,
         callbacks: Sequence[Callback] = (),
+        operators: Sequence[Operator] | None = None,
+        stop_conditions: Sequence[StopCondition] | None = None,
     ) -> None:
         super().__init__(metric=metric, llm=llm, reflection_llm=reflection_llm)
         self.progress = progress
         self.callbacks = list(callbacks)
+        self.operators = None if operators is None else list(operators)
+        self.stop_conditions = list(DEFAULT_STOP_CONDITIONS if stop_conditions is None else stop_conditions)
 
     def optimize(
         self,
@@ -108,68 +128,99 @@ class GeneticOptimizer(Optimizer):
             CheckpointError: ``resume`` with a missing checkpoint or one of another run.
             pydantic.ValidationError: invalid config values or unknown config keys.
         """
-        search = self._search(dataset, loss, config)
+        run = self._start(dataset, loss, _coerce(config))
         if resume:
             if run_dir is None:
                 raise ValueError("resume=True needs run_dir")
-            checkpoint.restore(search, checkpoint.load(run_dir))
+            checkpoint.restore(run, checkpoint.load(run_dir), source=Path(run_dir) / "checkpoint.json")
         else:
-            search.check_budget_upfront()
-            await search.initial_population()
-            self._checkpoint(search, run_dir)
-        result = await search.finish(await self._evolve(search, run_dir))
-        self._checkpoint(search, run_dir)  # now with the validation judgements, for reports
+            check_upfront(run.config.budget, run.calls)
+            await self._initial_population(run)
+            self._checkpoint(run, run_dir)
+        result = await self._finish(run, await self._evolve(run, run_dir))
+        self._checkpoint(run, run_dir)  # now with the validation judgements, for reports
         return result
 
-    async def _evolve(self, search: Search, run_dir: str | Path | None) -> str:
-        """Run generations until a stopping rule holds; return the stop reason."""
-        cfg = search.config
-        with tqdm(
-            total=cfg.generations, initial=search.generation, disable=not self.progress, desc="generations"
-        ) as bar:
-            while True:
-                reason = _stop_reason(search)
-                if reason:
-                    return reason
-                await search.step()
-                self._checkpoint(search, run_dir)
-                bar.update(1)
-                bar.set_postfix(search.progress_fields())
-
-    def _search(self, dataset: SingleMetricAnnotation, loss: Loss, config: Any) -> Search:
+    def _start(self, dataset: SingleMetricAnnotation, loss: Loss, config: GeneticConfig) -> SearchRun:
         if self.metric is None or self.llm is None:
             raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
-        return Search(
+        operators = self.operators
+        if operators is None:
+            operators = [Mutation(weight=config.mutation_weight), Crossover(weight=config.crossover_weight)]
+        return SearchRun(
             metric=self.metric,
             llm=self.llm,
             reflection_llm=self.reflection_llm or self.llm,
             dataset=dataset,
             loss=loss,
-            config=_coerce(config),
+            config=config,
             events=EventBus(self.callbacks),
+            breeder=Breeder(operators, ReverseEngineering()),
         )
 
+    async def _initial_population(self, run: SearchRun) -> None:
+        """The seed, plus reverse-engineered candidates screened against it; all judged on train."""
+        seed = run.new_candidate(self.metric.get_instructions(), "seed")  # type: ignore[union-attr]
+        assert seed is not None
+        await run.judge_train([seed])
+        extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
+        plans = run.breeder.plan_initial(run.breeding_view(), extra, run.state.rng, run.state.slots)
+        run.state.slots += len(plans)
+        children = run.adopt(await run.breeder.run(plans, run.meta_context()))
+        passed = await run.screen(children, {c.id: [seed] for c in children})
+        await run.judge_train(passed)
+        run.state.population = [seed, *passed]
+        run.record(offspring=len(children))
+
+    async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
+        """Run generations until a stop condition holds; return its reason."""
+        with tqdm(
+            total=run.config.generations,
+            initial=run.state.generation,
+            disable=not self.progress,
+            desc="generations",
+        ) as bar:
+            while (reason := first_reason(self.stop_conditions, run)) is None:
+                await self._generation(run)
+                self._checkpoint(run, run_dir)
+                bar.update(1)
+                bar.set_postfix(run.progress_fields())
+        return reason
+
+    async def _generation(self, run: SearchRun) -> None:
+        """select → make offspring → screen → evaluate → choose survivors → record."""
+        state = run.state
+        state.generation += 1
+        population = state.population
+        run.events.emit("generation_start", state.generation, population=[c.id for c in population])
+        count = offspring_count(run.config, len(run.train))
+        plans = run.breeder.plan_offspring(
+            run.breeding_view(), count, state.rng, tried=state.tried, first_slot=state.slots
+        )
+        state.exhausted, state.slots = not plans, state.slots + len(plans)
+        state.tried.update(p.key for p in plans)
+        children = run.adopt(await run.breeder.run(plans, run.meta_context(population)))
+        by_id = {c.id: c for c in state.candidates}
+        passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
+        await run.judge_train(passed)
+        size, elites = run.config.population_size, run.config.elite_count
+        state.population = selection.survivors(population + passed, run.loss, size, elites)
+        run.record(offspring=len(children))
+
+    async def _finish(self, run: SearchRun, stop_reason: str) -> OptimizationResult:
+        """Judge the seed and the finalists on validation; the best there is the result."""
+        run.state.stop_reason = stop_reason
+        choice = BestOnValidation(finalists=run.config.finalists)
+        finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
+        await run.judge_validation(finalists)
+        best = choice.choose(finalists, run.loss)
+        run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
+        return OptimizationResult.from_run(run, best)
+
     @staticmethod
-    def _checkpoint(search: Search, run_dir: str | Path | None) -> None:
+    def _checkpoint(run: SearchRun, run_dir: str | Path | None) -> None:
         if run_dir is not None:
-            checkpoint.save(search, run_dir)
-
-
-def _stop_reason(search: Search) -> str | None:
-    cfg = search.config
-    if cfg.population_size == 1:
-        return "population_size_1"
-    if search.generation >= cfg.generations:
-        return "generations"
-    if search.perfect():
-        return "perfect_train"
-    if search.stalled():
-        return "patience"
-    if search.exhausted:
-        return "exhausted"
-    if not search.next_generation_fits():
-        return "budget"
-    return None
+            checkpoint.save(run, run_dir)
 
 
 def _coerce(config: Mapping[str, Any] | GeneticConfig | None) -> GeneticConfig:

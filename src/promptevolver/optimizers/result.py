@@ -6,7 +6,11 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from promptevolver.optimizers.candidates import Candidate
+    from promptevolver.optimizers.run import SearchRun
 
 __all__ = ["OptimizationResult"]
 
@@ -88,8 +92,32 @@ class OptimizationResult(Mapping[str, str]):
             json.dump(self.to_dict(), fh, ensure_ascii=False, indent=2)
             fh.write("\n")
 
-    @staticmethod
-    def best_from_json(path: str | Path) -> Mapping[str, str]:
-        """The ``best_instructions`` of a result.json file."""
-        with Path(path).open(encoding="utf-8") as fh:
-            return dict(json.load(fh)["best_instructions"])
+    @classmethod
+    def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:
+        """The result of a finished ``run`` whose final choice is ``best``."""
+        seed, state = run.state.seed, run.state
+        assert seed.train and seed.validation and best.train and best.validation
+        return cls(
+            metric=run.metric.name,
+            seed_instructions=dict(seed.instructions),
+            best_instructions=dict(best.instructions),
+            loss=run.loss.describe(),
+            scores={
+                "seed": {"train": seed.train.value, "validation": seed.validation.value},
+                "best": {"train": best.train.value, "validation": best.validation.value},
+            },
+            history=state.history,
+            usage=run.usage().to_dict(),
+            lineage=[c.to_dict() for c in state.candidates],
+            best_id=best.id,
+            stop_reason=state.stop_reason or "",
+            split=run.split.to_dict(run.dataset),
+            operator_stats={
+                "rejected": dict(sorted(state.rejections.items())),
+                "duplicates": state.duplicates,
+                "screened_out": sum(c.screened_out for c in state.candidates),
+            },
+            config=run.config.model_dump(),
+            random_seed=run.config.random_seed,
+            duration_s=run.elapsed(),
+        )

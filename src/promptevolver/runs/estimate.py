@@ -53,14 +53,16 @@ from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.build import load_dataset
-from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig, minibatch_size, offspring_count
-from promptevolver.errors import AnnotationError, BudgetExceededError, InsufficientDataError
+from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
+from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
+from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, offspring_count, phase_calls
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.search import MIN_USABLE_SAMPLES
+from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes
+from promptevolver.optimizers.strategies.budget import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
 
@@ -186,14 +188,13 @@ class _Plan:
                 path=dataset.source,
                 metric=dataset.name,
             )
-        n_val = min(max(2, round(cfg.validation_fraction * len(usable))), len(usable) - 2)
-        n_train = _capped(len(usable) - n_val, cfg.max_train_samples)
+        n_train, n_val = split_sizes(len(usable), cfg)
         wrong = sum(_disagrees(dataset, i, labels[i]) for i in usable)
         return cls(
             cfg=cfg,
             model=model,
             n_train=n_train,
-            n_val=_capped(n_val, cfg.max_validation_samples),
+            n_val=n_val,
             judges=config.metric.num_judges,
             error_rate=wrong / len(usable),
             binary=config.loss.type == "binary",
@@ -239,10 +240,22 @@ class _Plan:
             "meta_calls": plans * self.meta_per_plan(),
         }
 
+    @property
+    def bounds(self) -> PhaseCalls:
+        """The optimizer's own upper bounds per phase (the shared cost model)."""
+        mutation = 2 if self.cfg.mutation_weight > 0 else 0
+        crossover = 1 if self.cfg.crossover_weight > 0 else 0
+        return phase_calls(
+            self.cfg,
+            n_train=self.n_train,
+            n_val=self.n_val,
+            prompts=1,
+            calls_per_evaluation=self.judges,
+            meta_calls_per_offspring=max(mutation, crossover),
+        )
+
     def final_judge_calls(self) -> int:
-        p = self.cfg.population_size
-        finalists = 1 if p == 1 else min(self.cfg.finalists, p) + 1
-        return finalists * self.n_val * self.judges
+        return self.bounds.final
 
     def wrong_after(self, rounds: int) -> float:
         """Expected wrong train samples after round ``rounds`` (0 = the initial population)."""
@@ -273,30 +286,19 @@ class _Plan:
         perfect = self.binary and wrong < 0.5
         return self.cfg.population_size == 1 or perfect or stalled >= self.cfg.patience
 
-    def _generation_bound(self) -> int:
-        return offspring_count(self.cfg, self.n_train) * (2 + self.n_train * self.judges)
-
     def _fits(self, done: Sequence[dict[str, Any]]) -> bool:
         limit = self.cfg.budget.max_calls
         used = sum(p["judge_calls"] + p["meta_calls"] for p in done)
-        return limit is None or used + self._generation_bound() + self.final_judge_calls() <= limit
+        return limit is None or used + self.bounds.generation + self.bounds.final <= limit
 
     def _check_budget_upfront(self) -> None:
-        limit, p = self.cfg.budget.max_calls, self.cfg.population_size
-        initial = p * self.n_train * self.judges + (p - 1)
-        needed = initial + self._generation_bound() + self.final_judge_calls()
-        if limit is not None and needed > limit:
-            raise BudgetExceededError(
-                f"budget.max_calls={limit} is too small: the initial population needs up to {initial} "
-                f"calls, one generation up to {self._generation_bound()} and the final validation up "
-                f"to {self.final_judge_calls()} ({needed} in all)"
-            )
+        check_upfront(self.cfg.budget, self.bounds)
 
     def max_calls(self) -> int:
         """Calls of a run with every generation and every offspring judged on all of train."""
         r = self.reverse_engineering()
         initial = self.judges * self.n_train * (1 + r) + r
-        generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self._generation_bound()
+        generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self.bounds.generation
         return initial + generations + self.final_judge_calls()
 
 
@@ -307,10 +309,6 @@ def _ensemble_noise(noise: float, judges: int) -> float:
         return noise
     wrong = range((judges + 1) // 2, judges + 1)
     return sum(math.comb(judges, k) * noise**k * (1 - noise) ** (judges - k) for k in wrong)
-
-
-def _capped(n: int, cap: int | None) -> int:
-    return n if cap is None else min(n, cap)
 
 
 def _recorded_verdict(dataset: SingleMetricAnnotation, position: int) -> float:

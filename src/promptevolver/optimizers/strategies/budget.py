@@ -1,9 +1,9 @@
 """Budget: stop before spending more calls, tokens or dollars than the user allowed.
 
-The guard works with upper bounds computed before each step: a step runs only if the calls it
-may make, plus the calls reserved for the final validation, fit in what is left. Tokens and cost
-are projected from the average per call observed so far. So a run never exceeds ``max_calls``;
-token and cost bounds hold up to the error of that average.
+The guard works with upper bounds from the cost model (:mod:`promptevolver.optimizers.cost`):
+a step runs only if the calls it may make, plus the calls reserved for the final validation,
+fit in what is left. Tokens and cost are projected from the average per call observed so far.
+So a run never exceeds ``max_calls``; token and cost bounds hold up to the error of that average.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from collections.abc import Callable
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError
 from promptevolver.llm.base import Usage
+from promptevolver.optimizers.cost import PhaseCalls
 
-__all__ = ["BudgetGuard"]
+__all__ = ["BudgetGuard", "check_upfront"]
 
 
 class BudgetGuard:
@@ -29,21 +30,14 @@ class BudgetGuard:
         self.config = config
         self.usage = usage
 
-    def check_upfront(self, *, initial_calls: int, generation_calls: int, final_calls: int) -> None:
+    def check_upfront(self, calls: PhaseCalls) -> None:
         """Refuse a call budget that cannot pay for the initial population, one generation and
         the final validation.
 
         Raises:
             BudgetExceededError: with the number of calls needed.
         """
-        needed = initial_calls + generation_calls + final_calls
-        limit = self.config.max_calls
-        if limit is not None and needed > limit:
-            raise BudgetExceededError(
-                f"budget.max_calls={limit} is too small: the initial population needs up to "
-                f"{initial_calls} calls, one generation up to {generation_calls} and the final "
-                f"validation up to {final_calls} ({needed} in all)"
-            )
+        check_upfront(self.config, calls)
 
     def allows(self, calls: int, *, reserve: int) -> bool:
         """True when ``calls`` more (plus ``reserve`` held back) fit every bound."""
@@ -64,4 +58,20 @@ class BudgetGuard:
         return not (
             self.config.max_cost_usd is not None
             and cost + projected * per_call_cost > self.config.max_cost_usd
+        )
+
+
+def check_upfront(config: BudgetConfig, calls: PhaseCalls) -> None:
+    """Raise when ``config.max_calls`` cannot pay for the initial population, one generation and
+    the final validation (``optimize`` and ``estimate`` both call this).
+
+    Raises:
+        BudgetExceededError: naming the calls each phase needs.
+    """
+    limit = config.max_calls
+    if limit is not None and calls.upfront() > limit:
+        raise BudgetExceededError(
+            f"budget.max_calls={limit} is too small: the initial population needs up to "
+            f"{calls.initial} calls, one generation up to {calls.generation} and the final "
+            f"validation up to {calls.final} ({calls.upfront()} in all)"
         )

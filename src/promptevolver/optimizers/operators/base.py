@@ -1,0 +1,138 @@
+"""What an operator is: it plans an offspring from the population, then makes it with meta calls.
+
+An :class:`Operator` has a ``name``, a ``weight`` (relative odds of being drawn for an offspring;
+0 switches it off), :meth:`~Operator.meta_calls` (the most meta calls one offspring costs, read by
+the cost model), :meth:`~Operator.plan` (pure: reads a :class:`BreedingView`, draws from the
+Generator it is given, makes no call) and :meth:`~Operator.run` (the meta calls, through a
+:class:`MetaContext`). Plans are drawn in a fixed order before any call is made and run
+concurrently; children come back in plan order, so a run never depends on which call finishes
+first. To add an operator, write one class with these four members and pass it to
+``GeneticOptimizer(operators=[...])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.config.models import GeneticConfig
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.protocol import Metric
+from promptevolver.llm.base import LLMClient
+from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.operators.meta_prompts import Example
+from promptevolver.optimizers.state import PlanKey
+
+__all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One planned offspring.
+
+    Attributes:
+        operator: the operator's name.
+        parents: the parent candidates (none for reverse engineering).
+        slot: run-unique plan number, set by the breeder; it keeps the plan's meta calls distinct
+            (the requests' ``sample_index``, hence cache keys).
+        positions: train sample positions the meta calls show (examples or failures).
+    """
+
+    operator: str
+    parents: tuple[Candidate, ...]
+    slot: int = 0
+    positions: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> PlanKey:
+        """The plan's identity in the tabu list: operator, parent ids, sorted shown positions."""
+        return (self.operator, tuple(p.id for p in self.parents), tuple(sorted(self.positions)))
+
+
+@dataclass
+class Child:
+    """An operator's product before it becomes a candidate: instructions, or a rejection reason."""
+
+    plan: Plan
+    instructions: dict[str, str] | None
+    feedback: list[str] = field(default_factory=list)
+    rejected: str | None = None
+
+
+@dataclass(frozen=True)
+class BreedingView:
+    """What planning reads (never writes).
+
+    Attributes:
+        population: the current population.
+        train: train sample positions; candidates' ``train_correct()`` is aligned with it.
+        labels: human label per sample position.
+        loss: the loss (its direction ranks candidates).
+        config: the optimizer config.
+    """
+
+    population: Sequence[Candidate]
+    train: Sequence[int]
+    labels: Sequence[float | None]
+    loss: Loss
+    config: GeneticConfig
+
+
+@dataclass(frozen=True)
+class MetaContext:
+    """What running an operator needs: the reflection LLM, the judge's shape and the examples.
+
+    Attributes:
+        llm: client for meta calls.
+        metric: the judge (its name, prompts and input fields are shown to meta calls).
+        dataset: the annotated samples; positions index ``dataset.samples``.
+        labels: human label per position.
+        config: the optimizer config (``meta_temperature``, ``max_feedbacks``).
+        judged: parent id → its judge outputs by position (shown to feedback calls).
+    """
+
+    llm: LLMClient
+    metric: Metric
+    dataset: SingleMetricAnnotation
+    labels: Sequence[float | None]
+    config: GeneticConfig
+    judged: Mapping[int, Mapping[int, dict[str, Any]]] = field(default_factory=dict)
+
+    def example(self, position: int, prompt_name: str, judged: dict[str, Any] | None = None) -> Example:
+        """The annotated sample at ``position`` as a meta-call example: the judge's inputs, the
+        human's verdict (and reason, when the human wrote or accepted one), and optionally the
+        current judge's output."""
+        sample = self.dataset.samples[position]
+        expected: dict[str, Any] = {}
+        approved = sample.expected_output(prompt_name)
+        if approved and approved.get("reason"):
+            expected["reason"] = approved["reason"]
+        label = self.labels[position]
+        expected["verdict"] = int(label) if label is not None and float(label).is_integer() else label
+        return Example(
+            inputs=self.metric.prompt_inputs(sample.metric_input), expected=expected, judged=judged
+        )
+
+
+class Operator(Protocol):
+    """A genetic operator (see the module docstring)."""
+
+    name: str
+    weight: float
+
+    def meta_calls(self, prompts: int) -> int:
+        """The most meta calls one offspring makes, for a candidate of ``prompts`` prompts."""
+        ...
+
+    def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
+        """One plan drawn from ``rng`` (slot 0: the breeder numbers it), or None when the
+        population offers nothing for this operator."""
+        ...
+
+    async def run(self, plan: Plan, ctx: MetaContext) -> Child:
+        """Make the offspring; a failed or unusable meta answer is a rejected :class:`Child`."""
+        ...

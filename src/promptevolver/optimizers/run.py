@@ -1,0 +1,269 @@
+"""One search in progress: its fixed context (split, evaluator, cost bounds) and its state.
+
+:class:`SearchRun` is what the generation loop (:mod:`.genetic`) works on. It registers new
+candidates (dropping duplicates), judges candidates through the run's one evaluator, screens
+offspring on minibatches (the rules are in :mod:`.strategies.screening`), records each
+generation and totals the run's usage. Its :attr:`~SearchRun.state` is a
+:class:`~promptevolver.optimizers.state.SearchState`, the only thing a checkpoint saves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.config.models import GeneticConfig
+from promptevolver.evaluation.evaluator import Evaluator, Score, score
+from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.protocol import Metric
+from promptevolver.llm.base import LLMClient, Usage
+from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, phase_calls
+from promptevolver.optimizers.events import EventBus
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext
+from promptevolver.optimizers.operators.breeder import Breeder
+from promptevolver.optimizers.split import Split, make_split
+from promptevolver.optimizers.state import SearchState
+from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.strategies.budget import BudgetGuard
+from promptevolver.optimizers.strategies.screening import focused_minibatch, passes
+
+__all__ = ["SearchRun"]
+
+
+class SearchRun:
+    """A search's context and state (see the module docstring).
+
+    Args:
+        metric: the judge; llm / reflection_llm: clients for judge and meta calls.
+        dataset, loss, config: the annotations, the loss, the optimizer config.
+        events: where events go; breeder: plans and runs the operators.
+
+    Raises:
+        InsufficientDataError, AnnotationError: from the split (before any LLM call).
+    """
+
+    def __init__(
+        self,
+        *,
+        metric: Metric,
+        llm: LLMClient,
+        reflection_llm: LLMClient,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: GeneticConfig,
+        events: EventBus,
+        breeder: Breeder,
+    ) -> None:
+        self.started = time.perf_counter()
+        self.metric, self.loss, self.config, self.dataset, self.events = metric, loss, config, dataset, events
+        self.reflection_llm, self.breeder = reflection_llm, breeder
+        self.clients = _distinct([llm, reflection_llm])
+        self.usage_start = [c.usage.copy() for c in self.clients]
+        rng = np.random.default_rng(config.random_seed)
+        self.labels = dataset.labels()
+        self.split: Split = make_split(dataset, self.labels, metric, config, rng)
+        self.state = SearchState(rng=rng, best_so_far=loss.worst())
+        self.evaluator = Evaluator(
+            metric=metric, llm=llm, dataset=dataset, max_concurrency=config.max_concurrency
+        )
+        self.budget = BudgetGuard(config.budget, self.usage)
+        self._fingerprint: str | None = None
+
+    @property
+    def train(self) -> list[int]:
+        return self.split.train
+
+    @property
+    def calls(self) -> PhaseCalls:
+        """Upper bounds on each phase's calls (the cost model)."""
+        return phase_calls(
+            self.config,
+            n_train=len(self.split.train),
+            n_val=len(self.split.validation),
+            prompts=len(self.metric.get_prompts()),
+            calls_per_evaluation=self.metric.calls_per_evaluation,
+            meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(len(self.metric.get_prompts())),
+        )
+
+    def fingerprint(self) -> str:
+        """sha256 of the dataset's samples and the loss (what a checkpoint belongs to), computed once."""
+        if self._fingerprint is None:
+            payload = json.dumps([self.dataset.model_dump(mode="json"), self.loss.describe()], sort_keys=True)
+            self._fingerprint = hashlib.sha256(payload.encode()).hexdigest()
+        return self._fingerprint
+
+    # --- candidates ------------------------------------------------------------------------------
+    def new_candidate(
+        self, instructions: dict[str, str], operator: str, child: Child | None = None
+    ) -> Candidate | None:
+        """Register a candidate made in the current generation; None (counted) for a duplicate."""
+        if self.state.find(instructions) is not None:
+            self.state.duplicates += 1
+            return None
+        parents = tuple(p.id for p in child.plan.parents) if child else ()
+        feedback = list(child.feedback) if child else []
+        c = Candidate(
+            len(self.state.candidates),
+            dict(instructions),
+            self.state.generation,
+            operator,
+            parents,
+            feedback=feedback,
+        )
+        self.state.add(c)
+        return c
+
+    def adopt(self, children: Sequence[Child]) -> list[Candidate]:
+        """Register the children that produced instructions; count rejections; emit events."""
+        adopted = []
+        for child in children:
+            plan = child.plan
+            if child.rejected:
+                self.state.rejections[f"{plan.operator}: {child.rejected}"] += 1
+            parents = [p.id for p in plan.parents]
+            accepted = child.instructions is not None
+            self.events.emit(
+                "operator_call",
+                self.state.generation,
+                operator=plan.operator,
+                parents=parents,
+                accepted=accepted,
+                rejected=child.rejected,
+            )
+            if child.instructions is not None:
+                c = self.new_candidate(child.instructions, plan.operator, child)
+                if c is not None:
+                    adopted.append(c)
+        return adopted
+
+    # --- judging ---------------------------------------------------------------------------------
+    async def judge(
+        self, candidates: Sequence[Candidate], positions: Sequence[int], split: str
+    ) -> list[Score]:
+        """Score ``candidates`` on ``positions`` (memoised judgements; events per candidate)."""
+        return await self.judge_each([(c, positions) for c in candidates], split)
+
+    async def judge_each(self, items: Sequence[tuple[Candidate, Sequence[int]]], split: str) -> list[Score]:
+        """Score each candidate on its own positions, all at once; events in item order."""
+        results = await asyncio.gather(*(self.evaluator.evaluate(c.instructions, pos) for c, pos in items))
+        scores = [score(self.loss, judged, pos, self.labels) for (_, pos), judged in zip(items, results)]
+        for (c, _), s in zip(items, scores):
+            self.events.emit(
+                "candidate_evaluated",
+                self.state.generation,
+                candidate=c.id,
+                split=split,
+                score=s.value,
+                failures=s.failures,
+            )
+        return scores
+
+    async def judge_train(self, candidates: Sequence[Candidate]) -> None:
+        """Judge ``candidates`` on every train sample and record their train scores."""
+        for c, s in zip(candidates, await self.judge(candidates, self.train, "train")):
+            c.train = s
+
+    async def judge_validation(self, candidates: Sequence[Candidate]) -> None:
+        """Judge ``candidates`` on every validation sample and record their validation scores."""
+        for c, s in zip(candidates, await self.judge(candidates, self.split.validation, "validation")):
+            c.validation = s
+
+    async def screen(
+        self, children: list[Candidate], parents_of: dict[int, list[Candidate]]
+    ) -> list[Candidate]:
+        """Children strictly better than their best parent on a focused minibatch (all children
+        screened at once); the others are marked ``screened_out``."""
+        size = minibatch_size(self.config, len(self.train))
+        if size == 0 or not children:
+            return children
+        rng = self.state.rng
+        batches = [focused_minibatch(parents_of[c.id], self.train, self.labels, size, rng) for c in children]
+        scores = await self.judge_each(list(zip(children, batches)), "minibatch")
+        passed = []
+        for child, batch, mini in zip(children, batches, scores):
+            child.minibatch = mini
+            parents = [await self._value_on(p, batch) for p in parents_of[child.id]]
+            child.screened_out = not passes(mini.value, parents, self.loss)
+            if not child.screened_out:
+                passed.append(child)
+        return passed
+
+    async def _value_on(self, candidate: Candidate, positions: Sequence[int]) -> float:
+        judged = await self.evaluator.evaluate(candidate.instructions, positions)  # memoised: no calls
+        return score(self.loss, judged, positions, self.labels).value
+
+    # --- views for strategies and operators ------------------------------------------------------
+    def breeding_view(self) -> BreedingView:
+        return BreedingView(self.state.population, self.train, self.labels, self.loss, self.config)
+
+    def meta_context(self, parents: Sequence[Candidate] = ()) -> MetaContext:
+        judged = {c.id: self._judge_outputs(c) for c in parents}
+        return MetaContext(self.reflection_llm, self.metric, self.dataset, self.labels, self.config, judged)
+
+    def _judge_outputs(self, candidate: Candidate) -> dict[int, dict[str, Any]]:
+        out = {}
+        for p in self.train:
+            j = self.evaluator.lookup(candidate.instructions, p)
+            if j is not None:
+                out[p] = {"reason": j.reason, "verdict": j.score} if not j.failed else {"error": j.error}
+        return out
+
+    # --- bookkeeping -----------------------------------------------------------------------------
+    def record(self, *, offspring: int) -> None:
+        """Append this generation to the history; update ``best_so_far`` and ``since_improvement``."""
+        state = self.state
+        best = selection.rank(state.population, self.loss)[0].train_value()
+        if self.loss.better(best, state.best_so_far):
+            state.best_so_far, state.since_improvement = best, 0
+        else:
+            state.since_improvement += 1
+        usage = self.usage()
+        entry = {
+            "generation": state.generation,
+            "best_train": best,
+            "mean_train": float(np.mean([c.train_value() for c in state.population])),
+            "population": len(state.population),
+            "offspring": offspring,
+            "judge_calls": usage.judge_calls,
+            "meta_calls": usage.meta_calls,
+        }
+        state.history.append(entry)
+        keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
+        self.events.emit("generation_end", state.generation, **{k: entry[k] for k in keys})
+
+    def next_generation_fits(self) -> bool:
+        """Whether one more generation fits in the budget (with the final validation reserved)."""
+        calls = self.calls
+        return self.budget.allows(calls.generation, reserve=calls.final)
+
+    def usage(self) -> Usage:
+        """LLM usage of this run (before a resume included)."""
+        total = self.state.usage_before.copy()
+        for client, before in zip(self.clients, self.usage_start):
+            total = total + (client.usage - before)
+        return total
+
+    def elapsed(self) -> float:
+        """Wall-clock seconds spent on this run, including before a resume."""
+        return self.state.elapsed_before + time.perf_counter() - self.started
+
+    def progress_fields(self) -> dict[str, Any]:
+        last = self.state.history[-1]
+        calls = last["judge_calls"] + last["meta_calls"]
+        return {"best": f"{last['best_train']:.3f}", "mean": f"{last['mean_train']:.3f}", "calls": calls}
+
+
+def _distinct(clients: Sequence[LLMClient]) -> list[LLMClient]:
+    out: list[LLMClient] = []
+    for c in clients:
+        if all(c is not o for o in out):
+            out.append(c)
+    return out

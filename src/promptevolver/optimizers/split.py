@@ -1,0 +1,145 @@
+"""The split: which usable samples the search learns from (train) and which choose the result.
+
+:func:`split_sizes` is the arithmetic (shared with ``estimate`` through :mod:`.cost`);
+:func:`make_split` draws the samples. Validation gets ``round(validation_fraction · N)`` of the
+N usable samples (at least 2, leaving at least 2 for train), stratified on the human label;
+then each part is capped (``max_train_samples``, ``max_validation_samples``) by a stratified draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from promptevolver.annotations import SingleMetricAnnotation, sampling
+from promptevolver.config.models import GeneticConfig
+from promptevolver.errors import AnnotationError, InsufficientDataError
+from promptevolver.judge.protocol import Metric
+
+__all__ = [
+    "MIN_USABLE_SAMPLES",
+    "SMALL_VALIDATION",
+    "Split",
+    "check_inputs",
+    "make_split",
+    "split_sizes",
+    "validation_count",
+]
+
+#: Fewer usable annotations than this cannot give a train and a validation set worth the name.
+MIN_USABLE_SAMPLES = 10
+#: Below this many validation samples the result carries a small-data note.
+SMALL_VALIDATION = 10
+
+
+@dataclass(frozen=True)
+class Split:
+    """Sample positions (indices into ``dataset.samples``) of each part, and a note on its size.
+
+    Attributes:
+        train: positions the search learns from, in draw order.
+        validation: positions the final choice is made on.
+        n_usable: usable samples before the split.
+    """
+
+    train: list[int]
+    validation: list[int]
+    n_usable: int
+
+    @property
+    def note(self) -> str | None:
+        """A warning when validation is too small for a confident choice; None otherwise."""
+        if len(self.validation) >= SMALL_VALIDATION:
+            return None
+        return (
+            f"small data: {self.n_usable} usable annotations leave {len(self.validation)} validation "
+            "samples, so one sample moves the validation score by a large step; treat the final "
+            "choice as indicative"
+        )
+
+    def to_dict(self, dataset: SingleMetricAnnotation) -> dict[str, Any]:
+        """The ``split`` block of result.json."""
+        return {
+            "train": len(self.train),
+            "validation": len(self.validation),
+            "strategy": "stratified on the human label",
+            "validation_positions": self.validation,
+            "note": self.note,
+            "unusable": [{"index": u.sample_index, "reason": u.reason} for u in dataset.unusable_samples()],
+        }
+
+
+def validation_count(n_usable: int, fraction: float) -> int:
+    """Validation samples drawn from ``n_usable`` (before the cap): at least 2, leaving 2 for train."""
+    return min(max(2, round(fraction * n_usable)), n_usable - 2)
+
+
+def split_sizes(n_usable: int, config: GeneticConfig) -> tuple[int, int]:
+    """(train, validation) sample counts for ``n_usable`` usable samples, caps applied."""
+    n_val = validation_count(n_usable, config.validation_fraction)
+    return _capped(n_usable - n_val, config.max_train_samples), _capped(n_val, config.max_validation_samples)
+
+
+def _capped(n: int, cap: int | None) -> int:
+    return n if cap is None else min(n, cap)
+
+
+def make_split(
+    dataset: SingleMetricAnnotation,
+    labels: Sequence[float | None],
+    metric: Metric,
+    config: GeneticConfig,
+    rng: np.random.Generator,
+) -> Split:
+    """Draw the split from ``rng`` (see the module docstring).
+
+    Raises:
+        InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable samples.
+        AnnotationError: a usable sample lacks a field the metric needs (names file, sample, field).
+    """
+    usable = [i for i, y in enumerate(labels) if y is not None]
+    if len(usable) < MIN_USABLE_SAMPLES:
+        raise InsufficientDataError(
+            f"{len(usable)} usable annotations (need at least {MIN_USABLE_SAMPLES}); a sample is "
+            "usable when it is accepted, has a target, or is a rejected sample of a binary metric",
+            path=dataset.source,
+            metric=dataset.name,
+        )
+    check_inputs(dataset, metric, usable)
+    n_val = validation_count(len(usable), config.validation_fraction)
+    train, val = sampling.stratified_split([labels[i] for i in usable], n_val, rng)
+    train_pos = _cap([usable[i] for i in train], config.max_train_samples, labels, rng)
+    val_pos = _cap([usable[i] for i in val], config.max_validation_samples, labels, rng)
+    return Split(train_pos, val_pos, len(usable))
+
+
+def _cap(
+    positions: list[int], limit: int | None, labels: Sequence[float | None], rng: np.random.Generator
+) -> list[int]:
+    """A stratified subset of at most ``limit`` positions (all of them when within it)."""
+    if limit is None or len(positions) <= limit:
+        return positions
+    keep = sampling.stratified_sample([labels[p] for p in positions], limit, rng)
+    return [positions[i] for i in keep]
+
+
+def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Sequence[int]) -> None:
+    """Raise before any LLM call if a sample lacks a field the metric needs.
+
+    Raises:
+        AnnotationError: naming the file, metric, sample index and field.
+    """
+    for i in positions:
+        try:
+            metric.prompt_inputs(dataset.samples[i].metric_input)
+        except AnnotationError as exc:
+            raise AnnotationError(
+                str(exc).split(": ", 1)[-1],
+                path=dataset.source,
+                metric=dataset.name,
+                sample_index=i,
+                field=exc.field,
+            ) from exc

@@ -1,0 +1,160 @@
+"""The state of one search: a plain dataclass the generation loop alone writes.
+
+Strategies (selection, screening, stopping, the final choice) and operators read it; only the
+loop in :mod:`.genetic` and :class:`~promptevolver.optimizers.run.SearchRun` change it. The
+checkpoint is :meth:`SearchState.to_dict` / :meth:`SearchState.from_dict` written to a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from promptevolver.evaluation.evaluator import CandidateKey, Score, candidate_key
+from promptevolver.llm.base import Usage
+from promptevolver.optimizers.candidates import Candidate
+
+__all__ = ["PlanKey", "SearchState"]
+
+#: Identity of an operator plan: (operator, parent ids, shown sample positions).
+PlanKey = tuple[str, tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass
+class SearchState:
+    """Everything a search has done so far.
+
+    Attributes:
+        rng: the run's one random generator (seeded from ``random_seed``).
+        candidates: every candidate ever made, by id (the seed is 0).
+        population: the current population, best-ranked first.
+        generation: generations finished (0 = the initial population).
+        history: one entry per finished generation (see ``OptimizationResult.history``).
+        best_so_far: best train score seen (loss direction), for ``patience``.
+        since_improvement: generations in a row without a better best train score.
+        duplicates: operator answers skipped because they repeat an existing candidate.
+        exhausted: the last planning round found no plan it had not tried before.
+        rejections: rejected operator answers by ``"<operator>: <reason>"``.
+        tried: operator plans made so far (a tabu list: a plan is never made twice).
+        slots: operator plans numbered so far (a plan's slot keeps its meta calls distinct).
+        usage_before: LLM usage of the run before a resume (added to the clients' usage).
+        elapsed_before: wall-clock seconds of the run before a resume.
+        stop_reason: why the search stopped, once it has.
+    """
+
+    rng: np.random.Generator
+    best_so_far: float
+    candidates: list[Candidate] = field(default_factory=list)
+    population: list[Candidate] = field(default_factory=list)
+    generation: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    since_improvement: int = 0
+    duplicates: int = 0
+    exhausted: bool = False
+    rejections: Counter[str] = field(default_factory=Counter)
+    tried: set[PlanKey] = field(default_factory=set)
+    slots: int = 0
+    usage_before: Usage = field(default_factory=Usage)
+    elapsed_before: float = 0.0
+    stop_reason: str | None = None
+    _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def seed(self) -> Candidate:
+        """The seed candidate (the metric's own instructions)."""
+        return self.candidates[0]
+
+    def find(self, instructions: dict[str, str]) -> Candidate | None:
+        """The existing candidate with these instructions (whitespace-normalised), if any."""
+        index = self._keys.get(candidate_key(instructions))
+        return None if index is None else self.candidates[index]
+
+    def add(self, candidate: Candidate) -> None:
+        """Register a new candidate (its id must be the next one)."""
+        if candidate.id != len(self.candidates):
+            raise ValueError(f"candidate id {candidate.id} is not the next id {len(self.candidates)}")
+        self.candidates.append(candidate)
+        self._keys[candidate_key(candidate.instructions)] = candidate.id
+
+    # --- checkpoint form -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole state (random generator included)."""
+        return {
+            "rng": self.rng.bit_generator.state,
+            "candidates": [_candidate(c) for c in self.candidates],
+            "population": [c.id for c in self.population],
+            "generation": self.generation,
+            "history": self.history,
+            "best_so_far": self.best_so_far,
+            "since_improvement": self.since_improvement,
+            "duplicates": self.duplicates,
+            "exhausted": self.exhausted,
+            "rejections": dict(self.rejections),
+            "tried": [[op, list(parents), list(positions)] for op, parents, positions in sorted(self.tried)],
+            "slots": self.slots,
+            "usage_before": vars(self.usage_before),
+            "elapsed_before": self.elapsed_before,
+            "stop_reason": self.stop_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], rng: np.random.Generator) -> SearchState:
+        """Rebuild a state from :meth:`to_dict`; ``rng`` gets the saved generator state."""
+        rng.bit_generator.state = data["rng"]
+        state = cls(rng=rng, best_so_far=data["best_so_far"])
+        for d in data["candidates"]:
+            state.add(_uncandidate(d))
+        state.population = [state.candidates[i] for i in data["population"]]
+        state.generation = data["generation"]
+        state.history = data["history"]
+        state.since_improvement = data["since_improvement"]
+        state.duplicates = data["duplicates"]
+        state.exhausted = data["exhausted"]
+        state.rejections = Counter(data["rejections"])
+        state.tried = {(op, tuple(parents), tuple(positions)) for op, parents, positions in data["tried"]}
+        state.slots = data["slots"]
+        state.usage_before = Usage(**data["usage_before"])
+        state.elapsed_before = data["elapsed_before"]
+        state.stop_reason = data["stop_reason"]
+        return state
+
+
+def _score(s: Score | None) -> dict[str, Any] | None:
+    return None if s is None else {"value": s.value, "correct": s.correct.tolist(), "failures": s.failures}
+
+
+def _unscore(d: dict[str, Any] | None) -> Score | None:
+    return None if d is None else Score(d["value"], np.asarray(d["correct"], dtype=np.float64), d["failures"])
+
+
+def _candidate(c: Candidate) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "instructions": c.instructions,
+        "generation": c.generation,
+        "operator": c.operator,
+        "parents": list(c.parents),
+        "feedback": c.feedback,
+        "screened_out": c.screened_out,
+        "train": _score(c.train),
+        "minibatch": _score(c.minibatch),
+        "validation": _score(c.validation),
+    }
+
+
+def _uncandidate(d: dict[str, Any]) -> Candidate:
+    return Candidate(
+        d["id"],
+        dict(d["instructions"]),
+        d["generation"],
+        d["operator"],
+        tuple(d["parents"]),
+        train=_unscore(d["train"]),
+        validation=_unscore(d.get("validation")),
+        feedback=list(d["feedback"]),
+        minibatch=_unscore(d["minibatch"]),
+        screened_out=d["screened_out"],
+    )

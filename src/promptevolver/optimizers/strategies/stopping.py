@@ -1,0 +1,118 @@
+"""When to stop: a list of :class:`StopCondition` objects, checked in order before each generation.
+
+The first condition that holds ends the search and gives ``stop_reason``. The defaults
+(:data:`DEFAULT_STOP_CONDITIONS`), in order:
+
+* ``population_size_1`` — a population of one has no offspring to make: the seed is evaluated only;
+* ``generations`` — ``config.generations`` generations are done;
+* ``perfect_train`` — the best train score cannot be improved (e.g. accuracy 1.0): nothing left to learn;
+* ``patience`` — ``config.patience`` generations in a row without a better best train score;
+* ``exhausted`` — the last planning round found no operator plan it had not tried before;
+* ``budget`` — the next generation, with the final choice reserved, would not fit in the budget.
+
+A condition of your own is any object with a ``reason`` string and a ``should_stop(search)``
+method; pass the list as ``GeneticOptimizer(stop_conditions=[...])``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from promptevolver.config.models import GeneticConfig
+from promptevolver.evaluation.losses import Loss
+from promptevolver.optimizers.state import SearchState
+
+__all__ = [
+    "DEFAULT_STOP_CONDITIONS",
+    "BudgetSpent",
+    "Exhausted",
+    "MaxGenerations",
+    "Patience",
+    "PerfectTrain",
+    "PopulationOfOne",
+    "SearchView",
+    "StopCondition",
+]
+
+
+class SearchView(Protocol):
+    """What stop conditions read of a running search."""
+
+    @property
+    def config(self) -> GeneticConfig: ...
+
+    @property
+    def loss(self) -> Loss: ...
+
+    @property
+    def state(self) -> SearchState: ...
+
+    def next_generation_fits(self) -> bool: ...
+
+
+class StopCondition(Protocol):
+    """Ends the search with ``reason`` when :meth:`should_stop` holds."""
+
+    reason: str
+
+    def should_stop(self, search: SearchView) -> bool: ...
+
+
+class PopulationOfOne:
+    reason = "population_size_1"
+
+    def should_stop(self, search: SearchView) -> bool:
+        return search.config.population_size == 1
+
+
+class MaxGenerations:
+    reason = "generations"
+
+    def should_stop(self, search: SearchView) -> bool:
+        return search.state.generation >= search.config.generations
+
+
+class PerfectTrain:
+    reason = "perfect_train"
+
+    def should_stop(self, search: SearchView) -> bool:
+        best = search.loss.best_possible
+        return best is not None and search.state.best_so_far == best
+
+
+class Patience:
+    reason = "patience"
+
+    def should_stop(self, search: SearchView) -> bool:
+        return search.state.since_improvement >= search.config.patience
+
+
+class Exhausted:
+    reason = "exhausted"
+
+    def should_stop(self, search: SearchView) -> bool:
+        return search.state.exhausted
+
+
+class BudgetSpent:
+    reason = "budget"
+
+    def should_stop(self, search: SearchView) -> bool:
+        return not search.next_generation_fits()
+
+
+DEFAULT_STOP_CONDITIONS: tuple[StopCondition, ...] = (
+    PopulationOfOne(),
+    MaxGenerations(),
+    PerfectTrain(),
+    Patience(),
+    Exhausted(),
+    BudgetSpent(),
+)
+
+
+def first_reason(
+    conditions: tuple[StopCondition, ...] | list[StopCondition], search: SearchView
+) -> str | None:
+    """The ``reason`` of the first condition that holds, or None to go on."""
+    return next((c.reason for c in conditions if c.should_stop(search)), None)
