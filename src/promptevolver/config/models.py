@@ -7,12 +7,13 @@ relative to the config file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from promptevolver.errors import ConfigError
 
@@ -24,6 +25,7 @@ __all__ = [
     "LossConfig",
     "MetricConfig",
     "PriceConfig",
+    "RUN_LEVEL_KEYS",
     "RunConfig",
     "SyntheticDatasetConfig",
     "SyntheticSource",
@@ -71,7 +73,7 @@ class GeneticConfig(_Strict):
             (0 switches one off; both 0 means no offspring).
         reverse_engineer: seed the population with reverse-engineered instructions.
         meta_temperature: sampling temperature of meta calls.
-        max_concurrency: judge calls in flight at once.
+        max_concurrency: LLM requests (judge and meta) in flight at once, for the whole run.
         minibatch_size: train samples an offspring is first judged on (at most a quarter of train;
             half of them samples its parents get wrong, see ``optimizers/screening.py``); it is
             judged on all train samples only if it beats its best parent there. 0: no screening.
@@ -165,6 +167,8 @@ class LLMConfig(_Strict):
     directory, not the config file); a re-run answers repeated requests from it. ``null``: no
     cache. Default: :data:`DEFAULT_CACHE` for ``provider: openai`` (re-runs cost nothing), none
     for ``fake`` (its answers are free).
+    ``max_concurrency``: LLM requests in flight at once, for the whole run (judge and meta calls
+    together; also the optimizer's ``max_concurrency``).
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
     ``prices``: model name → price (USD per 1M tokens); when given, it must price this ``model``
     (``fake`` for the simulated provider without a model) and calls add to ``usage.cost_usd``.
@@ -237,6 +241,14 @@ class SyntheticSource(_Strict):
     synthetic: SyntheticDatasetConfig
 
 
+#: Optimizer keys that a run config sets in one other place (key → where it is set).
+RUN_LEVEL_KEYS = {
+    "random_seed": "at the top level (random_seed)",
+    "budget": "at the top level (budget)",
+    "max_concurrency": "as llm.max_concurrency",
+}
+
+
 class RunConfig(_Strict):
     """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
 
@@ -244,6 +256,11 @@ class RunConfig(_Strict):
     ``{synthetic: {n_samples: ..., ...}}``; ``metric_name`` picks one metric of a multi-metric
     file (default: the metric's ``name``); ``seeds`` are the random seeds a benchmark runs
     (default: ``[random_seed]``).
+
+    Every setting has one place: the run's ``random_seed`` and ``budget`` at the top level, the
+    requests in flight as ``llm.max_concurrency`` (:data:`RUN_LEVEL_KEYS`); the same keys under
+    ``optimizer`` are an error naming where they belong. :meth:`effective_optimizer` puts them
+    into the optimizer's config.
     """
 
     dataset: Path | SyntheticSource
@@ -257,14 +274,36 @@ class RunConfig(_Strict):
     budget: BudgetConfig | None = None
     random_seed: int | None = None
 
+    @field_validator("optimizer", mode="before")
+    @classmethod
+    def _one_place_per_setting(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key, where in RUN_LEVEL_KEYS.items():
+                if key in value:
+                    raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
+        return value
+
     def effective_optimizer(self) -> GeneticConfig:
-        """The optimizer config with the top-level ``random_seed`` and ``budget`` applied."""
-        update: dict[str, Any] = {}
+        """The optimizer config with the run-level ``random_seed``, ``budget`` and
+        ``llm.max_concurrency`` applied."""
+        update: dict[str, Any] = {"max_concurrency": self.llm.max_concurrency}
         if self.random_seed is not None:
             update["random_seed"] = self.random_seed
         if self.budget is not None:
             update["budget"] = self.budget
         return self.optimizer.model_copy(update=update)
+
+    def dump(self, *, relative_to: Path | None = None) -> dict[str, Any]:
+        """The config as a YAML-ready dict, each setting once: the effective ``random_seed`` and
+        ``budget`` at the top level, none of :data:`RUN_LEVEL_KEYS` under ``optimizer``; a dataset
+        file path relative to ``relative_to`` (the folder the dict will be written to) if given."""
+        effective = self.effective_optimizer()
+        data = self.model_dump(mode="json", exclude={"optimizer": set(RUN_LEVEL_KEYS)})
+        data["random_seed"] = effective.random_seed
+        data["budget"] = effective.budget.model_dump(mode="json")
+        if isinstance(self.dataset, Path) and relative_to is not None:
+            data["dataset"] = os.path.relpath(self.dataset.resolve(), Path(relative_to).resolve())
+        return data
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:
@@ -272,7 +311,7 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     lines = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "<root>"
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
         lines.append(f"{source}: {where}: {msg}")
     return "\n".join(lines)
 

@@ -20,7 +20,8 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Judgement, Metric
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.base import LLMClient
+from promptevolver.llm.concurrency import InFlightLimit
 
 __all__ = ["Evaluator", "Score", "candidate_key", "score"]
 
@@ -30,29 +31,6 @@ CandidateKey = tuple[tuple[str, str], ...]
 def candidate_key(instructions: Mapping[str, str]) -> CandidateKey:
     """Identity of a candidate: its instructions with whitespace normalised, sorted by prompt."""
     return tuple(sorted((name, " ".join(text.split())) for name, text in instructions.items()))
-
-
-class _InFlightLimit:
-    """An :class:`LLMClient` that lets at most ``limit`` requests through ``inner`` at once.
-
-    The semaphore is made for the running event loop on first use (a client may outlive one
-    ``asyncio.run``)."""
-
-    def __init__(self, inner: LLMClient, limit: int) -> None:
-        self.inner = inner
-        self.limit = limit
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
-
-    @property
-    def usage(self) -> Usage:
-        return self.inner.usage
-
-    async def complete(self, request: LLMRequest) -> Completion:
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._semaphores:
-            self._semaphores = {loop: asyncio.Semaphore(self.limit)}
-        async with self._semaphores[loop]:
-            return await self.inner.complete(request)
 
 
 class Evaluator:
@@ -69,11 +47,9 @@ class Evaluator:
     def __init__(
         self, *, metric: Metric, llm: LLMClient, dataset: SingleMetricAnnotation, max_concurrency: int
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.metric = metric
         self.llm = llm
-        self._limited = _InFlightLimit(llm, max_concurrency)
+        self._limited = InFlightLimit(max_concurrency).wrap(llm)
         self.dataset = dataset
         self.max_concurrency = max_concurrency
         self._memo: dict[tuple[CandidateKey, int], Judgement] = {}

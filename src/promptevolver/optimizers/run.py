@@ -24,6 +24,7 @@ from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient, Usage
+from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, phase_calls
 from promptevolver.optimizers.events import EventBus
@@ -64,15 +65,17 @@ class SearchRun:
     ) -> None:
         self.started = time.perf_counter()
         self.metric, self.loss, self.config, self.dataset, self.events = metric, loss, config, dataset, events
-        self.reflection_llm, self.breeder = reflection_llm, breeder
+        self.breeder = breeder
         self.clients = _distinct([llm, reflection_llm])
+        limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
+        self.llm, self.reflection_llm = limit.wrap(llm), limit.wrap(reflection_llm)
         self.usage_start = [c.usage.copy() for c in self.clients]
         rng = np.random.default_rng(config.random_seed)
         self.labels = dataset.labels()
         self.split: Split = make_split(dataset, self.labels, metric, config, rng)
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.evaluator = Evaluator(
-            metric=metric, llm=llm, dataset=dataset, max_concurrency=config.max_concurrency
+            metric=metric, llm=self.llm, dataset=dataset, max_concurrency=config.max_concurrency
         )
         self.budget = BudgetGuard(config.budget, self.usage)
         self._fingerprint: str | None = None

@@ -36,7 +36,7 @@ def write_config(directory: str | Path, config: RunConfig) -> Path:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     with (out / CONFIG_FILE).open("w", encoding="utf-8") as fh:
-        yaml.safe_dump(config.model_dump(mode="json"), fh, sort_keys=False)
+        yaml.safe_dump(config.dump(relative_to=out), fh, sort_keys=False)
     return out / CONFIG_FILE
 
 

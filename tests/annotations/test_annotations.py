@@ -25,7 +25,7 @@ from promptevolver.annotations import (
 )
 from promptevolver.errors import AnnotationError
 
-DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 AC_FILE = DATA / "edited_chain_runs.json"
 HELP_FILE = DATA / "annotated_data.json"
 PROMPT = "single_turn_aspect_critic_prompt"

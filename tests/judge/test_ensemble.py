@@ -26,14 +26,14 @@ from promptevolver.config.build import build_metric
 from promptevolver.config.models import MetricConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, PermanentLLMError
 from promptevolver.evaluation.evaluator import Evaluator, score
-from promptevolver.judge.aspect_critic import Metric
 from promptevolver.judge.ensemble import AGGREGATIONS, EvaluationEvent
 from promptevolver.judge.prompts import split_rendered
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm import ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest
 
-from .conftest import AC_DEFINITION, AC_FILE
-from .helpers import make_dataset
+from ..conftest import AC_DEFINITION, AC_FILE
+from ..helpers import make_dataset
 
 PROMPT = AspectCritic.PROMPT_NAME
 NAME = "answer_correctness"

@@ -15,7 +15,7 @@ from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers.checkpoint import CheckpointError
 from promptevolver.optimizers.events import Event
 
-from .helpers import make_dataset, rule_llm
+from ..helpers import make_dataset, rule_llm
 
 CONFIG = {"random_seed": 7, "population_size": 4, "generations": 4, "patience": 10}
 

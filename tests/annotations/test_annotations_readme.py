@@ -10,7 +10,7 @@ import pytest
 
 from promptevolver import SingleMetricAnnotation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECTION = "### Coming from Ragas"
 
 

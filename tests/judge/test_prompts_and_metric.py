@@ -26,7 +26,7 @@ from promptevolver.llm.base import ChatMessage
 MARKER = f"\n\n{OUTPUT_HEADER}\n"
 PROMPT = AspectCritic.PROMPT_NAME
 DEFINITION = "Is the response factually correct compared with the reference?"
-AC_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "edited_chain_runs.json"
+AC_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "edited_chain_runs.json"
 YES = '{"reason": "It matches the reference.", "verdict": 1}'
 NO = '{"reason": "It contradicts the reference.", "verdict": 0}'
 

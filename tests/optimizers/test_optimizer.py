@@ -11,7 +11,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, Insu
 from promptevolver.errors import AnnotationError
 from promptevolver.llm.base import LLMRequest
 
-from .helpers import PROMPT, make_dataset, rule_llm
+from ..helpers import PROMPT, make_dataset, rule_llm
 
 
 def _metric() -> AspectCritic:
