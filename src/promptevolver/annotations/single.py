@@ -8,12 +8,12 @@ import math
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 import numpy as np
 from pydantic import BaseModel, PrivateAttr
 
-from promptevolver.annotations import sampling
+from promptevolver.annotations import sampling, strata
 from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
 from promptevolver.annotations.io import _dump_samples, _load, _write_json
 from promptevolver.annotations.models import (
@@ -22,10 +22,8 @@ from promptevolver.annotations.models import (
     UnusableSample,
     UnusableSamplesWarning,
 )
-from promptevolver.errors import AnnotationKeyError
 
 #: Sample fields that may serve as a stratify key, besides extra fields and ``metric_input.X``.
-_KEY_FIELDS = ("metric_output", "is_accepted", "target")
 
 _S = TypeVar("_S", bound="_Sourced")
 
@@ -183,35 +181,7 @@ class SingleMetricAnnotation(_Sourced):
         Raises:
             AnnotationKeyError: an unknown key (the message names it and the valid forms).
         """
-        if stratify_key is None or stratify_key == "label":
-            return [_class_key(label) for label in self.labels()]
-        if stratify_key in _KEY_FIELDS or any(stratify_key in (s.model_extra or {}) for s in self.samples):
-            return [_class_key(getattr(s, stratify_key, None)) for s in self.samples]
-        if stratify_key.startswith("metric_input."):
-            return self._input_keys(stratify_key.split(".", 1)[1])
-        raise self._unknown_key(stratify_key)
-
-    def _input_keys(self, field: str) -> list[Hashable]:
-        if self.samples and not any(field in s.metric_input for s in self.samples):
-            present = sorted({k for s in self.samples for k in s.metric_input})
-            raise AnnotationKeyError(
-                f"unknown stratify_key 'metric_input.{field}': no sample has metric_input.{field}; "
-                f"metric_input fields: {present}",
-                path=self.source,
-                metric=self.name,
-            )
-        return [_class_key(s.metric_input.get(field)) for s in self.samples]
-
-    def _unknown_key(self, key: str) -> AnnotationKeyError:
-        hint = ""
-        if any(key in s.metric_input for s in self.samples):
-            hint = f" (did you mean 'metric_input.{key}'?)"
-        return AnnotationKeyError(
-            f"unknown stratify_key {key!r}{hint}; use 'label', 'metric_output', 'is_accepted', "
-            "'target', an extra sample field or 'metric_input.<field>'",
-            path=self.source,
-            metric=self.name,
-        )
+        return strata.stratify_keys(self, stratify_key)
 
     def sample(
         self, n: int, stratify_key: str | None = None, random_seed: sampling.Seed = None
@@ -294,12 +264,6 @@ class SingleMetricAnnotation(_Sourced):
 def _trusted(name: str, samples: list[SampleAnnotation], source: str | Path | None) -> SingleMetricAnnotation:
     """A set of samples that are validated already (not validated again: 20,000 checks cost 50 ms)."""
     return SingleMetricAnnotation.model_construct(name=name, samples=samples)._with_source(source)
-
-
-def _class_key(value: Any) -> Hashable:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
 
 
 def _warn_unusable(dataset: SingleMetricAnnotation) -> None:

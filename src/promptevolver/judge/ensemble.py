@@ -33,84 +33,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import statistics
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from promptevolver.annotations import FIELD_ALIASES, normalize_metric_input
 from promptevolver.errors import AnnotationError
+from promptevolver.judge.aggregation import AGGREGATIONS, aggregate
+from promptevolver.judge.batch import BatchEvaluation, EvaluationItem, as_item, cancel
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 
-__all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble"]
+__all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "as_item"]
 
 T = TypeVar("T")
-
-
-class _NotBinary(ValueError):
-    """A judge gave a score other than 0 or 1 to a majority vote."""
-
-
-def _majority(scores: Sequence[float]) -> float:
-    """1.0 when more judges said 1 than 0, else 0.0.
-
-    Tie rule: a tie (an even number of successful judges split evenly) gives 0.0 — a criterion
-    that half the judges reject is not shown to be met. Raises :class:`_NotBinary` for a score
-    other than 0 or 1.
-    """
-    odd = [s for s in scores if s not in (0.0, 1.0)]
-    if odd:
-        raise _NotBinary(
-            f"aggregation 'majority' needs binary verdicts (0 or 1), got {odd[0]}; "
-            "use mean, median, min or max for numeric scores"
-        )
-    yes = sum(scores)
-    return 1.0 if yes > len(scores) - yes else 0.0
-
-
-#: Aggregation name → function of the successful judges' scores (a non-empty sequence).
-AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
-    "majority": _majority,
-    "mean": statistics.fmean,
-    "median": lambda s: float(statistics.median(s)),
-    "min": min,
-    "max": max,
-}
-
-
-@dataclass(frozen=True)
-class EvaluationItem:
-    """One sample to evaluate, optionally with custom instructions for this evaluation only.
-
-    Attributes:
-        inputs: the sample's fields, under either naming scheme.
-        instructions: prompt name → instruction overriding the metric's for this item (None: the
-            metric's own). Prompts not named keep the metric's instruction.
-
-    :meth:`JudgeEnsemble.evaluate` also accepts a plain mapping: one whose keys are exactly
-    ``inputs`` and optionally ``instructions`` is read as an item; any other mapping is the inputs.
-    """
-
-    inputs: Mapping[str, Any]
-    instructions: Mapping[str, str] | None = None
-
-
-ItemLike = EvaluationItem | Mapping[str, Any]
-
-
-def as_item(data: ItemLike) -> EvaluationItem:
-    """``data`` as an :class:`EvaluationItem` (see its docstring). Raises TypeError otherwise."""
-    if isinstance(data, EvaluationItem):
-        return data
-    if not isinstance(data, Mapping):
-        raise TypeError(f"an evaluation item is an EvaluationItem or a mapping, got {type(data).__name__}")
-    if "inputs" in data and set(data) <= {"inputs", "instructions"}:
-        return EvaluationItem(inputs=data["inputs"], instructions=data.get("instructions"))
-    return EvaluationItem(inputs=data)
 
 
 @dataclass(frozen=True)
@@ -136,7 +74,7 @@ class EvaluationEvent:
 Callback = Callable[[EvaluationEvent], Awaitable[None] | None]
 
 
-class JudgeEnsemble:
+class JudgeEnsemble(BatchEvaluation):
     """Several judges of one metric, aggregated; a :class:`~promptevolver.judge.aspect_critic.Metric` itself.
 
     Args:
@@ -288,139 +226,18 @@ class JudgeEnsemble:
         try:
             done, _ = await asyncio.wait(tasks, timeout=self.timeout_s)
         finally:
-            await _cancel(tasks)
+            await cancel(tasks)
         timed_out = Judgement(score=None, error=f"timed out: not done within timeout_s={self.timeout_s} s")
         return [task.result() if task in done else timed_out for task in tasks]
 
     def _aggregate(self, judges: Sequence[Judgement]) -> Judgement:
-        ok = [(j, j.score) for j in judges if j.score is not None]
-        if not ok:
-            errors = "; ".join(f"judge {i}: {j.error}" for i, j in enumerate(judges))
-            error = f"all {len(judges)} judges failed: {errors}"
-            return Judgement(score=None, error=error, details=self._details(judges, None))
-        try:
-            value = float(AGGREGATIONS[self.aggregation_method]([score for _, score in ok]))
-        except _NotBinary as exc:
-            return Judgement(score=None, error=str(exc), details=self._details(judges, None))
-        chosen = min(ok, key=lambda pair: abs(pair[1] - value))[0]
-        return Judgement(
-            score=value, reason=chosen.reason, raw=chosen.raw, details=self._details(judges, value)
-        )
-
-    def _details(self, judges: Sequence[Judgement], value: float | None) -> dict[str, Any]:
-        keys = [f"{self.name}_judge_{i}" for i in range(len(judges))]
-        return {
-            "aggregation": self.aggregation_method,
-            "num_judges": self.num_judges,
-            "scores": {self.name: value, **{k: j.score for k, j in zip(keys, judges)}},
-            "reasons": {k: j.reason for k, j in zip(keys, judges) if not j.failed},
-            "errors": {k: j.error for k, j in zip(keys, judges) if j.failed},
-        }
+        return aggregate(judges, method=self.aggregation_method, name=self.name)
 
     async def _notify(self, event: EvaluationEvent) -> None:
         for callback in self.callbacks:
             outcome = callback(event)
             if inspect.isawaitable(outcome):
                 await outcome
-
-    # --- batches with custom prompts ---------------------------------------------------------
-    @overload
-    async def aevaluate(self, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
-
-    @overload
-    async def aevaluate(
-        self, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
-    ) -> list[Judgement]: ...
-
-    async def aevaluate(
-        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
-    ) -> Judgement | list[Judgement]:
-        """Evaluate one item (→ a Judgement) or a list of items (→ Judgements in the same order).
-
-        Items are :class:`EvaluationItem` or mappings (see there). Each item's custom instructions
-        apply to that item only: they are merged over the metric's current instructions once per
-        distinct set and passed to the judges; the metric itself is never changed. All items run
-        concurrently.
-
-        Raises:
-            KeyError: custom instructions name a prompt the metric does not have.
-            AnnotationError: an item lacks a required field (``sample_index`` is its position).
-            TypeError: an item is neither an EvaluationItem nor a mapping.
-            Nothing is sent to the LLM when one of these is raised.
-        """
-        return await self._evaluate(data, llm)
-
-    async def _evaluate(
-        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], llm: LLMClient | None
-    ) -> Judgement | list[Judgement]:
-        batch = isinstance(data, (list, tuple))
-        items = [as_item(d) for d in (data if isinstance(data, (list, tuple)) else [data])]
-        plans = self._instructions_per_item(items)
-        for index, item in enumerate(items):
-            self._check_item(index, item)
-        judged = await _gather_or_cancel(
-            [self.ajudge(item.inputs, llm=llm, instructions=plan) for item, plan in zip(items, plans)]
-        )
-        return judged if batch else judged[0]
-
-    @overload
-    def evaluate(self, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
-
-    @overload
-    def evaluate(
-        self, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
-    ) -> list[Judgement]: ...
-
-    def evaluate(
-        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
-    ) -> Judgement | list[Judgement]:
-        """Synchronous :meth:`aevaluate` (runs its own event loop with ``asyncio.run``).
-
-        Raises:
-            RuntimeError: called from a running event loop (``await aevaluate(...)`` there).
-            And whatever :meth:`aevaluate` raises.
-        """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._evaluate(data, llm))
-        raise RuntimeError("evaluate() cannot run inside an event loop; use `await aevaluate(...)`")
-
-    def _instructions_per_item(self, items: Sequence[EvaluationItem]) -> list[dict[str, str]]:
-        base = self.get_instructions()
-        keys = [tuple(sorted((item.instructions or {}).items())) for item in items]
-        per_set: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-        for key in dict.fromkeys(keys):
-            unknown = sorted({name for name, _ in key} - set(base))
-            if unknown:
-                raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(base)}")
-            per_set[key] = {**base, **dict(key)}
-        return [per_set[key] for key in keys]
-
-    def _check_item(self, index: int, item: EvaluationItem) -> None:
-        try:
-            self.prompt_inputs(item.inputs)
-        except AnnotationError as exc:
-            message = str(exc).split(": ", 1)[-1]
-            raise AnnotationError(message, metric=self.name, sample_index=index, field=exc.field) from exc
-
-    @contextmanager
-    def custom_instructions(self, instructions: Mapping[str, str]) -> Iterator[None]:
-        """Set ``instructions`` on the wrapped metric for a ``with`` block; on exit — also when the
-        block raises — restore the prompts it had before.
-
-        Not for concurrent blocks with different instructions on one metric (they would see each
-        other's); pass instructions per item to :meth:`evaluate` for that.
-
-        Raises:
-            KeyError: an unknown prompt name (nothing is changed then).
-        """
-        previous = self.get_prompts()
-        self.set_instructions(instructions)
-        try:
-            yield
-        finally:
-            self.set_prompts(**previous)
 
 
 def _check_ranges(
@@ -442,20 +259,3 @@ def _check_ranges(
         raise ValueError(f"timeout_s must be > 0 seconds or None, got {timeout_s}")
     if temperature is not None and not 0.0 <= temperature <= 2.0:
         raise ValueError(f"temperature must be in [0, 2] or None, got {temperature}")
-
-
-async def _cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:
-    """Cancel the tasks not done yet and wait until they have stopped."""
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
-    """Results of ``coros`` run concurrently, in order; on the first exception the rest are
-    cancelled and the exception propagates."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return list(await asyncio.gather(*tasks))
-    finally:
-        await _cancel(tasks)

@@ -184,7 +184,7 @@ class GeneticOptimizer(Optimizer):
                 await self._generation(run)
                 self._checkpoint(run, run_dir)
                 bar.update(1)
-                bar.set_postfix(run.progress_fields())
+                bar.set_postfix(_progress_fields(run))
         return reason
 
     async def _generation(self, run: SearchRun) -> None:
@@ -221,6 +221,12 @@ class GeneticOptimizer(Optimizer):
     def _checkpoint(run: SearchRun, run_dir: str | Path | None) -> None:
         if run_dir is not None:
             checkpoint.save(run, run_dir)
+
+
+def _progress_fields(run: SearchRun) -> dict[str, Any]:
+    last = run.state.history[-1]
+    calls = last["judge_calls"] + last["meta_calls"]
+    return {"best": f"{last['best_train']:.3f}", "mean": f"{last['mean_train']:.3f}", "calls": calls}
 
 
 def _coerce(config: Mapping[str, Any] | GeneticConfig | None) -> GeneticConfig:

@@ -26,15 +26,14 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, phase_calls
+from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.strategies import screening, selection
 from promptevolver.optimizers.strategies.budget import BudgetGuard
-from promptevolver.optimizers.strategies.screening import focused_minibatch, passes
 
 __all__ = ["SearchRun"]
 
@@ -182,25 +181,13 @@ class SearchRun:
     async def screen(
         self, children: list[Candidate], parents_of: dict[int, list[Candidate]]
     ) -> list[Candidate]:
-        """Children strictly better than their best parent on a focused minibatch (all children
-        screened at once); the others are marked ``screened_out``."""
-        size = minibatch_size(self.config, len(self.train))
-        if size == 0 or not children:
-            return children
-        rng = self.state.rng
-        batches = [focused_minibatch(parents_of[c.id], self.train, self.labels, size, rng) for c in children]
-        scores = await self.judge_each(list(zip(children, batches)), "minibatch")
-        passed = []
-        for child, batch, mini in zip(children, batches, scores):
-            child.minibatch = mini
-            parents = [await self._value_on(p, batch) for p in parents_of[child.id]]
-            child.screened_out = not passes(mini.value, parents, self.loss)
-            if not child.screened_out:
-                passed.append(child)
-        return passed
+        """Offspring that pass minibatch screening (:func:`.strategies.screening.screen`)."""
+        return await screening.screen(self, children, parents_of)
 
-    async def _value_on(self, candidate: Candidate, positions: Sequence[int]) -> float:
-        judged = await self.evaluator.evaluate(candidate.instructions, positions)  # memoised: no calls
+    async def value_on(self, candidate: Candidate, positions: Sequence[int]) -> float:
+        """``candidate``'s loss value on ``positions`` from memoised judgements (no calls when
+        it was judged there already)."""
+        judged = await self.evaluator.evaluate(candidate.instructions, positions)
         return score(self.loss, judged, positions, self.labels).value
 
     # --- views for strategies and operators ------------------------------------------------------
@@ -257,11 +244,6 @@ class SearchRun:
     def elapsed(self) -> float:
         """Wall-clock seconds spent on this run, including before a resume."""
         return self.state.elapsed_before + time.perf_counter() - self.started
-
-    def progress_fields(self) -> dict[str, Any]:
-        last = self.state.history[-1]
-        calls = last["judge_calls"] + last["meta_calls"]
-        return {"best": f"{last['best_train']:.3f}", "mean": f"{last['mean_train']:.3f}", "calls": calls}
 
 
 def _distinct(clients: Sequence[LLMClient]) -> list[LLMClient]:

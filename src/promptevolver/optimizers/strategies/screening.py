@@ -14,14 +14,19 @@ so their minibatch scores cost no calls.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from promptevolver.annotations import sampling
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.cost import minibatch_size
 
-__all__ = ["focused_minibatch", "passes"]
+if TYPE_CHECKING:
+    from promptevolver.optimizers.run import SearchRun
+
+__all__ = ["focused_minibatch", "passes", "screen"]
 
 
 def focused_minibatch(
@@ -59,3 +64,28 @@ def passes(child: float, parents: Sequence[float], loss: Loss) -> bool:
     """True when ``child`` is strictly better than the best of ``parents`` in the loss's direction."""
     best = max(parents) if loss.higher_is_better else min(parents)
     return loss.better(child, best)
+
+
+async def screen(
+    run: SearchRun, children: list[Candidate], parents_of: dict[int, list[Candidate]]
+) -> list[Candidate]:
+    """The children strictly better than their best parent on their focused minibatch.
+
+    All children are judged at once, each on its own minibatch (drawn in child order from the
+    run's generator); their ``minibatch`` score is recorded and those that fail are marked
+    ``screened_out``. Screening is off (every child passes) when the minibatch size is 0.
+    """
+    size = minibatch_size(run.config, len(run.train))
+    if size == 0 or not children:
+        return children
+    rng = run.state.rng
+    batches = [focused_minibatch(parents_of[c.id], run.train, run.labels, size, rng) for c in children]
+    scores = await run.judge_each(list(zip(children, batches)), "minibatch")
+    passed = []
+    for child, batch, mini in zip(children, batches, scores):
+        child.minibatch = mini
+        parents = [await run.value_on(p, batch) for p in parents_of[child.id]]
+        child.screened_out = not passes(mini.value, parents, run.loss)
+        if not child.screened_out:
+            passed.append(child)
+    return passed

@@ -1,0 +1,203 @@
+"""Evaluating batches of samples, each optionally with its own instructions.
+
+:class:`BatchEvaluation` gives a judge ``evaluate`` / ``aevaluate`` over :class:`EvaluationItem`
+objects (or plain mappings) and the ``custom_instructions`` context manager, on top of its
+``ajudge``; :class:`~promptevolver.judge.ensemble.JudgeEnsemble` uses it. Custom instructions are
+passed to the judges explicitly and never set on the metric, so concurrent items cannot leak
+instructions into each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from promptevolver.errors import AnnotationError
+from promptevolver.judge.prompts import Prompt
+from promptevolver.judge.protocol import Judgement
+from promptevolver.llm.base import LLMClient
+
+__all__ = ["BatchEvaluation", "EvaluationItem", "ItemLike", "as_item"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class EvaluationItem:
+    """One sample to evaluate, optionally with custom instructions for this evaluation only.
+
+    Attributes:
+        inputs: the sample's fields, under either naming scheme.
+        instructions: prompt name → instruction overriding the metric's for this item (None: the
+            metric's own). Prompts not named keep the metric's instruction.
+
+    :meth:`JudgeEnsemble.evaluate` also accepts a plain mapping: one whose keys are exactly
+    ``inputs`` and optionally ``instructions`` is read as an item; any other mapping is the inputs.
+    """
+
+    inputs: Mapping[str, Any]
+    instructions: Mapping[str, str] | None = None
+
+
+ItemLike = EvaluationItem | Mapping[str, Any]
+
+
+def as_item(data: ItemLike) -> EvaluationItem:
+    """``data`` as an :class:`EvaluationItem` (see its docstring). Raises TypeError otherwise."""
+    if isinstance(data, EvaluationItem):
+        return data
+    if not isinstance(data, Mapping):
+        raise TypeError(f"an evaluation item is an EvaluationItem or a mapping, got {type(data).__name__}")
+    if "inputs" in data and set(data) <= {"inputs", "instructions"}:
+        return EvaluationItem(inputs=data["inputs"], instructions=data.get("instructions"))
+    return EvaluationItem(inputs=data)
+
+
+class BatchEvaluation:
+    """Batch evaluation with per-item instructions, for a class that has the judge methods below."""
+
+    name: str
+
+    def get_prompts(self) -> dict[str, Prompt[Any]]:
+        raise NotImplementedError
+
+    def set_prompts(self, **prompts: Prompt[Any]) -> None:
+        raise NotImplementedError
+
+    def get_instructions(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def set_instructions(self, instructions: Mapping[str, str]) -> None:
+        raise NotImplementedError
+
+    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def ajudge(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+        instructions: Mapping[str, str] | None = None,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> Judgement:
+        raise NotImplementedError
+
+    @overload
+    async def aevaluate(self, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
+
+    @overload
+    async def aevaluate(
+        self, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+    ) -> list[Judgement]: ...
+
+    async def aevaluate(
+        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+    ) -> Judgement | list[Judgement]:
+        """Evaluate one item (→ a Judgement) or a list of items (→ Judgements in the same order).
+
+        Items are :class:`EvaluationItem` or mappings (see there). Each item's custom instructions
+        apply to that item only: they are merged over the metric's current instructions once per
+        distinct set and passed to the judges; the metric itself is never changed. All items run
+        concurrently.
+
+        Raises:
+            KeyError: custom instructions name a prompt the metric does not have.
+            AnnotationError: an item lacks a required field (``sample_index`` is its position).
+            TypeError: an item is neither an EvaluationItem nor a mapping.
+            Nothing is sent to the LLM when one of these is raised.
+        """
+        return await self._evaluate(data, llm)
+
+    async def _evaluate(
+        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], llm: LLMClient | None
+    ) -> Judgement | list[Judgement]:
+        batch = isinstance(data, (list, tuple))
+        items = [as_item(d) for d in (data if isinstance(data, (list, tuple)) else [data])]
+        plans = self._instructions_per_item(items)
+        for index, item in enumerate(items):
+            self._check_item(index, item)
+        judged = await _gather_or_cancel(
+            [self.ajudge(item.inputs, llm=llm, instructions=plan) for item, plan in zip(items, plans)]
+        )
+        return judged if batch else judged[0]
+
+    @overload
+    def evaluate(self, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
+
+    @overload
+    def evaluate(
+        self, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+    ) -> list[Judgement]: ...
+
+    def evaluate(
+        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+    ) -> Judgement | list[Judgement]:
+        """Synchronous :meth:`aevaluate` (runs its own event loop with ``asyncio.run``).
+
+        Raises:
+            RuntimeError: called from a running event loop (``await aevaluate(...)`` there).
+            And whatever :meth:`aevaluate` raises.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._evaluate(data, llm))
+        raise RuntimeError("evaluate() cannot run inside an event loop; use `await aevaluate(...)`")
+
+    def _instructions_per_item(self, items: Sequence[EvaluationItem]) -> list[dict[str, str]]:
+        base = self.get_instructions()
+        keys = [tuple(sorted((item.instructions or {}).items())) for item in items]
+        per_set: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        for key in dict.fromkeys(keys):
+            unknown = sorted({name for name, _ in key} - set(base))
+            if unknown:
+                raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(base)}")
+            per_set[key] = {**base, **dict(key)}
+        return [per_set[key] for key in keys]
+
+    def _check_item(self, index: int, item: EvaluationItem) -> None:
+        try:
+            self.prompt_inputs(item.inputs)
+        except AnnotationError as exc:
+            message = str(exc).split(": ", 1)[-1]
+            raise AnnotationError(message, metric=self.name, sample_index=index, field=exc.field) from exc
+
+    @contextmanager
+    def custom_instructions(self, instructions: Mapping[str, str]) -> Iterator[None]:
+        """Set ``instructions`` on the wrapped metric for a ``with`` block; on exit — also when the
+        block raises — restore the prompts it had before.
+
+        Not for concurrent blocks with different instructions on one metric (they would see each
+        other's); pass instructions per item to :meth:`evaluate` for that.
+
+        Raises:
+            KeyError: an unknown prompt name (nothing is changed then).
+        """
+        previous = self.get_prompts()
+        self.set_instructions(instructions)
+        try:
+            yield
+        finally:
+            self.set_prompts(**previous)
+
+
+async def cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Cancel the tasks not done yet and wait until they have stopped."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Results of ``coros`` run concurrently, in order; on the first exception the rest are
+    cancelled and the exception propagates."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        await cancel(tasks)
