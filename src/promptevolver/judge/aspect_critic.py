@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputParseError
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
-from promptevolver.runs.export import load_instructions, metric_config_near
+from promptevolver.rundir import load_instructions, metric_config_near
 
 __all__ = ["AspectCritic", "AspectCriticOutput", "Judgement", "Metric"]
 
