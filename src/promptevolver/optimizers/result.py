@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from promptevolver.rundir import write_result
+
 __all__ = ["OptimizationResult"]
 
 
@@ -83,10 +85,13 @@ class OptimizationResult(Mapping[str, str]):
         }
 
     def to_json(self, path: str | Path) -> None:
-        """Write result.json (UTF-8, sorted keys inside blocks kept as built, 2-space indent)."""
-        with Path(path).open("w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
+        """Write result.json at ``path`` atomically, with its ``format_version``
+        (:func:`promptevolver.rundir.write_result`: UTF-8, 2-space indent).
+
+        Raises:
+            OSError: the file cannot be written (an existing one is left intact).
+        """
+        write_result(path, self.to_dict())
 
     @staticmethod
     def best_from_json(path: str | Path) -> Mapping[str, str]:
