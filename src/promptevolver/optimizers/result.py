@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,9 +91,3 @@ class OptimizationResult(Mapping[str, str]):
             OSError: the file cannot be written (an existing one is left intact).
         """
         write_result(path, self.to_dict())
-
-    @staticmethod
-    def best_from_json(path: str | Path) -> Mapping[str, str]:
-        """The ``best_instructions`` of a result.json file."""
-        with Path(path).open(encoding="utf-8") as fh:
-            return dict(json.load(fh)["best_instructions"])
