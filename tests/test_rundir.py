@@ -193,3 +193,15 @@ def test_load_instructions_errors_name_the_file(tmp_path, content, expected):
 def test_load_instructions_from_an_empty_directory_names_both_files(tmp_path):
     with pytest.raises(ConfigError, match="no result.json or best_instructions.json"):
         rundir.load_instructions(tmp_path)
+
+
+def test_every_exported_name_exists_and_callables_are_documented():
+    for name in rundir.__all__:
+        obj = getattr(rundir, name)
+        assert not callable(obj) or obj.__doc__, name
+    names = [
+        getattr(rundir, n)
+        for n in rundir.__all__
+        if n.isupper() and n.endswith(("_FILE", "_DIR", "_MD", "_HTML"))
+    ]
+    assert len(names) == len(set(names)) == 9  # one name per file, none defined twice
