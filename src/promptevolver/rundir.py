@@ -48,6 +48,7 @@ __all__ = [
     "CHECKPOINT_FILE",
     "CONFIG_FILE",
     "FORMAT_VERSION",
+    "FORMAT_VERSION_KEY",
     "PLOTS_DIR",
     "REPORT_HTML",
     "REPORT_MD",
