@@ -185,6 +185,39 @@ def test_set_reaches_nested_and_free_form_keys(capsys):
     assert e["train"] + e["validation"] == 60 and e["cost_usd"] > 0
 
 
+def test_resume_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys):
+    assert main(["optimize", "--resume", str(tmp_path / "nope")]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == f"promptevolver: error: {tmp_path / 'nope'}: not a run directory (no config.yaml in it)"
+
+
+def test_the_outcome_line_says_na_for_a_score_not_measured(capsys):
+    from promptevolver.optimizers.result import OptimizationResult
+
+    result = OptimizationResult(
+        metric="m",
+        seed_instructions={"p": "a"},
+        best_instructions={"p": "a"},
+        loss={"name": "BinaryMetricLoss", "metric": "accuracy"},
+        scores={"seed": {"train": 0.5, "validation": None}, "best": {"train": None, "validation": None}},
+        history=[],
+        usage={"llm_calls": {"judge": 3, "meta": 0}},
+        lineage=[],
+        best_id=0,
+        stop_reason="generations",
+        split={},
+        operator_stats={},
+        config={},
+        random_seed=0,
+        duration_s=0.0,
+    )
+    cli._print_outcome(result, Path("runs/x"), quiet=True)
+    assert capsys.readouterr().out.strip() == (
+        "m: accuracy seed train 0.500 validation n/a | best train n/a validation n/a | "
+        "LLM calls: 3 judge + 0 meta = 3"
+    )
+
+
 def test_resume_accepts_a_longer_run(run, tmp_path):
     copy = tmp_path / "resumed"
     shutil.copytree(run, copy)

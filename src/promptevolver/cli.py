@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # Commands import their modules when they run: `--help` and `estimate` need no matplotlib.
-from promptevolver import __version__
+from promptevolver import __version__, rundir
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.config.overrides import OverrideError, apply_overrides
 from promptevolver.errors import PromptEvolverError
@@ -160,11 +160,24 @@ def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> 
         print(line, file=sys.stderr)
 
 
-def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
+def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """The ``--set`` overrides as an edit of the raw config mapping (None without any)."""
     overrides = list(getattr(args, "overrides", []))
-    config = load_run_config(path, edit=(lambda raw: apply_overrides(raw, overrides)) if overrides else None)
+    return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
+
+
+def _with_seed(config: RunConfig, args: argparse.Namespace) -> RunConfig:
     seed = getattr(args, "seed", None)
     return config if seed is None else config.model_copy(update={"random_seed": seed})
+
+
+def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
+    return _with_seed(load_run_config(path, edit=_edit(args)), args)
+
+
+def _f(value: float | None) -> str:
+    """A score with 3 decimals, or ``n/a`` when it was not measured."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 # --- optimize --------------------------------------------------------------------------------------
@@ -172,9 +185,9 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
 
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     if args.resume is not None:
-        from promptevolver.runs.optimize import CONFIG_FILE
-
-        return _load_config(args.config or args.resume / CONFIG_FILE, args), args.resume
+        if args.config is not None:
+            return _load_config(args.config, args), args.resume
+        return _with_seed(rundir.read_config(args.resume, edit=_edit(args)), args), args.resume
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
     return _load_config(args.config, args), args.output
@@ -186,8 +199,9 @@ def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
             d = event.data
             _say(
                 args,
-                f"generation {event.generation}: best train {d['best_train']:.3f}, "
-                f"mean {d['mean_train']:.3f}; calls so far {d['judge_calls']} judge + {d['meta_calls']} meta",
+                f"generation {event.generation}: best train {_f(d.get('best_train'))}, "
+                f"mean {_f(d.get('mean_train'))}; "
+                f"calls so far {d['judge_calls']} judge + {d['meta_calls']} meta",
                 verbose_only=True,
             )
 
@@ -195,7 +209,7 @@ def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from promptevolver.runs.optimize import RESULT_FILE, execute
+    from promptevolver.runs.optimize import execute
 
     config, run_dir = _run_config(args)
     progress = not args.quiet and not args.verbose and sys.stderr.isatty()
@@ -209,31 +223,34 @@ def _optimize(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         print(
-            f"promptevolver: interrupted; the last checkpoint and best_so_far.json are in {run_dir}; "
-            f"continue with: promptevolver optimize --resume {run_dir}",
+            f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
+            f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}",
             file=sys.stderr,
         )
         return 130
-    _print_outcome(result, Path(run_dir), RESULT_FILE, quiet=args.quiet)
+    _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
 
 
-def _print_outcome(result: Any, run_dir: Path, result_file: str, *, quiet: bool) -> None:
+def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
     s, calls = result.scores, result.usage["llm_calls"]
     name = result.loss.get("metric", result.loss["name"])
     print(
-        f"{result.metric}: {name} seed train {s['seed']['train']:.3f} "
-        f"validation {s['seed']['validation']:.3f} | "
-        f"best train {s['best']['train']:.3f} validation {s['best']['validation']:.3f} | "
+        f"{result.metric}: {name} seed train {_f(s['seed'].get('train'))} "
+        f"validation {_f(s['seed'].get('validation'))} | "
+        f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
     )
     if quiet:
         return
     chosen = "the seed" if not result.improved else f"candidate {result.best_id}"
     print(f"stop reason: {result.stop_reason}; chosen: {chosen}")
-    print(f"result written to {run_dir / result_file}")
-    print(f"report: {run_dir / 'report.html'} (open it in a browser) and {run_dir / 'report.md'}")
-    print(f"best instructions: {run_dir / 'best_instructions.json'}; to apply: {run_dir / 'apply_best.py'}")
+    print(f"result written to {run_dir / rundir.RESULT_FILE}")
+    print(f"report: {run_dir / rundir.REPORT_HTML} (open it in a browser) and {run_dir / rundir.REPORT_MD}")
+    print(
+        f"best instructions: {run_dir / rundir.BEST_INSTRUCTIONS_FILE}; "
+        f"to apply: {run_dir / rundir.APPLY_SNIPPET_FILE}"
+    )
     for prompt, text in result.best_instructions.items():
         print(f"\nbest instruction for {prompt}:\n{text}")
 
@@ -246,7 +263,7 @@ def _validation_run(args: argparse.Namespace) -> Path:
         return Path(args.run)
     if args.instructions.is_dir():
         return Path(args.instructions)
-    if (args.instructions.parent / "result.json").is_file():
+    if (args.instructions.parent / rundir.RESULT_FILE).is_file():
         return args.instructions.parent
     raise UsageError("--split validation needs the run directory: pass --run DIR")
 
@@ -254,10 +271,9 @@ def _validation_run(args: argparse.Namespace) -> Path:
 def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.config.build import load_dataset
     from promptevolver.runs.evaluate import score_instructions, validation_positions
-    from promptevolver.runs.export import load_instructions
 
     config = _load_config(args.config, args)
-    instructions = load_instructions(args.instructions)
+    instructions = rundir.load_instructions(args.instructions)
     dataset = load_dataset(config)
     positions = validation_positions(_validation_run(args), dataset) if args.split == "validation" else None
     card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))

@@ -15,6 +15,12 @@ fsync, rename), so an interruption or a full disk never leaves a half-written fi
 temporary file is left behind when a write fails. Readers check :data:`FORMAT_VERSION` where a
 file carries one and raise :class:`~promptevolver.errors.RunDirError` naming the file.
 
+Readers: :func:`read_result` (the one parser of ``result.json``), :func:`read_config`,
+:func:`load_instructions` (a run's best instructions, for ``evaluate`` and
+``AspectCritic.from_result``) and :func:`metric_config_near`. ``result.json`` carries
+``format_version`` (:data:`FORMAT_VERSION`); a file without one is a release-0.1 result, read as
+version 1; a newer version is refused with a message naming the file.
+
 This module is a low layer: it depends on :mod:`promptevolver.errors` and the config models only,
 so any layer (the judge's ``from_result`` included) may read a run directory through it.
 """
@@ -25,10 +31,15 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from promptevolver.errors import RunDirError
+import yaml
+from pydantic import ValidationError
+
+from promptevolver.config.models import MetricConfig, RunConfig, format_validation_error, load_run_config
+from promptevolver.errors import ConfigError, RunDirError
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
@@ -37,13 +48,21 @@ __all__ = [
     "CHECKPOINT_FILE",
     "CONFIG_FILE",
     "FORMAT_VERSION",
+    "FORMAT_VERSION_KEY",
     "PLOTS_DIR",
     "REPORT_HTML",
     "REPORT_MD",
     "RESULT_FILE",
+    "check_format_version",
+    "load_instructions",
+    "metric_config_near",
+    "read_config",
     "read_json",
+    "read_result",
+    "result_path",
     "write_atomic",
     "write_json",
+    "write_result",
 ]
 
 CONFIG_FILE = "config.yaml"
@@ -57,6 +76,18 @@ BEST_INSTRUCTIONS_FILE = "best_instructions.json"
 APPLY_SNIPPET_FILE = "apply_best.py"
 #: Version of the run-directory formats written by this release (result.json, checkpoint.json).
 FORMAT_VERSION = 2
+#: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
+FORMAT_VERSION_KEY = "format_version"
+#: Keys every result.json has had since release 0.1, with their JSON types.
+_RESULT_KEYS: dict[str, type] = {
+    "metric": str,
+    "seed_instructions": dict,
+    "best_instructions": dict,
+    "scores": dict,
+}
+
+
+# --- writing -------------------------------------------------------------------------------------
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
@@ -92,6 +123,19 @@ def write_json(path: str | Path, data: Any, *, indent: int | None = None) -> Pat
     return write_atomic(path, text + "\n" if indent is not None else text)
 
 
+def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
+    """Write a result.json at ``path`` atomically: ``format_version`` first, then ``result``
+    (:meth:`~promptevolver.optimizers.result.OptimizationResult.to_dict`), 2-space indent.
+
+    Raises:
+        OSError: the file cannot be written (the old one, if any, is left intact).
+    """
+    return write_json(path, {FORMAT_VERSION_KEY: FORMAT_VERSION, **result}, indent=2)
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
 def read_json(path: str | Path, *, what: str = "file") -> Any:
     """Parse a JSON file of a run directory.
 
@@ -110,3 +154,140 @@ def read_json(path: str | Path, *, what: str = "file") -> Any:
         raise RunDirError(f"{p}: cannot read the {what} ({exc})") from exc
     except json.JSONDecodeError as exc:
         raise RunDirError(f"{p}: the {what} is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+
+
+def check_format_version(data: Mapping[str, Any], path: str | Path) -> int:
+    """The ``format_version`` of a parsed run-directory file (1 when absent: release 0.1).
+
+    Raises:
+        RunDirError: a version newer than :data:`FORMAT_VERSION` (written by a later release) or
+            not a positive integer; the message names the file.
+    """
+    version = data.get(FORMAT_VERSION_KEY, 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise RunDirError(f"{path}: {FORMAT_VERSION_KEY} {version!r} is not a version number")
+    if version > FORMAT_VERSION:
+        raise RunDirError(
+            f"{path}: format version {version} was written by a newer promptevolver; this one reads "
+            f"versions up to {FORMAT_VERSION} (upgrade promptevolver to read it)"
+        )
+    return version
+
+
+def result_path(path: str | Path) -> Path:
+    """The result.json of ``path``: a run directory's, or ``path`` itself when it is not a directory."""
+    p = Path(path)
+    return p / RESULT_FILE if p.is_dir() else p
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    """A run's result.json as a dict (README "Where results go"), version-checked.
+
+    Args:
+        path: a run directory, or its result.json. Release-0.1 files (no ``format_version``) are
+            read as version 1.
+
+    Raises:
+        RunDirError: no result.json (the message says when the run was interrupted and can be
+            resumed), unreadable, not JSON, not a promptevolver result, or of a newer format.
+    """
+    file = result_path(path)
+    if not file.is_file():
+        raise RunDirError(_no_result(file))
+    data = read_json(file, what="result")
+    if not isinstance(data, dict):
+        raise RunDirError(f"{file}: not a promptevolver result (expected a JSON object)")
+    check_format_version(data, file)
+    bad = [key for key, kind in _RESULT_KEYS.items() if not isinstance(data.get(key), kind)]
+    if bad:
+        raise RunDirError(f"{file}: not a promptevolver result (no valid {', '.join(bad)})")
+    return data
+
+
+def _no_result(file: Path) -> str:
+    if (file.parent / CHECKPOINT_FILE).is_file():
+        return (
+            f"{file}: not found; the run in {file.parent} did not finish "
+            f"(continue it with: promptevolver optimize --resume {file.parent})"
+        )
+    return f"{file}: not found (is {file.parent} a run directory?)"
+
+
+def read_config(
+    run_dir: str | Path, *, edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> RunConfig:
+    """The run config of a run directory (its config.yaml), validated.
+
+    Args:
+        edit: changes the parsed mapping before validation (``--set`` overrides on ``--resume``).
+
+    Raises:
+        RunDirError: ``run_dir`` has no config.yaml (it is not a run directory).
+        ConfigError: the config.yaml is not valid (naming file and key path).
+    """
+    directory = Path(run_dir)
+    if not (directory / CONFIG_FILE).is_file():
+        raise RunDirError(f"{directory}: not a run directory (no {CONFIG_FILE} in it)")
+    return load_run_config(directory / CONFIG_FILE, edit=edit)
+
+
+def metric_config_near(path: str | Path) -> MetricConfig | None:
+    """The ``metric`` block of the run's config.yaml next to ``path`` (a run directory or a file
+    in one); None when there is no config.yaml.
+
+    Raises:
+        ConfigError: the config.yaml exists but its metric block is missing or invalid.
+    """
+    p = Path(path)
+    config = (p if p.is_dir() else p.parent) / CONFIG_FILE
+    if not config.is_file():
+        return None
+    try:
+        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+        return MetricConfig.model_validate((raw or {}).get("metric"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
+
+
+def load_instructions(path: str | Path) -> dict[str, str]:
+    """Prompt name → instruction from a run directory, a result.json or a plain JSON mapping.
+
+    Args:
+        path: a run directory (its result.json, else its best_instructions.json), a file with
+            ``best_instructions`` (result.json, best_so_far.json; version-checked), or a JSON
+            object whose values are all strings (prompt name → instruction).
+
+    Raises:
+        ConfigError: missing or unreadable file, not JSON, a result of a newer format, or not a
+            mapping of strings; the message names the file.
+    """
+    try:
+        return _instructions(_instructions_file(Path(path)))
+    except RunDirError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _instructions_file(path: Path) -> Path:
+    """The file to read for ``path``: itself, or a run directory's result.json."""
+    if path.is_dir():
+        for name in (RESULT_FILE, BEST_INSTRUCTIONS_FILE):
+            if (path / name).is_file():
+                return path / name
+        raise ConfigError(f"{path}: no {RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
+    if not path.is_file():
+        raise ConfigError(f"{path}: instructions file not found")
+    return path
+
+
+def _instructions(file: Path) -> dict[str, str]:
+    data = read_json(file, what="instructions file")
+    if isinstance(data, dict) and isinstance(data.get("best_instructions"), dict):
+        check_format_version(data, file)
+        data = data["best_instructions"]
+    if not isinstance(data, dict) or not data or not all(isinstance(v, str) for v in data.values()):
+        raise ConfigError(
+            f"{file}: expected a result.json or a JSON object of prompt name → instruction (strings)"
+        )
+    return {str(k): v for k, v in data.items()}

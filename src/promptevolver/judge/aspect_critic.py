@@ -17,7 +17,7 @@ from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputP
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
-from promptevolver.runs.export import load_instructions, metric_config_near
+from promptevolver.rundir import load_instructions, metric_config_near
 
 __all__ = ["AspectCritic", "AspectCriticOutput"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
     from promptevolver.optimizers.run import SearchRun
+
+from promptevolver.rundir import write_result
 
 __all__ = ["OptimizationResult"]
 
@@ -87,10 +88,13 @@ class OptimizationResult(Mapping[str, str]):
         }
 
     def to_json(self, path: str | Path) -> None:
-        """Write result.json (UTF-8, sorted keys inside blocks kept as built, 2-space indent)."""
-        with Path(path).open("w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
+        """Write result.json at ``path`` atomically, with its ``format_version``
+        (:func:`promptevolver.rundir.write_result`: UTF-8, 2-space indent).
+
+        Raises:
+            OSError: the file cannot be written (an existing one is left intact).
+        """
+        write_result(path, self.to_dict())
 
     @classmethod
     def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:

@@ -1,23 +1,23 @@
 """What a run report shows, gathered from a run directory.
 
-Sources, all in the run directory:
+Sources, all read through :mod:`promptevolver.rundir` (file names, format versions):
 
 * ``result.json`` — scores, history, usage, lineage, ``split.validation_positions``;
 * ``config.yaml`` — the dataset (a file or ``{synthetic: ...}``), metric, loss and LLM;
-* ``checkpoint.json`` — every judgement made up to the last generation (``memo``), hence the
-  per-sample verdicts of the seed and of the best candidate on train.
+* the checkpoint — every judgement the run recorded, through :func:`load_judgements` (never its
+  internals), hence the per-sample verdicts of the seed and of the best candidate.
 
-Validation verdicts per sample come from the checkpoint when it holds them; otherwise they are
-re-judged when the run used the simulated LLM (free and deterministic: the very verdicts the run
-saw); otherwise they are not available and :attr:`RunFacts.notes` says so. Nothing here calls a
-paid LLM.
+Per-sample verdicts come from the checkpoint when it holds them; otherwise they are re-judged
+when the run used the simulated LLM (free and deterministic: the very verdicts the run saw);
+otherwise they are not available and :attr:`RunFacts.notes` says so. Nothing here calls a paid
+LLM. A failed evaluation is not a verdict: agreement figures are computed on the judged samples
+only, and the failed ones are counted apart (:attr:`RunFacts.failed`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,11 +26,12 @@ from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.config.build import build_llm, build_metric, load_dataset
-from promptevolver.config.models import RunConfig, load_run_config
-from promptevolver.errors import PromptEvolverError
+from promptevolver.config.models import RunConfig
+from promptevolver.errors import CheckpointError, PromptEvolverError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.judge.aspect_critic import AspectCritic, Judgement
+from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_json, read_result
 
 __all__ = [
     "Disagreement",
@@ -42,15 +43,13 @@ __all__ = [
     "word_diff",
 ]
 
-RESULT_FILE = "result.json"
-CONFIG_FILE = "config.yaml"
-CHECKPOINT_FILE = "checkpoint.json"
 #: Numeric metrics: a sample disagrees when the judge is off by more than this.
 NUMERIC_TOLERANCE = 0.25
 
 
-class ReportError(PromptEvolverError):
-    """A run directory that cannot be reported on (no or unreadable result.json)."""
+#: A run directory that cannot be reported on (no, unreadable or too new a result.json): the run
+#: directory's error (release 0.1 had a class of its own; ``except ReportError`` keeps working).
+ReportError = RunDirError
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,8 @@ class Disagreement:
         split: ``validation`` or ``train``.
         position: the sample's index in the annotation set.
         inputs: the judge's input fields (``user_input``, ``response``, ``reference``, ...).
-        label: the human label; verdict: the best candidate's verdict (None: evaluation failed).
+        label: the human label; verdict: the best candidate's verdict (failed evaluations are
+            not disagreements and are not listed).
         judge_reason: the best candidate's reason (or its error).
         human_reason: the human's reason (edited, or accepted), None when there is none.
         human_action: ``edited``, ``rejected without an edit``, ``accepted`` or ``target``.
@@ -102,8 +102,11 @@ class RunFacts:
         dataset: the annotations (None when they cannot be loaded).
         binary: True for a binary metric (accuracy, F1, kappa), False for a numeric one.
         positions: ``train`` / ``validation`` → sample positions (empty when unknown).
-        judgements: (``seed`` | ``best``, split) → position → judgement, where available.
-        agreements: (``seed`` | ``best``, split) → agreement figures, where available.
+        judgements: (``seed`` | ``best``, split) → position → judgement, where available (failed
+            evaluations included, with ``score`` None).
+        agreements: (``seed`` | ``best``, split) → agreement figures on the judged samples of the
+            split (failed evaluations left out), where at least one was judged.
+        failed: (``seed`` | ``best``, split) → positions whose evaluation failed (not a verdict).
         notes: why something is missing, in plain words.
     """
 
@@ -115,6 +118,7 @@ class RunFacts:
     positions: dict[str, list[int]] = field(default_factory=dict)
     judgements: dict[tuple[str, str], dict[int, Judgement]] = field(default_factory=dict)
     agreements: dict[tuple[str, str], Agreement] = field(default_factory=dict)
+    failed: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -122,7 +126,8 @@ class RunFacts:
         return [] if self.dataset is None else self.dataset.labels()
 
     def disagreements(self, split: str) -> list[Disagreement]:
-        """Samples of ``split`` where the best candidate disagrees with the human, in sample order."""
+        """Samples of ``split`` where the best candidate's verdict differs from the human's, in
+        sample order (a failed evaluation is no verdict, so it is not a disagreement)."""
         judged = self.judgements.get(("best", split))
         if judged is None or self.dataset is None:
             return []
@@ -130,14 +135,12 @@ class RunFacts:
         out = []
         for p in sorted(judged):
             label, j = labels[p], judged[p]
-            if label is not None and _disagrees(j.score, label, self.binary):
+            if label is not None and j.score is not None and _disagrees(j.score, label, self.binary):
                 out.append(_disagreement(split, p, self.dataset.samples[p], label, j))
         return out
 
 
-def _disagrees(score: float | None, label: float, binary: bool) -> bool:
-    if score is None:
-        return True
+def _disagrees(score: float, label: float, binary: bool) -> bool:
     return score != label if binary else abs(score - label) > NUMERIC_TOLERANCE
 
 
@@ -169,29 +172,17 @@ def _disagreement(
 # --- loading ---------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReportError(f"{path}: not found (is this a run directory?)") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: unreadable ({exc})") from exc
-
-
 def load_run(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None) -> RunFacts:
     """Gather a run's facts (see the module docstring); ``dataset`` skips reloading the annotations.
 
     Raises:
-        ReportError: ``run_dir`` has no readable result.json.
+        RunDirError: ``run_dir`` has no readable result.json, or one of a newer format
+            (:func:`promptevolver.rundir.read_result`; ``ReportError`` is this class).
     """
     directory = Path(run_dir)
-    result = _read_json(directory / RESULT_FILE)
-    if not isinstance(result, dict) or "scores" not in result:
-        raise ReportError(f"{directory / RESULT_FILE}: not a promptevolver result")
-    facts = RunFacts(run_dir=directory, result=result, binary=result["loss"].get("name") != "MSELoss")
-    split_note = (result.get("split") or {}).get("note")
-    if split_note:
-        facts.notes.append(f"Note on the split: {split_note}.")
+    result = read_result(directory)
+    loss = result.get("loss") or {}
+    facts = RunFacts(run_dir=directory, result=result, binary=loss.get("name") != "MSELoss")
     facts.config = _config(directory, facts.notes)
     facts.dataset = dataset if dataset is not None else _dataset(facts.config, facts.notes)
     if facts.dataset is not None:
@@ -201,7 +192,7 @@ def load_run(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = No
 
 def _config(directory: Path, notes: list[str]) -> RunConfig | None:
     try:
-        return load_run_config(directory / CONFIG_FILE)
+        return read_config(directory)
     except PromptEvolverError as exc:
         notes.append(f"The run config could not be read ({exc}); per-sample results are left out.")
         return None
@@ -217,23 +208,48 @@ def _dataset(config: RunConfig | None, notes: list[str]) -> SingleMetricAnnotati
         return None
 
 
-def _memo(directory: Path) -> dict[tuple[CandidateKey, int], Judgement]:
-    """checkpoint.json's judgements by (candidate key, position); empty without a checkpoint."""
-    path = directory / CHECKPOINT_FILE
-    if not path.is_file():
-        return {}
-    state = _read_json(path)
+# STAND-IN for ``promptevolver.optimizers.checkpoint.load_judgements`` (renovation, issue 12): the
+# checkpoint's owner provides that function over its own state; until it does, this one reads the
+# release-0.1 checkpoint (version 1). Same signature: the swap is an import.
+_CHECKPOINT_V1 = 1
+
+
+def load_judgements(run_dir: str | Path) -> dict[tuple[CandidateKey, int], Judgement]:
+    """Every judgement the run's checkpoint recorded, by (candidate key, sample position).
+
+    Failed evaluations are included as recorded (``score`` None, ``error`` set).
+
+    Raises:
+        RunDirError: no checkpoint, unreadable or not JSON (names the file).
+        CheckpointError: a checkpoint of a format version this release does not read.
+    """
+    path = Path(run_dir) / CHECKPOINT_FILE
+    state = read_json(path, what="checkpoint")
+    version = state.get("version") if isinstance(state, dict) else None
+    if version != _CHECKPOINT_V1:
+        raise CheckpointError(f"{path}: checkpoint version {version!r}, this report reads {_CHECKPOINT_V1}")
     out = {}
     for key, position, judgement in state.get("memo", []):
         out[(tuple((name, text) for name, text in key), int(position))] = Judgement(**judgement)
     return out
 
 
+def _recorded(directory: Path, notes: list[str]) -> dict[tuple[CandidateKey, int], Judgement]:
+    """:func:`load_judgements`, or nothing (with a note when a checkpoint exists but is unusable)."""
+    if not (directory / CHECKPOINT_FILE).is_file():
+        return {}
+    try:
+        return load_judgements(directory)
+    except RunDirError as exc:
+        notes.append(f"The recorded verdicts could not be read ({exc}).")
+        return {}
+
+
 def _gather_verdicts(facts: RunFacts) -> None:
     """Fill positions, judgements and agreements of seed and best on train and validation."""
     assert facts.dataset is not None
-    result, memo = facts.result, _memo(facts.run_dir)
-    validation = list(result.get("split", {}).get("validation_positions", []))
+    result, memo = facts.result, _recorded(facts.run_dir, facts.notes)
+    validation = list((result.get("split") or {}).get("validation_positions") or [])
     keys = {
         "seed": candidate_key(result["seed_instructions"]),
         "best": candidate_key(result["best_instructions"]),
@@ -248,13 +264,22 @@ def _gather_verdicts(facts: RunFacts) -> None:
             if len(found) < len(positions):
                 missing[(who, split)] = [p for p in positions if p not in found]
     _rejudge_missing(facts, missing)
-    labels = facts.labels
     for (who, split), judged in list(facts.judgements.items()):
         positions = facts.positions[split]
         if positions and len(judged) == len(positions):
-            facts.agreements[(who, split)] = agreement_of(judged, positions, labels, binary=facts.binary)
+            _agree(facts, (who, split), judged, positions)
         else:
             del facts.judgements[(who, split)]
+
+
+def _agree(
+    facts: RunFacts, at: tuple[str, str], judged: Mapping[int, Judgement], positions: Sequence[int]
+) -> None:
+    """Agreement on the judged positions; the failed ones are recorded apart, never scored."""
+    measured = [p for p in positions if judged[p].score is not None]
+    facts.failed[at] = [p for p in positions if judged[p].score is None]
+    if measured:
+        facts.agreements[at] = agreement_of(judged, measured, facts.labels, binary=facts.binary)
 
 
 def _train_positions(
@@ -272,7 +297,7 @@ def _train_positions(
         return judged
     assert facts.dataset is not None
     usable = [i for i, y in enumerate(facts.labels) if y is not None and i not in held_out]
-    return usable if len(usable) == facts.result.get("split", {}).get("train") else []
+    return usable if len(usable) == (facts.result.get("split") or {}).get("train") else []
 
 
 def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int]]) -> None:
@@ -330,9 +355,9 @@ def lineage(result: Mapping[str, Any]) -> list[LineageStep]:
                 c["generation"],
                 c["operator"],
                 list(c["parents"]),
-                c["train"],
-                c["validation"],
-                list(c.get("feedback", [])),
+                c.get("train"),
+                c.get("validation"),
+                list(c.get("feedback") or []),
             )
         )
         queue.extend((p, depth + 1) for p in c["parents"])

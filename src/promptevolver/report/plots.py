@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,14 +33,22 @@ def _generations(history: Sequence[Mapping[str, Any]]) -> list[int]:
     return [int(h["generation"]) for h in history]
 
 
+def _values(history: Sequence[Mapping[str, Any]], key: str) -> list[float]:
+    """``key`` of each generation; NaN (a gap in the line) where it was not measured (None)."""
+    return [math.nan if h.get(key) is None else float(h[key]) for h in history]
+
+
 def fitness_png(
     history: Sequence[Mapping[str, Any]],
     *,
     metric: str,
     higher_is_better: bool,
-    scores: Mapping[str, Mapping[str, float]],
+    scores: Mapping[str, Mapping[str, float | None]],
 ) -> bytes:
     """Best and mean train fitness per generation (generation 0 = initial population).
+
+    A value that was not measured (None) is left out: a gap in a line, no reference line or
+    marker, never a point at 0.
 
     Args:
         history: result.json's ``history`` (``generation``, ``best_train``, ``mean_train``).
@@ -50,24 +59,29 @@ def fitness_png(
     fig = Figure(figsize=_SIZE)
     ax = fig.subplots()
     gens = _generations(history) or [0]
-    ax.plot(gens, [h["best_train"] for h in history], "o-", color=_BEST, label="best (train)")
-    ax.plot(gens, [h["mean_train"] for h in history], "s--", color=_MEAN, label="population mean (train)")
-    ax.axhline(scores["seed"]["train"], color=_SEED, linestyle=":", label="seed (train)")
+    if history:
+        ax.plot(gens, _values(history, "best_train"), "o-", color=_BEST, label="best (train)")
+        ax.plot(gens, _values(history, "mean_train"), "s--", color=_MEAN, label="population mean (train)")
+    seed_train = scores["seed"].get("train")
+    if seed_train is not None:
+        ax.axhline(seed_train, color=_SEED, linestyle=":", label="seed (train)")
     final = gens[-1] + 1
     ax.axvline(final - 0.5, color=_MEAN, linewidth=0.8)
-    ax.plot(
-        [final], [scores["best"]["validation"]], "*", color=_BEST, markersize=14, label="chosen (validation)"
-    )
-    ax.plot(
-        [final], [scores["seed"]["validation"]], "X", color=_SEED, markersize=9, label="seed (validation)"
-    )
+    for who, marker, colour, size, label in (
+        ("best", "*", _BEST, 14, "chosen (validation)"),
+        ("seed", "X", _SEED, 9, "seed (validation)"),
+    ):
+        value = scores[who].get("validation")
+        if value is not None:
+            ax.plot([final], [value], marker, color=colour, markersize=size, label=label)
     direction = "higher is better" if higher_is_better else "lower is better"
     ax.set(ylabel=f"{metric} ({direction})", title="Fitness per generation")
     ax.set_xticks([*gens, final], [*map(str, gens), "validation"])
     ax.set_xlabel("generation (train)  |  final choice")
     ax.margins(x=0.08, y=0.15)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # nothing measured: no legend (and no warning about it)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     return _png(fig)
 
 

@@ -30,10 +30,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Para:
-    """A paragraph of plain text; ``lead`` renders it larger (the report's verdict)."""
+    """A paragraph of plain text; ``lead`` renders it larger (the report's verdict), ``caveat``
+    marks it as a warning on the figures (a quote in Markdown, a framed paragraph in HTML)."""
 
     text: str
     lead: bool = False
+    caveat: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,8 @@ class Bullets:
 
 @dataclass(frozen=True)
 class Fold:
-    """Blocks shown folded in HTML (``<details>``, opened by a click on ``summary``); in
-    Markdown, the summary in bold and the blocks as usual."""
+    """Blocks shown folded in HTML (``<details>``, opened by a click on ``summary``, which gets a
+    "(show)" hint there only); in Markdown, the summary in bold and the blocks as usual."""
 
     summary: str
     blocks: Sequence[Para | Table]
@@ -107,7 +109,7 @@ def _md_cell(text: str) -> str:
 
 def _md_block(block: Block) -> str:
     if isinstance(block, Para):
-        return block.text
+        return f"> **Caveat:** {block.text}" if block.caveat else block.text
     if isinstance(block, Table):
         head = f"**{block.caption}**\n\n" if block.caption else ""
         lines = ["| " + " | ".join(map(_md_cell, block.headers)) + " |", "|" + "---|" * len(block.headers)]
@@ -154,6 +156,7 @@ h1 { font-size: 26px; margin: 0 0 8px; }
 h2 { font-size: 19px; margin: 36px 0 12px; padding-bottom: 6px; border-bottom: 1px solid var(--line); }
 p { margin: 8px 0; }
 p.lead { font-size: 17px; background: var(--bg); border-left: 4px solid var(--accent); padding: 12px 16px; }
+p.caveat { background: #fff8c5; border-left: 4px solid #bf8700; padding: 8px 16px; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
 th, td { border: 1px solid var(--line); padding: 5px 10px; text-align: left; vertical-align: top; }
 th { background: var(--bg); font-weight: 600; }
@@ -212,6 +215,8 @@ def _html_table(block: Table) -> str:
 
 def _html_block(block: Block) -> str:
     if isinstance(block, Para):
+        if block.caveat:
+            return f'<p class="caveat"><strong>Caveat:</strong> {_esc(block.text)}</p>'
         return f'<p class="lead">{_esc(block.text)}</p>' if block.lead else f"<p>{_esc(block.text)}</p>"
     if isinstance(block, Table):
         return _html_table(block)
@@ -228,7 +233,7 @@ def _html_block(block: Block) -> str:
         return f'<div class="caption">{_esc(block.caption)}</div><pre>{_esc(block.text)}</pre>'
     if isinstance(block, Fold):
         inner = "\n".join(_html_block(b) for b in block.blocks)
-        return f"<details><summary>{_esc(block.summary)}</summary>\n{inner}\n</details>"
+        return f"<details><summary>{_esc(block.summary)} (show)</summary>\n{inner}\n</details>"
     return "<ul>" + "".join(f"<li>{_esc(item)}</li>" for item in block.items) + "</ul>"
 
 

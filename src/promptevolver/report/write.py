@@ -8,12 +8,15 @@ where the verdicts land (confusion matrices on validation), what changed in the 
 diff), where it still disagrees with the humans (with the human's reason), where the winner came
 from (its lineage) and what it cost (usage by operation).
 
-Files written::
+Files written, each atomically (names and writer from :mod:`promptevolver.rundir`)::
 
     DIR/report.md            Markdown; plots linked as files
     DIR/report.html          one HTML page; CSS inline, plots embedded as base64 PNG; no network
     DIR/plots/fitness.png    best and mean train fitness per generation
     DIR/plots/calls.png      LLM calls spent per generation
+
+A score the run did not measure (None or absent in result.json, e.g. when its evaluations
+failed) is shown as ``n/a`` with the reason, never as a number.
 """
 
 from __future__ import annotations
@@ -37,12 +40,10 @@ from promptevolver.report.render import (
     to_html,
     to_markdown,
 )
+from promptevolver.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD, write_atomic
 
-__all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]
+__all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]  # file names: rundir's
 
-REPORT_MD = "report.md"
-REPORT_HTML = "report.html"
-PLOTS_DIR = "plots"
 #: Disagreements listed per split at most (the count is always given).
 MAX_DISAGREEMENTS = 50
 
@@ -95,19 +96,14 @@ def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None 
         dataset: the run's annotations, when already loaded (skips loading them again).
 
     Raises:
-        ReportError: no readable result.json in ``run_dir``.
-        OSError: the files cannot be written.
+        RunDirError: no readable result.json in ``run_dir``, or one of a newer format.
+        OSError: a file cannot be written (written atomically: an existing one is left intact).
     """
     directory = Path(run_dir)
     report = build_report(load_run(directory, dataset=dataset))
-    plots = directory / PLOTS_DIR
-    plots.mkdir(exist_ok=True)
-    paths = [directory / REPORT_MD, directory / REPORT_HTML]
-    paths[0].write_text(report.markdown, encoding="utf-8")
-    paths[1].write_text(report.html, encoding="utf-8")
-    for name, png in report.images.items():
-        (plots / name).write_bytes(png)
-        paths.append(plots / name)
+    paths = [write_atomic(directory / REPORT_MD, report.markdown)]
+    paths.append(write_atomic(directory / REPORT_HTML, report.html))
+    paths += [write_atomic(directory / PLOTS_DIR / name, png) for name, png in report.images.items()]
     return paths
 
 
@@ -115,39 +111,89 @@ def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None 
 
 
 def _metric_name(result: dict[str, Any]) -> str:
-    return str(result["loss"].get("metric") or result["loss"]["name"])
+    loss = result.get("loss") or {}
+    return str(loss.get("metric") or loss.get("name") or "fitness")
 
 
 def _f(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _score(facts: RunFacts, who: str, split: str) -> float | None:
+    """result.json's ``scores[who][split]``; None when the run did not measure it: None or absent
+    there, or every recorded evaluation of it failed (a release-0.1 run scored those as wrong)."""
+    value = (facts.result.get("scores", {}).get(who) or {}).get(split)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    all_failed = bool(facts.failed.get((who, split))) and (who, split) not in facts.agreements
+    return None if all_failed else float(value)
+
+
+def _unmeasured_reason(facts: RunFacts) -> str:
+    """Why a score of the run is n/a, from what the run recorded about failures."""
+    calls = (facts.result.get("usage") or {}).get("failures") or 0
+    evaluations = sum(c.get("failures") or 0 for c in facts.result.get("lineage", []))
+    recorded = len({p for positions in facts.failed.values() for p in positions})
+    parts = [
+        f"{calls} failed LLM calls" if calls else "",
+        f"{evaluations} failed evaluations in the lineage" if evaluations else "",
+        f"failed verdicts on {recorded} samples" if recorded else "",
+    ]
+    if any(parts):
+        return f"not measured, evaluations failed: {', '.join(p for p in parts if p)}; see Usage and cost"
+    return "not measured: result.json records no score there"
+
+
 def _verdict(facts: RunFacts) -> str:
     r, name = facts.result, _metric_name(facts.result)
-    seed, best = r["scores"]["seed"]["validation"], r["scores"]["best"]["validation"]
+    seed, best = _score(facts, "seed", "validation"), _score(facts, "best", "validation")
     n_val = r["split"]["validation"]
-    agreed = _agreed(facts, "best"), _agreed(facts, "seed")
-    counts = (
-        f" It agrees with the humans on {agreed[0]} of {n_val}, the seed on {agreed[1]}."
-        if None not in agreed
-        else ""
-    )
+    if seed is None or (best is None and r.get("best_id", 0) != 0):
+        return _unmeasured_verdict(facts, seed, best)
     if r.get("best_id", 0) == 0:
         return (
             f"No candidate beat the original instruction on the {n_val} held-out validation samples, so the "
-            f"original (seed) instruction is kept: validation {name} {seed:.3f}.{counts}"
+            f"original (seed) instruction is kept: validation {name} {seed:.3f}.{_agreed_sentence(facts)}"
         )
     return (
         f"The optimized instruction (candidate #{r['best_id']}) scores validation {name} {best:.3f} on "
-        f"{n_val} held-out samples, against {seed:.3f} for the original (seed) instruction.{counts}"
+        f"{n_val} held-out samples, against {seed:.3f} for the original (seed) instruction."
+        f"{_agreed_sentence(facts)}"
     )
 
 
-def _agreed(facts: RunFacts, who: str) -> int | None:
-    a = facts.agreements.get((who, "validation"))
-    if a is None or a.confusion is None:
-        return None
-    return a.confusion[0][0] + a.confusion[1][1]
+def _unmeasured_verdict(facts: RunFacts, seed: float | None, best: float | None) -> str:
+    r, name = facts.result, _metric_name(facts.result)
+    n_val, reason = r["split"]["validation"], _unmeasured_reason(facts)
+    if r.get("best_id", 0) == 0:
+        return (
+            f"The original (seed) instruction is kept, but its validation {name} on the {n_val} held-out "
+            f"samples is n/a ({reason}), so this report makes no claim about how well it agrees with the "
+            "humans."
+        )
+    return (
+        f"The optimized instruction (candidate #{r['best_id']}) was chosen; validation {name} {_f(best)} on "
+        f"{n_val} held-out samples against {_f(seed)} for the original (seed) instruction (n/a: {reason}), "
+        "so this report makes no claim that it is better."
+    )
+
+
+def _agreed_sentence(facts: RunFacts) -> str:
+    best, seed = facts.agreements.get(("best", "validation")), facts.agreements.get(("seed", "validation"))
+    if best is None or seed is None or best.confusion is None or seed.confusion is None:
+        return ""
+    failed = len(facts.failed.get(("best", "validation"), [])) + len(
+        facts.failed.get(("seed", "validation"), [])
+    )
+    tail = f" ({failed} failed evaluations left out)" if failed else ""
+    return (
+        f" It agrees with the humans on {_diagonal(best.confusion)} of {best.n} judged samples, "
+        f"the seed on {_diagonal(seed.confusion)} of {seed.n}{tail}."
+    )
+
+
+def _diagonal(confusion: list[list[int]]) -> int:
+    return confusion[0][0] + confusion[1][1]
 
 
 def _stop_sentence(result: dict[str, Any]) -> str:
@@ -160,11 +206,16 @@ def _stop_sentence(result: dict[str, Any]) -> str:
     return f"The search ran {gens} generation(s) after the initial population and stopped because {why}."
 
 
+def _cost(usage: dict[str, Any]) -> str:
+    cost = usage.get("cost_usd")
+    return "n/a" if cost is None else f"${cost:.4f}"
+
+
 def _cost_sentence(facts: RunFacts) -> str:
     u = facts.result["usage"]
     calls = u["llm_calls"]["judge"] + u["llm_calls"]["meta"]
     tokens = u["prompt_tokens"] + u["completion_tokens"]
-    cost = f"${u.get('cost_usd', 0.0):.4f}"
+    cost = _cost(u)
     if facts.config is not None and facts.config.llm.provider == "fake":
         cost += " (simulated LLM)"
     return (
@@ -174,11 +225,11 @@ def _cost_sentence(facts: RunFacts) -> str:
 
 
 def _summary(facts: RunFacts) -> Section:
-    blocks: list[Any] = [
-        Para(_verdict(facts), lead=True),
-        Para(_stop_sentence(facts.result)),
-        Para(_cost_sentence(facts)),
-    ]
+    blocks: list[Any] = [Para(_verdict(facts), lead=True)]
+    note = (facts.result.get("split") or {}).get("note")
+    if note:  # next to the figures it qualifies, not at the bottom
+        blocks.append(Para(f"{note}.", caveat=True))
+    blocks += [Para(_stop_sentence(facts.result)), Para(_cost_sentence(facts))]
     return Section("Outcome", blocks)
 
 
@@ -188,7 +239,7 @@ def _scores(facts: RunFacts) -> Section:
         headers = [
             "instruction",
             "split",
-            "samples",
+            "samples judged",
             f"fitness ({name})",
             "accuracy",
             "F1",
@@ -196,36 +247,51 @@ def _scores(facts: RunFacts) -> Section:
             "failed",
         ]
     else:
-        headers = ["instruction", "split", "samples", f"fitness ({name})", "MSE", "MAE", "failed"]
+        headers = ["instruction", "split", "samples judged", f"fitness ({name})", "MSE", "MAE", "failed"]
     rows = []
     for who in ("seed", "best"):
         for split in ("train", "validation"):
-            a = facts.agreements.get((who, split))
-            n = str(a.n if a else r["split"].get(split, ""))
-            figures = _figures(a, facts.binary)
-            label = "original (seed)" if who == "seed" else "optimized (best)"
-            rows.append([label, split, n, _f(r["scores"][who][split]), *figures])
+            rows.append(_score_row(facts, who, split))
     blocks: list[Any] = [Table(headers, rows)]
+    if any(
+        _score(facts, who, split) is None for who in ("seed", "best") for split in ("train", "validation")
+    ):
+        blocks.append(Para(f"Fitness n/a: {_unmeasured_reason(facts)}."))
     if not facts.agreements:
         blocks.append(Para("Per-sample figures are not available for this run (see Run details)."))
     else:
+        direction = "higher" if (r.get("loss") or {}).get("higher_is_better", True) else "lower"
         blocks.append(
             Para(
-                "Fitness is the loss the search optimized (higher is better)."
-                if r["loss"].get("higher_is_better", True)
-                else "Fitness is the loss the search optimized (lower is better)."
+                f"Fitness is the loss the search optimized ({direction} is better). Accuracy and the other "
+                "figures count the judged samples only; failed evaluations are not verdicts and are counted "
+                "apart."
             )
         )
     return Section("Seed vs best", blocks)
 
 
+def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
+    a = facts.agreements.get((who, split))
+    failed = facts.failed.get((who, split))
+    if a is not None:
+        n = str(a.n)
+    elif failed:
+        n = "0"
+    else:
+        n = str((facts.result.get("split") or {}).get(split, ""))
+    label = "original (seed)" if who == "seed" else "optimized (best)"
+    figures = _figures(a, facts.binary)
+    failures = "n/a" if failed is None else str(len(failed))
+    return [label, split, n, _f(_score(facts, who, split)), *figures, failures]
+
+
 def _figures(a: Any, binary: bool) -> list[str]:
-    width = 4 if binary else 3
     if a is None:
-        return ["n/a"] * width
+        return ["n/a"] * (3 if binary else 2)
     if binary:
-        return [_f(a.accuracy), _f(a.f1), _f(a.cohen_kappa, 2), str(a.failures)]
-    return [_f(a.mse, 4), _f(a.mae, 4), str(a.failures)]
+        return [_f(a.accuracy), _f(a.f1), _f(a.cohen_kappa, 2)]
+    return [_f(a.mse, 4), _f(a.mae, 4)]
 
 
 def _progress(facts: RunFacts) -> Section | None:
@@ -235,8 +301,11 @@ def _progress(facts: RunFacts) -> Section | None:
     fitness = fitness_png(
         r["history"],
         metric=_metric_name(r),
-        higher_is_better=r["loss"].get("higher_is_better", True),
-        scores=r["scores"],
+        higher_is_better=(r.get("loss") or {}).get("higher_is_better", True),
+        scores={
+            who: {split: _score(facts, who, split) for split in ("train", "validation")}
+            for who in ("seed", "best")
+        },
     )
     calls = calls_png(
         r["history"], judge_total=r["usage"]["llm_calls"]["judge"], meta_total=r["usage"]["llm_calls"]["meta"]
@@ -261,13 +330,14 @@ def _confusion(facts: RunFacts) -> Section | None:
             continue
         (tn, fp), (fn, tp) = a.confusion
         rows = [["human 0", str(tn), str(fp)], ["human 1", str(fn), str(tp)]]
-        tables.append(
-            Table(["", "judge 0", "judge 1"], rows, caption=f"{label}: {a.n} validation samples", heat=True)
-        )
+        failed = len(facts.failed.get((who, "validation"), []))
+        caption = f"{label}: {a.n} validation samples judged" + (f", {failed} failed" if failed else "")
+        tables.append(Table(["", "judge 0", "judge 1"], rows, caption=caption, heat=True))
     if not tables:
-        return Section(
-            "Confusion matrices (validation)", [Para("Per-sample validation verdicts are not available.")]
-        )
+        text = "Per-sample validation verdicts are not available."
+        if facts.failed.get(("best", "validation")):
+            text = "No validation verdict was measured: every evaluation failed."
+        return Section("Confusion matrices (validation)", [Para(text)])
     tables.append(Para("Rows: the human label; columns: the judge's verdict. The diagonal is agreement."))
     return Section("Confusion matrices (validation)", tables, row=True)
 
@@ -297,11 +367,13 @@ def _disagreements(facts: RunFacts) -> Section:
             blocks.append(Para(f"{split.capitalize()}: per-sample verdicts are not available."))
             continue
         found = facts.disagreements(split)
-        total = len(facts.positions.get(split, []))
-        summary = f"{split.capitalize()}: {len(found)} of {total} samples disagree."
+        failed = len(facts.failed.get(("best", split), []))
+        judged = len(facts.positions.get(split, [])) - failed
+        summary = f"{split.capitalize()}: {len(found)} of {judged} samples disagree"
+        summary += f"; {failed} could not be judged (failed evaluations, left out)." if failed else "."
         listed = _disagreement_blocks(found)
         if split == "train" and listed:  # held-out samples matter most; train ones stay folded
-            blocks.append(Fold(summary + " (show)", listed))
+            blocks.append(Fold(summary, listed))
         else:
             blocks += [Para(summary), *listed]
     return Section("Where the best prompt still disagrees with the humans", blocks)
@@ -326,7 +398,7 @@ def _disagreement_row(d: Any) -> list[str]:
     human = d.human_reason or f"({d.human_action}; no reason given)"
     if d.human_reason and d.human_action != "accepted":
         human = f"{d.human_reason} ({d.human_action})"
-    verdict = "failed" if d.verdict is None else f"{d.verdict:g}"
+    verdict = "n/a" if d.verdict is None else f"{d.verdict:g}"
     return [
         f"#{d.position}",
         _short(d.inputs.get("user_input"), 160),
@@ -349,7 +421,7 @@ def _finalists(facts: RunFacts) -> Section | None:
     judged = [c for c in facts.result.get("lineage", []) if c.get("validation") is not None]
     if len(judged) < 2:
         return None
-    higher = facts.result["loss"].get("higher_is_better", True)
+    higher = (facts.result.get("loss") or {}).get("higher_is_better", True)
     judged.sort(key=lambda c: (-c["validation"] if higher else c["validation"], c["id"]))
     chosen = facts.result.get("best_id")
     rows = [
@@ -388,7 +460,7 @@ def _lineage(facts: RunFacts) -> Section:
     headers = ["candidate", "generation", "operator", "parents", "train", "validation", "feedback applied"]
     intro = Para(
         "The chosen candidate first, then its parents and their parents. Validation is measured only for "
-        "the finalists."
+        "the finalists; n/a is a score not measured."
     )
     return Section("Lineage of the chosen candidate", [intro, Table(headers, rows)])
 
@@ -412,7 +484,7 @@ def _usage(facts: RunFacts) -> Section:
     totals = Bullets(
         [
             f"prompt tokens: {u['prompt_tokens']:,}; completion tokens: {u['completion_tokens']:,}",
-            f"cost: ${u.get('cost_usd', 0.0):.4f}"
+            f"cost: {_cost(u)}"
             + ("" if u.get("cost_usd") else " (no prices in the config, or a free simulated LLM)"),
             f"cache hits: {u.get('cache_hits', 0)}; retries: {u.get('retries', 0)}; "
             f"failed calls: {u.get('failures', 0)}",
@@ -429,7 +501,7 @@ def _details(facts: RunFacts) -> Section:
     split = r["split"]
     knobs = ("population_size", "generations", "patience", "minibatch_size", "finalists")
     items = [
-        f"metric: {r['metric']}; loss: {r['loss'].get('name')} ({_metric_name(r)})",
+        f"metric: {r['metric']}; loss: {(r.get('loss') or {}).get('name')} ({_metric_name(r)})",
         f"split: {split['train']} train, {split['validation']} validation ({split.get('strategy', '')})",
         "; ".join(f"{k}: {cfg.get(k, '?')}" for k in knobs),
         f"random seed: {r.get('random_seed')}; stop reason: {r['stop_reason']}; "

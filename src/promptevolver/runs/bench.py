@@ -8,12 +8,13 @@ config, else its ``random_seed``) and writes::
     DIR/summary.md                   the same as a Markdown table
 
 Columns: seed and best validation score (mean ± std over seeds), best train score, judge and
-meta LLM calls, tokens (prompt + completion) and wall time in seconds (per seed, mean).
+meta LLM calls, tokens (prompt + completion) and wall time in seconds (per seed, mean). A score a
+run did not measure (None) is left out of the mean and counted in ``unmeasured``; with none
+measured the figure is ``n/a``. Both summary files are written atomically.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -26,6 +27,7 @@ from typing import Any
 
 from promptevolver.config.models import load_run_config
 from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.rundir import write_atomic, write_json
 from promptevolver.runs.optimize import execute
 
 __all__ = ["machine", "run_benchmarks", "summarize_config"]
@@ -44,11 +46,16 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _mean_std(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "mean": statistics.fmean(values),
-        "std": statistics.pstdev(values) if len(values) > 1 else 0.0,
+def _mean_std(values: Sequence[float | None]) -> dict[str, Any]:
+    """Mean and population std of the measured values; ``unmeasured`` counts the None ones."""
+    measured = [v for v in values if v is not None]
+    stats: dict[str, Any] = {
+        "mean": statistics.fmean(measured) if measured else None,
+        "std": statistics.pstdev(measured) if len(measured) > 1 else (0.0 if measured else None),
     }
+    if len(measured) < len(values):
+        stats["unmeasured"] = len(values) - len(measured)
+    return stats
 
 
 def summarize_config(name: str, runs: Sequence[tuple[int, OptimizationResult, float]]) -> dict[str, Any]:
@@ -57,9 +64,9 @@ def summarize_config(name: str, runs: Sequence[tuple[int, OptimizationResult, fl
     return {
         "config": name,
         "seeds": [s for s, _, _ in runs],
-        "seed_validation": _mean_std([r.scores["seed"]["validation"] for r in results]),
-        "best_validation": _mean_std([r.scores["best"]["validation"] for r in results]),
-        "best_train": _mean_std([r.scores["best"]["train"] for r in results]),
+        "seed_validation": _mean_std([r.scores["seed"].get("validation") for r in results]),
+        "best_validation": _mean_std([r.scores["best"].get("validation") for r in results]),
+        "best_train": _mean_std([r.scores["best"].get("train") for r in results]),
         "judge_calls": _mean_std([r.usage["llm_calls"]["judge"] for r in results]),
         "meta_calls": _mean_std([r.usage["llm_calls"]["meta"] for r in results]),
         "tokens": _mean_std([r.usage["prompt_tokens"] + r.usage["completion_tokens"] for r in results]),
@@ -92,21 +99,24 @@ def run_benchmarks(
             started = time.perf_counter()
             result = execute(config.model_copy(update={"random_seed": seed}), out / name / f"seed-{seed}")
             runs.append((seed, result, time.perf_counter() - started))
-            log(
-                f"{name} seed {seed}: validation {result.scores['seed']['validation']:.3f} -> "
-                f"{result.scores['best']['validation']:.3f}"
-            )
+            seed_val, best_val = (result.scores[who].get("validation") for who in ("seed", "best"))
+            log(f"{name} seed {seed}: validation {_f(seed_val)} -> {_f(best_val)}")
         rows.append(summarize_config(name, runs))
     summary = {"machine": machine(), "configs": rows}
-    with (out / "summary.json").open("w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=2)
-        fh.write("\n")
-    (out / "summary.md").write_text(to_markdown(summary), encoding="utf-8")
+    write_json(out / "summary.json", summary, indent=2)
+    write_atomic(out / "summary.md", to_markdown(summary))
     return summary
 
 
-def _pm(stat: dict[str, float], digits: int) -> str:
-    return f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _pm(stat: dict[str, Any], digits: int) -> str:
+    if stat["mean"] is None:
+        return "n/a"
+    text = f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+    return text + (f" ({stat['unmeasured']} n/a)" if stat.get("unmeasured") else "")
 
 
 def to_markdown(summary: dict[str, Any]) -> str:

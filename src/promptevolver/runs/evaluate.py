@@ -8,7 +8,6 @@ so that a run's held-out score can be checked again, on another LLM for instance
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.rundir import read_result, result_path
 
 __all__ = ["Scorecard", "score_instructions", "validation_positions"]
 
@@ -52,21 +52,28 @@ class Scorecard:
 
 
 def validation_positions(run_dir: str | Path, dataset: SingleMetricAnnotation) -> list[int]:
-    """A run's validation sample positions (from its result.json), checked against ``dataset``.
+    """A run's validation sample positions (its result.json's ``split.validation_positions``),
+    checked against ``dataset``.
+
+    Args:
+        run_dir: a run directory or its result.json (release-0.1 results included).
 
     Raises:
-        ConfigError: no readable result.json, no positions in it, or positions that are not
-            usable samples of ``dataset`` (the run used other annotations).
+        RunDirError: no readable result.json, or one of a newer format (see
+            :func:`promptevolver.rundir.read_result`).
+        ConfigError: no positions in it, or positions that are not usable samples of ``dataset``
+            (the run used other annotations).
     """
-    path = Path(run_dir) / "result.json"
-    try:
-        positions = json.loads(path.read_text(encoding="utf-8"))["split"]["validation_positions"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path}: no split.validation_positions to evaluate on ({exc})") from exc
+    path = result_path(run_dir)
+    positions = (read_result(path).get("split") or {}).get("validation_positions")
+    if not isinstance(positions, list) or not all(isinstance(p, int) for p in positions):
+        raise ConfigError(
+            f"{path}: no split.validation_positions (a list of sample positions) to evaluate on"
+        )
     labels = dataset.labels()
     if any(not 0 <= p < len(labels) or labels[p] is None for p in positions):
         raise ConfigError(f"{path}: its validation samples are not usable samples of {dataset.source}")
-    return [int(p) for p in positions]
+    return list(positions)
 
 
 def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> None:

@@ -1,27 +1,29 @@
-"""Taking a run's best instructions elsewhere: JSON, a Python snippet, and loading them back.
+"""Taking a run's best instructions elsewhere: JSON and a Python snippet.
 
-Every ``optimize`` run writes into its directory::
+Every ``optimize`` run writes into its directory (names from :mod:`promptevolver.rundir`)::
 
     DIR/best_instructions.json   prompt name → best instruction (a plain JSON object)
     DIR/apply_best.py            a runnable snippet that builds the judge with them applied
 
-:func:`load_instructions` reads instructions from any of: a run directory, its ``result.json``
-(``best_instructions``), or a plain JSON object prompt name → instruction (such as
-``best_instructions.json``). :meth:`promptevolver.AspectCritic.from_result` uses it.
+Loading them back is the run directory's job: :func:`promptevolver.rundir.load_instructions`
+(re-exported here for the import path of release 0.1), which
+:meth:`promptevolver.AspectCritic.from_result` uses.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
-from promptevolver.config.models import MetricConfig, format_validation_error
-from promptevolver.errors import ConfigError
+from promptevolver.config.models import MetricConfig
+from promptevolver.rundir import (
+    APPLY_SNIPPET_FILE,
+    BEST_INSTRUCTIONS_FILE,
+    load_instructions,
+    metric_config_near,
+    write_atomic,
+    write_json,
+)
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
@@ -31,70 +33,6 @@ __all__ = [
     "metric_config_near",
     "write_exports",
 ]
-
-BEST_INSTRUCTIONS_FILE = "best_instructions.json"
-APPLY_SNIPPET_FILE = "apply_best.py"
-_RESULT_FILE = "result.json"
-_CONFIG_FILE = "config.yaml"
-
-
-def _instructions_file(path: Path) -> Path:
-    """The file to read for ``path``: itself, or a run directory's result.json."""
-    if path.is_dir():
-        for name in (_RESULT_FILE, BEST_INSTRUCTIONS_FILE):
-            if (path / name).is_file():
-                return path / name
-        raise ConfigError(f"{path}: no {_RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
-    if not path.is_file():
-        raise ConfigError(f"{path}: instructions file not found")
-    return path
-
-
-def load_instructions(path: str | Path) -> dict[str, str]:
-    """Prompt name → instruction from a run directory, a result.json or a plain JSON mapping.
-
-    Args:
-        path: a run directory (its result.json), a ``result.json`` (its ``best_instructions``), or
-            a JSON object whose values are all strings (prompt name → instruction).
-
-    Raises:
-        ConfigError: missing or unreadable file, not JSON, or not a mapping of strings; the message
-            names the file.
-    """
-    file = _instructions_file(Path(path))
-    try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot be read ({exc})") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    if isinstance(data, dict) and isinstance(data.get("best_instructions"), dict):
-        data = data["best_instructions"]
-    if not isinstance(data, dict) or not data or not all(isinstance(v, str) for v in data.values()):
-        raise ConfigError(
-            f"{file}: expected a result.json or a JSON object of prompt name → instruction (strings)"
-        )
-    return {str(k): v for k, v in data.items()}
-
-
-def metric_config_near(path: str | Path) -> MetricConfig | None:
-    """The ``metric`` block of the run's config.yaml next to ``path`` (a run directory or a file
-    in one); None when there is no config.yaml.
-
-    Raises:
-        ConfigError: the config.yaml exists but its metric block is missing or invalid.
-    """
-    p = Path(path)
-    config = (p if p.is_dir() else p.parent) / _CONFIG_FILE
-    if not config.is_file():
-        return None
-    try:
-        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
-        return MetricConfig.model_validate((raw or {}).get("metric"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
 
 
 def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
@@ -138,11 +76,12 @@ def _ensemble_args(metric: MetricConfig) -> str:
 
 
 def write_exports(directory: str | Path, instructions: Mapping[str, str], metric: MetricConfig) -> list[Path]:
-    """Write DIR/best_instructions.json and DIR/apply_best.py; return their paths."""
+    """Write DIR/best_instructions.json and DIR/apply_best.py, each atomically; return their paths.
+
+    Raises:
+        OSError: a file cannot be written (an existing one is left intact).
+    """
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    as_json = out / BEST_INSTRUCTIONS_FILE
-    as_json.write_text(json.dumps(dict(instructions), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    snippet = out / APPLY_SNIPPET_FILE
-    snippet.write_text(apply_snippet(instructions, metric), encoding="utf-8")
+    as_json = write_json(out / BEST_INSTRUCTIONS_FILE, dict(instructions), indent=2)
+    snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(instructions, metric))
     return [as_json, snippet]

@@ -1,13 +1,8 @@
-"""Run directories: what an ``optimize`` run leaves behind.
+"""Running a config: build everything it names, optimize, and fill the run directory.
 
-Layout::
-
-    DIR/config.yaml        the effective run config (paths absolute), written first
-    DIR/checkpoint.json    search state after the last finished generation (see checkpoint.py)
-    DIR/best_so_far.json   best train candidate at the last checkpoint
-    DIR/result.json        the result contract (README "Where results go"; OptimizationResult.to_dict())
-    DIR/report.md, DIR/report.html, DIR/plots/   the run report (see report.py)
-    DIR/best_instructions.json, DIR/apply_best.py   the best instructions to take away (export.py)
+The run directory's files (their names, atomic writes and readers) belong to
+:mod:`promptevolver.rundir`; this module writes config.yaml and result.json through it, and the
+exports (:mod:`promptevolver.runs.export`) and the report (:mod:`promptevolver.report`) at the end.
 """
 
 from __future__ import annotations
@@ -23,29 +18,31 @@ from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.report.write import write_report
+from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, write_atomic
 from promptevolver.runs.export import write_exports
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 
-RESULT_FILE = "result.json"
-CONFIG_FILE = "config.yaml"
-
 
 def write_config(directory: str | Path, config: RunConfig) -> Path:
-    """Write ``config`` as DIR/config.yaml (directory created if needed); return its path."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / CONFIG_FILE).open("w", encoding="utf-8") as fh:
-        yaml.safe_dump(config.dump(relative_to=out), fh, sort_keys=False)
-    return out / CONFIG_FILE
+    """Write ``config`` as DIR/config.yaml atomically (directory created if needed); return its path.
+
+    Raises:
+        OSError: the file cannot be written (an existing one is left intact).
+    """
+    text = yaml.safe_dump(config.dump(relative_to=Path(directory)), sort_keys=False)
+    return write_atomic(Path(directory) / CONFIG_FILE, text)
 
 
 def write_result(directory: str | Path, result: OptimizationResult) -> Path:
-    """Write DIR/result.json; return its path."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    result.to_json(out / RESULT_FILE)
-    return out / RESULT_FILE
+    """Write DIR/result.json atomically (with its ``format_version``); return its path.
+
+    Raises:
+        OSError: the file cannot be written (an existing one is left intact).
+    """
+    path = Path(directory) / RESULT_FILE
+    result.to_json(path)
+    return path
 
 
 def execute(

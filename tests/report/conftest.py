@@ -1,0 +1,19 @@
+"""Runs shared by the report tests (made once per session; tests that change one copy it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..rundirs import improved_run, kept_seed_run
+
+
+@pytest.fixture(scope="session")
+def improved(tmp_path_factory) -> Path:
+    return improved_run(tmp_path_factory.mktemp("report-runs"))
+
+
+@pytest.fixture(scope="session")
+def kept_seed(tmp_path_factory) -> Path:
+    return kept_seed_run(tmp_path_factory.mktemp("report-runs"))

@@ -1,0 +1,31 @@
+"""The report's plots (report/plots.py): PNGs from a run's history, with gaps for what was not measured."""
+
+from __future__ import annotations
+
+import warnings
+
+from promptevolver.report.plots import calls_png, fitness_png
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+HISTORY = [
+    {"generation": 0, "best_train": 0.5, "mean_train": 0.4, "judge_calls": 20, "meta_calls": 2},
+    {"generation": 1, "best_train": 0.7, "mean_train": 0.5, "judge_calls": 40, "meta_calls": 6},
+]
+
+
+def test_plots_are_pngs():
+    scores = {"seed": {"train": 0.5, "validation": 0.5}, "best": {"train": 0.7, "validation": 0.6}}
+    assert fitness_png(HISTORY, metric="accuracy", higher_is_better=True, scores=scores).startswith(PNG_MAGIC)
+    assert calls_png(HISTORY, judge_total=50, meta_total=6).startswith(PNG_MAGIC)
+
+
+def test_unmeasured_values_are_gaps_not_errors_or_zeros():
+    history = [{**h, "best_train": None, "mean_train": None} for h in HISTORY]
+    nothing = {"seed": {"train": None, "validation": None}, "best": {"train": None, "validation": None}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even matplotlib's "no artists with labels" warning
+        png = fitness_png(history, metric="accuracy", higher_is_better=True, scores=nothing)
+    assert png.startswith(PNG_MAGIC)
+    partial = [HISTORY[0], {**HISTORY[1], "best_train": None}]
+    some = {"seed": {"train": 0.5, "validation": None}, "best": {"train": None, "validation": 0.6}}
+    assert fitness_png(partial, metric="accuracy", higher_is_better=True, scores=some).startswith(PNG_MAGIC)

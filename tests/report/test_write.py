@@ -1,0 +1,305 @@
+"""Run reports (report.md, self-contained report.html, plots), checked on real runs of the
+simulated judge, on degraded run directories (unmeasured scores, failed evaluations, old and
+future formats), and the HTML rendered by a real headless browser (Debian's chromium)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from promptevolver import AspectCritic, Judgement
+from promptevolver.cli import main
+from promptevolver.errors import RunDirError
+from promptevolver.report import data
+from promptevolver.report.data import load_judgements, load_run
+from promptevolver.report.write import build_report, write_report
+
+from ..rundirs import copy_run, leftovers, result_of, rewrite_result
+
+PROMPT = AspectCritic.PROMPT_NAME
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+# --- what a run writes ---------------------------------------------------------------------------
+
+
+def test_every_run_writes_report_plots_and_exports(improved):
+    names = {p.name for p in improved.iterdir()} | {p.name for p in (improved / "plots").iterdir()}
+    expected = {
+        "report.md",
+        "report.html",
+        "fitness.png",
+        "calls.png",
+        "best_instructions.json",
+        "apply_best.py",
+    }
+    assert expected <= names
+    assert (improved / "plots" / "fitness.png").read_bytes().startswith(PNG_MAGIC)
+    assert leftovers(improved) == []
+
+
+def test_markdown_shows_outcome_scores_and_every_section(improved):
+    result, md = result_of(improved), (improved / "report.md").read_text()
+    assert result["best_id"] != 0
+    assert f"candidate #{result['best_id']}" in md
+    for title in (
+        "## Outcome",
+        "## Seed vs best",
+        "## Search progress",
+        "## Confusion matrices (validation)",
+        "## What changed in the instruction",
+        "## Where the best prompt still disagrees with the humans",
+        "## Lineage of the chosen candidate",
+        "## Usage and cost by operation",
+        "## Run details",
+    ):
+        assert title in md
+    for who in ("seed", "best"):
+        for split in ("train", "validation"):
+            assert f"{result['scores'][who][split]:.3f}" in md
+    assert "![Best and mean train fitness per generation](plots/fitness.png)" in md
+    assert "[-" in md and "{+" in md  # the word diff marks removed and added words
+
+
+def test_kept_seed_says_so_and_shows_the_instruction_unchanged(kept_seed):
+    result, md = result_of(kept_seed), (kept_seed / "report.md").read_text()
+    if result["best_id"] == 0:
+        assert "No candidate beat the original instruction" in md
+        assert f"{PROMPT}: unchanged" in md
+    else:  # the pinned run may change with the optimizer; the report must still say who won
+        assert f"candidate #{result['best_id']}" in md
+
+
+def test_the_small_data_caveat_sits_in_the_outcome_box(kept_seed):
+    note = result_of(kept_seed)["split"]["note"]
+    assert note.startswith("small data")  # 18 usable annotations, 5 validation samples
+    md, page = (kept_seed / "report.md").read_text(), (kept_seed / "report.html").read_text()
+    outcome = _section(md, "Outcome")
+    assert f"> **Caveat:** {note}." in outcome
+    assert outcome.index("Caveat") < outcome.index("The search ran")  # right under the verdict
+    assert note not in _section(md, "Run details") and md.count(note) == 1
+    html_outcome = page.split("<h2>Outcome</h2>", 1)[1].split("</section>", 1)[0]
+    assert '<p class="caveat"><strong>Caveat:</strong> small data' in html_outcome
+
+
+def test_markdown_has_no_html_leftovers(kept_seed, improved):
+    for run in (kept_seed, improved):
+        md = (run / "report.md").read_text()
+        assert "(show)" not in md and "<details" not in md and "<summary" not in md
+    page = (kept_seed / "report.html").read_text()
+    assert re.search(r"<details><summary>Train: \d+ of \d+ samples disagree\. \(show\)</summary>", page)
+
+
+def test_finalists_show_the_candidate_that_lost_the_tie(kept_seed):
+    result = result_of(kept_seed)
+    judged = [c for c in result["lineage"] if c["validation"] is not None]
+    assert result["best_id"] == 0 and len(judged) >= 2  # the seed kept over a measured finalist
+    section = _section((kept_seed / "report.md").read_text(), "Finalists")
+    assert "#0 (chosen)" in section
+    for c in judged:
+        assert f"#{c['id']}" in section and f"{c['validation']:.3f}" in section
+
+
+# --- scores that were not measured ------------------------------------------------------------------
+
+
+def _unmeasured(run: Path) -> dict:
+    """What the optimizer writes when the validation evaluations failed: None, never a number."""
+    result = result_of(run)
+    scores = {who: {"train": result["scores"][who]["train"], "validation": None} for who in ("seed", "best")}
+    history = [
+        {**h, "best_train": None, "mean_train": None} if h["generation"] == 0 else h
+        for h in result["history"]
+    ]
+    lineage = [{**c, "validation": None} for c in result["lineage"]]
+    usage = {**result["usage"], "failures": 12}
+    return rewrite_result(run, scores=scores, history=history, lineage=lineage, usage=usage)
+
+
+def test_a_score_that_was_not_measured_is_na_with_the_reason(improved, tmp_path):
+    run = copy_run(improved, tmp_path)
+    result = _unmeasured(run)
+    paths = write_report(run)
+    md = (run / "report.md").read_text()
+    outcome = _section(md, "Outcome")
+    assert "n/a" in outcome and "12 failed LLM calls" in outcome and "makes no claim" in outcome
+    rows = [line for line in _section(md, "Seed vs best").splitlines() if "| validation |" in line]
+    assert len(rows) == 2 and all(row.split(" | ")[3] == "n/a" for row in rows)
+    assert "Fitness n/a: not measured, evaluations failed: 12 failed LLM calls" in md
+    assert "Finalists" not in md  # no candidate has a measured validation score
+    assert f"{result['scores']['best']['train']:.3f}" in md  # what was measured is still shown
+    assert all(p.is_file() for p in paths) and (run / "plots" / "fitness.png").read_bytes().startswith(
+        PNG_MAGIC
+    )
+
+
+def test_missing_scores_are_na_too(improved, tmp_path):
+    run = copy_run(improved, tmp_path)
+    result = result_of(run)
+    rewrite_result(run, scores={"seed": {}, "best": {"train": result["scores"]["best"]["train"]}})
+    md = build_report(load_run(run)).markdown
+    assert "result.json records no score there" in md
+    rows = [
+        line for line in _section(md, "Seed vs best").splitlines() if line.startswith("| original (seed)")
+    ]
+    assert all(row.split(" | ")[3] == "n/a" for row in rows)
+
+
+def test_a_run_whose_validation_evaluations_all_failed_shows_no_score(improved, tmp_path, monkeypatch):
+    """A release-0.1 result scored failed evaluations as wrong verdicts (0.000); the recorded
+    judgements show they failed, so the report says n/a instead of that number."""
+    run = copy_run(improved, tmp_path)
+    validation = set(result_of(run)["split"]["validation_positions"])
+    for who in ("seed", "best"):
+        result = result_of(run)
+        result["scores"][who]["validation"] = 0.0
+        (run / "result.json").write_text(json.dumps(result))
+    recorded = load_judgements(run)
+    monkeypatch.setattr(
+        data,
+        "load_judgements",
+        lambda _: {
+            (k, p): Judgement(score=None, error="HTTP 500") if p in validation else j
+            for (k, p), j in recorded.items()
+        },
+    )
+    md = build_report(load_run(run)).markdown
+    verdict = _section(md, "Outcome").strip().split("\n\n")[0]
+    assert "0.000" not in verdict and "validation accuracy n/a" in verdict and "makes no claim" in verdict
+    assert f"failed verdicts on {len(validation)} samples" in md
+    rows = [line for line in _section(md, "Seed vs best").splitlines() if "| validation |" in line]
+    assert all(
+        row.split(" | ")[2:5] == ["0", "n/a", "n/a"] and row.endswith(f"| {len(validation)} |")
+        for row in rows
+    )
+    assert "No validation verdict was measured: every evaluation failed." in md
+    assert f"Validation: 0 of 0 samples disagree; {len(validation)} could not be judged" in md
+
+
+# --- the run directory's formats ---------------------------------------------------------------------
+
+
+def test_a_release_0_1_run_without_a_format_version_is_reported(improved, tmp_path):
+    run = copy_run(improved, tmp_path)
+    assert result_of(run)["format_version"] == 2
+    rewrite_result(run, format_version=None)
+    assert "format_version" not in result_of(run)
+    (run / "report.md").unlink()
+    assert main(["report", str(run), "-q"]) == 0
+    assert f"candidate #{result_of(run)['best_id']}" in (run / "report.md").read_text()
+
+
+def test_a_result_of_a_newer_format_is_refused_naming_the_file(improved, tmp_path, capsys):
+    run = copy_run(improved, tmp_path)
+    rewrite_result(run, format_version=3)
+    with pytest.raises(RunDirError, match="format version 3 was written by a newer promptevolver"):
+        write_report(run)
+    assert main(["report", str(run)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"promptevolver: error: {run / 'result.json'}: format version 3 was written by a newer "
+        "promptevolver; this one reads versions up to 2 (upgrade promptevolver to read it)"
+    )
+
+
+def test_reporting_on_a_directory_without_a_result_fails_clearly(tmp_path):
+    with pytest.raises(RunDirError, match="result.json: not found"):
+        write_report(tmp_path)
+
+
+def test_report_files_are_written_atomically(improved, tmp_path, monkeypatch):
+    run = copy_run(improved, tmp_path)
+    before = {name: (run / name).read_bytes() for name in ("report.md", "report.html", "plots/fitness.png")}
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_report(run)
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert leftovers(run) == []
+
+
+# --- the HTML page ---------------------------------------------------------------------------------
+
+
+def test_html_is_self_contained(improved):
+    page = (improved / "report.html").read_text()
+    assert "<script" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+    images = re.findall(r'<img src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 2
+    assert all(base64.b64decode(data).startswith(PNG_MAGIC) for data in images)
+
+
+def _browser() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+_PROBE = """<script>
+window.addEventListener("load", () => {
+  for (const img of document.images) {
+    img.setAttribute("data-natural", img.naturalWidth + "x" + img.naturalHeight);
+  }
+  document.body.setAttribute("data-loaded", "yes");
+});
+</script>"""
+
+
+def _chromium(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+
+
+@pytest.mark.skipif(_browser() is None, reason="no chromium binary (apt-get install chromium; .ci/run does)")
+def test_a_real_browser_renders_the_report_with_its_images_decoded(improved, tmp_path):
+    browser = _browser()
+    assert browser is not None
+    # A copy with a probe script that records each image's decoded size; the report has no script.
+    probed = tmp_path / "probed.html"
+    probed.write_text((improved / "report.html").read_text().replace("</body>", _PROBE + "</body>"))
+    dom = _chromium(
+        browser, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()
+    ).stdout
+    assert 'data-loaded="yes"' in dom
+    assert "Seed vs best" in dom and "Confusion matrices (validation)" in dom
+    assert f"candidate #{result_of(improved)['best_id']}" in dom
+    sizes = re.findall(r'data-natural="(\d+)x(\d+)"', dom)
+    assert len(sizes) == 2 and all(int(w) > 300 and int(h) > 200 for w, h in sizes)
+    shot = tmp_path / "report.png"
+    _chromium(
+        browser,
+        tmp_path / "profile",
+        "--hide-scrollbars",
+        "--window-size=1200,1600",
+        f"--screenshot={shot}",
+        (improved / "report.html").as_uri(),
+    )
+    assert shot.read_bytes().startswith(PNG_MAGIC) and shot.stat().st_size > 50_000

@@ -1,0 +1,65 @@
+"""Benchmark summaries (runs/bench.py): means over seeds of what was measured, never of a score
+that was not (None), and summary files written atomically."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.runs import bench
+from promptevolver.runs.bench import summarize_config, to_markdown
+
+from ..rundirs import AC_CONFIG, leftovers
+
+
+def _result(seed_validation: float | None, best_validation: float | None) -> OptimizationResult:
+    return OptimizationResult(
+        metric="m",
+        seed_instructions={},
+        best_instructions={},
+        loss={},
+        scores={
+            "seed": {"train": 0.5, "validation": seed_validation},
+            "best": {"train": 0.75, "validation": best_validation},
+        },
+        history=[],
+        usage={"llm_calls": {"judge": 10, "meta": 2}, "prompt_tokens": 100, "completion_tokens": 10},
+        lineage=[],
+        best_id=0,
+        stop_reason="generations",
+        split={},
+        operator_stats={},
+        config={},
+        random_seed=0,
+        duration_s=1.0,
+    )
+
+
+def test_unmeasured_scores_are_left_out_of_the_mean_and_counted():
+    row = summarize_config("c", [(0, _result(0.5, 0.75), 1.0), (1, _result(None, 0.25), 2.0)])
+    assert row["seed_validation"] == {"mean": 0.5, "std": 0.0, "unmeasured": 1}
+    assert row["best_validation"] == {"mean": 0.5, "std": 0.25}
+    summary = {"machine": bench.machine(), "configs": [row]}
+    assert "| 0.500 ± 0.000 (1 n/a) | 0.500 ± 0.250 |" in to_markdown(summary)
+
+
+def test_nothing_measured_is_na_not_zero():
+    row = summarize_config("c", [(0, _result(None, None), 1.0)])
+    assert row["best_validation"] == {"mean": None, "std": None, "unmeasured": 1}
+    line = to_markdown({"machine": bench.machine(), "configs": [row]}).splitlines()[-1]
+    assert line.startswith("| c | 1 | n/a | n/a | 0.750 ± 0.000 |")
+
+
+def test_the_summary_is_written_atomically(tmp_path, monkeypatch):
+    (tmp_path / "summary.json").write_text("{}")
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    monkeypatch.setattr(bench, "execute", lambda config, directory: _result(0.5, 0.75))
+    with pytest.raises(OSError, match="No space left"):
+        bench.run_benchmarks([AC_CONFIG], tmp_path)
+    assert (tmp_path / "summary.json").read_text() == "{}" and leftovers(tmp_path) == []
