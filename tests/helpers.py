@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import numpy as np
+
 from promptevolver import SingleMetricAnnotation
+from promptevolver.evaluation.evaluator import Score
 from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
@@ -61,3 +64,13 @@ def rule_llm(
         return json.dumps({"reason": "r", "verdict": judge(instruction, position)})
 
     return ScriptedLLM(handler=handler)
+
+
+def score_of(correct: list[float] | np.ndarray, value: float | None = None) -> Score:
+    """A binary-accuracy :class:`Score` with per-sample ``correct`` (NaN: a failed evaluation):
+    labels all 1, predictions equal to ``correct``; ``value`` defaults to the mean over measured."""
+    vec = np.asarray(correct, dtype=np.float64)
+    measured = ~np.isnan(vec)
+    if value is None and measured.any():
+        value = float(vec[measured].mean())
+    return Score(value, vec, int((~measured).sum()), np.ones(len(vec)), vec.copy())

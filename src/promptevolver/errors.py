@@ -120,7 +120,17 @@ class CheckpointError(RunDirError):
 
 
 class LLMError(PromptEvolverError):
-    """An LLM call could not be completed."""
+    """An LLM call could not be completed.
+
+    :attr:`cause` names the kind of failure for counting (``usage.failures_by_cause``):
+    ``http <status>``, ``transport`` (timeout, refused or dropped connection), ``parse`` (an
+    answer that is not the requested JSON) or ``llm`` (anything else).
+    """
+
+    @property
+    def cause(self) -> str:
+        status = getattr(self, "status", None)
+        return f"http {status}" if status is not None else "llm"
 
 
 class TransientLLMError(LLMError):
@@ -135,6 +145,10 @@ class TransientLLMError(LLMError):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+
+    @property
+    def cause(self) -> str:
+        return f"http {self.status}" if self.status is not None else "transport"
 
 
 class PermanentLLMError(LLMError):
@@ -155,6 +169,10 @@ class OutputParseError(LLMError):
     def __init__(self, message: str, *, raw: str):
         super().__init__(message)
         self.raw = raw
+
+    @property
+    def cause(self) -> str:
+        return "parse"
 
 
 class BudgetExceededError(PromptEvolverError):

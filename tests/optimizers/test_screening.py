@@ -7,15 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver import BinaryMetricLoss, MSELoss
-from promptevolver.evaluation.evaluator import Score
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.strategies.screening import focused_minibatch, passes
+
+from ..helpers import score_of
 
 
 def _parent(cid: int, correct: list[int]) -> Candidate:
     c = Candidate(cid, {"p": f"i{cid}"}, 0, "mutation")
     vec = np.asarray(correct, dtype=np.float64)
-    c.train = Score(float(vec.mean()), vec, 0)
+    c.train = score_of(vec)
     return c
 
 

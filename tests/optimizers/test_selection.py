@@ -8,15 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver import BinaryMetricLoss, MSELoss
-from promptevolver.evaluation.evaluator import Score
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.strategies import selection
+
+from ..helpers import score_of
 
 
 def _cand(cid: int, correct: list[int], *, text: str | None = None, value: float | None = None) -> Candidate:
     vec = np.asarray(correct, dtype=np.float64)
     c = Candidate(cid, {"p": text or f"instruction {cid:03d}"}, 0, "seed" if cid == 0 else "mutation")
-    c.train = Score(float(vec.mean()) if value is None else value, vec, 0)
+    c.train = score_of(vec, value)
     return c
 
 

@@ -145,10 +145,10 @@ def test_an_unreadable_checkpoint_is_a_note_not_a_crash(improved, tmp_path):
     run = copy_run(improved, tmp_path)
     state = json.loads((run / "checkpoint.json").read_text())
     (run / "checkpoint.json").write_text(json.dumps({**state, "version": 99}))
-    with pytest.raises(RunDirError, match="checkpoint.json: checkpoint version 99"):
+    with pytest.raises(RunDirError, match="checkpoint.json: checkpoint format version 99"):
         load_judgements(run)
     facts = load_run(run)  # the simulated run is re-judged instead
-    assert any("checkpoint version 99" in note for note in facts.notes)
+    assert any("checkpoint format version 99" in note for note in facts.notes)
     assert facts.agreements[("best", "validation")].accuracy == pytest.approx(
         result_of(run)["scores"]["best"]["validation"]
     )

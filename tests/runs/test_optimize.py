@@ -39,8 +39,9 @@ def test_write_config_round_trips_the_config(tmp_path):
     config = load_run_config(AC_CONFIG)
     path = write_config(tmp_path / "new", config)
     assert path == tmp_path / "new" / "config.yaml"
-    assert load_run_config(path) == config
-    assert rundir.read_config(tmp_path / "new") == config
+    for again in (load_run_config(path), rundir.read_config(tmp_path / "new")):
+        assert again.effective_optimizer() == config.effective_optimizer()
+        assert again.model_dump(exclude={"budget"}) == config.model_dump(exclude={"budget"})
 
 
 @pytest.mark.parametrize("writer", ["result", "config"])

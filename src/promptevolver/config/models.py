@@ -88,6 +88,10 @@ class GeneticConfig(_Strict):
             ``population_size`` × (train samples // 100, clamped to 1..3). With many train samples
             a full evaluation costs far more than screening, so breeding more and screening them
             buys more search for the same calls.
+        max_failure_rate: share of judge evaluations that may fail (after retries) before the
+            run stops with an error naming the cause: of the seed's train evaluations, or of a
+            generation's. A candidate whose evaluations failed on more than this share cannot
+            be chosen (it ranks after every candidate measured well enough).
         budget: bounds on calls, tokens and cost (see :class:`BudgetConfig`).
         random_seed: the one seed behind every random choice of a run.
     """
@@ -110,6 +114,7 @@ class GeneticConfig(_Strict):
     max_train_samples: int | None = Field(300, ge=2)
     max_validation_samples: int | None = Field(500, ge=2)
     finalists: int = Field(1, ge=1)
+    max_failure_rate: float = Field(0.2, ge=0.0, lt=1.0)
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: int = 42

@@ -92,17 +92,42 @@ class Evaluator:
 
 @dataclass(frozen=True)
 class Score:
-    """A candidate's score on a set of samples.
+    """A candidate's score on a set of samples; failed evaluations are left out, never scored.
 
     Attributes:
-        value: the loss value (direction: ``loss.higher_is_better``).
-        correct: per-sample quality in [0, 1], shape ``(n,)``, aligned with the positions scored.
-        failures: number of samples whose evaluation failed (scored as wrong).
+        value: the loss over the samples whose evaluation succeeded (direction:
+            ``loss.higher_is_better``), or None when none did — never a number for nothing.
+        correct: per-sample quality in [0, 1], shape ``(n,)``, aligned with the positions scored;
+            NaN where the evaluation failed.
+        failures: samples whose evaluation failed.
+        y_true: the human labels, shape ``(n,)``.
+        y_pred: the judge's scores, shape ``(n,)``; NaN where the evaluation failed.
     """
 
-    value: float
+    value: float | None
     correct: np.ndarray
     failures: int
+    y_true: np.ndarray
+    y_pred: np.ndarray
+
+    @property
+    def measured(self) -> np.ndarray:
+        """Boolean mask, shape ``(n,)``: True where the evaluation succeeded."""
+        return ~np.isnan(self.y_pred)
+
+    @property
+    def coverage(self) -> float:
+        """Share of samples measured, in [0, 1] (1.0 for no samples)."""
+        n = len(self.y_pred)
+        return 1.0 if n == 0 else float(self.measured.sum()) / n
+
+    def value_on(self, loss: Loss, mask: np.ndarray) -> float | None:
+        """The loss over the measured samples within boolean ``mask`` (shape ``(n,)``), or None
+        when there are none: compare two candidates on the samples both have."""
+        keep = mask & self.measured
+        if not keep.any():
+            return None
+        return loss(y_true=self.y_true[keep], y_pred=self.y_pred[keep])
 
 
 def score(
@@ -110,21 +135,17 @@ def score(
 ) -> Score:
     """Score judgements at ``positions`` against human ``labels`` (indexed by position).
 
-    A failed evaluation counts as the worst prediction for its sample — the opposite binary
-    label, or the end of [0, 1] farthest from a numeric label — so a candidate that failed can
-    never outrank one that was measured. No NaN reaches the loss.
+    A failed evaluation is excluded: it is counted in ``failures`` and lowers ``coverage``, its
+    ``correct`` and ``y_pred`` entries are NaN, and ``value`` is computed over the others only.
     """
     y_true = np.array([labels[p] for p in positions], dtype=np.float64)
-    y_pred = np.empty_like(y_true)
-    failures = 0
-    for i, p in enumerate(positions):
-        value = judgements[p].score
-        if value is None:
-            failures += 1
-            value = 0.0 if y_true[i] >= 0.5 else 1.0
-        y_pred[i] = value
-    if len(positions) == 0:
-        return Score(loss.worst(), np.zeros(0), 0)
-    return Score(
-        loss(y_true=y_true, y_pred=y_pred), loss.per_sample_correct(y_true=y_true, y_pred=y_pred), failures
+    y_pred = np.array(
+        [np.nan if judgements[p].score is None else judgements[p].score for p in positions], dtype=np.float64
     )
+    measured = ~np.isnan(y_pred)
+    correct = np.full(len(positions), np.nan)
+    value = None
+    if measured.any():
+        correct[measured] = loss.per_sample_correct(y_true=y_true[measured], y_pred=y_pred[measured])
+        value = loss(y_true=y_true[measured], y_pred=y_pred[measured])
+    return Score(value, correct, int((~measured).sum()), y_true, y_pred)

@@ -9,6 +9,7 @@ aggregate fails too (never a verdict).
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,11 +58,15 @@ def aggregate(judges: Sequence[Judgement], *, method: str, name: str) -> Judgeme
     if not ok:
         errors = "; ".join(f"judge {i}: {j.error}" for i, j in enumerate(judges))
         error = f"all {len(judges)} judges failed: {errors}"
-        return Judgement(score=None, error=error, details=_details(judges, None, method, name))
+        causes = Counter(j.cause or "llm" for j in judges)
+        cause = causes.most_common(1)[0][0] if causes else None
+        return Judgement(score=None, error=error, cause=cause, details=_details(judges, None, method, name))
     try:
         value = float(AGGREGATIONS[method]([score for _, score in ok]))
     except _NotBinary as exc:
-        return Judgement(score=None, error=str(exc), details=_details(judges, None, method, name))
+        return Judgement(
+            score=None, error=str(exc), cause="parse", details=_details(judges, None, method, name)
+        )
     chosen = min(ok, key=lambda pair: abs(pair[1] - value))[0]
     details = _details(judges, value, method, name)
     return Judgement(score=value, reason=chosen.reason, raw=chosen.raw, details=details)

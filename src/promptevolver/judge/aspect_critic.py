@@ -214,6 +214,6 @@ class AspectCritic:
                 error = f"unparseable output: {exc}"
                 continue
             except LLMError as exc:
-                return Judgement(score=None, raw=raw, error=f"{type(exc).__name__}: {exc}")
+                return Judgement(score=None, raw=raw, error=f"{type(exc).__name__}: {exc}", cause=exc.cause)
             return Judgement(score=float(parsed.verdict), reason=parsed.reason, raw=raw)
-        return Judgement(score=None, raw=raw, error=error)
+        return Judgement(score=None, raw=raw, error=error, cause="parse")

@@ -227,7 +227,9 @@ class JudgeEnsemble(BatchEvaluation):
             done, _ = await asyncio.wait(tasks, timeout=self.timeout_s)
         finally:
             await cancel(tasks)
-        timed_out = Judgement(score=None, error=f"timed out: not done within timeout_s={self.timeout_s} s")
+        timed_out = Judgement(
+            score=None, error=f"timed out: not done within timeout_s={self.timeout_s} s", cause="timeout"
+        )
         return [task.result() if task in done else timed_out for task in tasks]
 
     def _aggregate(self, judges: Sequence[Judgement]) -> Judgement:

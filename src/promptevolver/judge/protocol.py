@@ -24,15 +24,19 @@ class Judgement:
     """The outcome of judging one sample.
 
     ``score`` is the verdict (0.0/1.0 for a binary metric) or None when the evaluation failed;
-    then ``error`` says why and ``raw`` holds the model's last text, if any. A failure is data,
-    never a verdict. ``details`` holds extra, JSON-serialisable facts of a composite metric, e.g.
-    the per-judge verdicts of a :class:`~promptevolver.judge.ensemble.JudgeEnsemble`; None otherwise.
+    then ``error`` says why, ``cause`` names the kind of failure (``http <status>``,
+    ``transport``, ``parse``, ``timeout``, ``budget``... see :attr:`LLMError.cause
+    <promptevolver.errors.LLMError.cause>`) and ``raw`` holds the model's last text, if any. A
+    failure is data, never a verdict. ``details`` holds extra, JSON-serialisable facts of a
+    composite metric, e.g. the per-judge verdicts of a
+    :class:`~promptevolver.judge.ensemble.JudgeEnsemble`; None otherwise.
     """
 
     score: float | None
     reason: str | None = None
     raw: str | None = None
     error: str | None = None
+    cause: str | None = None
     details: Mapping[str, Any] | None = dataclass_field(default=None, hash=False)
 
     @property

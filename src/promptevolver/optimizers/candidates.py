@@ -50,17 +50,24 @@ class Candidate:
         return sum(len(text) for text in self.instructions.values())
 
     @property
+    def largest_score(self) -> Score | None:
+        """Its largest evaluation so far: train, else minibatch, else None."""
+        return self.train or self.minibatch
+
+    @property
     def failures(self) -> int:
         """Failed evaluations in its largest evaluation so far (train, else minibatch)."""
-        measured = self.train or self.minibatch
-        return 0 if measured is None else measured.failures
+        largest = self.largest_score
+        return 0 if largest is None else largest.failures
 
-    def train_value(self) -> float:
+    def train_value(self) -> float | None:
+        """Train score over the samples measured (None when none was)."""
         if self.train is None:
             raise ValueError(f"candidate {self.id} has no train score yet")
         return self.train.value
 
     def train_correct(self) -> np.ndarray:
+        """Per-train-sample quality, shape ``(n_train,)``; NaN where the evaluation failed."""
         if self.train is None:
             raise ValueError(f"candidate {self.id} has no train score yet")
         return self.train.correct
@@ -78,5 +85,6 @@ class Candidate:
             "minibatch": None if self.minibatch is None else self.minibatch.value,
             "screened_out": self.screened_out,
             "failures": self.failures,
+            "coverage": None if self.largest_score is None else round(self.largest_score.coverage, 6),
             "feedback": list(self.feedback),
         }

@@ -204,13 +204,15 @@ class GeneticOptimizer(Optimizer):
         passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
         await run.judge_train(passed)
         size, elites = run.config.population_size, run.config.elite_count
-        state.population = selection.survivors(population + passed, run.loss, size, elites)
+        state.population = selection.survivors(
+            population + passed, run.loss, size, elites, min_coverage=run.min_coverage
+        )
         run.record(offspring=len(children))
 
     async def _finish(self, run: SearchRun, stop_reason: str) -> OptimizationResult:
         """Judge the seed and the finalists on validation; the best there is the result."""
         run.state.stop_reason = stop_reason
-        choice = BestOnValidation(finalists=run.config.finalists)
+        choice = BestOnValidation(finalists=run.config.finalists, min_coverage=run.min_coverage)
         finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
         await run.judge_validation(finalists)
         best = choice.choose(finalists, run.loss)

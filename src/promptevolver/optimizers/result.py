@@ -24,7 +24,8 @@ class OptimizationResult(Mapping[str, str]):
         metric: the metric's name.
         seed_instructions / best_instructions: prompt name → instruction.
         loss: the loss's description (name, options, ``higher_is_better``).
-        scores: ``{"seed": {"train", "validation"}, "best": {...}}`` loss values.
+        scores: ``{"seed": {"train", "validation"}, "best": {...}}`` loss values, None where
+            nothing was measured (every evaluation failed).
         history: one entry per generation (``generation``, ``best_train``, ``mean_train``,
             ``population``, ``offspring``, ``judge_calls``, ``meta_calls``).
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
@@ -41,7 +42,7 @@ class OptimizationResult(Mapping[str, str]):
     seed_instructions: dict[str, str]
     best_instructions: dict[str, str]
     loss: dict[str, Any]
-    scores: dict[str, dict[str, float]]
+    scores: dict[str, dict[str, float | None]]
     history: list[dict[str, Any]]
     usage: dict[str, Any]
     lineage: list[dict[str, Any]]

@@ -78,6 +78,8 @@ class SearchRun:
         )
         self.budget = BudgetGuard(config.budget, self.usage)
         self._fingerprint: str | None = None
+        #: Share of its evaluations a candidate needs measured to be ranked on its score.
+        self.min_coverage = 1.0 - config.max_failure_rate
 
     @property
     def train(self) -> list[int]:
@@ -184,11 +186,11 @@ class SearchRun:
         """Offspring that pass minibatch screening (:func:`.strategies.screening.screen`)."""
         return await screening.screen(self, children, parents_of)
 
-    async def value_on(self, candidate: Candidate, positions: Sequence[int]) -> float:
-        """``candidate``'s loss value on ``positions`` from memoised judgements (no calls when
-        it was judged there already)."""
+    async def score_on(self, candidate: Candidate, positions: Sequence[int]) -> Score:
+        """``candidate``'s score on ``positions`` from memoised judgements (no calls when it was
+        judged there already; no events)."""
         judged = await self.evaluator.evaluate(candidate.instructions, positions)
-        return score(self.loss, judged, positions, self.labels).value
+        return score(self.loss, judged, positions, self.labels)
 
     # --- views for strategies and operators ------------------------------------------------------
     def breeding_view(self) -> BreedingView:
@@ -210,16 +212,17 @@ class SearchRun:
     def record(self, *, offspring: int) -> None:
         """Append this generation to the history; update ``best_so_far`` and ``since_improvement``."""
         state = self.state
-        best = selection.rank(state.population, self.loss)[0].train_value()
-        if self.loss.better(best, state.best_so_far):
+        best = selection.rank(state.population, self.loss, min_coverage=self.min_coverage)[0].train_value()
+        if best is not None and self.loss.better(best, state.best_so_far):
             state.best_so_far, state.since_improvement = best, 0
         else:
             state.since_improvement += 1
+        values = [v for v in (c.train_value() for c in state.population) if v is not None]
         usage = self.usage()
         entry = {
             "generation": state.generation,
             "best_train": best,
-            "mean_train": float(np.mean([c.train_value() for c in state.population])),
+            "mean_train": float(np.mean(values)) if values else None,
             "population": len(state.population),
             "offspring": offspring,
             "judge_calls": usage.judge_calls,

@@ -122,12 +122,30 @@ class SearchState:
         return state
 
 
+def _floats(a: np.ndarray) -> list[float | None]:
+    return [None if np.isnan(x) else float(x) for x in a]
+
+
+def _array(values: list[float | None]) -> np.ndarray:
+    return np.array([np.nan if x is None else x for x in values], dtype=np.float64)
+
+
 def _score(s: Score | None) -> dict[str, Any] | None:
-    return None if s is None else {"value": s.value, "correct": s.correct.tolist(), "failures": s.failures}
+    if s is None:
+        return None
+    return {
+        "value": s.value,
+        "correct": _floats(s.correct),
+        "failures": s.failures,
+        "y_true": _floats(s.y_true),
+        "y_pred": _floats(s.y_pred),
+    }
 
 
 def _unscore(d: dict[str, Any] | None) -> Score | None:
-    return None if d is None else Score(d["value"], np.asarray(d["correct"], dtype=np.float64), d["failures"])
+    if d is None:
+        return None
+    return Score(d["value"], _array(d["correct"]), d["failures"], _array(d["y_true"]), _array(d["y_pred"]))
 
 
 def _candidate(c: Candidate) -> dict[str, Any]:

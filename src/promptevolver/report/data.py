@@ -27,11 +27,12 @@ from typing import Any
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.config.build import build_llm, build_metric, load_dataset
 from promptevolver.config.models import RunConfig
-from promptevolver.errors import CheckpointError, PromptEvolverError, RunDirError
+from promptevolver.errors import PromptEvolverError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.judge.aspect_critic import AspectCritic, Judgement
-from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_json, read_result
+from promptevolver.optimizers.checkpoint import load_judgements
+from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 
 __all__ = [
     "Disagreement",
@@ -206,32 +207,6 @@ def _dataset(config: RunConfig | None, notes: list[str]) -> SingleMetricAnnotati
     except PromptEvolverError as exc:
         notes.append(f"The annotations could not be loaded ({exc}); per-sample results are left out.")
         return None
-
-
-# STAND-IN for ``promptevolver.optimizers.checkpoint.load_judgements`` (renovation, issue 12): the
-# checkpoint's owner provides that function over its own state; until it does, this one reads the
-# release-0.1 checkpoint (version 1). Same signature: the swap is an import.
-_CHECKPOINT_V1 = 1
-
-
-def load_judgements(run_dir: str | Path) -> dict[tuple[CandidateKey, int], Judgement]:
-    """Every judgement the run's checkpoint recorded, by (candidate key, sample position).
-
-    Failed evaluations are included as recorded (``score`` None, ``error`` set).
-
-    Raises:
-        RunDirError: no checkpoint, unreadable or not JSON (names the file).
-        CheckpointError: a checkpoint of a format version this release does not read.
-    """
-    path = Path(run_dir) / CHECKPOINT_FILE
-    state = read_json(path, what="checkpoint")
-    version = state.get("version") if isinstance(state, dict) else None
-    if version != _CHECKPOINT_V1:
-        raise CheckpointError(f"{path}: checkpoint version {version!r}, this report reads {_CHECKPOINT_V1}")
-    out = {}
-    for key, position, judgement in state.get("memo", []):
-        out[(tuple((name, text) for name, text in key), int(position))] = Judgement(**judgement)
-    return out
 
 
 def _recorded(directory: Path, notes: list[str]) -> dict[tuple[CandidateKey, int], Judgement]:

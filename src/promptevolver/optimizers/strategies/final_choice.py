@@ -22,18 +22,21 @@ class BestOnValidation:
 
     Args:
         finalists: best train candidates judged on validation besides the seed (≥ 1).
+        min_coverage: share of its evaluations a candidate needs measured to be ranked on its
+            score (see :func:`~promptevolver.optimizers.strategies.selection.rank`).
     """
 
-    def __init__(self, *, finalists: int = 1) -> None:
+    def __init__(self, *, finalists: int = 1, min_coverage: float = selection.MIN_COVERAGE) -> None:
         if finalists < 1:
             raise ValueError(f"finalists must be >= 1, got {finalists}")
         self.finalists = finalists
+        self.min_coverage = min_coverage
 
     def candidates(self, seed: Candidate, population: Sequence[Candidate], loss: Loss) -> list[Candidate]:
         """The seed, then the ``finalists`` best of ``population`` by train score (each once)."""
-        top = selection.rank(population, loss)[: self.finalists]
+        top = selection.rank(population, loss, min_coverage=self.min_coverage)[: self.finalists]
         return list({c.id: c for c in [seed, *top]}.values())
 
     def choose(self, finalists: Sequence[Candidate], loss: Loss) -> Candidate:
         """The best of ``finalists`` on validation (all must have a validation score)."""
-        return selection.rank(finalists, loss, on="validation")[0]
+        return selection.rank(finalists, loss, on="validation", min_coverage=self.min_coverage)[0]

@@ -5,10 +5,10 @@ its parents get wrong (for a mutation, the failures it was written to fix; for a
 samples either parent misses; for a reverse-engineered candidate, the seed's failures), the rest
 a stratified draw from the other train samples (so it also shows whether the child breaks what
 already works). The child is judged on all train samples only if it is **strictly better** than
-its best parent on that minibatch — the acceptance rule of GEPA (Agrawal et al. 2025), which
-also screens on the minibatch its reflection saw. A child that merely ties its parent there
-brings nothing measurable and is dropped. Parents were judged on every train sample already,
-so their minibatch scores cost no calls.
+each parent on that minibatch (on the samples both were measured on) — the acceptance rule of
+GEPA (Agrawal et al. 2025), which also screens on the minibatch its reflection saw. A child that
+merely ties its parent there brings nothing measurable and is dropped. Parents were judged on
+every train sample already, so their minibatch scores cost no calls.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from promptevolver.annotations import sampling
+from promptevolver.evaluation.evaluator import Score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import minibatch_size
@@ -84,8 +85,16 @@ async def screen(
     passed = []
     for child, batch, mini in zip(children, batches, scores):
         child.minibatch = mini
-        parents = [await run.value_on(p, batch) for p in parents_of[child.id]]
-        child.screened_out = not passes(mini.value, parents, run.loss)
+        parents = [await run.score_on(p, batch) for p in parents_of[child.id]]
+        child.screened_out = not all(_better_on_common(mini, parent, run.loss) for parent in parents)
         if not child.screened_out:
             passed.append(child)
     return passed
+
+
+def _better_on_common(child: Score, parent: Score, loss: Loss) -> bool:
+    """``child`` strictly better than ``parent`` on the minibatch samples both were measured on
+    (False when they share none: nothing measurable)."""
+    common = child.measured & parent.measured
+    mine, theirs = child.value_on(loss, common), parent.value_on(loss, common)
+    return mine is not None and theirs is not None and passes(mine, [theirs], loss)

@@ -4,7 +4,12 @@ All functions are pure: they read candidates' scores and draw from the ``numpy.r
 they are given; they never create state.
 
 **Ranking and ties** (:func:`rank`): better score first in the loss's direction; on equal score
-the seed first, then the shorter instruction, then the older candidate (lower id).
+the seed first, then the shorter instruction, then the older candidate (lower id). A candidate
+with nothing measured, or whose evaluations failed on more than ``1 - min_coverage`` of the
+samples, ranks after every candidate that was measured well enough: it cannot win.
+
+**Failed evaluations** are left out everywhere: per-sample correctness is NaN there, and two
+candidates are compared on the samples both have.
 
 **Pareto front** (:func:`pareto_front`, as GEPA, Agrawal et al. 2025, "GEPA: Reflective Prompt
 Evolution Can Outperform Reinforcement Learning"): the candidates that are best on at least one
@@ -31,12 +36,19 @@ from promptevolver.optimizers.candidates import Candidate
 __all__ = ["complementary_parents", "pareto_front", "rank", "survivors", "tournament"]
 
 
+#: Default share of a candidate's evaluations that must succeed for it to be ranked on its score.
+MIN_COVERAGE = 0.8
+
+
 def _key(candidate: Candidate, value: float, higher_is_better: bool) -> tuple[float, bool, int, int]:
     return (-value if higher_is_better else value, not candidate.is_seed, candidate.length, candidate.id)
 
 
-def rank(candidates: Sequence[Candidate], loss: Loss, *, on: str = "train") -> list[Candidate]:
-    """Candidates best first by their ``on`` (``train`` or ``validation``) score; ties as above.
+def rank(
+    candidates: Sequence[Candidate], loss: Loss, *, on: str = "train", min_coverage: float = MIN_COVERAGE
+) -> list[Candidate]:
+    """Candidates best first by their ``on`` (``train`` or ``validation``) score; ties, and
+    candidates measured on too few samples, as above.
 
     Raises:
         ValueError: a candidate has no ``on`` score.
@@ -46,7 +58,7 @@ def rank(candidates: Sequence[Candidate], loss: Loss, *, on: str = "train") -> l
         s = c.train if on == "train" else c.validation
         if s is None:
             raise ValueError(f"candidate {c.id} has no {on} score")
-        return s.value
+        return loss.worst() if s.value is None or s.coverage < min_coverage else s.value
 
     return sorted(candidates, key=lambda c: _key(c, value(c), loss.higher_is_better))
 
@@ -60,24 +72,32 @@ def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
     """
     if len(candidates) <= 1:
         return list(candidates)
-    matrix = np.stack([c.train_correct() for c in candidates])  # (n_candidates, n_samples)
-    best = matrix.max(axis=0)
-    discriminating = matrix.min(axis=0) < best
+    matrix = np.stack([c.train_correct() for c in candidates])  # (n_candidates, n_samples), NaN: failed
+    measured = ~np.isnan(matrix)
+    filled_low = np.where(measured, matrix, np.inf)
+    filled_high = np.where(measured, matrix, -np.inf)
+    best = filled_high.max(axis=0)
+    discriminating = measured.sum(axis=0) >= 2
+    discriminating &= filled_low.min(axis=0) < best
     if not discriminating.any():
         return list(candidates)
-    on_top = (matrix[:, discriminating] == best[discriminating]).any(axis=1)
+    on_top = (filled_high[:, discriminating] == best[discriminating]).any(axis=1)
     front: list[Candidate] = []
     seen: set[bytes] = set()
     for i, c in enumerate(candidates):
-        signature = matrix[i].tobytes()
+        signature = np.nan_to_num(matrix[i], nan=-1.0).tobytes()
         if not on_top[i] or signature in seen:
             continue
         seen.add(signature)
-        others = np.delete(matrix, i, axis=0)
-        dominated = ((others >= matrix[i]).all(axis=1) & (others > matrix[i]).any(axis=1)).any()
-        if not dominated:
+        if not any(_dominates(matrix[j], matrix[i]) for j in range(len(candidates)) if j != i):
             front.append(c)
     return front or list(candidates)
+
+
+def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` at least as good as ``b`` on every sample both have, and better on one."""
+    common = ~np.isnan(a) & ~np.isnan(b)
+    return bool(common.any() and (a[common] >= b[common]).all() and (a[common] > b[common]).any())
 
 
 def tournament(pool: Sequence[Candidate], loss: Loss, rng: np.random.Generator, size: int) -> Candidate:
@@ -103,17 +123,30 @@ def complementary_parents(
         return None
     first = tournament(fitter, loss, rng, tournament_size)
     others = [c for c in fitter if c.id != first.id]
-    distances = [int((c.train_correct() != first.train_correct()).sum()) for c in others]
+    distances = [_disagreements(c.train_correct(), first.train_correct()) for c in others]
     best = int(np.argmax(distances))  # argmax keeps the first (best-ranked) on ties
     return (first, others[best]) if distances[best] > 0 else None
 
 
-def survivors(candidates: Sequence[Candidate], loss: Loss, size: int, elite_count: int) -> list[Candidate]:
+def _disagreements(a: np.ndarray, b: np.ndarray) -> int:
+    """Samples measured for both on which their correctness differs (Hamming distance)."""
+    common = ~np.isnan(a) & ~np.isnan(b)
+    return int((a[common] != b[common]).sum())
+
+
+def survivors(
+    candidates: Sequence[Candidate],
+    loss: Loss,
+    size: int,
+    elite_count: int,
+    *,
+    min_coverage: float = MIN_COVERAGE,
+) -> list[Candidate]:
     """The next population: ``elite_count`` best, then the Pareto front, then the best of the rest.
 
-    Returns at most ``size`` candidates, best-ranked first.
+    Returns at most ``size`` candidates, best-ranked first (see :func:`rank` for ``min_coverage``).
     """
-    ranked = rank(candidates, loss)
+    ranked = rank(candidates, loss, min_coverage=min_coverage)
     chosen: dict[int, Candidate] = {c.id: c for c in ranked[:elite_count]}
     front_ids = {c.id for c in pareto_front(ranked)}
     for group in ([c for c in ranked if c.id in front_ids], ranked):
@@ -121,4 +154,4 @@ def survivors(candidates: Sequence[Candidate], loss: Loss, size: int, elite_coun
             if len(chosen) >= size:
                 break
             chosen.setdefault(c.id, c)
-    return rank(list(chosen.values()), loss)
+    return rank(list(chosen.values()), loss, min_coverage=min_coverage)
