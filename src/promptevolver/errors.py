@@ -14,6 +14,7 @@
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
+    ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     └── BudgetExceededError            a call would exceed the configured budget
 
 Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai.py``, the one
@@ -32,6 +33,7 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "InsufficientDataError",
+    "LLMUnusableError",
     "LLMError",
     "OutputParseError",
     "PermanentLLMError",
@@ -173,6 +175,21 @@ class OutputParseError(LLMError):
     @property
     def cause(self) -> str:
         return "parse"
+
+
+class LLMUnusableError(PromptEvolverError):
+    """The LLM failed on too many evaluations for the run to go on (``max_failure_rate``).
+
+    Attributes:
+        cause: the dominant failure cause (``http 500``, ``transport``, ``parse``...).
+        failures: evaluations that failed; attempted: evaluations attempted in that step.
+    """
+
+    def __init__(self, message: str, *, cause: str, failures: int, attempted: int):
+        super().__init__(message)
+        self.cause = cause
+        self.failures = failures
+        self.attempted = attempted
 
 
 class BudgetExceededError(PromptEvolverError):

@@ -4,6 +4,7 @@ An ``optimize`` run leaves::
 
     DIR/config.yaml               the effective run config, written first
     DIR/checkpoint.json           the search state after the last finished step (for --resume)
+    DIR/journal.jsonl             every LLM answer since the run started, as it arrived (for --resume)
     DIR/best_so_far.json          best train candidate at the last checkpoint
     DIR/result.json               the result contract (README "Where results go")
     DIR/report.md, report.html    the run report; DIR/plots/ its plots
@@ -48,6 +49,7 @@ __all__ = [
     "CHECKPOINT_FILE",
     "CONFIG_FILE",
     "FORMAT_VERSION",
+    "JOURNAL_FILE",
     "FORMAT_VERSION_KEY",
     "PLOTS_DIR",
     "REPORT_HTML",
@@ -67,6 +69,7 @@ __all__ = [
 
 CONFIG_FILE = "config.yaml"
 CHECKPOINT_FILE = "checkpoint.json"
+JOURNAL_FILE = "journal.jsonl"
 BEST_SO_FAR_FILE = "best_so_far.json"
 RESULT_FILE = "result.json"
 REPORT_MD = "report.md"

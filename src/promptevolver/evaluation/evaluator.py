@@ -11,19 +11,20 @@ together and however many calls one evaluation makes (a judge ensemble makes sev
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
 
-__all__ = ["Evaluator", "Score", "candidate_key", "score"]
+__all__ = ["Evaluator", "Observer", "Score", "candidate_key", "score"]
 
 CandidateKey = tuple[tuple[str, str], ...]
 
@@ -31,6 +32,18 @@ CandidateKey = tuple[tuple[str, str], ...]
 def candidate_key(instructions: Mapping[str, str]) -> CandidateKey:
     """Identity of a candidate: its instructions with whitespace normalised, sorted by prompt."""
     return tuple(sorted((name, " ".join(text.split())) for name, text in instructions.items()))
+
+
+class Observer(Protocol):
+    """Watches evaluations (e.g. :class:`~promptevolver.optimizers.strategies.failures.FailureTally`)."""
+
+    def plan(self, n: int) -> None:
+        """``n`` new evaluations are about to be made."""
+        ...
+
+    def record(self, cause: str | None, error: str | None = None) -> None:
+        """One evaluation's outcome: ``cause`` None for success, else why it failed. May raise."""
+        ...
 
 
 class Evaluator:
@@ -53,6 +66,9 @@ class Evaluator:
         self.dataset = dataset
         self.max_concurrency = max_concurrency
         self._memo: dict[tuple[CandidateKey, int], Judgement] = {}
+        #: Told of every new evaluation (``plan``) and its outcome (``record``); it may raise to
+        #: stop the evaluation, which cancels the judgements still in flight.
+        self.observer: Observer | None = None
         self.judged = 0
 
     async def evaluate(
@@ -61,14 +77,18 @@ class Evaluator:
         """Judgements of ``instructions`` on ``positions`` (position → judgement)."""
         key = candidate_key(instructions)
         todo = [p for p in dict.fromkeys(positions) if (key, p) not in self._memo]
+        if self.observer is not None and todo:
+            self.observer.plan(len(todo))
 
         async def judge(position: int) -> None:
             inputs = self.dataset.samples[position].metric_input
             result = await self.metric.ajudge(inputs, llm=self._limited, instructions=instructions)
             self._memo[(key, position)] = result
             self.judged += 1
+            if self.observer is not None:
+                self.observer.record(result.cause if result.failed else None, result.error)
 
-        await asyncio.gather(*(judge(p) for p in todo))
+        await gather_or_cancel([judge(p) for p in todo])
         return {p: self._memo[(key, p)] for p in positions}
 
     def lookup(self, instructions: Mapping[str, str], position: int) -> Judgement | None:
@@ -87,7 +107,7 @@ class Evaluator:
         self, candidates: Sequence[Mapping[str, str]], positions: Sequence[int]
     ) -> list[dict[int, Judgement]]:
         """:meth:`evaluate` for several candidates at once, results in candidate order."""
-        return list(await asyncio.gather(*(self.evaluate(c, positions) for c in candidates)))
+        return await gather_or_cancel([self.evaluate(c, positions) for c in candidates])
 
 
 @dataclass(frozen=True)

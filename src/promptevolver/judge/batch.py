@@ -20,7 +20,7 @@ from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
 
-__all__ = ["BatchEvaluation", "EvaluationItem", "ItemLike", "as_item"]
+__all__ = ["BatchEvaluation", "EvaluationItem", "ItemLike", "as_item", "cancel", "gather_or_cancel"]
 
 T = TypeVar("T")
 
@@ -121,7 +121,7 @@ class BatchEvaluation:
         plans = self._instructions_per_item(items)
         for index, item in enumerate(items):
             self._check_item(index, item)
-        judged = await _gather_or_cancel(
+        judged = await gather_or_cancel(
             [self.ajudge(item.inputs, llm=llm, instructions=plan) for item, plan in zip(items, plans)]
         )
         return judged if batch else judged[0]
@@ -193,7 +193,7 @@ async def cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+async def gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Results of ``coros`` run concurrently, in order; on the first exception the rest are
     cancelled and the exception propagates."""
     tasks = [asyncio.ensure_future(c) for c in coros]

@@ -1,9 +1,12 @@
 """Checkpoints: file I/O of a search's state, to resume an interrupted run.
 
 ``DIR/checkpoint.json`` holds :meth:`SearchState.to_dict` (candidates with their scores, the
-random generator's state, the history, the usage so far) and every judgement made (so a resumed
-run judges nothing twice, even without a persistent cache). ``DIR/best_so_far.json`` holds the
-best train candidate at that point, readable while the run goes on. Both are written atomically
+random generator's state, the history, the usage so far) and every judgement that succeeded (so
+a resumed run judges nothing twice, even without a persistent cache; a failed evaluation is
+never saved as an answer: it is made again). The calls of a step interrupted before its
+checkpoint are in the run journal (:mod:`promptevolver.llm.journal`), which a resume replays.
+``DIR/best_so_far.json`` holds the best train candidate at that point, readable while the run
+goes on. Both are written atomically
 (:func:`promptevolver.rundir.write_json`).
 
 A checkpoint resumes only with the same dataset and loss (a fingerprint of both, computed once
@@ -37,14 +40,19 @@ def save(run: SearchRun, directory: str | Path) -> None:
     state = run.state.to_dict()
     state["usage_before"] = vars(run.usage())
     state["elapsed_before"] = run.elapsed()
-    memo = [[list(map(list, key)), pos, vars(j)] for (key, pos), j in run.evaluator.memo_items()]
+    memo = [
+        [list(map(list, key)), pos, vars(j)] for (key, pos), j in run.evaluator.memo_items() if not j.failed
+    ]
     data = {
         "version": VERSION,
         "fingerprint": run.fingerprint(),
         "config": run.config.model_dump(mode="json"),
         "state": state,
         "memo": memo,
+        "journal_entries": 0 if run.journal is None else run.journal.entries,
     }
+    if run.journal is not None:
+        run.journal.sync()
     rundir.write_json(out / rundir.CHECKPOINT_FILE, data)
     if run.state.population:
         best = rank(run.state.population, run.loss)[0]
@@ -91,6 +99,8 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
     if changed:
         raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
     run.state = SearchState.from_dict(data["state"], run.state.rng)
+    if run.journal is not None:  # calls of the step that was interrupted, answered or failed
+        run.state.usage_before = run.state.usage_before + run.journal.usage_since(data["journal_entries"])
     for key, pos, judgement in data["memo"]:
         run.evaluator.remember({name: text for name, text in key}, pos, Judgement(**judgement))
 

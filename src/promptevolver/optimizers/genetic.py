@@ -29,11 +29,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
+from promptevolver.llm.journal import Journal
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.cost import offspring_count
@@ -126,22 +128,37 @@ class GeneticOptimizer(Optimizer):
             AnnotationError: a usable sample lacks a field the metric needs (names the sample).
             BudgetExceededError: the budget cannot pay for the initial population and one generation.
             CheckpointError: ``resume`` with a missing checkpoint or one of another run.
+            LLMUnusableError: the LLM failed on more than ``max_failure_rate`` of a step's calls
+                (the checkpoint and the journal in ``run_dir`` let ``resume`` continue).
             pydantic.ValidationError: invalid config values or unknown config keys.
         """
-        run = self._start(dataset, loss, _coerce(config))
-        if resume:
-            if run_dir is None:
-                raise ValueError("resume=True needs run_dir")
-            checkpoint.restore(run, checkpoint.load(run_dir), source=Path(run_dir) / "checkpoint.json")
-        else:
-            check_upfront(run.config.budget, run.calls)
-            await self._initial_population(run)
-            self._checkpoint(run, run_dir)
-        result = await self._finish(run, await self._evolve(run, run_dir))
-        self._checkpoint(run, run_dir)  # now with the validation judgements, for reports
+        if resume and run_dir is None:
+            raise ValueError("resume=True needs run_dir")
+        journal = None if run_dir is None else Journal(Path(run_dir) / rundir.JOURNAL_FILE, fresh=not resume)
+        try:
+            run = self._start(dataset, loss, _coerce(config), journal)
+            if resume:
+                assert run_dir is not None
+                checkpoint.restore(
+                    run, checkpoint.load(run_dir), source=Path(run_dir) / rundir.CHECKPOINT_FILE
+                )
+                await self._repair(run)
+            else:
+                check_upfront(run.config.budget, run.calls)
+                self._checkpoint(run, run_dir)  # a start to resume from, before the first call
+            if not run.state.candidates:
+                await self._initial_population(run)
+                self._checkpoint(run, run_dir)
+            result = await self._finish(run, await self._evolve(run, run_dir))
+            self._checkpoint(run, run_dir)  # now with the validation judgements, for reports
+        finally:
+            if journal is not None:
+                journal.close()
         return result
 
-    def _start(self, dataset: SingleMetricAnnotation, loss: Loss, config: GeneticConfig) -> SearchRun:
+    def _start(
+        self, dataset: SingleMetricAnnotation, loss: Loss, config: GeneticConfig, journal: Journal | None
+    ) -> SearchRun:
         if self.metric is None or self.llm is None:
             raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
         operators = self.operators
@@ -156,21 +173,39 @@ class GeneticOptimizer(Optimizer):
             config=config,
             events=EventBus(self.callbacks),
             breeder=Breeder(operators, ReverseEngineering()),
+            journal=journal,
         )
 
     async def _initial_population(self, run: SearchRun) -> None:
-        """The seed, plus reverse-engineered candidates screened against it; all judged on train."""
+        """The seed, plus reverse-engineered candidates screened against it; all judged on train.
+
+        Raises:
+            LLMUnusableError: the seed's evaluation or the initial population failed too often.
+        """
         seed = run.new_candidate(self.metric.get_instructions(), "seed")  # type: ignore[union-attr]
         assert seed is not None
+        run.begin_step("the seed's train evaluation", count_parse=True)
         await run.judge_train([seed])
+        run.end_step()
+        run.begin_step("the initial population")
         extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
         plans = run.breeder.plan_initial(run.breeding_view(), extra, run.state.rng, run.state.slots)
         run.state.slots += len(plans)
         children = run.adopt(await run.breeder.run(plans, run.meta_context()))
         passed = await run.screen(children, {c.id: [seed] for c in children})
         await run.judge_train(passed)
+        run.end_step()
         run.state.population = [seed, *passed]
         run.record(offspring=len(children))
+
+    async def _repair(self, run: SearchRun) -> None:
+        """After a resume: judge again the population's train evaluations that had failed (the
+        checkpoint keeps no failed answer), so their scores cover what the LLM can answer now."""
+        damaged = [c for c in run.state.population if c.train is not None and c.train.failures]
+        if damaged:
+            run.begin_step("re-judging failed evaluations after the resume")
+            await run.judge_train(damaged)
+            run.end_step()
 
     async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
         """Run generations until a stop condition holds; return its reason."""
@@ -191,6 +226,7 @@ class GeneticOptimizer(Optimizer):
         """select → make offspring → screen → evaluate → choose survivors → record."""
         state = run.state
         state.generation += 1
+        run.begin_step(f"generation {state.generation}")
         population = state.population
         run.events.emit("generation_start", state.generation, population=[c.id for c in population])
         count = offspring_count(run.config, len(run.train))
@@ -204,6 +240,7 @@ class GeneticOptimizer(Optimizer):
         passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
         await run.judge_train(passed)
         size, elites = run.config.population_size, run.config.elite_count
+        run.end_step()
         state.population = selection.survivors(
             population + passed, run.loss, size, elites, min_coverage=run.min_coverage
         )
@@ -214,7 +251,9 @@ class GeneticOptimizer(Optimizer):
         run.state.stop_reason = stop_reason
         choice = BestOnValidation(finalists=run.config.finalists, min_coverage=run.min_coverage)
         finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
+        run.begin_step("the final choice on validation")
         await run.judge_validation(finalists)
+        run.end_step()
         best = choice.choose(finalists, run.loss)
         run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
         return OptimizationResult.from_run(run, best)

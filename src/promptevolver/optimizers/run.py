@@ -25,6 +25,7 @@ from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient, Usage
 from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.events import EventBus
@@ -34,6 +35,7 @@ from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import screening, selection
 from promptevolver.optimizers.strategies.budget import BudgetGuard
+from promptevolver.optimizers.strategies.failures import FailureTally
 
 __all__ = ["SearchRun"]
 
@@ -45,6 +47,7 @@ class SearchRun:
         metric: the judge; llm / reflection_llm: clients for judge and meta calls.
         dataset, loss, config: the annotations, the loss, the optimizer config.
         events: where events go; breeder: plans and runs the operators.
+        journal: where answers are recorded as they arrive and replayed from on resume (None: none).
 
     Raises:
         InsufficientDataError, AnnotationError: from the split (before any LLM call).
@@ -61,11 +64,15 @@ class SearchRun:
         config: GeneticConfig,
         events: EventBus,
         breeder: Breeder,
+        journal: Journal | None = None,
     ) -> None:
         self.started = time.perf_counter()
         self.metric, self.loss, self.config, self.dataset, self.events = metric, loss, config, dataset, events
         self.breeder = breeder
         self.clients = _distinct([llm, reflection_llm])
+        self.journal = journal
+        if journal is not None:  # answers recorded as they arrive, replayed on resume
+            llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)
         limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
         self.llm, self.reflection_llm = limit.wrap(llm), limit.wrap(reflection_llm)
         self.usage_start = [c.usage.copy() for c in self.clients]
@@ -80,6 +87,22 @@ class SearchRun:
         self._fingerprint: str | None = None
         #: Share of its evaluations a candidate needs measured to be ranked on its score.
         self.min_coverage = 1.0 - config.max_failure_rate
+        self.tally = FailureTally(max_failure_rate=config.max_failure_rate, step="the run")
+
+    # --- steps and the failure policy ------------------------------------------------------------
+    def begin_step(self, step: str, *, count_parse: bool = False) -> None:
+        """Count this step's evaluations and failures afresh (see :mod:`.strategies.failures`)."""
+        rate = self.config.max_failure_rate
+        self.tally = FailureTally(max_failure_rate=rate, step=step, count_parse=count_parse)
+        self.evaluator.observer = self.tally
+
+    def end_step(self) -> None:
+        """Apply the failure policy to the whole step.
+
+        Raises:
+            LLMUnusableError: more than ``max_failure_rate`` of the step's calls failed.
+        """
+        self.tally.check()
 
     @property
     def train(self) -> list[int]:
@@ -132,6 +155,8 @@ class SearchRun:
             plan = child.plan
             if child.rejected:
                 self.state.rejections[f"{plan.operator}: {child.rejected}"] += 1
+            self.tally.plan(1)
+            self.tally.record(_meta_failure(child.rejected), child.rejected, check=False)
             parents = [p.id for p in plan.parents]
             accepted = child.instructions is not None
             self.events.emit(
@@ -247,6 +272,12 @@ class SearchRun:
     def elapsed(self) -> float:
         """Wall-clock seconds spent on this run, including before a resume."""
         return self.state.elapsed_before + time.perf_counter() - self.started
+
+
+def _meta_failure(rejected: str | None) -> str | None:
+    """The cause of a meta call that failed after retries (None: it answered, maybe unusably)."""
+    prefix = "llm error: "
+    return rejected.removeprefix(prefix) if rejected and rejected.startswith(prefix) else None
 
 
 def _distinct(clients: Sequence[LLMClient]) -> list[LLMClient]:

@@ -91,7 +91,7 @@ async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any]
     try:
         text = (await llm.complete(request)).text
     except LLMError as exc:
-        return None, f"llm error: {type(exc).__name__}"
+        return None, f"llm error: {exc.cause}"
     if not text.strip():
         return None, "empty answer"
     if text.count("```") % 2 == 1:

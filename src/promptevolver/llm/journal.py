@@ -1,0 +1,152 @@
+"""The run journal: every answered LLM call of a run, appended as it arrives, replayed on resume.
+
+A checkpoint is written after each finished step of a search; an interruption (Ctrl-C, a kill,
+a server that stops answering) loses the calls made since. The journal keeps them: each answer
+is appended to ``DIR/journal.jsonl`` the moment it arrives (one JSON line: request key,
+operation, text, token counts), and each call that gave up is recorded with its cause. On
+``--resume`` the search repeats the interrupted step from the checkpoint, deterministically,
+and :class:`Journal` answers every request it has an answer for without a call: nothing
+answered is sent twice, with or without the response cache. Calls that failed are sent again.
+
+Keys are :func:`~promptevolver.llm.cache.cache_key` of the client's identity and the request. A
+line cut off by a kill is ignored on load. Lines are flushed as written (the operating system
+keeps them if the process dies) and synced to disk with each checkpoint (:meth:`Journal.sync`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from promptevolver.errors import LLMError
+from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.cache import cache_key
+
+__all__ = ["Journal"]
+
+
+class Journal:
+    """An append-only record of a run's LLM calls (see the module docstring).
+
+    Args:
+        path: the journal file; created if missing.
+        fresh: start empty (a new run) instead of loading what the file holds (a resume).
+
+    Attributes:
+        entries: lines written so far (answers and failures), this session and before.
+        replayed: requests answered from the journal in this session (not LLM calls).
+    """
+
+    def __init__(self, path: str | Path, *, fresh: bool) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._answers: dict[str, Completion] = {}
+        self._lines: list[dict[str, Any]] = [] if fresh else _read(self.path)
+        for line in self._lines:
+            if "text" in line:
+                self._answers[line["key"]] = Completion(line["text"], line["pt"], line["ct"])
+        self._file: IO[str] = self.path.open("w", encoding="utf-8")
+        for line in self._lines:  # rewritten whole: a line torn by a kill is dropped, not appended to
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._file.flush()
+        self.replayed = 0
+
+    @property
+    def entries(self) -> int:
+        return len(self._lines)
+
+    def wrap(self, client: LLMClient) -> LLMClient:
+        """``client`` with its answers journaled and replayed (its usage is the client's)."""
+        identify = getattr(client, "cache_identity", None)
+        identity = identify() if identify is not None else {"provider": type(client).__name__}
+        return _Journaled(client, self, identity)
+
+    def answer(self, key: str) -> Completion | None:
+        """The answer to request ``key`` journaled by an earlier session of this run, if any
+        (answers of this session are never replayed: a fresh run makes every call)."""
+        return self._answers.get(key)
+
+    def record(self, key: str, operation: str, completion: Completion) -> None:
+        """Append an answered call."""
+        self._write(
+            {
+                "key": key,
+                "op": operation,
+                "text": completion.text,
+                "pt": completion.prompt_tokens,
+                "ct": completion.completion_tokens,
+            }
+        )
+
+    def record_failure(self, key: str, operation: str, cause: str) -> None:
+        """Append a call that gave up (it will be sent again on resume)."""
+        self._write({"key": key, "op": operation, "failed": cause})
+
+    def usage_since(self, entry: int) -> Usage:
+        """Usage of the journal lines from number ``entry`` on: the calls of an interrupted step
+        (answered calls with their tokens; failed calls)."""
+        usage = Usage()
+        for line in self._lines[entry:]:
+            if "text" in line:
+                usage.record(line["op"], Completion(line["text"], line["pt"], line["ct"]))
+            else:
+                usage.record_failure(line["op"])
+        return usage
+
+    def sync(self) -> None:
+        """Force written lines to disk (fsync)."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def _write(self, line: dict[str, Any]) -> None:
+        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._file.flush()
+        self._lines.append(line)
+
+
+class _Journaled:
+    def __init__(self, inner: LLMClient, journal: Journal, identity: Mapping[str, Any]) -> None:
+        self.inner = inner
+        self.journal = journal
+        self.identity = dict(identity)
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        key = cache_key(self.identity, request)
+        known = self.journal.answer(key)
+        if known is not None:
+            self.journal.replayed += 1
+            return known
+        try:
+            completion = await self.inner.complete(request)
+        except LLMError as exc:
+            self.journal.record_failure(key, request.operation, exc.cause)
+            raise
+        self.journal.record(key, request.operation, completion)
+        return completion
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    """The journal's lines; a torn or unreadable line (a kill mid-write) ends the read."""
+    if not path.is_file():
+        return []
+    lines = []
+    with path.open(encoding="utf-8") as fh:
+        for raw in fh:
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                break
+            if isinstance(line, dict) and "key" in line and "op" in line:
+                lines.append(line)
+    return lines
