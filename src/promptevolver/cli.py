@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 from promptevolver import __version__, rundir
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.config.overrides import OverrideError, apply_overrides
-from promptevolver.errors import PromptEvolverError
+from promptevolver.errors import LLMUnusableError, PromptEvolverError
 
 __all__ = ["main"]
 
@@ -228,6 +228,15 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    except LLMUnusableError as exc:
+        if args.debug:
+            raise
+        print(
+            f"promptevolver: error: {_one_line(exc)}; fix the cause, then continue with: "
+            f"promptevolver optimize --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 1
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
 

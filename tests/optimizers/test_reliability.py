@@ -1,0 +1,168 @@
+"""Reliability through real HTTP: a failed evaluation is never a verdict, a broken LLM stops the
+run with its cause, and a resume repeats no answered call (with the journal, without a cache)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
+from promptevolver.errors import LLMUnusableError
+from promptevolver.llm import OpenAIClient, SimulatedJudgeLLM
+from promptevolver.optimizers import OptimizationResult
+from promptevolver.optimizers.events import Event
+from promptevolver.simulation.synthetic import SyntheticSpec, generate
+from promptevolver.testing import LocalOpenAIServer, simulated_handler
+
+CONFIG = {"population_size": 4, "generations": 3, "random_seed": 5, "patience": 5}
+
+
+def _key(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+class Flaky:
+    """The simulated judge behind a server that can fail: counts answered bodies by key."""
+
+    def __init__(self, dataset: SingleMetricAnnotation) -> None:
+        self.answer = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=1, noise=0.0))
+        self.lock = threading.Lock()
+        self.answered: Counter[str] = Counter()
+        self.failing = False  # every judge call fails with a 500
+        self.fail_every = 0  # fail the n-th, 2n-th, ... request of each body (0: never)
+        self.seen: Counter[str] = Counter()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        key = _key(body)
+        with self.lock:
+            self.seen[key] += 1
+            nth = self.seen[key]
+        judge = "verdict" in json.dumps(body.get("response_format") or {})
+        if (self.failing and judge) or (self.fail_every and nth % self.fail_every == 1):
+            raise RuntimeError("upstream model crashed")
+        text = self.answer(body)
+        with self.lock:
+            self.answered[key] += 1
+        return text
+
+
+def _client(server: LocalOpenAIServer) -> OpenAIClient:
+    return OpenAIClient(
+        model="sim",
+        base_url=server.base_url,
+        api_key="sk-test-rel",
+        max_attempts=2,
+        retry_initial_s=0.001,
+        retry_max_s=0.01,
+        timeout_s=5.0,
+    )
+
+
+def _optimize(
+    server: LocalOpenAIServer,
+    dataset: SingleMetricAnnotation,
+    metric: AspectCritic,
+    run_dir: Path | None,
+    *,
+    resume: bool = False,
+    callbacks: tuple[Any, ...] = (),
+    config: dict[str, Any] | None = None,
+) -> OptimizationResult:
+    async def main() -> OptimizationResult:
+        async with _client(server) as llm:
+            optimizer = GeneticOptimizer(metric=metric, llm=llm, callbacks=list(callbacks))
+            return await optimizer.aoptimize(
+                dataset=dataset,
+                loss=BinaryMetricLoss(),
+                config=config or CONFIG,
+                run_dir=run_dir,
+                resume=resume,
+            )
+
+    return asyncio.run(main())
+
+
+def test_a_server_failing_every_judge_call_stops_the_run_with_its_cause(ac_dataset, ac_metric, tmp_path):
+    flaky = Flaky(ac_dataset)
+    flaky.failing = True
+    with LocalOpenAIServer(flaky) as server, pytest.raises(LLMUnusableError) as stop:
+        _optimize(server, ac_dataset, ac_metric, tmp_path)
+    message = str(stop.value)
+    assert "the seed's train evaluation" in message and "dominant cause http 500" in message
+    assert "sk-test-rel" not in message
+    assert stop.value.failures > 0.2 * stop.value.attempted
+    assert (tmp_path / "checkpoint.json").is_file() and not (tmp_path / "result.json").exists()
+
+
+def test_after_the_server_recovers_resume_completes_and_repeats_no_answered_call(
+    ac_dataset, ac_metric, tmp_path
+):
+    flaky = Flaky(ac_dataset)
+    flaky.failing = True
+    with LocalOpenAIServer(flaky) as server:
+        with pytest.raises(LLMUnusableError):
+            _optimize(server, ac_dataset, ac_metric, tmp_path)
+        flaky.failing = False
+        resumed = _optimize(server, ac_dataset, ac_metric, tmp_path, resume=True)
+    with LocalOpenAIServer(Flaky(ac_dataset)) as clean_server:
+        clean = _optimize(clean_server, ac_dataset, ac_metric, None)
+    assert dict(resumed) == dict(clean) and resumed.scores == clean.scores
+    assert max(flaky.answered.values()) == 1  # nothing answered was asked again
+    assert sum(resumed.usage["llm_calls"].values()) == sum(flaky.answered.values())
+
+
+class InterruptAt:
+    """Raises KeyboardInterrupt at the ``n``-th train evaluation event of ``generation``."""
+
+    def __init__(self, generation: int, n: int = 1) -> None:
+        self.generation, self.n, self.count = generation, n, 0
+
+    def __call__(self, event: Event) -> None:
+        if event.kind == "candidate_evaluated" and event.generation == self.generation:
+            self.count += 1
+            if self.count == self.n:
+                raise KeyboardInterrupt
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> tuple[SingleMetricAnnotation, AspectCritic]:
+    dataset = generate(SyntheticSpec(n_samples=60, random_seed=0))
+    return dataset, AspectCritic(
+        name=dataset.name, definition="Is the response correct compared with the reference?"
+    )
+
+
+@pytest.mark.parametrize("generation", [0, 1, 3])
+def test_an_interrupted_run_resumes_without_repeating_an_answered_call(synthetic, tmp_path, generation):
+    dataset, metric = synthetic
+    flaky = Flaky(dataset)
+    with LocalOpenAIServer(flaky) as server:
+        with pytest.raises(KeyboardInterrupt):
+            _optimize(server, dataset, metric, tmp_path, callbacks=(InterruptAt(generation, 2),))
+        resumed = _optimize(server, dataset, metric, tmp_path, resume=True)
+    with LocalOpenAIServer(Flaky(dataset)) as clean_server:
+        clean = _optimize(clean_server, dataset, metric, None)
+    assert len(clean.history) == 4  # the interruption hit a generation that runs
+    assert dict(resumed) == dict(clean) and resumed.scores == clean.scores
+    assert max(flaky.answered.values()) == 1
+    # every call the server answered, the interrupted step's included, is reported once
+    assert sum(resumed.usage["llm_calls"].values()) == sum(flaky.answered.values())
+    assert resumed.usage["llm_calls"] == clean.usage["llm_calls"]
+
+
+def test_transient_failures_are_retried_and_never_counted_as_verdicts(ac_dataset, ac_metric):
+    flaky = Flaky(ac_dataset)
+    flaky.fail_every = 3  # the first attempt of every body fails once in three cycles
+    with LocalOpenAIServer(flaky) as server:
+        faulty = _optimize(server, ac_dataset, ac_metric, None)
+    with LocalOpenAIServer(Flaky(ac_dataset)) as clean_server:
+        clean = _optimize(clean_server, ac_dataset, ac_metric, None)
+    assert faulty.usage["retries"] > 0
+    assert dict(faulty) == dict(clean) and faulty.scores == clean.scores
