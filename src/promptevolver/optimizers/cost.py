@@ -10,6 +10,7 @@ K = prompts per candidate, O = offspring per generation (:func:`offspring_count`
 meta calls one offspring's operator makes (mutation: 2 per prompt), R = reverse-engineered
 candidates (P − 1, or 0 with ``reverse_engineer: false``), F = finalists besides the seed::
 
+    seed       = n_train · J                        the seed's train evaluation
     initial    = (1 + R) · n_train · J + R · K       seed and reverse-engineered candidates on train
     generation = O · (M + n_train · J)               meta calls, then every child on all of train
     final      = (1 + min(F, P)) · n_val · J         seed and finalists on validation (P = 1: the seed)
@@ -28,13 +29,18 @@ __all__ = ["PhaseCalls", "minibatch_size", "offspring_count", "phase_calls"]
 class PhaseCalls:
     """Upper bounds on LLM calls (judge and meta) of each phase; see the module docstring."""
 
+    seed: int
     initial: int
     generation: int
     final: int
 
     def upfront(self) -> int:
-        """Calls needed for the initial population, one generation and the final choice."""
+        """Calls of the initial population, one generation and the final choice, at most."""
         return self.initial + self.generation + self.final
+
+    def minimum(self) -> int:
+        """Calls any run needs: the seed's train evaluation and the final choice."""
+        return self.seed + self.final
 
 
 def offspring_count(config: GeneticConfig, n_train: int) -> int:
@@ -74,4 +80,6 @@ def phase_calls(
     initial = (1 + extra) * n_train * judge + extra * prompts
     generation = offspring_count(config, n_train) * (meta_calls_per_offspring + n_train * judge)
     finalists = 1 if pop == 1 else 1 + min(config.finalists, pop)
-    return PhaseCalls(initial=initial, generation=generation, final=finalists * n_val * judge)
+    return PhaseCalls(
+        seed=n_train * judge, initial=initial, generation=generation, final=finalists * n_val * judge
+    )

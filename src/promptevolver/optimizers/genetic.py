@@ -49,7 +49,7 @@ from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers.strategies import selection
-from promptevolver.optimizers.strategies.budget import check_upfront
+from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
 from promptevolver.optimizers.strategies.final_choice import BestOnValidation
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
@@ -142,9 +142,10 @@ class GeneticOptimizer(Optimizer):
                 checkpoint.restore(
                     run, checkpoint.load(run_dir), source=Path(run_dir) / rundir.CHECKPOINT_FILE
                 )
+                self._check_budget(run, upfront=False)
                 await self._repair(run)
             else:
-                check_upfront(run.config.budget, run.calls)
+                self._check_budget(run)
                 self._checkpoint(run, run_dir)  # a start to resume from, before the first call
             if not run.state.candidates:
                 await self._initial_population(run)
@@ -176,6 +177,17 @@ class GeneticOptimizer(Optimizer):
             journal=journal,
         )
 
+    @staticmethod
+    def _check_budget(run: SearchRun, *, upfront: bool = True) -> None:
+        """Refuse a budget the run cannot keep, before any call (``upfront``: the call bounds of
+        the first steps too). The final choice's share is held back once the seed's evaluation
+        has shown what a judge call costs (:meth:`SearchRun.after_seed`)."""
+        check_prices(run.config.budget, run.clients)
+        if upfront:
+            check_upfront(run.config.budget, run.calls)
+        else:
+            run.calibrate_reserve()
+
     async def _initial_population(self, run: SearchRun) -> None:
         """The seed, plus reverse-engineered candidates screened against it; all judged on train.
 
@@ -187,6 +199,7 @@ class GeneticOptimizer(Optimizer):
         run.begin_step("the seed's train evaluation", count_parse=True)
         await run.judge_train([seed])
         run.end_step()
+        run.after_seed(seed)
         run.begin_step("the initial population")
         extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
         plans = run.breeder.plan_initial(run.breeding_view(), extra, run.state.rng, run.state.slots)
@@ -251,6 +264,7 @@ class GeneticOptimizer(Optimizer):
         run.state.stop_reason = stop_reason
         choice = BestOnValidation(finalists=run.config.finalists, min_coverage=run.min_coverage)
         finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
+        run.meter.release_reserve()
         run.begin_step("the final choice on validation")
         await run.judge_validation(finalists)
         run.end_step()

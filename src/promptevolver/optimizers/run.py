@@ -20,6 +20,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
+from promptevolver.errors import BudgetExceededError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
@@ -34,7 +35,7 @@ from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import screening, selection
-from promptevolver.optimizers.strategies.budget import BudgetGuard
+from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter, Spend, price_of
 from promptevolver.optimizers.strategies.failures import FailureTally
 
 __all__ = ["SearchRun"]
@@ -71,7 +72,9 @@ class SearchRun:
         self.breeder = breeder
         self.clients = _distinct([llm, reflection_llm])
         self.journal = journal
-        if journal is not None:  # answers recorded as they arrive, replayed on resume
+        self.meter = BudgetMeter(config.budget, self.usage)  # every request checked as it is sent
+        llm, reflection_llm = self.meter.wrap(llm), self.meter.wrap(reflection_llm)
+        if journal is not None:  # answers recorded as they arrive, replayed on resume (no budget)
             llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)
         limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
         self.llm, self.reflection_llm = limit.wrap(llm), limit.wrap(reflection_llm)
@@ -260,7 +263,52 @@ class SearchRun:
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
         calls = self.calls
-        return self.budget.allows(calls.generation, reserve=calls.final)
+        return not self.meter.spent and self.budget.allows(calls.generation, reserve=calls.final)
+
+    def calibrate_reserve(self) -> Spend:
+        """Hold back the final choice's share of the budget, sized from the judge calls so far
+        (their average tokens and cost); returns what the judge calls so far cost."""
+        used = self.usage()
+        judge = Spend(
+            used.judge_calls,
+            used.prompt_tokens_by_operation.get("judge", 0)
+            + used.completion_tokens_by_operation.get("judge", 0),
+            used.cost_usd_by_operation.get("judge", 0.0),
+        )
+        self.meter.calibrate_reserve(self.calls.final, used.judge_calls, judge)
+        return judge
+
+    def after_seed(self, seed: Candidate) -> None:
+        """Hold back the final choice's share, sized from the seed's evaluation; refuse a budget
+        that cannot pay for the seed's evaluation and the final choice.
+
+        Raises:
+            BudgetExceededError: the seed's evaluation was refused, or the final choice would not fit.
+        """
+        judge = self.calibrate_reserve()
+        assert seed.train is not None
+        used = self.usage()
+        spent = Spend(used.total_calls, used.total_tokens, used.cost_usd)
+        over = (spent + self.meter.reserve).over(self.config.budget)
+        if over or (self.meter.spent and seed.train.coverage < self.min_coverage):
+            per_call = judge if judge.calls else self.judge_call_spend()  # measured, else estimated
+            calls = max(1, per_call.calls)
+            raise BudgetExceededError(
+                f"budget.{over or self.meter.refused_by} cannot pay for the seed's train evaluation "
+                f"and the final choice: {len(self.train)} + {self.calls.final} judge calls of about "
+                f"{per_call.tokens // calls} tokens (${per_call.cost_usd / calls:.6f}) each "
+                f"({seed.train.failures} of the seed's evaluations were refused)"
+            )
+
+    def judge_call_spend(self) -> Spend:
+        """Estimated spend of one judge call: the seed's prompts rendered on the first train sample."""
+        sample = self.dataset.samples[self.train[0]]
+        inputs = self.metric.prompt_inputs(sample.metric_input)
+        chars = sum(len(m.content) for p in self.metric.get_prompts().values() for m in p.render(inputs))
+        tokens = -(-chars // 4) + 256
+        price = price_of(self.clients[0])
+        cost = 0.0 if price is None else price.cost_usd(prompt_tokens=tokens - 256, completion_tokens=256)
+        return Spend(calls=1, tokens=tokens, cost_usd=cost)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included)."""

@@ -1,21 +1,40 @@
-"""Budget: stop before spending more calls, tokens or dollars than the user allowed.
+"""Budget: never spend more calls, tokens or dollars than the user allowed.
 
-The guard works with upper bounds from the cost model (:mod:`promptevolver.optimizers.cost`):
-a step runs only if the calls it may make, plus the calls reserved for the final validation,
-fit in what is left. Tokens and cost are projected from the average per call observed so far.
-So a run never exceeds ``max_calls``; token and cost bounds hold up to the error of that average.
+Three layers, from coarse to exact:
+
+* :func:`check_upfront` refuses, before any call, a call budget that cannot pay for the seed's
+  evaluation and the final choice (the cost model, :mod:`promptevolver.optimizers.cost`);
+  :func:`check_prices` refuses a cost bound without prices; after the seed's evaluation, a token
+  or cost budget that cannot pay for the final choice stops the run with the figures;
+* :class:`BudgetGuard` decides before each generation whether it fits, with the final choice
+  reserved (tokens and cost projected from the average call so far);
+* :class:`BudgetMeter` checks every request as it is sent, against what was spent and what is in
+  flight, and holds back the final choice's reserve: the bound holds for the whole run, exceeded
+  by at most the estimation error of the requests in flight when it is reached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from promptevolver.config.models import BudgetConfig
-from promptevolver.errors import BudgetExceededError
-from promptevolver.llm.base import Usage
+from promptevolver.errors import BudgetExceededError, ConfigError, LLMError
+from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.pricing import Price
+from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers.cost import PhaseCalls
 
-__all__ = ["BudgetGuard", "check_upfront"]
+__all__ = [
+    "BudgetGuard",
+    "BudgetMeter",
+    "BudgetSpentError",
+    "Spend",
+    "check_prices",
+    "check_upfront",
+    "price_of",
+]
 
 
 class BudgetGuard:
@@ -62,16 +81,179 @@ class BudgetGuard:
 
 
 def check_upfront(config: BudgetConfig, calls: PhaseCalls) -> None:
-    """Raise when ``config.max_calls`` cannot pay for the initial population, one generation and
-    the final validation (``optimize`` and ``estimate`` both call this).
+    """Raise when ``config.max_calls`` cannot pay for the calls every run makes: the seed's train
+    evaluation and the final choice (``optimize`` and ``estimate`` both call this). A budget
+    between that and :meth:`PhaseCalls.upfront` runs and stops on ``budget`` with the best so far.
 
     Raises:
         BudgetExceededError: naming the calls each phase needs.
     """
     limit = config.max_calls
-    if limit is not None and calls.upfront() > limit:
+    if limit is not None and calls.minimum() > limit:
         raise BudgetExceededError(
-            f"budget.max_calls={limit} is too small: the initial population needs up to "
-            f"{calls.initial} calls, one generation up to {calls.generation} and the final "
-            f"validation up to {calls.final} ({calls.upfront()} in all)"
+            f"budget.max_calls={limit} is too small: the seed's train evaluation needs "
+            f"{calls.seed} calls and the final validation up to {calls.final} ({calls.minimum()} "
+            f"in all; the initial population and one generation need up to {calls.upfront()})"
         )
+
+
+class BudgetSpentError(LLMError):
+    """A request the budget cannot pay for was not sent (cause ``budget``)."""
+
+    @property
+    def cause(self) -> str:
+        return "budget"
+
+
+class BudgetMeter:
+    """Checks every request against the budget before it is sent (wraps the run's clients).
+
+    A request is sent only if the run's usage so far, plus the estimated cost of the requests in
+    flight, plus this request's estimate, leaves the ``reserve`` (what the final choice needs)
+    untouched; otherwise it raises :class:`BudgetSpentError` without a call and :attr:`spent`
+    turns True, so the search stops with the best so far. :meth:`release_reserve` before the
+    final choice lets it use the reserve. Estimates per request: calls 1; tokens ⌈characters/4⌉
+    of the messages plus ``max_tokens`` when set, or else the largest completion seen for that
+    operation (256 before any); cost from the client's price. So a bound is exceeded by at most
+    the estimation error of the requests in flight when it is reached.
+
+    Args:
+        config: the bounds.
+        usage: a function returning the run's usage so far.
+    """
+
+    def __init__(self, config: BudgetConfig, usage: Callable[[], Usage]) -> None:
+        self.config = config
+        self.usage = usage
+        self.reserve = Spend()
+        self.spent = False
+        #: The bound that refused a request (``max_tokens=N``...), once one did.
+        self.refused_by: str | None = None
+        self._in_flight = Spend()
+        self._largest_completion: dict[str, int] = {}
+
+    @property
+    def active(self) -> bool:
+        c = self.config
+        return c.max_calls is not None or c.max_tokens is not None or c.max_cost_usd is not None
+
+    def calibrate_reserve(self, final_calls: int, judge_calls: int, judge_spend: Spend) -> None:
+        """Size the reserve from what ``judge_calls`` judge calls actually cost (``judge_spend``):
+        ``final_calls`` such calls, plus a fifth for the spread between calls."""
+        if judge_calls > 0:
+            per_call = 1.2 / judge_calls
+            self.reserve = Spend(
+                final_calls,
+                int(final_calls * judge_spend.tokens * per_call),
+                final_calls * judge_spend.cost_usd * per_call,
+            )
+
+    def release_reserve(self) -> None:
+        """Let the next requests (the final choice) use the reserve."""
+        self.reserve = Spend()
+
+    def wrap(self, client: LLMClient) -> LLMClient:
+        """``client`` behind this meter (a no-op wrapper when the budget has no bound)."""
+        return _Metered(client, self, price_of(client)) if self.active else client
+
+    def estimate(self, request: LLMRequest, price: Price | None) -> Spend:
+        """The spend to book for ``request`` before it is sent."""
+        completion = request.max_tokens or self._largest_completion.get(request.operation, 256)
+        prompt = estimate_tokens((m.content for m in request.messages), None)
+        cost = 0.0 if price is None else price.cost_usd(prompt_tokens=prompt, completion_tokens=completion)
+        return Spend(calls=1, tokens=prompt + completion, cost_usd=cost)
+
+    def book(self, spend: Spend, operation: str) -> None:
+        """Book ``spend`` for a request about to be sent.
+
+        Raises:
+            BudgetSpentError: it does not fit (nothing booked; :attr:`spent` becomes True).
+        """
+        used = self.usage()
+        total = (
+            Spend(used.total_calls, used.total_tokens, used.cost_usd) + self._in_flight + spend + self.reserve
+        )
+        over = total.over(self.config)
+        if over:
+            self.spent, self.refused_by = True, over
+            raise BudgetSpentError(f"budget.{over} is spent (the request for {operation} was not sent)")
+        self._in_flight = self._in_flight + spend
+
+    def settle(self, spend: Spend, operation: str, completion: Completion | None) -> None:
+        """The request booked with ``spend`` is done (``completion`` None: it failed)."""
+        self._in_flight = self._in_flight - spend
+        if completion is not None:
+            largest = self._largest_completion.get(operation, 0)
+            self._largest_completion[operation] = max(largest, completion.completion_tokens)
+
+
+@dataclass(frozen=True)
+class Spend:
+    """An amount of budget: LLM calls, tokens (prompt + completion) and US dollars."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(self.calls + other.calls, self.tokens + other.tokens, self.cost_usd + other.cost_usd)
+
+    def __sub__(self, other: Spend) -> Spend:
+        return Spend(self.calls - other.calls, self.tokens - other.tokens, self.cost_usd - other.cost_usd)
+
+    def over(self, config: BudgetConfig) -> str | None:
+        """The first bound of ``config`` this amount exceeds (``max_calls=N``...), or None."""
+        if config.max_calls is not None and self.calls > config.max_calls:
+            return f"max_calls={config.max_calls}"
+        if config.max_tokens is not None and self.tokens > config.max_tokens:
+            return f"max_tokens={config.max_tokens}"
+        if config.max_cost_usd is not None and self.cost_usd > config.max_cost_usd:
+            return f"max_cost_usd={config.max_cost_usd:g}"
+        return None
+
+
+class _Metered:
+    def __init__(self, inner: LLMClient, meter: BudgetMeter, price: Price | None) -> None:
+        self.inner = inner
+        self.meter = meter
+        self.price = price
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        spend = self.meter.estimate(request, self.price)
+        self.meter.book(spend, request.operation)
+        completion = None
+        try:
+            completion = await self.inner.complete(request)
+            return completion
+        finally:
+            self.meter.settle(spend, request.operation, completion)
+
+
+def price_of(client: Any) -> Price | None:
+    """The price of ``client`` or of the client it wraps (None: unpriced)."""
+    while client is not None:
+        price = getattr(client, "price", None)
+        if isinstance(price, Price):
+            return price
+        client = getattr(client, "inner", None)
+    return None
+
+
+def check_prices(config: BudgetConfig, clients: Sequence[LLMClient]) -> None:
+    """Refuse a cost bound that cannot be enforced: every client must have a price.
+
+    Raises:
+        ConfigError: ``max_cost_usd`` is set and a client has no price.
+    """
+    if config.max_cost_usd is None:
+        return
+    for client in clients:
+        if price_of(client) is None:
+            raise ConfigError(
+                f"budget.max_cost_usd={config.max_cost_usd:g} needs a price for every LLM, but "
+                f"{type(client).__name__} has none: set llm.prices (USD per 1M tokens) for its model"
+            )

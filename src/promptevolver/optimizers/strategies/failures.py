@@ -8,7 +8,8 @@ evaluation, the initial population, one generation) and raises
 seed's evaluation every failure counts (a judge that cannot answer the seed's instruction in the
 requested form cannot do the job); in later steps an unparseable answer is the candidate's fault
 (its instruction led the judge astray: it lowers that candidate's coverage, so it cannot win) and
-only failed calls count (transport, HTTP status, timeouts). The policy stops the run when
+only failed calls count (transport, HTTP status, timeouts). A request the budget refused is not an
+LLM failure (the search stops on ``budget``). The policy stops the run when
 
 * failures exceed ``max_failure_rate`` of what the step attempted (checked as outcomes arrive once
   at least :data:`MIN_ATTEMPTS` were attempted, and at the end of the step), or
@@ -64,7 +65,7 @@ class FailureTally:
         Raises:
             LLMUnusableError: the policy says stop (see the module docstring).
         """
-        if cause is None or (cause == "parse" and not self.count_parse):
+        if cause is None or cause == "budget" or (cause == "parse" and not self.count_parse):
             self._run = 0
             return
         self.failed += 1

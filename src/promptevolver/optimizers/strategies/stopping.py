@@ -8,7 +8,8 @@ The first condition that holds ends the search and gives ``stop_reason``. The de
 * ``perfect_train`` — the best train score cannot be improved (e.g. accuracy 1.0): nothing left to learn;
 * ``patience`` — ``config.patience`` generations in a row without a better best train score;
 * ``exhausted`` — the last planning round found no operator plan it had not tried before;
-* ``budget`` — the next generation, with the final choice reserved, would not fit in the budget.
+* ``budget`` — a request was refused by the budget, or the next generation, with the final
+  choice reserved, would not fit in it.
 
 A condition of your own is any object with a ``reason`` string and a ``should_stop(search)``
 method; pass the list as ``GeneticOptimizer(stop_conditions=[...])``.
