@@ -155,6 +155,7 @@ def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> di
         for (w, tag), rs in wgroups.items():
             if w == world:
                 col[tag] = aggregate(rs)
+    base_wall = {(r["world"], r["tag"], r["opt_seed"]): r.get("wall_s") for r in main}
     latency = [
         {
             "world": r["world"],
@@ -166,6 +167,7 @@ def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> di
             "judge_calls": r.get("server_stats", {}).get("calls", {}).get("judge"),
             "meta_calls": _meta(r),
             "test_expected": r.get("test", {}).get("expected"),
+            "waves": _waves(r, base_wall.get((r["world"], r["tag"].split("-lat")[0], r["opt_seed"]))),
         }
         for r in lat
     ]
@@ -176,6 +178,30 @@ def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> di
         "misread_check": _misread(main + lat),
         "runs": len(recs),
     }
+
+
+def _waves(r: dict[str, Any], wall_at_0: float | None) -> float | None:
+    """Sequential call waves implied by the latency: (wall at L - wall at 0 for the same run) / L."""
+    if r.get("wall_s") is None or wall_at_0 is None:
+        return None
+    return (r["wall_s"] - wall_at_0) / (r["latency_ms"] / 1000.0)
+
+
+def _latency_means(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per (world, latency): mean wall per method and ours / Ragas."""
+    groups: dict[tuple[str, float], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["wall_s"] is not None:
+            groups[(r["world"], r["latency_ms"])][r["method"].split("-lat")[0]].append(r["wall_s"])
+    out = []
+    for (world, lat), by in sorted(groups.items()):
+        means = {m: statistics.fmean(v) for m, v in by.items()}
+        parts = [f"{LABELS.get(m, m)} {v:.1f} s (n={len(by[m])})" for m, v in sorted(means.items())]
+        ratio = ""
+        if "ours_pop3" in means and "ragas_pop3" in means:
+            ratio = f"; ours pop 3 / Ragas pop 3 = {means['ours_pop3'] / means['ragas_pop3']:.2f}"
+        out.append(f"- {world} at {lat:g} ms: mean wall " + ", ".join(parts) + ratio)
+    return out
 
 
 def _meta(r: dict[str, Any]) -> int | None:
@@ -315,19 +341,24 @@ def render(summary: dict[str, Any]) -> str:
             "",
             "## Latency",
             "",
-            "Server latency per chat call; wall = the optimizer's own wall time.",
+            "Server latency per chat call; wall = the optimizer's own wall time; waves = (wall at this "
+            "latency - wall of the same run at latency 0) / latency, the sequential rounds of calls "
+            "(approximate: the machine is shared).",
             "",
-            "| world | method | seed | latency ms | wall s | judge calls | meta calls | test expected |",
-            "|---|---|---|---|---|---|---|---|",
+            "| world | method | seed | latency ms | wall s | waves | judge calls | meta calls "
+            "| test expected |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in summary["latency"]:
             wall = "n/a" if r["wall_s"] is None else f"{r['wall_s']:.1f}"
+            waves = "n/a" if r["waves"] is None else f"{r['waves']:.0f}"
             te = "n/a" if r["test_expected"] is None else f"{r['test_expected']:.3f}"
             lines.append(
                 f"| {r['world']} | {LABELS.get(r['method'].split('-lat')[0], r['method'])} | "
-                f"{r['opt_seed']} | {r['latency_ms']:g} | {wall} | {r['judge_calls']} | {r['meta_calls']} | "
-                f"{te} |"
+                f"{r['opt_seed']} | {r['latency_ms']:g} | {wall} | {waves} | {r['judge_calls']} | "
+                f"{r['meta_calls']} | {te} |"
             )
+        lines += ["", *_latency_means(summary["latency"])]
     lines += [
         "",
         "## How the world read the requests",
