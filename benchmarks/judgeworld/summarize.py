@@ -4,10 +4,10 @@
     python benchmarks/judgeworld/summarize.py --records benchmarks/results/judgeworld/records \\
         --records /work/bench-runs/jw-after/records --out /work/bench-runs/jw-after
 
-Records (written by run.py) are read from each --records folder in order; a later folder's record
-replaces an earlier one for the same (world, method, latency, seed). When a later folder holds a
-method that an earlier one holds too, the earlier records are kept beside it as
-``<method>@before`` so that a re-measurement is shown next to the committed figure.
+Records (written by run.py) are read from each --records folder in order. A method's figures come
+from the last folder that holds that method (e.g. ours re-measured), and the earlier folders'
+records of the same method are shown beside them as ``<method>@before`` (e.g. the committed ours),
+so a re-measurement is never mixed with the figures it replaces.
 
 Figures per world size and per world: mean, sample standard deviation and min-max over generator
 seeds x optimizer seeds of the test split's expected accuracy (judgeworld score.py ``expected``),
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -41,31 +42,31 @@ LABELS = {
 
 
 def load(sources: list[Path]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """(reference record per world, run records) merged over ``sources`` (see module doc)."""
+    """(reference record per world, run records) from ``sources`` (see module doc).
+
+    A method's records come from the last source that holds it; the records of earlier sources
+    for the same method are returned with ``tag`` ``<method>@before`` (a later source's record
+    replacing an earlier one's for the same world and seed). Reference records: later wins.
+    """
     refs: dict[str, dict[str, Any]] = {}
-    runs: dict[tuple[str, str, int], tuple[int, dict[str, Any]]] = {}
-    tags_by_source: list[set[str]] = []
-    for i, src in enumerate(sources):
-        tags: set[str] = set()
+    by_source: list[dict[str, dict[tuple[str, int], dict[str, Any]]]] = []
+    for src in sources:
+        tags: dict[str, dict[tuple[str, int], dict[str, Any]]] = defaultdict(dict)
         if src.is_dir():
             for f in sorted(src.glob("*/reference.json")):
                 refs[f.parent.name] = json.loads(f.read_text(encoding="utf-8"))
             for f in sorted(src.glob("*/*/s*.json")):
                 rec = json.loads(f.read_text(encoding="utf-8"))
-                tag = f.parent.name
-                tags.add(tag)
-                runs[(rec["world"], tag, int(rec["opt_seed"]))] = (i, rec)
-        tags_by_source.append(tags)
+                tags[f.parent.name][(rec["world"], int(rec["opt_seed"]))] = rec
+        by_source.append(tags)
     out: list[dict[str, Any]] = []
-    # earlier records of a method re-measured later are kept as <method>@before
-    for i, src in enumerate(sources[:-1]):
-        later = set().union(*tags_by_source[i + 1 :])
-        for tag in tags_by_source[i] & later:
-            for f in sorted(src.glob(f"*/{tag}/s*.json")):
-                rec = json.loads(f.read_text(encoding="utf-8"))
-                out.append({**rec, "tag": f"{tag}@before"})
-    for (_, tag, _), (_, rec) in sorted(runs.items()):
-        out.append({**rec, "tag": tag})
+    for tag in sorted({t for tags in by_source for t in tags}):
+        last = max(i for i, tags in enumerate(by_source) if tag in tags)
+        before: dict[tuple[str, int], dict[str, Any]] = {}
+        for tags in by_source[:last]:
+            before.update(tags.get(tag, {}))
+        out += [{**rec, "tag": f"{tag}@before"} for _, rec in sorted(before.items())]
+        out += [{**rec, "tag": tag} for _, rec in sorted(by_source[last][tag].items())]
     return refs, out
 
 
@@ -167,7 +168,7 @@ def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> di
             "judge_calls": r.get("server_stats", {}).get("calls", {}).get("judge"),
             "meta_calls": _meta(r),
             "test_expected": r.get("test", {}).get("expected"),
-            "waves": _waves(r, base_wall.get((r["world"], r["tag"].split("-lat")[0], r["opt_seed"]))),
+            "waves": _waves(r, base_wall.get((r["world"], _strip_lat(r["tag"]), r["opt_seed"]))),
         }
         for r in lat
     ]
@@ -192,11 +193,11 @@ def _latency_means(rows: list[dict[str, Any]]) -> list[str]:
     groups: dict[tuple[str, float], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r["wall_s"] is not None:
-            groups[(r["world"], r["latency_ms"])][r["method"].split("-lat")[0]].append(r["wall_s"])
+            groups[(r["world"], r["latency_ms"])][_strip_lat(r["method"])].append(r["wall_s"])
     out = []
     for (world, lat), by in sorted(groups.items()):
         means = {m: statistics.fmean(v) for m, v in by.items()}
-        parts = [f"{LABELS.get(m, m)} {v:.1f} s (n={len(by[m])})" for m, v in sorted(means.items())]
+        parts = [f"{_label(m)} {v:.1f} s (n={len(by[m])})" for m, v in sorted(means.items())]
         ratio = ""
         if "ours_pop3" in means and "ragas_pop3" in means:
             ratio = f"; ours pop 3 / Ragas pop 3 = {means['ours_pop3'] / means['ragas_pop3']:.2f}"
@@ -266,8 +267,21 @@ def _fmt(agg: dict[str, Any] | None, key: str, digits: int = 3, spread_kind: str
 
 
 def _columns(col: dict[str, Any]) -> list[str]:
-    extra = sorted(k for k in col if k not in ORDER and k != "worlds")
-    return [k for k in ORDER if k in col] + extra
+    """Known columns in ORDER, each followed by its @before twin, then any others."""
+    out = []
+    for k in ORDER:
+        out += [t for t in (f"{k}@before", k) if t in col]
+    return out + sorted(k for k in col if k not in out and k != "worlds")
+
+
+def _strip_lat(tag: str) -> str:
+    """The method tag without its latency part: ``ours_pop3-lat200@before`` -> ``ours_pop3@before``."""
+    return re.sub(r"-lat[0-9.]+", "", tag)
+
+
+def _label(tag: str) -> str:
+    base, _, before = tag.partition("@")
+    return LABELS.get(base, base) + (" (before)" if before else "")
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -284,7 +298,7 @@ def render(summary: dict[str, Any]) -> str:
     tags = []
     for col in bs.values():
         tags += [t for t in _columns(col) if t not in tags]
-    head = ["world size", *[LABELS.get(t, t) for t in tags]]
+    head = ["world size", *[_label(t) for t in tags]]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for size, col in bs.items():
         cells = [f"{int(size):,} ({len(col.get('worlds', []))} worlds)"]
@@ -316,7 +330,7 @@ def render(summary: dict[str, Any]) -> str:
             te = agg["test_expected"]
             rng = "n/a" if te["mean"] is None else f"{te['min']:.3f}–{te['max']:.3f}"
             lines.append(
-                f"| {int(size):,} | {LABELS.get(t, t)} | {agg['runs'] - agg['failed']}/{agg['runs']} | "
+                f"| {int(size):,} | {_label(t)} | {agg['runs'] - agg['failed']}/{agg['runs']} | "
                 f"{_fmt(agg, 'test_expected')} | {rng} | {_fmt(agg, 'judge_calls', 0, 'range')} | "
                 f"{_fmt(agg, 'meta_calls', 0, 'range')} | {_fmt(agg, 'wall_s', 1, 'range')} | "
                 f"{agg.get('seed_kept', '—') if t.startswith('ours') else '—'} |"
@@ -332,7 +346,7 @@ def render(summary: dict[str, Any]) -> str:
         for t in _columns(col):
             agg = col[t]
             lines.append(
-                f"| {world} | {LABELS.get(t, t)} | {_fmt(agg, 'test_expected')} | "
+                f"| {world} | {_label(t)} | {_fmt(agg, 'test_expected')} | "
                 f"{_fmt(agg, 'judge_calls', 0, 'range')} | {_fmt(agg, 'meta_calls', 0, 'range')} | "
                 f"{_fmt(agg, 'wall_s', 1, 'range')} |"
             )
@@ -354,7 +368,7 @@ def render(summary: dict[str, Any]) -> str:
             waves = "n/a" if r["waves"] is None else f"{r['waves']:.0f}"
             te = "n/a" if r["test_expected"] is None else f"{r['test_expected']:.3f}"
             lines.append(
-                f"| {r['world']} | {LABELS.get(r['method'].split('-lat')[0], r['method'])} | "
+                f"| {r['world']} | {_label(_strip_lat(r['method']))} | "
                 f"{r['opt_seed']} | {r['latency_ms']:g} | {wall} | {waves} | {r['judge_calls']} | "
                 f"{r['meta_calls']} | {te} |"
             )
