@@ -70,6 +70,14 @@ def our_sections(user: str) -> dict[str, Any]:
     return out
 
 
+def _is_json_object(line: str) -> bool:
+    """True for a line that is one JSON object (a sample line of our meta-prompts)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--judgeworld", type=Path, default=REPO.parent / "shared" / "judgeworld")
@@ -120,6 +128,15 @@ def main(argv: list[str] | None = None) -> int:
         return res
 
     eng.instruction_call, eng.feedback_call = icall, fcall
+    orig_judge = sim._judge
+
+    def judge(pr: Any) -> Any:
+        outs, info = orig_judge(pr)
+        uid = info.get("sample")
+        local.rec["judged"] = None if uid is None else w.samples[int(uid.rsplit(":", 1)[1])]
+        return outs, info
+
+    sim._judge = judge
 
     def chat(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         local.rec = {"body": body}
@@ -183,7 +200,7 @@ def render(calls: list[dict[str, Any]], stats: dict[str, Any]) -> tuple[str, int
 
     kinds: Counter[tuple[str, str]] = Counter()
     judge_extra: Counter[str] = Counter()
-    judge_exact = judge_n = 0
+    judge_exact = judge_n = judge_right_sample = 0
     meta_rows: list[str] = []
     misread = 0
     for c in calls:
@@ -197,6 +214,13 @@ def render(calls: list[dict[str, Any]], stats: dict[str, Any]) -> tuple[str, int
         msgs = body["messages"]
         if pr.kind == "judge":
             judge_n += 1
+            sent_inputs = json.loads(msgs[1]["content"].split("\n", 1)[1])
+            judged = c.get("judged")
+            if judged is not None and (judged.response, judged.user_input) == (
+                sent_inputs.get("response"),
+                sent_inputs.get("user_input"),
+            ):
+                judge_right_sample += 1
             sent = msgs[0]["content"].rsplit("\n\n## Output format\n", 1)[0].strip()
             got = c.get("extracted", "")
             if got == sent:
@@ -208,6 +232,7 @@ def render(calls: list[dict[str, Any]], stats: dict[str, Any]) -> tuple[str, int
         else:
             user = [m["content"] for m in msgs if m["role"] == "user"][-1]
             ours = our_sections(user)
+            sent_examples = sum(1 for ln in user.splitlines() if _is_json_object(ln))
             inp = c.get("meta_inputs") or {}
             checks = []
             for key, val in ours.items():
@@ -220,7 +245,7 @@ def render(calls: list[dict[str, Any]], stats: dict[str, Any]) -> tuple[str, int
                 )
             meta_rows.append(
                 f"| {pr.kind} | {', '.join(pr.out_fields)} | {c.get('operation', '?')} | "
-                f"{c.get('shown', '?')} | {c.get('added', '?')} | {'; '.join(checks)} |"
+                f"{c.get('shown', '?')} of {sent_examples} | {c.get('added', '?')} | {'; '.join(checks)} |"
             )
     lines = [
         "# How judgeworld reads promptevolver's prompts",
@@ -240,7 +265,9 @@ def render(calls: list[dict[str, Any]], stats: dict[str, Any]) -> tuple[str, int
         "## Judge calls",
         "",
         f"{judge_n} judge calls; unmatched samples {j['unmatched_calls']}, weak matches "
-        f"{j['weak_fuzzy_matches']}. Instruction the world extracted equals the instruction sent in "
+        f"{j['weak_fuzzy_matches']}; the sample judged is the sample sent (same response and "
+        f"user_input) in {judge_right_sample} of {judge_n}. Instruction the world extracted equals the "
+        f"instruction sent in "
         f"{judge_exact} of {judge_n}; in the others it is the instruction sent followed by:",
         "",
     ]
@@ -249,7 +276,8 @@ def render(calls: list[dict[str, Any]], stats: dict[str, Any]) -> tuple[str, int
         "",
         "## Meta calls (in order)",
         "",
-        "| kind read | output fields read | engineer's operation | samples shown | criteria named | inputs |",
+        "| kind read | output fields read | engineer's operation | samples counted as shown, of those sent "
+        "| criteria named | inputs |",
         "|---|---|---|---|---|---|",
     ]
     lines += meta_rows
