@@ -1,0 +1,232 @@
+"""Driving an external judgeworld checkout from the outside: worlds, splits, servers, stats, scores.
+
+judgeworld (an independent simulated LLM judge / prompt engineer, not part of promptevolver) is only
+ever run as subprocesses of its own scripts, found under the directory passed as ``judgeworld``;
+nothing of it is imported or copied here. Every subprocess gets ``JUDGEWORLD_TRAIN_FRAC`` (the train
+share of its seeded stratified split) so that the split, the harnesses and the scorer agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Server", "World", "jw_env", "score_instruction", "start_server"]
+
+#: Seconds to wait for a server to write its port file and answer /health.
+SERVER_START_TIMEOUT_S = 60.0
+
+
+def jw_env(train_frac: float, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for every judgeworld-related subprocess (split share, no hash randomness)."""
+    env = dict(os.environ)
+    env["JUDGEWORLD_TRAIN_FRAC"] = str(train_frac)
+    env["PYTHONHASHSEED"] = "0"
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class World:
+    """A generated synthetic world on disk and its train/test split files.
+
+    ``path`` is the world's annotation JSON (its lexicon sits beside it); ``train``/``test`` are the
+    split's annotation files; ``name``, ``metric`` and ``default_definition`` come from the lexicon.
+    """
+
+    size: int
+    gen_seed: int
+    path: Path
+    train: Path
+    test: Path
+    metric: str
+    default_definition: str
+
+    @property
+    def key(self) -> str:
+        return f"w{self.size}s{self.gen_seed}"
+
+
+def ensure_world(judgeworld: Path, worlds_dir: Path, size: int, gen_seed: int, train_frac: float) -> World:
+    """Generate the world (if absent) with gen_world.py and write its split with split.py.
+
+    Raises:
+        subprocess.CalledProcessError: a judgeworld script failed.
+    """
+    worlds_dir.mkdir(parents=True, exist_ok=True)
+    key = f"w{size}s{gen_seed}"
+    path = worlds_dir / f"{key}.json"
+    lexicon = worlds_dir / f"{key}.lexicon.json"
+    env = jw_env(train_frac)
+    if not (path.exists() and lexicon.exists()):
+        subprocess.run(
+            [
+                sys.executable,
+                str(judgeworld / "gen_world.py"),
+                "--n",
+                str(size),
+                "--seed",
+                str(gen_seed),
+                "--out",
+                str(path),
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    split_dir = worlds_dir / f"{key}.split{train_frac:g}"
+    train, test = split_dir / f"{key}.train.json", split_dir / f"{key}.test.json"
+    if not (train.exists() and test.exists()):
+        subprocess.run(
+            [sys.executable, str(judgeworld / "split.py"), "--world", str(path), "--out-dir", str(split_dir)],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    lex = json.loads(lexicon.read_text(encoding="utf-8"))
+    return World(size, gen_seed, path, train, test, lex["metric"], lex["default_definition"])
+
+
+class Server:
+    """A running judgeworld server (``server.py``) on 127.0.0.1, stopped by its own PID."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+        self.proc, self.port, self.log = proc, port, log
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root}/v1"
+
+    def reset_stats(self) -> None:
+        req = urllib.request.Request(self.root + "/stats/reset", data=b"{}", method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.root + "/stats", timeout=30) as resp:
+            return dict(json.load(resp))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(
+    judgeworld: Path,
+    world: World,
+    run_dir: Path,
+    *,
+    latency_ms: float,
+    train_frac: float,
+    trace: bool = False,
+) -> Server:
+    """Start ``server.py`` for ``world`` on a free port (port 0 + port file), logs in ``run_dir``.
+
+    A fresh server per optimizer run: judgeworld keeps per-(instruction, sample) call indices and
+    meta-call indices across ``/stats/reset``, so a fresh process makes every run start alike.
+
+    Raises:
+        RuntimeError: the server exited or did not answer within SERVER_START_TIMEOUT_S seconds.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    port_file = run_dir / "server.port"
+    port_file.unlink(missing_ok=True)
+    log = run_dir / "server.log"
+    cmd = [
+        sys.executable,
+        str(judgeworld / "server.py"),
+        "--world",
+        str(world.path),
+        "--port",
+        "0",
+        "--port-file",
+        str(port_file),
+        "--latency-ms",
+        str(latency_ms),
+        "--stats-out",
+        str(run_dir / "server-stats.json"),
+    ]
+    if trace:
+        cmd += ["--trace", str(run_dir / "trace.jsonl")]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=jw_env(train_frac))
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"judgeworld server exited with {proc.returncode}; see {log}")
+        text = port_file.read_text().strip() if port_file.exists() else ""
+        if text:
+            server = Server(proc, int(text), log)
+            try:
+                urllib.request.urlopen(server.root + "/health", timeout=5).read()
+                return server
+            except OSError:
+                pass
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"judgeworld server did not start within {SERVER_START_TIMEOUT_S:.0f} s; see {log}")
+
+
+def score_instruction(
+    judgeworld: Path,
+    world: World,
+    instruction: str | None,
+    work: Path,
+    *,
+    train_frac: float,
+    default: bool = False,
+    oracle: bool = False,
+) -> list[dict[str, Any]]:
+    """score.py --json on the test split: one row per instruction (default, oracle, then ``instruction``).
+
+    Each row holds ``label``, ``accuracy_expected`` (the figure compared), ``accuracy_noiseless``,
+    ``flip_probability``, ``chars``, ``covered_criteria``... as score.py prints them.
+
+    Raises:
+        subprocess.CalledProcessError: score.py failed.
+    """
+    cmd = [
+        sys.executable,
+        str(judgeworld / "score.py"),
+        "--world",
+        str(world.path),
+        "--split",
+        "test",
+        "--json",
+    ]
+    if default:
+        cmd.append("--default")
+    if oracle:
+        cmd.append("--oracle")
+    if instruction is not None:
+        work.mkdir(parents=True, exist_ok=True)
+        f = work / "instruction.txt"
+        f.write_text(instruction, encoding="utf-8")
+        cmd += ["--instruction-file", str(f)]
+    out = subprocess.run(cmd, check=True, env=jw_env(train_frac), capture_output=True, text=True).stdout
+    return list(json.loads(out)["results"])

@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""Summarize judgeworld side-by-side records into summary.md and summary.json.
+
+    python benchmarks/judgeworld/summarize.py --records benchmarks/results/judgeworld/records \\
+        --records /work/bench-runs/jw-after/records --out /work/bench-runs/jw-after
+
+Records (written by run.py) are read from each --records folder in order. A method's figures come
+from the last folder that holds that method (e.g. ours re-measured), and the earlier folders'
+records of the same method are shown beside them as ``<method>@before`` (e.g. the committed ours),
+so a re-measurement is never mixed with the figures it replaces.
+
+Figures per world size and per world: mean, sample standard deviation and min-max over generator
+seeds x optimizer seeds of the test split's expected accuracy (judgeworld score.py ``expected``),
+judge calls, meta calls (meta_instruction + meta_feedback) and the optimizer's wall time, all read
+from the server's /stats of that run. Failed runs are counted and never averaged in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+COMMITTED = HERE.parents[1] / "benchmarks" / "results" / "judgeworld"
+
+#: Column order of the tables; ``seed`` and ``oracle`` come from the reference records.
+ORDER = ["seed", "ours_pop3", "ours_pop6", "ragas_pop3", "gepa", "oracle"]
+LABELS = {
+    "seed": "seed instr.",
+    "ours_pop3": "ours pop 3",
+    "ours_pop6": "ours pop 6, 6 gens",
+    "ragas_pop3": "Ragas pop 3",
+    "gepa": "GEPA",
+    "oracle": "oracle",
+}
+
+
+def load(sources: list[Path]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """(reference record per world, run records) from ``sources`` (see module doc).
+
+    A method's records come from the last source that holds it; the records of earlier sources
+    for the same method are returned with ``tag`` ``<method>@before`` (a later source's record
+    replacing an earlier one's for the same world and seed). Reference records: later wins.
+    """
+    refs: dict[str, dict[str, Any]] = {}
+    by_source: list[dict[str, dict[tuple[str, int], dict[str, Any]]]] = []
+    for src in sources:
+        tags: dict[str, dict[tuple[str, int], dict[str, Any]]] = defaultdict(dict)
+        if src.is_dir():
+            for f in sorted(src.glob("*/reference.json")):
+                refs[f.parent.name] = json.loads(f.read_text(encoding="utf-8"))
+            for f in sorted(src.glob("*/*/s*.json")):
+                rec = json.loads(f.read_text(encoding="utf-8"))
+                tags[f.parent.name][(rec["world"], int(rec["opt_seed"]))] = rec
+        by_source.append(tags)
+    out: list[dict[str, Any]] = []
+    for tag in sorted({t for tags in by_source for t in tags}):
+        last = max(i for i, tags in enumerate(by_source) if tag in tags)
+        before: dict[tuple[str, int], dict[str, Any]] = {}
+        for tags in by_source[:last]:
+            before.update(tags.get(tag, {}))
+        out += [{**rec, "tag": f"{tag}@before"} for _, rec in sorted(before.items())]
+        out += [{**rec, "tag": tag} for _, rec in sorted(by_source[last][tag].items())]
+    return refs, out
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """n, mean, sample std (None below 2 values), min and max of ``values`` (None when empty)."""
+    if not values:
+        return {"n": 0, "mean": None, "std": None, "min": None, "max": None}
+    return {
+        "n": len(values),
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else None,
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def aggregate(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in recs if r["status"] == "ok"]
+    calls = [r["server_stats"]["calls"] for r in recs if "server_stats" in r]
+    ss = [r["server_stats"] for r in recs if "server_stats" in r]
+    return {
+        "runs": len(recs),
+        "failed": len(recs) - len(ok),
+        "failures": [f"{r['world']} s{r['opt_seed']}: {r['status']}" for r in recs if r["status"] != "ok"],
+        "test_expected": spread([r["test"]["expected"] for r in ok]),
+        "judge_calls": spread([float(r["server_stats"]["calls"]["judge"]) for r in ok]),
+        "meta_calls": spread(
+            [
+                float(
+                    r["server_stats"]["calls"]["meta_instruction"]
+                    + r["server_stats"]["calls"]["meta_feedback"]
+                )
+                for r in ok
+            ]
+        ),
+        "wall_s": spread([r["wall_s"] for r in ok]),
+        "seed_kept": sum(
+            1
+            for r in ok
+            if r.get("seed_instruction") is not None
+            and " ".join(r["instruction"].split()) == " ".join(r["seed_instruction"].split())
+        ),
+        "other_calls": sum(c["other"] for c in calls),
+        "unmatched": sum(s["judge_unmatched"] for s in ss),
+        "weak_matches": sum(s["judge_weak_matches"] for s in ss),
+    }
+
+
+def reference_aggregate(refs: list[dict[str, Any]], which: str) -> dict[str, Any]:
+    return {
+        "runs": len(refs),
+        "failed": 0,
+        "failures": [],
+        "test_expected": spread([r[which]["expected"] for r in refs]),
+        "judge_calls": spread([]),
+        "meta_calls": spread([]),
+        "wall_s": spread([]),
+    }
+
+
+def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Nested figures: by_size[size][column], by_world[world][column], latency[...]."""
+    main = [r for r in recs if not r.get("latency_ms")]
+    lat = [r for r in recs if r.get("latency_ms")]
+    by_size: dict[str, dict[str, Any]] = {}
+    by_world: dict[str, dict[str, Any]] = {}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    wgroups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in main:
+        groups[(str(r["size"]), r["tag"])].append(r)
+        wgroups[(r["world"], r["tag"])].append(r)
+    sizes = sorted({str(r["size"]) for r in refs.values()} | {k[0] for k in groups}, key=int)
+    for size in sizes:
+        srefs = [r for r in refs.values() if str(r["size"]) == size]
+        col = by_size.setdefault(size, {"worlds": sorted({r["world"] for r in srefs})})
+        if srefs:
+            col["seed"] = reference_aggregate(srefs, "seed")
+            col["oracle"] = reference_aggregate(srefs, "oracle")
+        for (s, tag), rs in groups.items():
+            if s == size:
+                col[tag] = aggregate(rs)
+    for world in sorted(set(refs) | {k[0] for k in wgroups}, key=_world_key):
+        col = by_world.setdefault(world, {})
+        if world in refs:
+            col["seed"] = reference_aggregate([refs[world]], "seed")
+            col["oracle"] = reference_aggregate([refs[world]], "oracle")
+        for (w, tag), rs in wgroups.items():
+            if w == world:
+                col[tag] = aggregate(rs)
+    base_wall = {(r["world"], r["tag"], r["opt_seed"]): r.get("wall_s") for r in main}
+    latency = [
+        {
+            "world": r["world"],
+            "method": r["tag"],
+            "opt_seed": r["opt_seed"],
+            "latency_ms": r["latency_ms"],
+            "status": r["status"],
+            "wall_s": r.get("wall_s"),
+            "judge_calls": r.get("server_stats", {}).get("calls", {}).get("judge"),
+            "meta_calls": _meta(r),
+            "test_expected": r.get("test", {}).get("expected"),
+            "waves": _waves(r, base_wall.get((r["world"], _strip_lat(r["tag"]), r["opt_seed"]))),
+        }
+        for r in lat
+    ]
+    return {
+        "by_size": by_size,
+        "by_world": by_world,
+        "latency": latency,
+        "misread_check": _misread(main + lat),
+        "runs": len(recs),
+    }
+
+
+def _waves(r: dict[str, Any], wall_at_0: float | None) -> float | None:
+    """Sequential call waves implied by the latency: (wall at L - wall at 0 for the same run) / L."""
+    if r.get("wall_s") is None or wall_at_0 is None:
+        return None
+    return (r["wall_s"] - wall_at_0) / (r["latency_ms"] / 1000.0)
+
+
+def _latency_means(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per (world, latency): mean wall per method and ours / Ragas."""
+    groups: dict[tuple[str, float], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["wall_s"] is not None:
+            groups[(r["world"], r["latency_ms"])][_strip_lat(r["method"])].append(r["wall_s"])
+    out = []
+    for (world, lat), by in sorted(groups.items()):
+        means = {m: statistics.fmean(v) for m, v in by.items()}
+        parts = [f"{_label(m)} {v:.1f} s (n={len(by[m])})" for m, v in sorted(means.items())]
+        ratio = ""
+        if "ours_pop3" in means and "ragas_pop3" in means:
+            ratio = f"; ours pop 3 / Ragas pop 3 = {means['ours_pop3'] / means['ragas_pop3']:.2f}"
+        out.append(f"- {world} at {lat:g} ms: mean wall " + ", ".join(parts) + ratio)
+    return out
+
+
+def _meta(r: dict[str, Any]) -> int | None:
+    c = r.get("server_stats", {}).get("calls")
+    return None if c is None else c["meta_instruction"] + c["meta_feedback"]
+
+
+def _misread(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per method: other-kind calls, unmatched and weak judge matches, and for ours whether the calls
+    by model name (judge / engineer) equal the calls by kind the server read."""
+    out: dict[str, Any] = {}
+    for r in recs:
+        if "server_stats" not in r:
+            continue
+        s = r["server_stats"]
+        m = out.setdefault(
+            r["tag"],
+            {
+                "runs": 0,
+                "other": 0,
+                "unmatched": 0,
+                "weak_matches": 0,
+                "kind_model_mismatch_runs": 0,
+                "client_server_judge_mismatch_runs": 0,
+            },
+        )
+        m["runs"] += 1
+        m["other"] += s["calls"]["other"]
+        m["unmatched"] += s["judge_unmatched"]
+        m["weak_matches"] += s["judge_weak_matches"]
+        if r["method"].startswith("ours"):
+            models = s.get("models", {})
+            meta = s["calls"]["meta_instruction"] + s["calls"]["meta_feedback"]
+            if models.get("judge", 0) != s["calls"]["judge"] or models.get("engineer", 0) != meta:
+                m["kind_model_mismatch_runs"] += 1
+            client = r.get("client_calls") or {}
+            if client and client.get("judge") != s["calls"]["judge"]:
+                m["client_server_judge_mismatch_runs"] += 1
+    return out
+
+
+def _world_key(w: str) -> tuple[int, int]:
+    size, _, seed = w[1:].partition("s")
+    return int(size), int(seed)
+
+
+def _fmt(agg: dict[str, Any] | None, key: str, digits: int = 3, spread_kind: str = "std") -> str:
+    if agg is None:
+        return "n/a"
+    s = agg[key]
+    if s["mean"] is None:
+        return "n/a" if key == "test_expected" or agg["runs"] else "—"
+    fmt = f"{{:.{digits}f}}" if digits else "{:,.0f}"
+    txt = fmt.format(s["mean"])
+    if spread_kind == "std" and s["std"] is not None:
+        txt += " ± " + fmt.format(s["std"])
+    elif spread_kind == "range" and s["n"] > 1:
+        txt += f" ({fmt.format(s['min'])}–{fmt.format(s['max'])})"
+    if agg.get("failed"):
+        txt += f" [{agg['failed']} failed]"
+    return txt
+
+
+def _columns(col: dict[str, Any]) -> list[str]:
+    """Known columns in ORDER, each followed by its @before twin, then any others."""
+    out = []
+    for k in ORDER:
+        out += [t for t in (f"{k}@before", k) if t in col]
+    return out + sorted(k for k in col if k not in out and k != "worlds")
+
+
+def _strip_lat(tag: str) -> str:
+    """The method tag without its latency part: ``ours_pop3-lat200@before`` -> ``ours_pop3@before``."""
+    return re.sub(r"-lat[0-9.]+", "", tag)
+
+
+def _label(tag: str) -> str:
+    base, _, before = tag.partition("@")
+    return LABELS.get(base, base) + (" (before)" if before else "")
+
+
+def render(summary: dict[str, Any]) -> str:
+    bs = summary["by_size"]
+    lines = [
+        "# judgeworld side by side",
+        "",
+        "Expected accuracy on the test split (40 %) of synthetic judgeworld worlds, mean ± sample std over "
+        "generator seeds × optimizer seeds; judge calls as counted by the server (mean). Written by "
+        "`benchmarks/judgeworld/summarize.py` from the records beside this file; see "
+        "`benchmarks/judgeworld/README.md`.",
+        "",
+    ]
+    tags = []
+    for col in bs.values():
+        tags += [t for t in _columns(col) if t not in tags]
+    head = ["world size", *[_label(t) for t in tags]]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for size, col in bs.items():
+        cells = [f"{int(size):,} ({len(col.get('worlds', []))} worlds)"]
+        for t in tags:
+            agg = col.get(t)
+            if agg is None:
+                cells.append("n/a")
+                continue
+            txt = _fmt(agg, "test_expected")
+            if agg["judge_calls"]["mean"] is not None:
+                txt += f" ({agg['judge_calls']['mean']:,.0f})"
+            cells.append(txt)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Per world size: spread and cost",
+        "",
+        "min–max in parentheses; meta = meta_instruction + meta_feedback calls; wall = the optimizer's own "
+        "wall time in seconds (server latency 0).",
+        "",
+    ]
+    lines += [
+        "| size | method | runs | test expected | min–max | judge calls | meta calls | wall s | seed kept |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size, col in bs.items():
+        for t in _columns(col):
+            agg = col[t]
+            te = agg["test_expected"]
+            rng = "n/a" if te["mean"] is None else f"{te['min']:.3f}–{te['max']:.3f}"
+            lines.append(
+                f"| {int(size):,} | {_label(t)} | {agg['runs'] - agg['failed']}/{agg['runs']} | "
+                f"{_fmt(agg, 'test_expected')} | {rng} | {_fmt(agg, 'judge_calls', 0, 'range')} | "
+                f"{_fmt(agg, 'meta_calls', 0, 'range')} | {_fmt(agg, 'wall_s', 1, 'range')} | "
+                f"{agg.get('seed_kept', '—') if t.startswith('ours') else '—'} |"
+            )
+    lines += [
+        "",
+        "## Per world",
+        "",
+        "| world | method | test expected | judge calls | meta calls | wall s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for world, col in summary["by_world"].items():
+        for t in _columns(col):
+            agg = col[t]
+            lines.append(
+                f"| {world} | {_label(t)} | {_fmt(agg, 'test_expected')} | "
+                f"{_fmt(agg, 'judge_calls', 0, 'range')} | {_fmt(agg, 'meta_calls', 0, 'range')} | "
+                f"{_fmt(agg, 'wall_s', 1, 'range')} |"
+            )
+    if summary["latency"]:
+        lines += [
+            "",
+            "## Latency",
+            "",
+            "Server latency per chat call; wall = the optimizer's own wall time; waves = (wall at this "
+            "latency - wall of the same run at latency 0) / latency, the sequential rounds of calls "
+            "(approximate: the machine is shared).",
+            "",
+            "| world | method | seed | latency ms | wall s | waves | judge calls | meta calls "
+            "| test expected |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in summary["latency"]:
+            wall = "n/a" if r["wall_s"] is None else f"{r['wall_s']:.1f}"
+            waves = "n/a" if r["waves"] is None else f"{r['waves']:.0f}"
+            te = "n/a" if r["test_expected"] is None else f"{r['test_expected']:.3f}"
+            lines.append(
+                f"| {r['world']} | {_label(_strip_lat(r['method']))} | "
+                f"{r['opt_seed']} | {r['latency_ms']:g} | {wall} | {waves} | {r['judge_calls']} | "
+                f"{r['meta_calls']} | {te} |"
+            )
+        lines += ["", *_latency_means(summary["latency"])]
+    lines += [
+        "",
+        "## How the world read the requests",
+        "",
+        "Summed over runs: calls the server classed as *other* (neither judge nor meta), judge calls "
+        "whose sample it could not match (coin-flip verdict) or matched only weakly; for ours, runs "
+        "where calls by model name (`judge`, `engineer`) differ from calls by kind, and runs where our "
+        "own judge-call count differs from the server's.",
+        "",
+        "| method | runs | other | unmatched | weak | kind≠model runs | client≠server runs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for tag, m in sorted(summary["misread_check"].items()):
+        ours = tag.startswith("ours")
+        lines.append(
+            f"| {tag} | {m['runs']} | {m['other']} | {m['unmatched']} | {m['weak_matches']} | "
+            f"{m['kind_model_mismatch_runs'] if ours else '—'} | "
+            f"{m['client_server_judge_mismatch_runs'] if ours else '—'} |"
+        )
+    fails = [f for col in bs.values() for t in _columns(col) for f in col[t].get("failures", [])]
+    if fails:
+        lines += ["", "## Failed runs", ""] + [f"- {f}" for f in fails]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(sources: list[Path], out: Path) -> dict[str, Any]:
+    refs, recs = load(sources)
+    summary = summarize(refs, recs)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (out / "summary.md").write_text(render(summary), encoding="utf-8")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--records",
+        type=Path,
+        action="append",
+        default=None,
+        help=f"records folder (repeatable; default {COMMITTED / 'records'})",
+    )
+    ap.add_argument("--out", type=Path, default=COMMITTED)
+    a = ap.parse_args(argv)
+    write_summary(a.records or [COMMITTED / "records"], a.out)
+    print(a.out / "summary.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
