@@ -38,6 +38,11 @@ class PhaseCalls:
         """Calls of the initial population, one generation and the final choice, at most."""
         return self.initial + self.generation + self.final
 
+    def total(self, generations: int) -> int:
+        """Calls of a whole run of ``generations`` generations, at most (re-asks after a malformed
+        answer aside)."""
+        return self.initial + generations * self.generation + self.final
+
     def minimum(self) -> int:
         """Calls any run needs: the seed's train evaluation and the final choice."""
         return self.seed + self.final

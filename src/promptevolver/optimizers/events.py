@@ -11,6 +11,9 @@ Kinds and their ``data``:
 * ``candidate_evaluated`` — ``candidate`` (id), ``split`` (``minibatch``/``train``/``validation``),
   ``score``, ``failures``
 * ``generation_end`` — ``best_train``, ``mean_train``, ``judge_calls``, ``meta_calls``
+* ``llm_call`` — ``operation``, ``calls`` (LLM calls of the run so far, resumed part included),
+  ``bound`` (the cost model's upper bound on the run's calls, never below ``calls``); only emitted
+  when there is a callback
 * ``stop`` — ``reason``
 """
 

@@ -24,7 +24,7 @@ from promptevolver.errors import BudgetExceededError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
-from promptevolver.llm.base import LLMClient, Usage
+from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
@@ -78,6 +78,8 @@ class SearchRun:
             llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)
         limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
         self.llm, self.reflection_llm = limit.wrap(llm), limit.wrap(reflection_llm)
+        if events.callbacks:  # an ``llm_call`` event after each answered call
+            self.llm, self.reflection_llm = _Announced(self.llm, self), _Announced(self.reflection_llm, self)
         self.usage_start = [c.usage.copy() for c in self.clients]
         rng = np.random.default_rng(config.random_seed)
         self.labels = dataset.labels()
@@ -320,6 +322,28 @@ class SearchRun:
     def elapsed(self) -> float:
         """Wall-clock seconds spent on this run, including before a resume."""
         return self.state.elapsed_before + time.perf_counter() - self.started
+
+
+class _Announced:
+    """Emits an ``llm_call`` event (calls so far, the cost model's bound) after each answer."""
+
+    def __init__(self, inner: LLMClient, run: SearchRun) -> None:
+        self.inner = inner
+        self.run = run
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        completion = await self.inner.complete(request)
+        run = self.run
+        calls = run.usage().total_calls
+        bound = max(calls, run.calls.total(run.config.generations))
+        run.events.emit(
+            "llm_call", run.state.generation, operation=request.operation, calls=calls, bound=bound
+        )
+        return completion
 
 
 def _meta_failure(rejected: str | None) -> str | None:
