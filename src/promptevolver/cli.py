@@ -15,7 +15,6 @@ Conventions (every command):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -23,13 +22,15 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-# Commands import their modules when they run: `--help` and `estimate` need no matplotlib.
+# Commands import what they need when they run: `--help` loads no pydantic, YAML, numpy,
+# scikit-learn, matplotlib or openai (benchmarks/results/startup.md has the figures).
 from promptevolver import __version__, rundir
-from promptevolver.config.models import RunConfig, load_run_config
-from promptevolver.config.overrides import OverrideError, apply_overrides
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
+
+if TYPE_CHECKING:
+    from promptevolver.config.models import RunConfig
 
 __all__ = ["main"]
 
@@ -162,6 +163,8 @@ def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> 
 
 def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """The ``--set`` overrides as an edit of the raw config mapping (None without any)."""
+    from promptevolver.config.overrides import apply_overrides
+
     overrides = list(getattr(args, "overrides", []))
     return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
 
@@ -172,6 +175,8 @@ def _with_seed(config: RunConfig, args: argparse.Namespace) -> RunConfig:
 
 
 def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
+    from promptevolver.config.models import load_run_config
+
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
 
@@ -278,6 +283,8 @@ def _validation_run(args: argparse.Namespace) -> Path:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    import asyncio
+
     from promptevolver.config.build import load_dataset
     from promptevolver.runs.evaluate import score_instructions, validation_positions
 
@@ -358,9 +365,7 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from promptevolver.runs.bench import run_benchmarks, to_markdown
 
-    overrides = list(args.overrides)
-    edit = (lambda raw: apply_overrides(raw, overrides)) if overrides else None
-    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line), edit=edit)
+    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line), edit=_edit(args))
     print(to_markdown(summary))
     return 0
 
@@ -397,6 +402,16 @@ def _console(args: argparse.Namespace) -> Iterator[None]:
             logger.setLevel(level)
 
 
+def _is_usage_error(exc: BaseException) -> bool:
+    """A command line that parses but makes no sense (exit code 2): a :class:`UsageError` or a
+    malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
+    if isinstance(exc, UsageError):
+        return True
+    from promptevolver.config.overrides import OverrideError
+
+    return isinstance(exc, OverrideError)
+
+
 def _one_line(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 
@@ -411,10 +426,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _console(args):
         try:
             return _COMMANDS[args.command](args)
-        except (UsageError, OverrideError) as exc:
-            print(f"promptevolver {args.command}: error: {_one_line(exc)} (see --help)", file=sys.stderr)
-            return 2
-        except (PromptEvolverError, OSError) as exc:
+        except (UsageError, PromptEvolverError, OSError) as exc:
+            if _is_usage_error(exc):
+                print(f"promptevolver {args.command}: error: {_one_line(exc)} (see --help)", file=sys.stderr)
+                return 2
             if args.debug:
                 raise
             print(f"promptevolver: error: {_one_line(exc)}", file=sys.stderr)

@@ -34,13 +34,12 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from pydantic import ValidationError
-
-from promptevolver.config.models import MetricConfig, RunConfig, format_validation_error, load_run_config
 from promptevolver.errors import ConfigError, RunDirError
+
+if TYPE_CHECKING:  # imported where used: the file names and JSON readers load no pydantic or YAML
+    from promptevolver.config.models import MetricConfig, RunConfig
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
@@ -228,6 +227,8 @@ def read_config(
         RunDirError: ``run_dir`` has no config.yaml (it is not a run directory).
         ConfigError: the config.yaml is not valid (naming file and key path).
     """
+    from promptevolver.config.models import load_run_config
+
     directory = Path(run_dir)
     if not (directory / CONFIG_FILE).is_file():
         raise RunDirError(f"{directory}: not a run directory (no {CONFIG_FILE} in it)")
@@ -241,6 +242,11 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
     Raises:
         ConfigError: the config.yaml exists but its metric block is missing or invalid.
     """
+    import yaml
+    from pydantic import ValidationError
+
+    from promptevolver.config.models import MetricConfig, format_validation_error
+
     p = Path(path)
     config = (p if p.is_dir() else p.parent) / CONFIG_FILE
     if not config.is_file():
