@@ -40,6 +40,9 @@ _EXAMPLES = {
   promptevolver optimize configs/helpfulness.yaml -o runs/help --seed 7 --set optimizer.generations=6
   promptevolver optimize --resume runs/ac                    # after Ctrl-C
   promptevolver optimize --resume runs/ac --set optimizer.generations=8   # extend a finished run
+  promptevolver optimize configs/answer_correctness.yaml -o runs/ac --force   # start runs/ac over
+
+DIR is never overwritten silently: a run there, interrupted or finished, needs --resume or --force.
 
 writes DIR/result.json, DIR/report.html (open it in a browser), DIR/report.md,
 DIR/best_instructions.json and DIR/apply_best.py""",
@@ -123,6 +126,11 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--output", "-o", type=Path, metavar="DIR", help="run directory to write")
     opt.add_argument("--resume", type=Path, metavar="DIR", help="continue the interrupted run in DIR")
     opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
+    opt.add_argument(
+        "--force",
+        action="store_true",
+        help="start afresh in DIR even if it holds a run (its run files are removed)",
+    )
 
     ev = command("evaluate", "score given instructions on a config's annotations", overridable)
     ev.add_argument("config", type=Path, help="YAML run config (annotations, judge, LLM)")
@@ -149,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--output", "-o", type=Path, required=True, metavar="DIR", help="directory for runs and the summary"
     )
+    bench.add_argument("--force", action="store_true", help="run afresh where DIR already holds runs")
     return parser
 
 
@@ -188,45 +197,44 @@ def _f(value: float | None) -> str:
 # --- optimize --------------------------------------------------------------------------------------
 
 
-def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
+def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
+    """The config, the run directory, and where the config came from (for messages)."""
+    sets = "".join(f" --set {o}" for o in getattr(args, "overrides", []))
+    if args.force and args.resume is not None:
+        raise UsageError("--force starts a run afresh; it does not go with --resume")
     if args.resume is not None:
         if args.config is not None:
-            return _load_config(args.config, args), args.resume
-        return _with_seed(rundir.read_config(args.resume, edit=_edit(args)), args), args.resume
+            return _load_config(args.config, args), args.resume, f"{args.config}{sets}"
+        config = _with_seed(rundir.read_config(args.resume, edit=_edit(args)), args)
+        return config, args.resume, f"{args.resume / rundir.CONFIG_FILE}{sets}"
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
-    return _load_config(args.config, args), args.output
-
-
-def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
-    def show(event: Any) -> None:
-        if event.kind == "generation_end":
-            d = event.data
-            _say(
-                args,
-                f"generation {event.generation}: best train {_f(d.get('best_train'))}, "
-                f"mean {_f(d.get('mean_train'))}; "
-                f"calls so far {d['judge_calls']} judge + {d['meta_calls']} meta",
-                verbose_only=True,
-            )
-
-    return show
+    return _load_config(args.config, args), args.output, f"{args.config}{sets}"
 
 
 def _optimize(args: argparse.Namespace) -> int:
     from promptevolver.runs.optimize import execute
+    from promptevolver.runs.progress import CallProgress
 
-    config, run_dir = _run_config(args)
-    progress = not args.quiet and not args.verbose and sys.stderr.isatty()
+    config, run_dir, source = _run_config(args)
+    progress = CallProgress(
+        bar=sys.stderr.isatty(),
+        write=lambda line: print(line, file=sys.stderr, flush=True),
+        generations=config.effective_optimizer().generations,
+        verbose=args.verbose,
+    )
     try:
         result = execute(
             config,
             run_dir,
             resume=args.resume is not None,
-            progress=progress,
-            callbacks=[_generation_printer(args)],
+            force=args.force,
+            callbacks=[] if args.quiet else [progress],
+            source=source,
+            log=lambda line: _say(args, line),
         )
     except KeyboardInterrupt:
+        progress.close()
         print(
             f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
             f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}",
@@ -234,6 +242,7 @@ def _optimize(args: argparse.Namespace) -> int:
         )
         return 130
     except LLMUnusableError as exc:
+        progress.close()
         if args.debug:
             raise
         print(
@@ -242,11 +251,15 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        progress.close()
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
+    from promptevolver.runs.outcome import choice_line, stop_line
+
     s, calls = result.scores, result.usage["llm_calls"]
     name = result.loss.get("metric", result.loss["name"])
     print(
@@ -257,8 +270,11 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
     )
     if quiet:
         return
-    chosen = "the seed" if not result.improved else f"candidate {result.best_id}"
-    print(f"stop reason: {result.stop_reason}; chosen: {chosen}")
+    print(choice_line(result))
+    print(stop_line(result))
+    note = (result.split or {}).get("note")
+    if note:
+        print(f"note: {note}")
     print(f"result written to {run_dir / rundir.RESULT_FILE}")
     print(f"report: {run_dir / rundir.REPORT_HTML} (open it in a browser) and {run_dir / rundir.REPORT_MD}")
     print(
@@ -365,7 +381,9 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from promptevolver.runs.bench import run_benchmarks, to_markdown
 
-    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line), edit=_edit(args))
+    summary = run_benchmarks(
+        args.configs, args.output, log=lambda line: _say(args, line), edit=_edit(args), force=args.force
+    )
     print(to_markdown(summary))
     return 0
 

@@ -31,10 +31,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from promptevolver.errors import ConfigError, RunDirError
 
@@ -54,13 +55,16 @@ __all__ = [
     "REPORT_HTML",
     "REPORT_MD",
     "RESULT_FILE",
+    "RUN_FILES",
     "check_format_version",
+    "clear_run",
     "load_instructions",
     "metric_config_near",
     "read_config",
     "read_json",
     "read_result",
     "result_path",
+    "run_status",
     "write_atomic",
     "write_json",
     "write_result",
@@ -80,6 +84,22 @@ APPLY_SNIPPET_FILE = "apply_best.py"
 FORMAT_VERSION = 2
 #: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
 FORMAT_VERSION_KEY = "format_version"
+#: Every file (and the plots folder) a run writes into its directory: what ``--force`` removes.
+RUN_FILES = (
+    CONFIG_FILE,
+    CHECKPOINT_FILE,
+    JOURNAL_FILE,
+    BEST_SO_FAR_FILE,
+    RESULT_FILE,
+    REPORT_MD,
+    REPORT_HTML,
+    PLOTS_DIR,
+    BEST_INSTRUCTIONS_FILE,
+    APPLY_SNIPPET_FILE,
+)
+#: What a directory holds, for ``optimize -o DIR``: ``new`` (no run file in it), ``interrupted``
+#: (a run started and left no result.json) or ``finished`` (a result.json).
+RunStatus = Literal["new", "interrupted", "finished"]
 #: Keys every result.json has had since release 0.1, with their JSON types.
 _RESULT_KEYS: dict[str, type] = {
     "metric": str,
@@ -135,7 +155,39 @@ def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
     return write_json(path, {FORMAT_VERSION_KEY: FORMAT_VERSION, **result}, indent=2)
 
 
+def clear_run(directory: str | Path) -> list[Path]:
+    """Remove the run files (:data:`RUN_FILES`) of ``directory``; return what was removed.
+
+    Other files in the folder are left alone. Used by ``optimize --force``, so that a new run
+    never leaves a stale result.json or report next to its own files.
+
+    Raises:
+        OSError: a file cannot be removed.
+    """
+    removed = []
+    for name in RUN_FILES:
+        path = Path(directory) / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(path)
+    return removed
+
+
 # --- reading -------------------------------------------------------------------------------------
+
+
+def run_status(directory: str | Path) -> RunStatus:
+    """What ``directory`` holds (see :data:`RunStatus`); a missing folder is ``new``."""
+    d = Path(directory)
+    if (d / RESULT_FILE).is_file():
+        return "finished"
+    if any((d / name).exists() for name in (CONFIG_FILE, CHECKPOINT_FILE, JOURNAL_FILE)):
+        return "interrupted"
+    return "new"
 
 
 def read_json(path: str | Path, *, what: str = "file") -> Any:

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from promptevolver.errors import RunDirError
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.runs import bench
 from promptevolver.runs.bench import summarize_config, to_markdown
@@ -59,7 +60,27 @@ def test_the_summary_is_written_atomically(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", full_disk)
-    monkeypatch.setattr(bench, "execute", lambda config, directory: _result(0.5, 0.75))
+    monkeypatch.setattr(bench, "execute", lambda config, directory, **_: _result(0.5, 0.75))
     with pytest.raises(OSError, match="No space left"):
         bench.run_benchmarks([AC_CONFIG], tmp_path)
     assert (tmp_path / "summary.json").read_text() == "{}" and leftovers(tmp_path) == []
+
+
+def test_a_rerun_into_taken_run_directories_is_refused_before_any_run(tmp_path, monkeypatch):
+    taken = tmp_path / "answer_correctness" / "seed-3"
+    taken.mkdir(parents=True)
+    (taken / "result.json").write_text("{}")
+    ran: list[tuple[object, bool]] = []
+
+    def fake(config, directory, *, force=False):
+        ran.append((directory, force))
+        return _result(0.5, 0.75)
+
+    monkeypatch.setattr(bench, "execute", fake)
+    with pytest.raises(
+        RunDirError, match=r"1 run directory of this benchmark already holds a run.*seed-3.*--force"
+    ):
+        bench.run_benchmarks([AC_CONFIG], tmp_path)
+    assert ran == [] and not (tmp_path / "summary.json").exists()
+    bench.run_benchmarks([AC_CONFIG], tmp_path, force=True)
+    assert len(ran) == 5 and all(force for _, force in ran)
