@@ -242,7 +242,8 @@ def test_evaluate_on_the_validation_split_reproduces_the_runs_score(run, capsys)
 
 
 def test_evaluate_prints_the_figures_for_all_samples(run, capsys):
-    assert main(["evaluate", str(AC_CONFIG), "-i", str(run / "best_instructions.json")]) == 0
+    argv = ["evaluate", str(AC_CONFIG), "-i", str(run / "best_instructions.json"), "--split", "all"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "on all usable samples (18)" in out
     assert (

@@ -51,9 +51,13 @@ DIR/best_instructions.json and DIR/apply_best.py""",
   promptevolver evaluate configs/answer_correctness.yaml -i runs/ac/best_instructions.json --json
   promptevolver evaluate configs/answer_correctness.yaml -i runs/ac/result.json --split validation
 
---instructions takes a result.json (its best_instructions) or a JSON object prompt name -> instruction.
---split validation scores the run's held-out samples (the run directory of --run, or of the
-instructions file).""",
+  promptevolver evaluate configs/answer_correctness.yaml -i runs/ac --fail-under 0.85   # judge gate (CI)
+
+--instructions takes a run directory, a result.json (its best_instructions) or a JSON object
+prompt name -> instruction. Instructions from a run are scored on that run's validation samples
+(its train samples were learned from); --split all scores every usable sample.
+--fail-under X exits 1 with a one-line reason when the agreement (--figure) is below X or an
+evaluation failed (--max-failed allows a share); the confidence interval is printed beside it.""",
     "estimate": """examples:
   promptevolver estimate configs/synthetic_200.yaml
   promptevolver estimate configs/helpfulness.yaml --json
@@ -137,9 +141,34 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--instructions", "-i", type=Path, required=True, metavar="FILE", help="instructions JSON"
     )
-    ev.add_argument("--split", choices=("all", "validation"), default="all", help="samples to score")
+    ev.add_argument(
+        "--split",
+        choices=("all", "validation"),
+        default=None,
+        help="samples to score (default: a run's validation samples when the instructions come from a "
+        "run, else all usable samples)",
+    )
     ev.add_argument("--run", type=Path, metavar="DIR", help="run whose validation split to use")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="X",
+        help="judge gate: exit 1 when the agreement figure is below X (or when evaluations failed)",
+    )
+    ev.add_argument(
+        "--figure",
+        choices=("accuracy", "f1", "cohen_kappa"),
+        default="accuracy",
+        help="agreement figure of --fail-under and of the confidence interval (default: accuracy)",
+    )
+    ev.add_argument(
+        "--max-failed",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="share of failed evaluations the gate tolerates (default 0)",
+    )
 
     est = command(
         "estimate", "expected LLM calls, tokens and cost of a config, without calling an LLM", overridable
@@ -288,41 +317,63 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
 # --- evaluate --------------------------------------------------------------------------------------
 
 
-def _validation_run(args: argparse.Namespace) -> Path:
-    if args.run is not None:
-        return Path(args.run)
-    if args.instructions.is_dir():
-        return Path(args.instructions)
-    if (args.instructions.parent / rundir.RESULT_FILE).is_file():
-        return args.instructions.parent
-    raise UsageError("--split validation needs the run directory: pass --run DIR")
-
-
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
+    import numpy as np
+
     from promptevolver.config.build import load_dataset
-    from promptevolver.runs.evaluate import score_instructions, validation_positions
+    from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
+    from promptevolver.runs.gate import check_gate, interval_of
 
     config = _load_config(args.config, args)
     instructions = rundir.load_instructions(args.instructions)
+    run_dir = run_of(args.instructions, args.run)
+    split = args.split or ("validation" if run_dir is not None else "all")
+    if split == "validation" and run_dir is None:
+        raise UsageError("--split validation needs the run directory: pass --run DIR")
+    if run_dir is not None and (mismatch := other_metric(run_dir, config)):
+        warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
-    positions = validation_positions(_validation_run(args), dataset) if args.split == "validation" else None
+    positions = validation_positions(run_dir, dataset) if split == "validation" and run_dir else None
     card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
+    gate = None
+    if args.fail_under is not None:
+        gate = check_gate(
+            a, threshold=args.fail_under, figure=args.figure, max_failure_rate=args.max_failed, rng=rng
+        )
+    interval = interval_of(a, args.figure, rng=rng) if a.binary and a.n else None
     if args.json:
-        print(json.dumps(card.to_dict()))
-        return 0
-    a = card.agreement
-    where = "all usable samples" if card.split == "all" else "the run's validation samples"
-    if not args.quiet:
-        print(f"{card.metric}: {args.instructions} on {where} ({a.n})")
-    print(a.summary())
-    if not args.quiet:
-        if a.confusion is not None:
-            (tn, fp), (fn, tp) = a.confusion
-            print(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
-        print(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
+        extra = {"interval": interval and vars(interval), "gate": gate and gate.to_dict()}
+        print(json.dumps({**card.to_dict(), **extra}))
+    else:
+        _print_scorecard(args, card, interval, run_dir)
+    if gate is not None:
+        print(f"promptevolver: {gate.reason}", file=sys.stderr)
+        return 0 if gate.passed else 1
     return 0
+
+
+def _print_scorecard(args: argparse.Namespace, card: Any, interval: Any, run_dir: Path | None) -> None:
+    a = card.agreement
+    count = a.n + a.failures
+    if card.split == "all":
+        where = f"all usable samples ({count})"
+    else:
+        where = f"the validation samples of {run_dir} ({count}; --split all for every usable sample)"
+    if not args.quiet:
+        print(f"{card.metric}: {args.instructions} on {where}")
+    print(a.summary())
+    if args.quiet:
+        return
+    if interval is not None:
+        value = getattr(a, interval.figure)
+        print(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")
+    if a.confusion is not None and a.n:
+        (tn, fp), (fn, tp) = a.confusion
+        print(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
+    print(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
 
 
 # --- estimate --------------------------------------------------------------------------------------

@@ -2,16 +2,19 @@
 
 Binary metrics get accuracy, F1 of class 1 and Cohen's kappa, with the confusion matrix; numeric
 metrics get mean squared and mean absolute error. All come from :mod:`sklearn.metrics`. A failed
-evaluation counts as the worst prediction for its sample (as in fitness: the opposite binary
-label, or the end of [0, 1] farthest from a numeric label) and is counted in ``failures``.
+evaluation is no verdict: it is left out of every figure and counted in ``failures``, by cause
+(``failure_causes``); when every evaluation failed, the figures are None (``n/a``), never a
+score. (Fitness, which must rank candidates, scores a failure as wrong; agreement, which
+reports what was measured, does not.)
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,7 +38,10 @@ class Agreement:
 
     Attributes:
         binary: True for 0/1 verdicts (accuracy, F1, kappa, confusion), False for numeric scores.
-        n: samples scored; failures: of them, failed evaluations (scored as the worst prediction).
+        n: samples measured (a verdict to compare with the human's); 0 when every evaluation failed,
+            and then every figure is None.
+        failures: evaluations that failed, left out of ``n`` and of every figure.
+        failure_causes: cause → count of those failures (``parse``, ``timeout``, ``http 503``...).
         accuracy: share of equal verdicts, in [0, 1] (binary; higher is better).
         f1: F1 of class 1, in [0, 1] (binary; 1.0 when neither side has a positive).
         cohen_kappa: chance-corrected agreement in [-1, 1] (binary); None when undefined (every
@@ -53,18 +59,31 @@ class Agreement:
     confusion: list[list[int]] | None = None
     mse: float | None = None
     mae: float | None = None
+    failure_causes: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def summary(self) -> str:
-        """One line: ``accuracy 0.900 | F1 0.923 | Cohen's kappa 0.78 | n 10, 0 failed``."""
+        """One line: ``accuracy 0.900 | F1 0.923 | Cohen's kappa 0.78 | n 10, 0 failed``; a figure
+        that was not measured reads ``n/a``, and failures are followed by their causes."""
         if self.binary:
-            kappa = "n/a" if self.cohen_kappa is None else f"{self.cohen_kappa:.2f}"
-            figures = f"accuracy {self.accuracy:.3f} | F1 {self.f1:.3f} | Cohen's kappa {kappa}"
+            kappa = _f(self.cohen_kappa, 2)
+            figures = f"accuracy {_f(self.accuracy, 3)} | F1 {_f(self.f1, 3)} | Cohen's kappa {kappa}"
         else:
-            figures = f"MSE {self.mse:.4f} | MAE {self.mae:.4f}"
-        return f"{figures} | n {self.n}, {self.failures} failed"
+            figures = f"MSE {_f(self.mse, 4)} | MAE {_f(self.mae, 4)}"
+        return f"{figures} | n {self.n}, {self.failures} failed{self.causes_text()}"
+
+    def causes_text(self) -> str:
+        """`` (parse 2, timeout 1)`` — the failures by cause, most frequent first; empty without any."""
+        if not self.failure_causes:
+            return ""
+        ranked = sorted(self.failure_causes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return " (" + ", ".join(f"{cause} {count}" for cause, count in ranked) + ")"
+
+
+def _f(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def agreement(
@@ -108,21 +127,28 @@ def agreement_of(
     binary: bool,
 ) -> Agreement:
     """:func:`agreement` of ``judgements`` (position → judgement) at ``positions`` against the
-    human ``labels`` (indexed by position; every one at ``positions`` must be set).
+    human ``labels`` (indexed by position; every one at ``positions`` must be set). Failed
+    evaluations are left out and counted by cause (see the module docstring).
 
     Raises:
         KeyError: a position without a judgement.
         ValueError: no positions, or a position without a human label.
     """
-    y_true, y_pred, failures = [], [], 0
+    if not positions:
+        raise ValueError("no positions to score")
+    y_true, y_pred, causes = [], [], Counter[str]()
     for p in positions:
         label = labels[p]
         if label is None:
             raise ValueError(f"sample {p} has no human label")
-        score = judgements[p].score
-        if score is None:
-            failures += 1
-            score = 0.0 if label >= 0.5 else 1.0
+        judged = judgements[p]
+        if judged.score is None:
+            causes[judged.cause or "error"] += 1
+            continue
         y_true.append(float(label))
-        y_pred.append(score)
-    return agreement(y_true, y_pred, binary=binary, failures=failures)
+        y_pred.append(judged.score)
+    failures = sum(causes.values())
+    if not y_true:
+        return Agreement(binary=binary, n=0, failures=failures, failure_causes=dict(causes))
+    figures = agreement(y_true, y_pred, binary=binary, failures=failures)
+    return Agreement(**{**asdict(figures), "failure_causes": dict(causes)})

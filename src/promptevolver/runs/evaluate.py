@@ -4,6 +4,10 @@
 example a previous run's best) and returns the agreement figures a report shows. Samples: all
 usable ones, or the validation samples of a run (``result.json``'s ``split.validation_positions``),
 so that a run's held-out score can be checked again, on another LLM for instance.
+
+:func:`run_of` finds the run the instructions come from (``evaluate`` then defaults to its
+validation samples: its train samples were learned from), and :func:`other_metric` says when
+that run optimized another metric than the config's (``evaluate`` warns).
 """
 
 from __future__ import annotations
@@ -16,12 +20,12 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.build import build_llm, build_metric, load_dataset
 from promptevolver.config.models import RunConfig
-from promptevolver.errors import ConfigError
+from promptevolver.errors import ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
-from promptevolver.rundir import read_result, result_path
+from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, metric_config_near, read_result, result_path
 
-__all__ = ["Scorecard", "score_instructions", "validation_positions"]
+__all__ = ["Scorecard", "other_metric", "run_of", "score_instructions", "validation_positions"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,46 @@ def validation_positions(run_dir: str | Path, dataset: SingleMetricAnnotation) -
     if any(not 0 <= p < len(labels) or labels[p] is None for p in positions):
         raise ConfigError(f"{path}: its validation samples are not usable samples of {dataset.source}")
     return list(positions)
+
+
+def run_of(instructions: str | Path, run: str | Path | None = None) -> Path | None:
+    """The run directory behind an ``evaluate``: ``run`` if given, else ``instructions`` when it
+    is a run directory or a file inside one (next to a result.json); None for a plain file."""
+    if run is not None:
+        return Path(run)
+    path = Path(instructions)
+    folder = path if path.is_dir() else path.parent
+    return folder if (folder / RESULT_FILE).is_file() else None
+
+
+def other_metric(run_dir: str | Path, config: RunConfig) -> str | None:
+    """A warning when the run in ``run_dir`` optimized another metric (name or definition) than
+    ``config.metric``; None when they match or the run does not say.
+
+    Raises:
+        ConfigError: the run's config.yaml exists but its metric block is invalid.
+    """
+    theirs = metric_config_near(run_dir)
+    name = theirs.name if theirs is not None else _result_metric(run_dir)
+    ours = config.metric
+    if name is not None and name != ours.name:
+        return (
+            f"the instructions were optimized for metric {name!r} ({run_dir}), but are scored against "
+            f"the config's metric {ours.name!r}"
+        )
+    if theirs is not None and theirs.definition != ours.definition:
+        return (
+            f"the instructions were optimized for another definition of {ours.name!r} "
+            f"({Path(run_dir) / CONFIG_FILE}) than the config's"
+        )
+    return None
+
+
+def _result_metric(run_dir: str | Path) -> str | None:
+    try:
+        return read_result(run_dir).get("metric")
+    except RunDirError:
+        return None
 
 
 def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> None:
