@@ -412,9 +412,29 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _cost_text(cost: float | None, config: RunConfig) -> str:
+    llms = [config.llm] + ([config.reflection_llm] if config.reflection_llm is not None else [])
     if cost is None:
-        return f"unknown (no price for {config.llm.priced_model!r} in llm.prices)"
-    return f"${cost:,.4f}" + (" (simulated LLM)" if config.llm.provider == "fake" and cost == 0 else "")
+        unpriced = [llm.priced_model for llm in llms if llm.provider != "fake" and llm.price() is None]
+        return (
+            f"unknown (no price for {', '.join(map(repr, unpriced))} in llm.prices or the price table: set "
+            "llm.prices, USD per 1M tokens, e.g. llm.prices: {MODEL: {prompt: 0.15, completion: 0.6}})"
+        )
+    if all(llm.provider == "fake" for llm in llms) and cost == 0:
+        return f"${cost:,.4f} (simulated LLM)"
+    sources = []
+    for llm in llms:
+        found = llm.price()
+        if found is not None:
+            price, source = found
+            sources.append(
+                f"{llm.priced_model}: {_usd(price.prompt)} prompt, {_usd(price.completion)} completion "
+                f"per 1M tokens, from the {source}"
+            )
+    return f"${cost:,.4f}" + (f" ({'; '.join(sources)})" if sources else "")
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:.2f}" if round(amount, 2) == amount else f"${amount:g}"
 
 
 # --- report and bench ------------------------------------------------------------------------------

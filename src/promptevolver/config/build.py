@@ -103,5 +103,6 @@ def _build_client(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_
 
 
 def _price(config: LLMConfig) -> Price | None:
-    entry = config.prices.get(config.priced_model)
-    return None if entry is None else Price(prompt=entry.prompt, completion=entry.completion)
+    """``llm.prices``, else the price table's entry for the model (:meth:`LLMConfig.price`)."""
+    found = config.price()
+    return None if found is None else found[0]

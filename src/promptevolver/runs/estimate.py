@@ -36,8 +36,9 @@ are rendered by the real operators against a recorder that answers locally.
   the annotated judge outputs; meta-prompts are rendered by the operators with annotated
   examples. Counted as the client counts them: whitespace words for the simulated LLM,
   characters / 4 for real providers.
-* *Cost*: tokens × ``llm.prices`` (meta calls at ``reflection_llm.prices`` when set); 0 for the
-  simulated LLM; None (unknown) for a real model without a price.
+* *Cost*: tokens × the LLM's price, from ``llm.prices`` or else the dated price table of common
+  models (:mod:`promptevolver.llm.pricing`; meta calls at the reflection LLM's when set); 0 for
+  the simulated LLM; None (unknown) for a real model priced by neither.
 
 Limits: the model knows how much there is to learn, not how hard it is, so a run can stop
 earlier or later than expected; :attr:`Estimate.max_calls` bounds a run that never stops early.
@@ -418,10 +419,11 @@ def _counter(llm: LLMConfig) -> Callable[[str], int]:
 
 
 def _price(llm: LLMConfig) -> tuple[float, float] | None:
-    """USD per 1M (prompt, completion) tokens: the config's price, 0 for the simulated LLM, else None."""
-    entry = llm.prices.get(llm.priced_model)
-    if entry is not None:
-        return entry.prompt, entry.completion
+    """USD per 1M (prompt, completion) tokens: ``llm.prices`` or the price table
+    (:meth:`LLMConfig.price`), 0 for the simulated LLM, else None."""
+    found = llm.price()
+    if found is not None:
+        return found[0].prompt, found[0].completion
     return (0.0, 0.0) if llm.provider == "fake" else None
 
 
