@@ -60,6 +60,7 @@ __all__ = [
     "clear_run",
     "load_instructions",
     "metric_config_near",
+    "prompt_name_near",
     "read_config",
     "read_json",
     "read_result",
@@ -310,6 +311,27 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
         raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
+
+
+def prompt_name_near(path: str | Path) -> str | None:
+    """The judge's ``prompt_name`` recorded in the run's config.yaml next to ``path`` (a run
+    directory or a file in one); None without a config.yaml or a recorded name.
+
+    Raises:
+        ConfigError: the config.yaml is not valid YAML.
+    """
+    import yaml
+
+    p = Path(path)
+    config = (p if p.is_dir() else p.parent) / CONFIG_FILE
+    if not config.is_file():
+        return None
+    try:
+        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
+    name = raw.get("prompt_name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def load_instructions(path: str | Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ import os
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
+from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.aspect_critic import AspectCritic
@@ -21,7 +22,7 @@ from promptevolver.llm.pricing import Price
 from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
-__all__ = ["build_llm", "build_loss", "build_metric", "load_dataset"]
+__all__ = ["build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -38,12 +39,31 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     return SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
 
 
-def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> AspectCritic | JudgeEnsemble:
+def resolve_prompt(config: RunConfig, dataset: SingleMetricAnnotation) -> PromptMatch:
+    """The judge's prompt name for ``dataset``: ``config.prompt_name`` checked against the file's
+    prompt keys, or chosen from them (:func:`~promptevolver.config.prompt_match.match_prompt`).
+
+    Raises:
+        ConfigError: ``prompt_name`` is not in the file, or the file has several prompts and none
+            is the judge's own name (the message lists them).
+    """
+    return match_prompt(dataset, config.prompt_name, default=AspectCritic.PROMPT_NAME)
+
+
+def build_metric(
+    config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None
+) -> AspectCritic | JudgeEnsemble:
     """The judge ``config`` describes: an AspectCritic, wrapped in a :class:`JudgeEnsemble` when
-    ``config.is_ensemble``. ``temperature`` (the LLM's) applies unless ``config.temperature`` is set."""
+    ``config.is_ensemble``. ``temperature`` (the LLM's) applies unless ``config.temperature`` is set;
+    ``prompt_name`` names its prompt (:func:`resolve_prompt`; None: ``AspectCritic.PROMPT_NAME``)."""
     if config.temperature is not None:
         temperature = config.temperature
-    critic = AspectCritic(name=config.name, definition=config.definition, temperature=temperature)
+    critic = AspectCritic(
+        name=config.name,
+        definition=config.definition,
+        temperature=temperature,
+        prompt_name=prompt_name or AspectCritic.PROMPT_NAME,
+    )
     if not config.is_ensemble:
         return critic
     return JudgeEnsemble(
@@ -61,24 +81,30 @@ def build_loss(config: LossConfig) -> Loss:
     return BinaryMetricLoss(metric=config.metric)
 
 
-def build_llm(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> LLMClient:
-    """The client for ``config``: the simulated judge over ``dataset``, or an OpenAI client;
+def build_llm(
+    config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None = None
+) -> LLMClient:
+    """The client for ``config``: the simulated judge over ``dataset`` (reading the original
+    verdicts under ``prompt_name``, default ``AspectCritic.PROMPT_NAME``), or an OpenAI client;
     wrapped in a :class:`CachedLLM` when ``config.cache`` names a file.
 
     Raises:
         ConfigError: ``provider: openai`` and the key's environment variable is unset.
         CacheError: the cache file cannot be opened (before any call is made).
     """
-    client = _build_client(config, dataset=dataset, random_seed=random_seed)
+    client = _build_client(config, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
     return client if config.cache is None else CachedLLM(inner=client, path=config.cache)
 
 
-def _build_client(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> BaseLLMClient:
+def _build_client(
+    config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None
+) -> BaseLLMClient:
     price = _price(config)
     if config.provider == "fake":
         return SimulatedJudgeLLM(
             dataset=dataset,
             random_seed=random_seed,
+            prompt_name=prompt_name or AspectCritic.PROMPT_NAME,
             noise=config.noise,
             max_concurrency=config.max_concurrency,
             price=price,

@@ -274,7 +274,9 @@ class RunConfig(_Strict):
 
     ``dataset`` is a Ragas annotation file (relative paths are relative to the config file) or
     ``{synthetic: {n_samples: ..., ...}}``; ``metric_name`` picks one metric of a multi-metric
-    file (default: the metric's ``name``); ``seeds`` are the random seeds a benchmark runs
+    file (default: the metric's ``name``); ``prompt_name`` picks the prompt of the file whose
+    instruction the judge is (default: the file's only prompt, see
+    :mod:`promptevolver.config.prompt_match`); ``seeds`` are the random seeds a benchmark runs
     (default: ``[random_seed]``).
 
     Every setting has one place: the run's ``random_seed`` and ``budget`` at the top level, the
@@ -285,6 +287,7 @@ class RunConfig(_Strict):
 
     dataset: Path | SyntheticSource
     metric_name: str | None = None
+    prompt_name: str | None = Field(None, min_length=1)
     seeds: list[int] | None = Field(None, min_length=1)
     metric: MetricConfig
     llm: LLMConfig = LLMConfig()

@@ -17,7 +17,7 @@ from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputP
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
-from promptevolver.rundir import load_instructions, metric_config_near
+from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
 
 __all__ = ["AspectCritic", "AspectCriticOutput"]
 
@@ -45,9 +45,12 @@ class AspectCritic:
         max_reasks: how many times a malformed answer is re-asked (with the parse error shown)
             before the evaluation is recorded as failed.
         temperature: sampling temperature of judge calls.
+        prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas' name): the
+            key under which the annotation file keeps its traces and the humans' corrected reasons,
+            so it must match the file's (see :mod:`promptevolver.config.prompt_match`).
 
     Raises:
-        ValueError: empty ``name`` or ``definition``, or ``max_reasks`` < 0.
+        ValueError: empty ``name``, ``definition`` or ``prompt_name``, or ``max_reasks`` < 0.
     """
 
     PROMPT_NAME = "single_turn_aspect_critic_prompt"
@@ -62,6 +65,7 @@ class AspectCritic:
         llm: LLMClient | None = None,
         max_reasks: int = 1,
         temperature: float = 0.0,
+        prompt_name: str = PROMPT_NAME,
     ) -> None:
         if not name.strip():
             raise ValueError("name must not be empty")
@@ -69,15 +73,16 @@ class AspectCritic:
             raise ValueError("definition must not be empty")
         if max_reasks < 0:
             raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        if not prompt_name.strip():
+            raise ValueError("prompt_name must not be empty")
+        self.prompt_name = prompt_name
         self.name = name
         self.definition = definition
         self.llm = llm
         self.max_reasks = max_reasks
         self.temperature = temperature
         seed = SEED_TEMPLATE.format(definition=definition)
-        self._prompts: dict[str, Prompt[Any]] = {
-            self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, AspectCriticOutput)
-        }
+        self._prompts: dict[str, Prompt[Any]] = {prompt_name: Prompt(prompt_name, seed, AspectCriticOutput)}
 
     @property
     def calls_per_evaluation(self) -> int:
@@ -103,7 +108,8 @@ class AspectCritic:
                 (e.g. ``best_instructions.json``); see :func:`promptevolver.runs.export.load_instructions`.
             name, definition: the judge's; default: those of the run's ``config.yaml`` next to
                 ``path``.
-            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``).
+            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``,
+                ``prompt_name``; default: the run's, from its config.yaml next to ``path``).
 
         Raises:
             ConfigError: unreadable instructions, or no name/definition given and no config.yaml
@@ -116,6 +122,8 @@ class AspectCritic:
             if config is None:
                 raise ConfigError(f"{path}: pass name= and definition= (no config.yaml next to it)")
             name, definition = name or config.name, definition or config.definition
+        if "prompt_name" not in kwargs and (recorded := prompt_name_near(path)) is not None:
+            kwargs["prompt_name"] = recorded
         metric = cls(name=name, definition=definition, **kwargs)
         metric.set_instructions(instructions)
         return metric
@@ -178,9 +186,9 @@ class AspectCritic:
         client = llm or self.llm
         if client is None:
             raise ValueError(f"{self.name}: no llm given to the metric or the call")
-        prompt = self._prompts[self.PROMPT_NAME]
-        if instructions and self.PROMPT_NAME in instructions:
-            prompt = prompt.with_instruction(instructions[self.PROMPT_NAME])
+        prompt = self._prompts[self.prompt_name]
+        if instructions and self.prompt_name in instructions:
+            prompt = prompt.with_instruction(instructions[self.prompt_name])
         messages = prompt.render(self.prompt_inputs(inputs))
         temperature = self.temperature if temperature is None else temperature
         return await self._ask(client, prompt, messages, sample_index, temperature)

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import load_dataset
+from promptevolver.config.build import load_dataset, resolve_prompt
 from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge.aspect_critic import AspectCritic
@@ -140,9 +140,10 @@ def estimate_dataset(
     config: RunConfig, dataset: SingleMetricAnnotation, *, model: CostModel | None = None
 ) -> Estimate:
     """:func:`estimate` for the config's ``dataset``, already loaded. Raises as :func:`estimate`."""
-    plan = _Plan.of(config, dataset, model or CostModel())
+    prompt_name = resolve_prompt(config, dataset).name
+    plan = _Plan.of(config, dataset, model or CostModel(), prompt_name)
     phases = plan.phases()
-    tokens = _Tokens.of(config, dataset, plan)
+    tokens = _Tokens.of(config, dataset, plan, prompt_name)
     judge = sum(p["judge_calls"] for p in phases)
     meta = sum(p["meta_calls"] for p in phases)
     prompt, completion, cost = tokens.totals(phases)
@@ -179,7 +180,7 @@ class _Plan:
     noise: float
 
     @classmethod
-    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel) -> _Plan:
+    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel, prompt: str) -> _Plan:
         cfg = config.effective_optimizer()
         labels = dataset.labels()
         usable = [i for i, y in enumerate(labels) if y is not None]
@@ -190,7 +191,7 @@ class _Plan:
                 metric=dataset.name,
             )
         n_train, n_val = split_sizes(len(usable), cfg)
-        wrong = sum(_disagrees(dataset, i, labels[i]) for i in usable)
+        wrong = sum(_disagrees(dataset, i, labels[i], prompt) for i in usable)
         return cls(
             cfg=cfg,
             model=model,
@@ -312,9 +313,9 @@ def _ensemble_noise(noise: float, judges: int) -> float:
     return sum(math.comb(judges, k) * noise**k * (1 - noise) ** (judges - k) for k in wrong)
 
 
-def _recorded_verdict(dataset: SingleMetricAnnotation, position: int) -> float:
+def _recorded_verdict(dataset: SingleMetricAnnotation, position: int, prompt_name: str) -> float:
     sample = dataset.samples[position]
-    prompt = sample.prompts.get(_PROMPT)
+    prompt = sample.prompts.get(prompt_name)
     output = (prompt.prompt_output if prompt else None) or {}
     try:
         return float(output.get("verdict", sample.metric_output))
@@ -322,9 +323,9 @@ def _recorded_verdict(dataset: SingleMetricAnnotation, position: int) -> float:
         return sample.metric_output
 
 
-def _disagrees(dataset: SingleMetricAnnotation, position: int, label: float | None) -> bool:
+def _disagrees(dataset: SingleMetricAnnotation, position: int, label: float | None, prompt_name: str) -> bool:
     """Whether the recorded judge verdict of a sample differs from its human ``label``."""
-    return label is not None and abs(_recorded_verdict(dataset, position) - label) >= 0.5
+    return label is not None and abs(_recorded_verdict(dataset, position, prompt_name) - label) >= 0.5
 
 
 # --- tokens ----------------------------------------------------------------------------------
@@ -369,8 +370,8 @@ class _Tokens:
     meta_price: tuple[float, float] | None
 
     @classmethod
-    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan) -> _Tokens:
-        examples = _examples(dataset)
+    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan, prompt_name: str) -> _Tokens:
+        examples = _examples(dataset, prompt_name)
         seed = AspectCritic(name=config.metric.name, definition=config.metric.definition)
         prompt = seed.get_prompts()[_PROMPT]
         judge_count = _counter(config.llm)
@@ -432,8 +433,9 @@ def _mean(values: Iterable[float]) -> float:
     return sum(items) / len(items) if items else 0.0
 
 
-def _examples(dataset: SingleMetricAnnotation, limit: int = 200) -> list[ops.Example]:
-    """Up to ``limit`` usable samples (evenly spread) as meta calls show them."""
+def _examples(dataset: SingleMetricAnnotation, prompt_name: str, limit: int = 200) -> list[ops.Example]:
+    """Up to ``limit`` usable samples (evenly spread) as meta calls show them (the human's reason
+    read under the judge's ``prompt_name``)."""
     labels = dataset.labels()
     usable = [i for i, y in enumerate(labels) if y is not None]
     reader = AspectCritic(name=dataset.name, definition="-")
@@ -444,7 +446,7 @@ def _examples(dataset: SingleMetricAnnotation, limit: int = 200) -> list[ops.Exa
             inputs = reader.prompt_inputs(sample.metric_input)
         except AnnotationError:
             inputs = dict(sample.metric_input)
-        approved = sample.expected_output(_PROMPT) or {}
+        approved = sample.expected_output(prompt_name) or {}
         expected = {"reason": approved.get("reason", ""), "verdict": labels[i]}
         out.append(ops.Example(inputs=inputs, expected=expected, judged=dict(expected)))
     return out

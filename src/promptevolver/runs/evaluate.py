@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import build_llm, build_metric, load_dataset
+from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
@@ -138,14 +138,17 @@ async def score_instructions(
     Uses the config's metric, LLM (with its cache) and loss type (binary or numeric).
 
     Raises:
-        ConfigError: instructions for a prompt the judge does not have; an OpenAI config whose
-            key is not set.
+        ConfigError: instructions for a prompt the judge does not have (its prompt is named after
+            the annotation file's, :func:`~promptevolver.config.build.resolve_prompt`); an unknown
+            ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """
     data = dataset if dataset is not None else load_dataset(config)
-    metric = build_metric(config.metric, temperature=config.llm.temperature)
+    prompt = resolve_prompt(config, data).name
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
-    llm = build_llm(config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed)
+    seed = config.effective_optimizer().random_seed
+    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
     evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from promptevolver.config.models import MetricConfig
+from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,
     BEST_INSTRUCTIONS_FILE,
@@ -40,6 +41,8 @@ def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
     applies ``instructions``; running it prints the applied instructions."""
     items = "".join(f"    {name!r}: {text!r},\n" for name, text in instructions.items())
     ensemble = metric.is_ensemble
+    named = [n for n in instructions if n != AspectCritic.PROMPT_NAME]  # a file's own prompt name
+    prompt_arg = f", prompt_name={named[0]!r}" if len(instructions) == 1 and named else ""
     lines = [
         f'"""Apply the optimized instructions to the {metric.name} judge (written by promptevolver).',
         "",
@@ -50,7 +53,7 @@ def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
         "",
         f"BEST_INSTRUCTIONS = {{\n{items}}}",
         "",
-        f"critic = AspectCritic(name={metric.name!r}, definition={metric.definition!r})",
+        f"critic = AspectCritic(name={metric.name!r}, definition={metric.definition!r}{prompt_arg})",
         "critic.set_instructions(BEST_INSTRUCTIONS)",
     ]
     lines.append(f"metric = JudgeEnsemble({_ensemble_args(metric)})" if ensemble else "metric = critic")

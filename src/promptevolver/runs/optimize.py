@@ -12,9 +12,10 @@ from pathlib import Path
 
 import yaml
 
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError
+from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
@@ -60,8 +61,10 @@ def execute(
 ) -> OptimizationResult:
     """Build everything ``config`` names, optimize, and write the run directory.
 
-    Writes config.yaml first, a checkpoint after every generation, and at the end result.json,
-    the exports and the report. ``callbacks`` receive the optimizer's events.
+    Writes config.yaml first (with the judge's ``prompt_name`` matched to the annotation file's
+    prompt keys, :func:`~promptevolver.config.build.resolve_prompt`; ``log`` gets a line naming
+    it unless it is the judge's usual name), a checkpoint after every generation, and at the end
+    result.json, the exports and the report. ``callbacks`` receive the optimizer's events.
 
     A run directory is never clobbered (:mod:`promptevolver.runs.resume`): a new run refuses one
     holding an interrupted or finished run unless ``force`` (then its run files are removed
@@ -85,11 +88,16 @@ def execute(
         clear_run(directory)
     opt_config = config.effective_optimizer()
     dataset = load_dataset(config)
-    llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
+    match = resolve_prompt(config, dataset)
+    if match.name != AspectCritic.PROMPT_NAME or match.how == "absent":
+        log(match.describe())  # the usual case is named in the outcome ("best instruction for ...")
+    config = config.model_copy(update={"prompt_name": match.name})  # config.yaml records it
+    seed, prompt = opt_config.random_seed, match.name
+    llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
     reflection = None
     if config.reflection_llm is not None:
-        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed)
-    metric = build_metric(config.metric, temperature=config.llm.temperature)
+        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     optimizer = GeneticOptimizer(
         metric=metric, llm=llm, reflection_llm=reflection, progress=progress, callbacks=callbacks
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from promptevolver.config.build import build_metric, load_dataset
+from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.config.overrides import apply_overrides
 from promptevolver.rundir import load_instructions
@@ -63,7 +63,7 @@ def assert_agreement(
     """
     cfg = _config(config, overrides)
     dataset = load_dataset(cfg)
-    chosen = _instructions(cfg, instructions)
+    chosen = _instructions(cfg, instructions, resolve_prompt(cfg, dataset).name)
     positions = validation_positions(run, dataset) if run is not None else None
     card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
     rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
@@ -84,9 +84,11 @@ def _config(config: str | Path | RunConfig, overrides: Sequence[str]) -> RunConf
     return load_run_config(config, edit=edit)
 
 
-def _instructions(config: RunConfig, given: str | Path | Mapping[str, str] | None) -> dict[str, str]:
+def _instructions(
+    config: RunConfig, given: str | Path | Mapping[str, str] | None, prompt: str
+) -> dict[str, str]:
     if given is None:
-        return build_metric(config.metric).get_instructions()
+        return build_metric(config.metric, prompt_name=prompt).get_instructions()
     if isinstance(given, Mapping):
         return dict(given)
     return load_instructions(given)
