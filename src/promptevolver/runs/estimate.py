@@ -220,14 +220,16 @@ class _Plan:
         return 0.0 if wm + wc == 0 else (2 * wm + wc) / (wm + wc)
 
     def reverse_engineering(self) -> int:
+        """Offspring of the initial population (learned from the corrections, or reverse-engineered)."""
         if not self.cfg.reverse_engineer:
             return 0
-        return min(self.cfg.population_size - 1, math.ceil(self.n_train / self.cfg.num_demonstrations))
+        return self.cfg.population_size - 1
 
     def initial(self) -> dict[str, Any]:
         r = self.reverse_engineering()
         judge = self.judges * self.n_train + r * self.model.keep_rate * self.offspring_judge_calls()
-        return {"phase": "initial", "judge_calls": judge, "meta_calls": float(r)}
+        meta = r * (2.0 if self.error_rate > 0 else 1.0)  # feedback + rewrite, else reverse engineering
+        return {"phase": "initial", "judge_calls": judge, "meta_calls": meta}
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
         plans = (
@@ -297,7 +299,7 @@ class _Plan:
     def max_calls(self) -> int:
         """Calls of a run with every generation and every offspring judged on all of train."""
         r = self.reverse_engineering()
-        initial = self.judges * self.n_train * (1 + r) + r
+        initial = self.judges * self.n_train * (1 + r) + 2 * r
         generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self.bounds.generation
         return initial + generations + self.final_judge_calls()
 
