@@ -20,6 +20,7 @@ from promptevolver.build import build_llm, build_metric, load_dataset
 from promptevolver.config import RunConfig
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation import Evaluator
+from promptevolver.llm.preflight import preflight
 
 __all__ = ["Scorecard", "score_instructions", "validation_positions"]
 
@@ -95,6 +96,7 @@ async def score_instructions(
     metric = build_metric(config.metric, temperature=config.llm.temperature)
     _check_prompts(instructions, list(metric.get_prompts()))
     llm = build_llm(config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed)
+    await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
     evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)

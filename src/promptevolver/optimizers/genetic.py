@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config import GeneticConfig
 from promptevolver.llm.base import LLMClient
+from promptevolver.llm.preflight import preflight
 from promptevolver.losses import Loss
 from promptevolver.metrics import Metric
 from promptevolver.optimizers import checkpoint
@@ -107,7 +108,9 @@ class GeneticOptimizer(Optimizer):
             BudgetExceededError: the budget cannot pay for the initial population and one generation.
             CheckpointError: ``resume`` with a missing checkpoint or one of another run.
             pydantic.ValidationError: invalid config values or unknown config keys.
+            PermanentLLMError: an LLM's preflight check failed (server, key or model; one line).
         """
+        await preflight(self.llm, self.reflection_llm)
         search = self._search(dataset, loss, config)
         if resume:
             if run_dir is None:
