@@ -189,6 +189,7 @@ class LocalOpenAIServer:
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
+        self._port: int | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -199,6 +200,7 @@ class LocalOpenAIServer:
             raise RuntimeError("LocalOpenAIServer is already started")
         self._stopping.clear()
         self._httpd = _Server(("127.0.0.1", 0), _make_request_handler(self))
+        self._port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -232,9 +234,10 @@ class LocalOpenAIServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        """The port bound at start; still readable after :meth:`stop` (for assertions)."""
+        if self._port is None:
             raise RuntimeError("LocalOpenAIServer is not started")
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def base_url(self) -> str:
@@ -274,7 +277,7 @@ class LocalOpenAIServer:
 
     @property
     def get_requests(self) -> list[str]:
-        """Paths of the GET requests received (``/v1/models``), oldest first."""
+        """Paths (with query string) of the GET requests received, e.g. ``/v1/models``, oldest first."""
         with self._lock:
             return list(self._gets)
 
@@ -333,7 +336,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        self.owner._record_get(path)
+        self.owner._record_get(self.path)
         refusal = self._auth_refusal()
         if refusal is None and path == MODELS_PATH and self.owner.models_endpoint:
             dialect = self.owner.dialect or Dialect()
