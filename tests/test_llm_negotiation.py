@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from promptevolver.errors import OutputParseError
 from promptevolver.llm import CachedLLM, ScriptedLLM
 from promptevolver.llm.negotiation import (
     Negotiation,
@@ -15,6 +16,8 @@ from promptevolver.llm.negotiation import (
     structured_output_mode,
 )
 from promptevolver.llm.openai import OpenAIClient
+from promptevolver.metrics import AspectCriticOutput
+from promptevolver.prompts import Prompt
 
 SCHEMA = {"type": "object"}
 OPENAI_MAX_TOKENS = (
@@ -128,3 +131,32 @@ def test_token_caps_are_validated_and_part_of_the_cache_identity() -> None:
     a = OpenAIClient(model="m", api_key="k").cache_identity()
     b = OpenAIClient(model="m", api_key="k", judge_max_tokens=64).cache_identity()
     assert a != b and a["judge_max_tokens"] == 256 and a["meta_max_tokens"] == 1024
+
+
+# --- recovering the verdict from small models' answers ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        # the schema echoed first, then the answer (small models do this in prompt-only mode)
+        ('Schema: {"type": "object", "properties": {}}\nAnswer: {"reason": "same fact", "verdict": 1}', 1),
+        ('{"verdict": "yes"} sorry, I mean {"reason": "differs", "verdict": 0}', 0),
+        ("{'reason': 'ok', 'verdict': 1} and {'reason': 'other', 'verdict': 0}", 1),  # the first valid wins
+    ],
+)
+def test_a_verdict_is_recovered_from_a_later_object(text: str, verdict: int) -> None:
+    assert Prompt("p", "x", AspectCriticOutput).parse(text).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type": "object"} {"answer": "yes"}',  # objects, none a verdict
+        "The response is correct, verdict 1.",  # prose is never a verdict
+        '{"reason": "cut off", "verdict": 1',
+    ],
+)
+def test_anything_else_is_a_failed_evaluation(text: str) -> None:
+    with pytest.raises(OutputParseError):
+        Prompt("p", "x", AspectCriticOutput).parse(text)
