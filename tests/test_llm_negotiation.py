@@ -8,6 +8,7 @@ import pytest
 
 from promptevolver.errors import OutputParseError
 from promptevolver.llm import CachedLLM, ScriptedLLM
+from promptevolver.llm.error_bodies import server_message
 from promptevolver.llm.negotiation import (
     Negotiation,
     rejects_response_format,
@@ -160,3 +161,20 @@ def test_a_verdict_is_recovered_from_a_later_object(text: str, verdict: int) -> 
 def test_anything_else_is_a_failed_evaluation(text: str) -> None:
     with pytest.raises(OutputParseError):
         Prompt("p", "x", AspectCriticOutput).parse(text)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('{"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}', "Incorrect API key"),
+        (
+            "{\"error\": \"'response_format.type' must be 'json_schema'\"}",
+            "'response_format.type' must be 'json_schema'",
+        ),
+        ('{"detail": "Invalid API key"}', "Invalid API key"),
+        ("<html>\n  Bad   Gateway</html>", "<html> Bad Gateway</html>"),
+        ("x" * 400, "x" * 297 + "..."),
+    ],
+)
+def test_server_message_reads_every_error_shape(body: str, message: str) -> None:
+    assert server_message(body) == message

@@ -46,6 +46,7 @@ from openai import AsyncOpenAI
 from promptevolver.errors import ConfigError, LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm import preflight as checks
 from promptevolver.llm.base import JUDGE_OPERATION, BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm.error_bodies import names_missing_model, server_message
 from promptevolver.llm.negotiation import (
     Mode,
     Negotiation,
@@ -70,11 +71,6 @@ MODELS_PATH = "/models"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
 PREFLIGHT_TIMEOUT_S = 15.0
-#: Words of "unknown model" errors: OpenAI "does not exist", vLLM "does not exist", Ollama "not found",
-#: LM Studio "not found" (404) or "Invalid model identifier" (400).
-#: Longest server message quoted in an error, in characters.
-MESSAGE_CHARS = 300
-_MODEL_MISSING_WORDS = ("not found", "does not exist", "invalid model", "unknown model")
 
 
 class OpenAIClient(BaseLLMClient):
@@ -265,12 +261,12 @@ class OpenAIClient(BaseLLMClient):
             return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
         if not isinstance(exc, openai.APIStatusError):
             return PermanentLLMError(f"{self._where()}: {self._redact(str(exc))}")
-        status, text = exc.status_code, self._redact(_server_message(exc))
+        status, text = exc.status_code, self._redact(server_message(_body_text(exc)))
         if status in (401, 403):
             return PermanentLLMError(
                 checks.auth_message(url, self.api_key_source, status, text), status=status
             )
-        if status in (400, 404) and _names_model(text, self.model):
+        if status in (400, 404) and names_missing_model(text, self.model):
             return PermanentLLMError(checks.model_not_found_message(self.model, url, offered), status=status)
         if status == 404:
             return PermanentLLMError(
@@ -402,7 +398,7 @@ class OpenAIClient(BaseLLMClient):
     # -- error translation -----------------------------------------------------------------------
 
     def _translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
-        detail = _server_message(exc) if isinstance(exc, openai.APIStatusError) else str(exc)
+        detail = server_message(_body_text(exc)) if isinstance(exc, openai.APIStatusError) else str(exc)
         text = f"{self._where()}: " + self._redact(
             f"HTTP {exc.status_code}: {detail}" if isinstance(exc, openai.APIStatusError) else detail
         )
@@ -456,37 +452,11 @@ def _error_text(exc: openai.APIStatusError) -> str:
     return f"{exc} {_body_text(exc)}"
 
 
-def _server_message(exc: openai.APIStatusError) -> str:
-    """The server's own error message, for people: ``error.message``, a string ``error`` (LM
-    Studio), ``detail`` (FastAPI servers such as llama-cpp-python) or ``message``; else the body
-    itself, at most :data:`MESSAGE_CHARS` characters. Not redacted."""
-    raw = _body_text(exc)
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = None
-    message: Any = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        message = message or data.get("detail") or data.get("message")
-    text = " ".join(str(message if message else raw).split())
-    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
-
-
 def _body_text(exc: openai.APIStatusError) -> str:
     try:
         return exc.response.text
     except Exception:  # a streamed or closed response: nothing more to read
         return ""
-
-
-def _names_model(text: str, model: str) -> bool:
-    """Whether an error text says the model is unknown (OpenAI, vLLM, Ollama, LM Studio wordings)."""
-    lower = text.lower()
-    if "model_not_found" in lower:
-        return True
-    return model.lower() in lower and any(word in lower for word in _MODEL_MISSING_WORDS)
 
 
 def retry_after_s(headers: Any) -> float | None:
