@@ -11,6 +11,7 @@ from promptevolver.llm import CachedLLM, ScriptedLLM
 from promptevolver.llm.error_bodies import server_message
 from promptevolver.llm.negotiation import (
     Negotiation,
+    negotiation_of,
     rejects_response_format,
     rejects_token_param,
     response_format,
@@ -122,8 +123,10 @@ def test_the_former_boolean_switch_maps_to_auto_and_prompt() -> None:
 
 def test_structured_output_mode_unwraps_a_cache(tmp_path: Path) -> None:
     client = OpenAIClient(model="m", api_key="k", structured_output="json_object")
-    assert structured_output_mode(CachedLLM(inner=client, path=tmp_path / "c.sqlite")) == "json_object"
-    assert structured_output_mode(ScriptedLLM(["x"])) is None
+    cached = CachedLLM(inner=client, path=tmp_path / "c.sqlite")
+    assert structured_output_mode(cached) == "json_object"
+    assert negotiation_of(cached) is client.negotiation
+    assert structured_output_mode(ScriptedLLM(["x"])) is None and negotiation_of(ScriptedLLM(["x"])) is None
 
 
 def test_token_caps_are_validated_and_part_of_the_cache_identity() -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "Negotiation",
     "StructuredOutput",
     "TokenParam",
+    "negotiation_of",
     "rejects_response_format",
     "rejects_token_param",
     "response_format",
@@ -171,12 +172,19 @@ class Negotiation:
         }
 
 
-def structured_output_mode(client: Any) -> str | None:
-    """The structured-output mode ``client`` ended in (unwrapping a ``CachedLLM``'s ``inner``),
-    or None for a client that does not negotiate (simulated, scripted)."""
+def negotiation_of(client: Any) -> Negotiation | None:
+    """The :class:`Negotiation` of ``client`` (unwrapping a ``CachedLLM``'s ``inner``), or None for a
+    client that does not negotiate (simulated, scripted). ``negotiation_of(llm).to_dict()`` is what
+    a run records as ``usage.structured_output``."""
     while client is not None:
         negotiation = getattr(client, "negotiation", None)
         if isinstance(negotiation, Negotiation):
-            return negotiation.mode
+            return negotiation
         client = getattr(client, "inner", None)
     return None
+
+
+def structured_output_mode(client: Any) -> str | None:
+    """The structured-output mode ``client`` ended in (see :func:`negotiation_of`), or None."""
+    negotiation = negotiation_of(client)
+    return None if negotiation is None else negotiation.mode
