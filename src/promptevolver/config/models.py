@@ -186,6 +186,9 @@ class LLMConfig(_Strict):
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
     ``prices``: model name → price (USD per 1M tokens); when given, it must price this ``model``
     (``fake`` for the simulated provider without a model) and calls add to ``usage.cost_usd``.
+    ``structured_output`` (openai only): ``auto`` negotiates json_schema → json_object → prompt
+    with the server; a fixed mode is used as is. ``judge_max_tokens`` / ``meta_max_tokens``
+    (openai only): completion-token caps of judge and meta calls (null: the server's default).
     """
 
     provider: Literal["fake", "openai"] = "fake"
@@ -201,6 +204,9 @@ class LLMConfig(_Strict):
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    judge_max_tokens: int | None = Field(256, ge=1)
+    meta_max_tokens: int | None = Field(1024, ge=1)
 
     @model_validator(mode="before")
     @classmethod

@@ -37,6 +37,7 @@ from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.journal import Journal
+from promptevolver.llm.preflight import preflight
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.candidates import Candidate
@@ -133,12 +134,14 @@ class GeneticOptimizer(Optimizer):
             LLMUnusableError: the LLM failed on more than ``max_failure_rate`` of a step's calls
                 (the checkpoint and the journal in ``run_dir`` let ``resume`` continue).
             pydantic.ValidationError: invalid config values or unknown config keys.
+            PermanentLLMError: an LLM's preflight check failed (server, key or model; one line).
         """
         if resume and run_dir is None:
             raise ValueError("resume=True needs run_dir")
         journal = None if run_dir is None else Journal(Path(run_dir) / rundir.JOURNAL_FILE, fresh=not resume)
         try:
-            run = self._start(dataset, loss, _coerce(config), journal)
+            run = self._start(dataset, loss, _coerce(config), journal)  # data errors before any call
+            await preflight(self.llm, self.reflection_llm)
             if resume:
                 assert run_dir is not None
                 checkpoint.restore(
