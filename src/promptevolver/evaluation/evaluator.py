@@ -141,13 +141,19 @@ class Score:
         n = len(self.y_pred)
         return 1.0 if n == 0 else float(self.measured.sum()) / n
 
-    def value_on(self, loss: Loss, mask: np.ndarray) -> float | None:
+    def value_on(self, loss: Loss, mask: np.ndarray, weights: np.ndarray | None = None) -> float | None:
         """The loss over the measured samples within boolean ``mask`` (shape ``(n,)``), or None
-        when there are none: compare two candidates on the samples both have."""
+        when there are none: compare two candidates on the samples both have. ``weights``
+        (shape ``(n,)``): how many samples each stands for (a stratified estimate)."""
         keep = mask & self.measured
         if not keep.any():
             return None
-        return loss(y_true=self.y_true[keep], y_pred=self.y_pred[keep])
+        w = None if weights is None else weights[keep]
+        return loss(y_true=self.y_true[keep], y_pred=self.y_pred[keep], sample_weight=w)
+
+    def estimate(self, loss: Loss, weights: np.ndarray | None) -> float | None:
+        """The loss over every measured sample, weighted by ``weights`` (None: unweighted)."""
+        return self.value_on(loss, np.ones(len(self.y_pred), dtype=bool), weights)
 
 
 def score(

@@ -29,8 +29,14 @@ class Loss(ABC):
     #: The best value the loss can take (None if unbounded); reaching it on train ends a search.
     best_possible: float | None = None
 
-    def __call__(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    def __call__(
+        self, *, y_true: ArrayLike, y_pred: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> float:
         """Score ``y_pred`` against ``y_true`` (equal-length, non-empty, shape ``(n,)``).
+
+        ``sample_weight`` (shape ``(n,)``, positive): how many samples each one stands for, as in
+        scikit-learn's metrics (a stratified subset's estimate of the whole, see
+        :mod:`promptevolver.optimizers.focus`).
 
         Raises:
             ValueError: unequal lengths, empty input, or values the loss does not accept.
@@ -44,10 +50,20 @@ class Loss(ABC):
             raise ValueError("y_true and y_pred are empty")
         if not (np.isfinite(t).all() and np.isfinite(p).all()):
             raise ValueError("y_true and y_pred must be finite (no NaN or inf)")
-        return float(self._compute(t, p))
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if w is not None and w.shape != t.shape:
+            raise ValueError(f"sample_weight must have shape {t.shape}, got {w.shape}")
+        if w is None or not self.supports_weights:
+            return float(self._compute(t, p))
+        return float(self._compute(t, p, w))
+
+    #: Whether :meth:`_compute` takes a third argument, the sample weights (a loss of your own
+    #: written with two arguments is called unweighted: its estimates from a focus set are then
+    #: plain means over the judged samples).
+    supports_weights: bool = False
 
     @abstractmethod
-    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float: ...
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float: ...
 
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """Per-sample quality in [0, 1] (1 = perfect), shape ``(n,)``: used for Pareto fronts and
@@ -83,6 +99,7 @@ class BinaryMetricLoss(Loss):
 
     higher_is_better = True
     best_possible = 1.0
+    supports_weights = True
 
     def __init__(self, *, metric: Literal["accuracy", "f1_score"] = "accuracy") -> None:
         if metric not in ("accuracy", "f1_score"):
@@ -92,14 +109,14 @@ class BinaryMetricLoss(Loss):
     def __repr__(self) -> str:
         return f"BinaryMetricLoss(metric={self.metric!r})"
 
-    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
         for name, values in (("y_true", y_true), ("y_pred", y_pred)):
             bad = values[(values != 0) & (values != 1)]
             if bad.size:
                 raise ValueError(f"{name} must hold only 0 and 1, found {bad[0]!r}")
         if self.metric == "accuracy":
-            return float(accuracy_score(y_true, y_pred))
-        return float(f1_score(y_true, y_pred, zero_division=1.0))
+            return float(accuracy_score(y_true, y_pred, sample_weight=weight))
+        return float(f1_score(y_true, y_pred, zero_division=1.0, sample_weight=weight))
 
     def describe(self) -> dict[str, Any]:
         return {"name": "BinaryMetricLoss", "metric": self.metric, "higher_is_better": True}
@@ -114,6 +131,7 @@ class MSELoss(Loss):
 
     higher_is_better = False
     best_possible = 0.0
+    supports_weights = True
 
     def __init__(self, *, reduction: Literal["mean", "sum"] = "mean") -> None:
         if reduction not in ("mean", "sum"):
@@ -123,9 +141,10 @@ class MSELoss(Loss):
     def __repr__(self) -> str:
         return f"MSELoss(reduction={self.reduction!r})"
 
-    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray) -> float:
-        mse = float(mean_squared_error(y_true, y_pred))
-        return mse * len(y_true) if self.reduction == "sum" else mse
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
+        mse = float(mean_squared_error(y_true, y_pred, sample_weight=weight))
+        total = len(y_true) if weight is None else float(weight.sum())
+        return mse * total if self.reduction == "sum" else mse
 
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """1 − clipped absolute error, shape ``(n,)``, in [0, 1] for scores in [0, 1]."""

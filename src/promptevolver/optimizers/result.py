@@ -107,16 +107,13 @@ class OptimizationResult(Mapping[str, str]):
             seed_instructions=dict(seed.instructions),
             best_instructions=dict(best.instructions),
             loss=run.loss.describe(),
-            scores={
-                "seed": {"train": seed.train.value, "validation": seed.validation.value},
-                "best": {"train": best.train.value, "validation": best.validation.value},
-            },
+            scores={name: run.estimates(c) for name, c in (("seed", seed), ("best", best))},
             history=state.history,
             usage=run.usage().to_dict(),
             lineage=[c.to_dict() for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
-            split=run.split.to_dict(run.dataset),
+            split=run.split_report(),
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),
                 "duplicates": state.duplicates,

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.events import EventBus
+from promptevolver.optimizers.evidence import classify
+from promptevolver.optimizers.focus import make_focus
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
@@ -84,6 +87,14 @@ class SearchRun:
         rng = np.random.default_rng(config.random_seed)
         self.labels = dataset.labels()
         self.split: Split = make_split(dataset, self.labels, metric, config, rng)
+        usable = self.split.train + self.split.validation
+        self.evidence = classify(dataset, self.labels, usable, _only_prompt(metric))
+        self.train_focus = make_focus(
+            self.split.train, self.evidence, self.labels, config.max_train_samples, rng
+        )
+        self.validation_focus = make_focus(
+            self.split.validation, self.evidence, self.labels, config.max_validation_samples, rng
+        )
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.evaluator = Evaluator(
             metric=metric, llm=self.llm, dataset=dataset, max_concurrency=config.max_concurrency
@@ -111,15 +122,21 @@ class SearchRun:
 
     @property
     def train(self) -> list[int]:
-        return self.split.train
+        """The train samples candidates are judged on (the train focus set)."""
+        return self.train_focus.positions
+
+    @property
+    def evidence_pool(self) -> list[int]:
+        """Train samples whose annotation corrects the recorded judge (verdict or reason)."""
+        return [p for p in self.split.train if self.evidence[p].kind != "agree"]
 
     @property
     def calls(self) -> PhaseCalls:
         """Upper bounds on each phase's calls (the cost model)."""
         return phase_calls(
             self.config,
-            n_train=len(self.split.train),
-            n_val=len(self.split.validation),
+            n_train=len(self.train_focus.positions),
+            n_val=len(self.validation_focus.positions),
             prompts=len(self.metric.get_prompts()),
             calls_per_evaluation=self.metric.calls_per_evaluation,
             meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(len(self.metric.get_prompts())),
@@ -207,7 +224,9 @@ class SearchRun:
 
     async def judge_validation(self, candidates: Sequence[Candidate]) -> None:
         """Judge ``candidates`` on every validation sample and record their validation scores."""
-        for c, s in zip(candidates, await self.judge(candidates, self.split.validation, "validation")):
+        for c, s in zip(
+            candidates, await self.judge(candidates, self.validation_focus.positions, "validation")
+        ):
             c.validation = s
 
     async def screen(
@@ -237,6 +256,32 @@ class SearchRun:
             if j is not None:
                 out[p] = {"reason": j.reason, "verdict": j.score} if not j.failed else {"error": j.error}
         return out
+
+    # --- reporting -------------------------------------------------------------------------------
+    def estimates(self, candidate: Candidate) -> dict[str, float | None]:
+        """``candidate``'s train and validation scores as estimates for the whole parts
+        (weighted by what each judged sample stands for, :mod:`.focus`); None where unmeasured."""
+        out: dict[str, float | None] = {}
+        for part, s, focus in (
+            ("train", candidate.train, self.train_focus),
+            ("validation", candidate.validation, self.validation_focus),
+        ):
+            out[part] = None if s is None else s.estimate(self.loss, focus.weight_array(focus.positions))
+        return out
+
+    def split_report(self) -> dict[str, Any]:
+        """The ``split`` block of result.json: the parts, their focus sets and the evidence."""
+        report = self.split.to_dict(self.dataset)
+        kinds = {
+            part: Counter(self.evidence[p].kind for p in getattr(self.split, part))
+            for part in ("train", "validation")
+        }
+        report["judged"] = {
+            "train": len(self.train_focus.positions),
+            "validation": len(self.validation_focus.positions),
+        }
+        report["evidence"] = {part: dict(sorted(k.items())) for part, k in kinds.items()}
+        return report
 
     # --- bookkeeping -----------------------------------------------------------------------------
     def record(self, *, offspring: int) -> None:
@@ -344,6 +389,12 @@ class _Announced:
             "llm_call", run.state.generation, operation=request.operation, calls=calls, bound=bound
         )
         return completion
+
+
+def _only_prompt(metric: Metric) -> str | None:
+    """The metric's prompt name when it has exactly one (whose annotations are evidence)."""
+    names = list(metric.get_prompts())
+    return names[0] if len(names) == 1 else None
 
 
 def _meta_failure(rejected: str | None) -> str | None:

@@ -1,9 +1,10 @@
 """The split: which usable samples the search learns from (train) and which choose the result.
 
-:func:`split_sizes` is the arithmetic (shared with ``estimate`` through :mod:`.cost`);
-:func:`make_split` draws the samples. Validation gets ``round(validation_fraction · N)`` of the
-N usable samples (at least 2, leaving at least 2 for train), stratified on the human label;
-then each part is capped (``max_train_samples``, ``max_validation_samples``) by a stratified draw.
+:func:`make_split` draws the samples: validation gets ``round(validation_fraction · N)`` of the
+N usable samples (at least 2, leaving at least 2 for train), stratified on the human label.
+Candidates are judged on a *focus set* of each part (at most ``max_train_samples`` /
+``max_validation_samples`` samples, :mod:`.focus`); :func:`split_sizes` gives those judged
+counts (shared with ``estimate`` through :mod:`.cost`).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def validation_count(n_usable: int, fraction: float) -> int:
 
 
 def split_sizes(n_usable: int, config: GeneticConfig) -> tuple[int, int]:
-    """(train, validation) sample counts for ``n_usable`` usable samples, caps applied."""
+    """(train, validation) samples a candidate is judged on, for ``n_usable`` usable samples: the
+    parts' sizes capped by the focus sizes ``max_train_samples`` / ``max_validation_samples``."""
     n_val = validation_count(n_usable, config.validation_fraction)
     return _capped(n_usable - n_val, config.max_train_samples), _capped(n_val, config.max_validation_samples)
 
@@ -111,19 +113,7 @@ def make_split(
     check_inputs(dataset, metric, usable)
     n_val = validation_count(len(usable), config.validation_fraction)
     train, val = sampling.stratified_split([labels[i] for i in usable], n_val, rng)
-    train_pos = _cap([usable[i] for i in train], config.max_train_samples, labels, rng)
-    val_pos = _cap([usable[i] for i in val], config.max_validation_samples, labels, rng)
-    return Split(train_pos, val_pos, len(usable))
-
-
-def _cap(
-    positions: list[int], limit: int | None, labels: Sequence[float | None], rng: np.random.Generator
-) -> list[int]:
-    """A stratified subset of at most ``limit`` positions (all of them when within it)."""
-    if limit is None or len(positions) <= limit:
-        return positions
-    keep = sampling.stratified_sample([labels[p] for p in positions], limit, rng)
-    return [positions[i] for i in keep]
+    return Split([usable[i] for i in train], [usable[i] for i in val], len(usable))
 
 
 def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Sequence[int]) -> None:
