@@ -86,8 +86,15 @@ class _Interrupt(Exception):
     pass
 
 
-def test_interrupted_run_resumes_to_the_same_result(tmp_path):
-    ac_dataset = generate(SyntheticSpec(n_samples=60, random_seed=0))
+@pytest.fixture(scope="module")
+def learning_dataset():
+    """A synthetic set on which the simulated search keeps learning for several generations."""
+
+    return generate(SyntheticSpec(n_samples=60, random_seed=0))
+
+
+def test_interrupted_run_resumes_to_the_same_result(learning_dataset, tmp_path):
+    ac_dataset = learning_dataset
     reference = _optimizer(ac_dataset).optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG)
     assert len(reference.history) > 2  # generation 2 runs
 
@@ -114,7 +121,8 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
     assert new_calls < sum(reference.usage["llm_calls"].values())
 
 
-def test_resume_refuses_another_config_or_missing_checkpoint(ac_dataset, tmp_path):
+def test_resume_refuses_another_config_or_missing_checkpoint(learning_dataset, tmp_path):
+    ac_dataset = learning_dataset
     with pytest.raises(CheckpointError, match="no checkpoint"):
         _optimizer(ac_dataset).optimize(
             dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path, resume=True

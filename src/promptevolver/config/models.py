@@ -251,8 +251,9 @@ class SyntheticDatasetConfig(_Strict):
     positive_rate: float = Field(0.7, ge=0.0, le=1.0)
     disagreement_rate: float = Field(0.25, ge=0.0, le=1.0)
     generic_share: float = Field(0.6, ge=0.0, le=1.0)
-    n_generic: int = Field(4, ge=1, le=8)
+    n_generic: int = Field(6, ge=2, le=10)
     reject_rate: float = Field(0.3, ge=0.0, le=1.0)
+    evidence_rate: float = Field(0.1, ge=0.0, le=1.0)
 
 
 class SyntheticSource(_Strict):

@@ -27,10 +27,13 @@ from collections.abc import Callable
 
 from promptevolver.errors import LLMUnusableError
 
-__all__ = ["MIN_ATTEMPTS", "RUN_OF_FAILURES", "FailureTally"]
+__all__ = ["MIN_ATTEMPTS", "MIN_STEP_ATTEMPTS", "RUN_OF_FAILURES", "FailureTally"]
 
 #: Attempts a step needs before its failure share is checked mid-step.
 MIN_ATTEMPTS = 20
+#: Attempts a step needs for its failure share to count at its end (one failed meta call of two
+#: says little; the seed's evaluation has at least this many samples).
+MIN_STEP_ATTEMPTS = 8
 #: Consecutive transport/server failures that stop a run at once.
 RUN_OF_FAILURES = 32
 _SERVER_SIDE = ("transport", "http 5", "http 429", "timeout")
@@ -98,7 +101,7 @@ class FailureTally:
         Raises:
             LLMUnusableError: it said stop, now or while outcomes arrived.
         """
-        if self.stopped is None and self.attempted and self._too_many():
+        if self.stopped is None and self.attempted >= MIN_STEP_ATTEMPTS and self._too_many():
             self._stop(self._share())
         if self.stopped is not None:
             raise self.stopped
