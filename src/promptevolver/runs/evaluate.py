@@ -23,6 +23,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.llm.preflight import preflight
 from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, metric_config_near, read_result, result_path
 
 __all__ = ["Scorecard", "other_metric", "run_of", "score_instructions", "validation_positions"]
@@ -149,6 +150,7 @@ async def score_instructions(
     _check_prompts(instructions, list(metric.get_prompts()))
     seed = config.effective_optimizer().random_seed
     llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
+    await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
     evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)
