@@ -1,8 +1,9 @@
 """A finished run in words, for the terminal: which candidate was chosen and why, why it stopped.
 
 The numbers alone can look contradictory (``best train 0.923`` beside ``stop reason:
-perfect_train`` when another candidate got train right but tied the seed on validation, and
-the seed was kept); :func:`choice_line` and :func:`stop_line` say what happened.
+perfect_train`` when another candidate got train right but could not be told better than the
+seed on held-out samples, and the seed was kept); :func:`choice_line` and :func:`stop_line` say
+what happened, in the final choice's own words (``final_choice.why``) where the result has them.
 """
 
 from __future__ import annotations
@@ -25,11 +26,36 @@ _STOPS = {
 
 
 def choice_line(result: OptimizationResult) -> str:
-    """Which candidate was chosen, with its scores against the seed's; when the seed was kept,
-    what the best other candidate scored on train and validation and why it lost."""
-    lineage, higher = result.lineage, bool(result.loss.get("higher_is_better", True))
+    """Which candidate was chosen and why, with its train score against the seed's; when the seed
+    was kept, why, and what the best other finalist scored. The reason is the final choice's own
+    (``final_choice.why``); a result without one (release 0.2) is explained from its lineage."""
+    lineage = result.lineage
     if not lineage:
         return "chosen: n/a (the result records no candidates)"
+    why = (result.final_choice or {}).get("why")
+    if not why:
+        return _from_lineage(result)
+    seed, by_id = lineage[0], {c["id"]: c for c in lineage}
+    if result.improved:
+        best = by_id[result.best_id]
+        return (
+            f"chosen: {_who(best)}: {why}; train {_f(best['train'])} against the seed's {_f(seed['train'])}"
+        )
+    rows = [r for r in result.final_choice.get("finalists", []) if r.get("id") in by_id]
+    if not rows:
+        return f"kept the seed: {why}"
+    row = max(rows, key=lambda r: (r.get("delta") is not None, r.get("delta") or 0.0))
+    top, delta = by_id[row["id"]], row.get("delta")
+    on_validation = "" if delta is None else f" and {delta:+.3f} against it on validation"
+    return (
+        f"kept the seed: {why}; the best other finalist, {_who(top)}, scored train {_f(top['train'])} "
+        f"against the seed's {_f(seed['train'])}{on_validation}"
+    )
+
+
+def _from_lineage(result: OptimizationResult) -> str:
+    """:func:`choice_line` for a result without ``final_choice``: validation scores of the lineage."""
+    lineage, higher = result.lineage, bool(result.loss.get("higher_is_better", True))
     seed = lineage[0]
     n_val = (result.split or {}).get("validation")
     if result.improved:
