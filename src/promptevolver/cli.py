@@ -243,15 +243,9 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
 
 def _optimize(args: argparse.Namespace) -> int:
     from promptevolver.runs.optimize import execute
-    from promptevolver.runs.progress import CallProgress
 
     config, run_dir, source = _run_config(args)
-    progress = CallProgress(
-        bar=sys.stderr.isatty(),
-        write=lambda line: print(line, file=sys.stderr, flush=True),
-        generations=config.effective_optimizer().generations,
-        verbose=args.verbose,
-    )
+    progress = _progress(args, config)
     try:
         result = execute(
             config,
@@ -284,6 +278,20 @@ def _optimize(args: argparse.Namespace) -> int:
         progress.close()
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
+
+
+def _progress(args: argparse.Namespace, config: RunConfig, *, prefix: str = "") -> Any:
+    """A :class:`~promptevolver.runs.progress.CallProgress` on stderr: a bar on a terminal, plain
+    lines (each starting with ``prefix``) otherwise."""
+    from promptevolver.runs.progress import CallProgress
+
+    return CallProgress(
+        bar=sys.stderr.isatty(),
+        write=lambda line: print(prefix + line, file=sys.stderr, flush=True),
+        generations=config.effective_optimizer().generations,
+        verbose=args.verbose,
+        label=prefix.rstrip(": "),
+    )
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
@@ -452,8 +460,18 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from promptevolver.runs.bench import run_benchmarks, to_markdown
 
+    def progress(label: str, config: RunConfig) -> list[Any]:
+        if args.quiet:
+            return []
+        return [_progress(args, config, prefix=f"{label}: ")]
+
     summary = run_benchmarks(
-        args.configs, args.output, log=lambda line: _say(args, line), edit=_edit(args), force=args.force
+        args.configs,
+        args.output,
+        log=lambda line: _say(args, line),
+        edit=_edit(args),
+        force=args.force,
+        callbacks=progress,
     )
     print(to_markdown(summary))
     return 0

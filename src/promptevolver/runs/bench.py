@@ -31,6 +31,7 @@ from typing import Any
 
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import RunDirError
+from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.rundir import run_status, write_atomic, write_json
 from promptevolver.runs.optimize import execute
@@ -87,11 +88,13 @@ def run_benchmarks(
     log: Callable[[str], None] = lambda _: None,
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     force: bool = False,
+    callbacks: Callable[[str, RunConfig], Sequence[Callback]] | None = None,
 ) -> dict[str, Any]:
     """Run every config over its seeds and write the run directories and the summary.
 
     ``edit`` changes each raw config mapping before validation (the CLI's ``--set``); ``force``
-    starts afresh in run directories that already hold a run.
+    starts afresh in run directories that already hold a run; ``callbacks(label, config)`` gives
+    each run's optimizer callbacks (``label``: ``"<config> seed <s>"``; e.g. progress).
 
     Raises:
         RunDirError: without ``force``, some run directories already hold a run (before any run).
@@ -109,7 +112,8 @@ def run_benchmarks(
         for seed in _seeds(config):
             started = time.perf_counter()
             seeded = config.model_copy(update={"random_seed": seed})
-            result = execute(seeded, dirs[(name, seed)], force=force)
+            extra = callbacks(f"{name} seed {seed}", seeded) if callbacks is not None else ()
+            result = execute(seeded, dirs[(name, seed)], force=force, callbacks=extra)
             runs.append((seed, result, time.perf_counter() - started))
             seed_val, best_val = (result.scores[who].get("validation") for who in ("seed", "best"))
             log(f"{name} seed {seed}: validation {_f(seed_val)} -> {_f(best_val)}")

@@ -36,6 +36,7 @@ class CallProgress:
         interval_s: seconds between plain "still going" lines (> 0).
         generations: the run's ``optimizer.generations``, shown as "generation 2 of 4".
         verbose: on a bar, also write a line per finished generation.
+        label: put before the phase on the bar (e.g. ``"helpfulness seed 3"`` in a benchmark).
         clock: monotonic seconds (injected by tests).
 
     Raises:
@@ -50,12 +51,13 @@ class CallProgress:
         interval_s: float = 30.0,
         generations: int | None = None,
         verbose: bool = False,
+        label: str = "",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
         self.bar, self.write, self.interval_s = bar, write, interval_s
-        self.generations, self.verbose, self.clock = generations, verbose, clock
+        self.generations, self.verbose, self.clock, self.label = generations, verbose, clock, label
         self.phase = _FIRST_PHASE
         self.calls, self.bound = 0, 0
         self._started = clock()
@@ -111,13 +113,14 @@ class CallProgress:
 
     # --- output ---------------------------------------------------------------------------------
     def _draw(self) -> None:
+        desc = f"{self.label}: {self.phase}" if self.label else self.phase
         if self._tqdm is None:
-            self._tqdm = tqdm(total=self.bound, initial=self.calls, unit="call", desc=self.phase, leave=False)
+            self._tqdm = tqdm(total=self.bound, initial=self.calls, unit="call", desc=desc, leave=False)
             return
         if self._tqdm.total != self.bound:
             self._tqdm.total = self.bound
-        if self._tqdm.desc != self.phase:
-            self._tqdm.set_description_str(self.phase, refresh=False)
+        if self._tqdm.desc != desc:
+            self._tqdm.set_description_str(desc, refresh=False)
         self._tqdm.update(self.calls - self._tqdm.n)
 
     def _count(self) -> str:
