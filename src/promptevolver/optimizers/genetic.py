@@ -23,6 +23,7 @@ judges each distinct (candidate, sample) pair once per run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -295,8 +296,12 @@ class GeneticOptimizer(Optimizer):
 
 
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
-    """The seed's train evaluation, typed to run beside the breeder (it makes no child)."""
-    await run.judge_train([seed])
+    """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
+    on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
+    if run.split.regime == "held-out":
+        await asyncio.gather(run.judge_train([seed]), run.judge_validation([seed]))
+    else:
+        await run.judge_train([seed])
     return []
 
 

@@ -27,7 +27,9 @@ class OptimizationResult(Mapping[str, str]):
         scores: ``{"seed": {"train", "validation"}, "best": {...}}`` loss values, None where
             nothing was measured (every evaluation failed).
         history: one entry per generation (``generation``, ``best_train``, ``mean_train``,
-            ``population``, ``offspring``, ``judge_calls``, ``meta_calls``).
+            ``population``, ``offspring``, ``judge_calls``, ``meta_calls`` so far, and ``waves``:
+            the generation's longest chain of calls that waited for one another — wall time is
+            about waves × latency per call).
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
         lineage: every candidate created (id, generation, operator, parents, scores).
         best_id: id of the chosen candidate in ``lineage`` (0 = the seed).

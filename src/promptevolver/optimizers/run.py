@@ -26,7 +26,7 @@ from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.llm.concurrency import InFlightLimit, waves
 from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
@@ -240,7 +240,8 @@ class SearchRun:
             c.train = s
 
     async def judge_validation(self, candidates: Sequence[Candidate]) -> None:
-        """Judge ``candidates`` on every validation sample and record their validation scores."""
+        """Judge ``candidates`` on every validation sample and record their validation scores
+        (memoised: a candidate judged there before costs no call)."""
         for c, s in zip(
             candidates, await self.judge(candidates, self.validation_focus.positions, "validation")
         ):
@@ -351,6 +352,7 @@ class SearchRun:
             "offspring": offspring,
             "judge_calls": usage.judge_calls,
             "meta_calls": usage.meta_calls,
+            "waves": waves(self.limit.take_intervals()),
         }
         state.history.append(entry)
         keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
@@ -376,7 +378,10 @@ class SearchRun:
             + used.completion_tokens_by_operation.get("judge", 0),
             used.cost_usd_by_operation.get("judge", 0.0),
         )
-        self.meter.calibrate_reserve(self.calls.final, used.judge_calls, judge)
+        remaining = self.calls.final
+        if self.state.candidates and self.state.seed.validation is not None:  # judged with the seed
+            remaining -= len(self.validation_focus.positions) * self.metric.calls_per_evaluation
+        self.meter.calibrate_reserve(max(0, remaining), used.judge_calls, judge)
         return judge
 
     def after_seed(self, seed: Candidate) -> None:
@@ -395,8 +400,8 @@ class SearchRun:
             per_call = judge if judge.calls else self.judge_call_spend()  # measured, else estimated
             calls = max(1, per_call.calls)
             raise BudgetExceededError(
-                f"budget.{over or self.meter.refused_by} cannot pay for the seed's train evaluation "
-                f"and the final choice: {len(self.train)} + {self.calls.final} judge calls of about "
+                f"budget.{over or self.meter.refused_by} cannot pay for the seed's evaluation and the "
+                f"final choice: {len(self.train)} + {self.calls.final} judge calls of about "
                 f"{per_call.tokens // calls} tokens (${per_call.cost_usd / calls:.6f}) each "
                 f"({seed.train.failures} of the seed's evaluations were refused)"
             )

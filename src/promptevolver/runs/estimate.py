@@ -61,8 +61,9 @@ from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, offspring_count, phase_calls
+from promptevolver.optimizers.focus import VERDICT_SHARE
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes
+from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
 from promptevolver.optimizers.strategies.budget import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
@@ -103,8 +104,8 @@ class Estimate:
         max_calls: calls of a run that uses every generation and judges every offspring fully.
         generations: expected generations after the initial population (0 to ``generations``).
         train, validation: split sizes (samples).
-        seed_error_rate: share of usable annotations whose recorded judge verdict differs from
-            the human label, in [0, 1].
+        seed_error_rate: share of the judged train samples (the train focus set, which takes the
+            disagreements first) whose recorded judge verdict differs from the human label, in [0, 1].
         phases: expected judge and meta calls of ``initial``, each ``generation N``, ``final``.
     """
 
@@ -193,13 +194,21 @@ class _Plan:
             )
         n_train, n_val = split_sizes(len(usable), cfg)
         wrong = sum(_disagrees(dataset, i, labels[i], prompt) for i in usable)
+        share = wrong / len(usable)
+        part = (
+            len(usable)
+            if len(usable) < cfg.small_data
+            else len(usable) - validation_count(len(usable), cfg.validation_fraction)
+        )
+        if n_train < part:  # the train focus set takes the disagreements first (up to 2/3 of it)
+            share = min(share * part, VERDICT_SHARE * n_train) / n_train
         return cls(
             cfg=cfg,
             model=model,
             n_train=n_train,
             n_val=n_val,
             judges=config.metric.num_judges,
-            error_rate=wrong / len(usable),
+            error_rate=share,
             binary=config.loss.type == "binary",
             noise=_ensemble_noise(
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
