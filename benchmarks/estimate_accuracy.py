@@ -64,7 +64,7 @@ def configs(paths: list[Path]) -> list[tuple[str, RunConfig]]:
                 ),
             )
         )
-    return [(name, RunConfig.model_validate(c.model_dump())) for name, c in out]
+    return [(name, RunConfig.model_validate(c.dump())) for name, c in out]
 
 
 def main() -> None:
