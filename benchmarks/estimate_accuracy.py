@@ -14,6 +14,7 @@ changing the search or the simulated judge, and copy the constants into ``CostMo
 from __future__ import annotations
 
 import argparse
+import json
 import itertools
 import statistics
 from dataclasses import replace
@@ -29,10 +30,11 @@ DEFAULT = [ROOT / "configs" / f"{n}.yaml" for n in ("answer_correctness", "helpf
 #: Synthetic sets beside the bundled configs: (samples, population, generations).
 SYNTHETIC = [(60, 3, 4), (120, 4, 4), (400, 3, 4), (400, 6, 4)]
 GRID = {
-    "pass_rate": [0.4, 0.5, 0.6, 0.7, 0.8],
-    "keep_rate": [0.5, 0.6, 0.7, 0.8, 0.9],
-    "learn_rate": [0.3, 0.5, 0.7, 0.9],
-    "unlearnable": [0.0, 0.2, 0.4],
+    "pass_rate": [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    "keep_rate": [0.6, 0.7, 0.8, 0.9, 1.0],
+    "learn_rate": [0.2, 0.35, 0.5, 0.7, 0.9],
+    "unlearnable": [0.0, 0.2, 0.4, 0.6],
+    "novelty": [0.7, 0.85, 1.0],
 }
 
 
@@ -64,20 +66,23 @@ def configs(paths: list[Path]) -> list[tuple[str, RunConfig]]:
                 ),
             )
         )
-    return [(name, RunConfig.model_validate(c.model_dump())) for name, c in out]
+    return [(name, RunConfig.model_validate(c.dump())) for name, c in out]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path)
     parser.add_argument("--fit", action="store_true", help="refit the CostModel constants on the runs")
+    parser.add_argument("--runs-file", type=Path, help="JSON of actual calls per config: read if present, else written")
     args = parser.parse_args()
+    known = json.loads(args.runs_file.read_text()) if args.runs_file and args.runs_file.is_file() else {}
     runs = []
     print("| config | seeds | actual calls per seed | actual mean | estimate | error |")
     print("|---|---|---|---|---|---|")
     for name, config in configs(args.configs or DEFAULT):
         seeds = config.seeds or [config.effective_optimizer().random_seed]
-        calls = [actual_calls(config, s) for s in seeds]
+        calls = known.get(name) or [actual_calls(config, s) for s in seeds]
+        known[name] = calls
         mean = statistics.fmean(calls)
         dataset = load_dataset(config)
         e = estimate_dataset(config, dataset)
@@ -85,6 +90,8 @@ def main() -> None:
         print(
             f"| {name} | {len(seeds)} | {', '.join(map(str, calls))} | {mean:.0f} | {e.total_calls} | {e.total_calls / mean - 1:+.0%} |"
         )
+    if args.runs_file:
+        args.runs_file.write_text(json.dumps(known, indent=1))
     if args.fit:
         best = None
         for values in itertools.product(*GRID.values()):

@@ -20,7 +20,7 @@ from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.runs.estimate import estimate
 
-from .conftest import AC_DEFINITION, ROOT
+from ..conftest import AC_DEFINITION, ROOT
 
 KEYS = {"judge_calls", "meta_calls", "total_calls", "prompt_tokens", "completion_tokens", "cost_usd"}
 
