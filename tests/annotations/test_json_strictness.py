@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
+from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation, io
 from promptevolver.errors import AnnotationError
 
 from .test_annotations import AC_FILE, HELP_FILE, sample_dict
@@ -202,7 +202,49 @@ def test_nesting_too_deep_in_a_jsonl_line_names_the_line(tmp_path: Path) -> None
 
 
 def test_ordinary_nesting_loads(tmp_path: Path) -> None:
+    """500 levels: more than the fast reader takes (200), well within Python's."""
     path = tmp_path / "nested.json"
-    item = sample_dict(1) | {"trace": json.loads("[" * 200 + "]" * 200)}
+    item = sample_dict(1) | {"trace": json.loads("[" * 500 + "]" * 500)}
     path.write_text(json.dumps({"m": [item]}), encoding="utf-8")
     assert len(SingleMetricAnnotation.from_json(path)) == 1
+
+
+# --- The fast reader reads as Python's does -----------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats()
+    | st.text(st.characters(codec="utf-8"), max_size=10),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=4), c, max_size=4),
+    max_leaves=20,
+)
+
+
+@SETTINGS
+@given(value=json_values, ascii_only=st.booleans(), indent=st.sampled_from([None, 2]))
+def test_the_fast_reader_gives_what_pythons_reader_gives(
+    value: Any, ascii_only: bool, indent: int | None
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
+    got = io._parse_bytes(text.encode("utf-8"), Path("v.json"))
+    assert json.dumps(got) == json.dumps(json.loads(text))  # NaN-safe equality, types included
+    assert type(got) is type(json.loads(text))
+
+
+def test_what_the_fast_reader_refuses_python_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "surrogate.json"
+    item = sample_dict(1)
+    item["metric_input"]["response"] = "\ud800"  # a lone surrogate: valid for Python's reader
+    path.write_text(json.dumps({"m": [item]}), encoding="utf-8")
+    assert SingleMetricAnnotation.from_json(path)[0].metric_input["response"] == "\ud800"
+
+
+def test_errors_of_the_fallback_reader_name_the_file_and_line(tmp_path: Path) -> None:
+    crlf = tmp_path / "crlf.json"
+    crlf.write_bytes(b'{"m": [\r\n  {"metric_input": {},\r\n   "metric_output": 1,,\r\n}]}')
+    assert "line 3" in str(error_of(crlf))
+    huge = tmp_path / "huge_int.json"
+    huge.write_text('{"m": [{"metric_input": {}, "metric_output": ' + "1" * 5000 + "}]}", encoding="utf-8")
+    assert "not valid JSON" in str(error_of(huge))
