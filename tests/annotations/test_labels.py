@@ -114,7 +114,7 @@ def test_the_first_offending_sample_is_named(tmp_path: Path) -> None:
     path = write(tmp_path, items)
     err = load_error(path)
     assert_located(err, path, 4, "target")
-    assert "27 of 31 label values are 0 or 1" in str(err)  # 30 outputs and 1 target: the majority
+    assert "binary by its values (27 of 31 are 0 or 1)" in str(err)  # 30 outputs and 1 target: the majority
 
 
 def test_nan_metric_output_is_the_failed_call_marker_not_a_label(tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_a_score_metric_of_mostly_ones_needs_kind_numeric(tmp_path: Path) -> Non
     path = write(tmp_path, items)
     err = load_error(path)
     assert_located(err, path, 3, "metric_output")
-    assert "5 of 7 label values are 0 or 1" in str(err) and "kind='numeric'" in str(err)
+    assert "binary by its values (5 of 7 are 0 or 1)" in str(err) and "kind='numeric'" in str(err)
     for loader in sorted(LOADERS):
         dataset = LOADERS[loader](path, kind="numeric")
         assert dataset.kind == "numeric" and dataset.labels()[3] == 0.67

@@ -204,3 +204,23 @@ def test_output_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
         code, line = run(argv, capsys)
         assert code == 2 and str(out) in line and "is a file, not a directory" in line
         assert taken.read_text(encoding="utf-8") == "keep me"
+
+
+def test_a_score_file_declared_numeric_runs_under_mse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The remedy the error names is reachable from a config: "kind": "numeric" in the file."""
+
+    def mostly_ones(samples: list[dict[str, Any]]) -> None:
+        for i, sample in enumerate(samples):
+            sample.update(metric_output=1 if i % 3 else 0.6, is_accepted=True)
+
+    data = annotations(tmp_path, mostly_ones, n=60)
+    cfg = config(tmp_path, dataset=str(data), loss={"type": "mse"})
+    code, line = run(["estimate", str(cfg)], capsys)
+    assert code == 1 and "sample 0, field 'metric_output': 0.6 is not a binary label" in line
+    assert '"kind": "numeric"' in line
+    declared = json.loads(data.read_text(encoding="utf-8")) | {"kind": "numeric"}
+    data.write_text(json.dumps(declared), encoding="utf-8")
+    assert main(["estimate", str(cfg), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["judge_calls"] > 0

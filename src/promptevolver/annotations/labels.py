@@ -97,8 +97,9 @@ def check_label_values(
         index, field, value = _first_non_binary(outputs, targets)
         why = "declared binary" if kind else _majority(values)
         raise AnnotationError(
-            f"{_show(value)} is not a binary label (0 or 1), and this metric is {why}; correct the "
-            "value, or, if the metric gives scores rather than verdicts, load it with kind='numeric'",
+            f"{_show(value)} is not a binary label (0 or 1) of this metric, {why}; fix the value, or "
+            'declare the metric numeric (kind=\'numeric\', or "kind": "numeric" in a '
+            "{name, kind, samples} file)",
             path=path,
             metric=metric,
             sample_index=index,
@@ -118,7 +119,7 @@ def _first_non_binary(outputs: Sequence[float], targets: Sequence[float | None])
 
 
 def _majority(values: list[float]) -> str:
-    return f"binary by its values ({_count_binary(values)} of {len(values)} label values are 0 or 1)"
+    return f"binary by its values ({_count_binary(values)} of {len(values)} are 0 or 1)"
 
 
 def _show(value: Any) -> str:
