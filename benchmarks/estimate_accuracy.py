@@ -102,6 +102,9 @@ def main() -> None:
                 best = (score, dict(zip(GRID, values)))
         assert best is not None
         print(f"\nbest constants: {best[1]}; mean |error| {best[0][0]:.1%}, largest {best[0][1]:.1%}")
+        model = replace(CostModel(), **best[1])
+        for (name, _), (c, d, m) in zip(configs(args.configs or DEFAULT), runs):
+            print(f"  {name}: {estimate_dataset(c, d, model=model).total_calls / m - 1:+.0%}")
 
 
 if __name__ == "__main__":

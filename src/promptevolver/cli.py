@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("config", type=Path, nargs="?", help="YAML run config (see configs/)")
     opt.add_argument("--output", "-o", type=Path, metavar="DIR", help="run directory to write")
     opt.add_argument("--resume", type=Path, metavar="DIR", help="continue the interrupted run in DIR")
-    opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
+    opt.add_argument("--seed", type=_seed, default=None, help="override the config's random_seed")
     opt.add_argument(
         "--force",
         action="store_true",
@@ -193,6 +193,22 @@ def _parser() -> argparse.ArgumentParser:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
+def _seed(text: str) -> int:
+    """``--seed``: a whole number >= 0 (numpy's random generators refuse negative seeds)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def _directory(path: Path, option: str) -> Path:
+    """``path`` unless it, or the nearest existing folder on its way, is a file (a usage error)."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == path else f"{existing} "
+        raise UsageError(f"{option} {path}: {where}is a file, not a directory")
+    return path
+
+
 def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> None:
     """Print ``line`` to stderr unless quiet (or, for ``verbose_only``, unless verbose)."""
     if not args.quiet and (args.verbose or not verbose_only):
@@ -232,13 +248,14 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
     if args.force and args.resume is not None:
         raise UsageError("--force starts a run afresh; it does not go with --resume")
     if args.resume is not None:
+        run_dir = _directory(args.resume, "--resume")
         if args.config is not None:
-            return _load_config(args.config, args), args.resume, f"{args.config}{sets}"
-        config = _with_seed(rundir.read_config(args.resume, edit=_edit(args)), args)
-        return config, args.resume, f"{args.resume / rundir.CONFIG_FILE}{sets}"
+            return _load_config(args.config, args), run_dir, f"{args.config}{sets}"
+        config = _with_seed(rundir.read_config(run_dir, edit=_edit(args)), args)
+        return config, run_dir, f"{run_dir / rundir.CONFIG_FILE}{sets}"
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
-    return _load_config(args.config, args), args.output, f"{args.config}{sets}"
+    return _load_config(args.config, args), _directory(args.output, "--output"), f"{args.config}{sets}"
 
 
 def _optimize(args: argparse.Namespace) -> int:
@@ -467,7 +484,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     summary = run_benchmarks(
         args.configs,
-        args.output,
+        _directory(args.output, "--output"),
         log=lambda line: _say(args, line),
         edit=_edit(args),
         force=args.force,

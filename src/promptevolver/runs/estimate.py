@@ -6,18 +6,20 @@ are rendered by the real operators against a recorder that answers locally.
 
 **The model** (constants in :class:`CostModel`, calibrated on runs of the simulated judge):
 
-* *Split*: as the optimizer makes it — ``n_val = min(max(2, round(fraction·N)), N-2)`` of the N
-  usable samples, the rest train; then the ``max_train_samples`` / ``max_validation_samples`` caps.
+* *Split*: as the optimizer makes it (``optimizers/split.py``) — ``n_val = min(max(2,
+  round(fraction·N)), N-2)`` of the N usable samples, the rest train, each judged on a focus set of
+  at most ``max_train_samples`` / ``max_validation_samples`` (disagreements first); below
+  ``small_data`` usable samples, all train and no validation calls (out-of-bag).
 * *One offspring's evaluation*: ``J·n_train`` judge calls (J = ``metric.num_judges``); with
   minibatch screening (``m = config.minibatch_size(cfg, n_train)``, as the optimizer sizes it)
   ``J·(m + pass_rate·(n_train - m))``: it is judged on the m minibatch samples, and on the rest
   only if it passes.
-* *Initial population*: the seed on train, plus ``R = min(P-1, ⌈n_train / num_demonstrations⌉)``
-  reverse-engineering meta calls (none without ``reverse_engineer``); each offspring is kept
-  (not a duplicate, not a rejected answer) with probability ``keep_rate``, then evaluated.
-* *Generation g*: ``plans = min(P, 1 + wrong)`` offspring plans, where ``wrong`` is the expected
-  number of train samples the population still gets wrong — with few failing samples, feedback
-  keeps showing the same ones and plans tried before are skipped. A mutation costs 2 meta calls
+* *Initial population*: the seed on train, plus ``R = P-1`` offspring (none without
+  ``reverse_engineer``): feedback mutations of the seed on the corrections (2 meta calls each),
+  or reverse engineering (1) when the data has no correction; each offspring is kept (not a
+  duplicate, not a rejected answer) with probability ``keep_rate``, then evaluated.
+* *Generation g*: ``offspring_per_generation`` plans while anything is left to learn (mutations
+  learn from failures and from corrections not yet shown). A mutation costs 2 meta calls
   (feedback + rewrite), a crossover 1, mixed by the operator weights. Kept offspring:
   ``plans · keep_rate · novelty^(g-1)`` — as the population converges, more answers repeat an
   instruction already seen.
@@ -76,16 +78,17 @@ _PROMPT = AspectCritic.PROMPT_NAME
 class CostModel:
     """The constants of the estimate (see the module docstring); all are shares in [0, 1].
 
-    The defaults were chosen on a grid to keep the largest relative error of the expected calls
-    small (18 %) over the three bundled configs (answer_correctness, helpfulness, synthetic_200,
-    every seed of each) run with the simulated judge of mined criteria; an earlier fit over 48
-    configs predates that simulated judge. Refit when the search or the simulated judge changes.
+    The defaults minimise the mean relative error of the expected calls (16 %; largest 34 %, a
+    population of 6 on 400 samples, underestimated) over the bundled configs and four synthetic
+    ones (60–400 samples, population 3–6, every seed of each) run with the simulated judge of
+    mined criteria (``benchmarks/estimate_accuracy.py --fit``). Refit when the search or the
+    simulated judge changes.
     """
 
-    pass_rate: float = 0.6
-    keep_rate: float = 0.6
+    pass_rate: float = 0.8
+    keep_rate: float = 0.7
     novelty: float = 1.0
-    learn_rate: float = 0.8
+    learn_rate: float = 0.9
     unlearnable: float = 0.0
     #: Share of verdicts a real judge gets wrong at random (the simulated one uses ``llm.noise``).
     judge_noise: float = 0.02
@@ -178,6 +181,7 @@ class _Plan:
     n_val: int
     judges: int
     error_rate: float
+    reasons: float
     binary: bool
     noise: float
 
@@ -209,6 +213,7 @@ class _Plan:
             n_val=n_val,
             judges=config.metric.num_judges,
             error_rate=share,
+            reasons=n_train * sum(_reason_corrected(dataset, i, prompt) for i in usable) / len(usable),
             binary=config.loss.type == "binary",
             noise=_ensemble_noise(
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
@@ -333,6 +338,18 @@ def _recorded_verdict(dataset: SingleMetricAnnotation, position: int, prompt_nam
         return float(output.get("verdict", sample.metric_output))
     except (TypeError, ValueError):
         return sample.metric_output
+
+
+def _reason_corrected(dataset: SingleMetricAnnotation, position: int, prompt_name: str) -> bool:
+    """Whether the human edited the recorded judge's reason (a correction even when the verdict stood)."""
+    prompt = dataset.samples[position].prompts.get(prompt_name)
+    if (
+        prompt is None
+        or not isinstance(prompt.edited_output, dict)
+        or not isinstance(prompt.prompt_output, dict)
+    ):
+        return False
+    return prompt.edited_output.get("reason") not in (None, prompt.prompt_output.get("reason"))
 
 
 def _disagrees(dataset: SingleMetricAnnotation, position: int, label: float | None, prompt_name: str) -> bool:
