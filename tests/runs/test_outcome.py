@@ -88,11 +88,12 @@ def test_stop_line_explains_each_reason():
 
 
 def test_the_final_choices_own_reason_explains_a_chosen_candidate():
-    lineage = [_candidate(0, 0.833, None), _candidate(1, 1.0, None)]
+    lineage = [_candidate(0, 0.333, None), _candidate(1, 0.771, None)]  # focus-set values
     why = "better than the seed on validation by +0.167 with probability 0.94 (paired bootstrap)"
     choice = {"finalists": [{"id": 1, "delta": 0.166667, "p_better": 0.94}], "chosen": 1, "why": why}
-    assert choice_line(_result(lineage, best_id=1, final_choice=choice)) == (
-        f"chosen: candidate 1 (mutation, generation 1): {why}; train 1.000 against the seed's 0.833"
+    scores = {"seed": {"train": 0.708}, "best": {"train": 0.913}}  # the summary line's estimates
+    assert choice_line(_result(lineage, best_id=1, final_choice=choice, scores=scores)) == (
+        f"chosen: candidate 1 (mutation, generation 1): {why}; train 0.913 against the seed's 0.708"
     )
 
 
@@ -100,10 +101,13 @@ def test_a_kept_seed_gets_the_reason_and_the_best_finalists_scores():
     lineage = [_candidate(0, 0.833, None), _candidate(1, 1.0, None), _candidate(2, 0.9, None, "crossover")]
     why = "candidate 1 did better on validation (Δ +0.083) but with probability 0.71 < 0.8 that it is better"
     rows = [{"id": 2, "delta": -0.1, "p_better": 0.1}, {"id": 1, "delta": 0.083, "p_better": 0.71}]
-    line = choice_line(_result(lineage, final_choice={"finalists": rows, "chosen": 0, "why": why}))
+    split = {"validation": 5, "judged": {"train": 48}}
+    line = choice_line(
+        _result(lineage, final_choice={"finalists": rows, "chosen": 0, "why": why}, split=split)
+    )
     assert line == (
         f"kept the seed: {why}; the best other finalist, candidate 1 (mutation, generation 1), scored "
-        "train 1.000 against the seed's 0.833 and +0.083 against it on validation"
+        "1.000 on the 48 train samples judged (the seed 0.833), and +0.083 against it on validation"
     )
     alone = choice_line(_result(lineage[:1], final_choice={"finalists": [], "why": "no candidate besides"}))
     assert alone == "kept the seed: no candidate besides"

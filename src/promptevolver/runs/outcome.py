@@ -26,9 +26,11 @@ _STOPS = {
 
 
 def choice_line(result: OptimizationResult) -> str:
-    """Which candidate was chosen and why, with its train score against the seed's; when the seed
-    was kept, why, and what the best other finalist scored. The reason is the final choice's own
-    (``final_choice.why``); a result without one (release 0.2) is explained from its lineage."""
+    """Which candidate was chosen and why, with its train score against the seed's (the estimates
+    of the summary line, ``scores``); when the seed was kept, why, and what the best other
+    finalist scored on the train samples judged (its lineage entry, beside the seed's). The reason
+    is the final choice's own (``final_choice.why``); a result without one (release 0.2) is
+    explained from its lineage."""
     lineage = result.lineage
     if not lineage:
         return "chosen: n/a (the result records no candidates)"
@@ -37,19 +39,20 @@ def choice_line(result: OptimizationResult) -> str:
         return _from_lineage(result)
     seed, by_id = lineage[0], {c["id"]: c for c in lineage}
     if result.improved:
-        best = by_id[result.best_id]
-        return (
-            f"chosen: {_who(best)}: {why}; train {_f(best['train'])} against the seed's {_f(seed['train'])}"
-        )
+        best, scores = by_id[result.best_id], result.scores
+        train = _f(scores.get("best", {}).get("train")), _f(scores.get("seed", {}).get("train"))
+        return f"chosen: {_who(best)}: {why}; train {train[0]} against the seed's {train[1]}"
     rows = [r for r in result.final_choice.get("finalists", []) if r.get("id") in by_id]
     if not rows:
         return f"kept the seed: {why}"
     row = max(rows, key=lambda r: (r.get("delta") is not None, r.get("delta") or 0.0))
     top, delta = by_id[row["id"]], row.get("delta")
-    on_validation = "" if delta is None else f" and {delta:+.3f} against it on validation"
+    on_validation = "" if delta is None else f", and {delta:+.3f} against it on validation"
+    judged = ((result.split or {}).get("judged") or {}).get("train")
+    samples = f"the {judged} train samples judged" if judged else "the train samples judged"
     return (
-        f"kept the seed: {why}; the best other finalist, {_who(top)}, scored train {_f(top['train'])} "
-        f"against the seed's {_f(seed['train'])}{on_validation}"
+        f"kept the seed: {why}; the best other finalist, {_who(top)}, scored {_f(top['train'])} on "
+        f"{samples} (the seed {_f(seed['train'])}){on_validation}"
     )
 
 
