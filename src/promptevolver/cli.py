@@ -275,11 +275,7 @@ def _optimize(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         progress.close()
-        print(
-            f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
-            f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}",
-            file=sys.stderr,
-        )
+        print(_interrupted(Path(run_dir)), file=sys.stderr)
         return 130
     except LLMUnusableError as exc:
         progress.close()
@@ -295,6 +291,16 @@ def _optimize(args: argparse.Namespace) -> int:
         progress.close()
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
+
+
+def _interrupted(run_dir: Path) -> str:
+    """The line after Ctrl-C: how to continue, or that there is nothing to continue from."""
+    if (run_dir / rundir.CHECKPOINT_FILE).is_file():
+        return (
+            f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
+            f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}"
+        )
+    return f"promptevolver: interrupted before the run's first checkpoint in {run_dir}: nothing to resume"
 
 
 def _progress(args: argparse.Namespace, config: RunConfig, *, prefix: str = "") -> Any:

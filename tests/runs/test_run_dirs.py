@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -27,9 +29,14 @@ def _one_line(err: str) -> str:
 
 
 def _interrupt_after(calls: int):
+    """A callback that presses Ctrl-C (a real SIGINT, as a terminal sends) once ``calls`` LLM calls
+    were answered; asyncio.run cancels the run and raises KeyboardInterrupt."""
+    sent = []
+
     def callback(event: Event) -> None:
-        if event.kind == "llm_call" and event.data["calls"] >= calls:
-            raise KeyboardInterrupt
+        if event.kind == "llm_call" and event.data["calls"] >= calls and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
 
     return callback
 
@@ -191,3 +198,35 @@ def test_a_checkpoint_of_other_data_names_the_files_and_keeps_the_runs_config(tm
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert "another dataset or loss" in line and str(other) in line and "annotated_data.json" in line
     assert (copy / rundir.CONFIG_FILE).read_bytes() == before
+
+
+def test_ctrl_c_points_to_resume_only_when_there_is_a_checkpoint(
+    tmp_path, synthetic_config, monkeypatch, capsys
+):
+    from promptevolver.runs import optimize
+
+    def interrupted(config):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(optimize, "load_dataset", interrupted)
+        assert main(["optimize", str(synthetic_config), "-o", str(tmp_path / "early"), "-q"]) == 130
+    assert _one_line(capsys.readouterr().err).endswith(
+        "before the run's first checkpoint in " + str(tmp_path / "early") + ": nothing to resume"
+    )
+    assert rundir.run_status(tmp_path / "early") == "new"  # a plain rerun starts it
+    late = tmp_path / "late"
+    with monkeypatch.context() as patch:
+        patch.setattr(optimize, "GeneticOptimizer", _interrupting(optimize.GeneticOptimizer))
+        assert main(["optimize", str(synthetic_config), "-o", str(late), "-q"]) == 130
+    assert _one_line(capsys.readouterr().err).endswith(
+        f"continue with: promptevolver optimize --resume {late}"
+    )
+
+
+def _interrupting(cls):
+    def build(**kwargs):
+        kwargs["callbacks"] = [*kwargs.get("callbacks", ()), _interrupt_after(30)]
+        return cls(**kwargs)
+
+    return build
