@@ -14,14 +14,19 @@ from promptevolver.errors import ConfigError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.judge.ensemble import JudgeEnsemble
+from promptevolver.judge.protocol import Metric
+from promptevolver.judge.rubric import RubricJudge
+from promptevolver.judge.statements import StatementSupport
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
-from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
+from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
+from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-__all__ = ["build_llm", "build_loss", "build_metric", "load_dataset"]
+__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset"]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -32,24 +37,52 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
             (the message lists the metrics present).
     """
     if isinstance(config.dataset, SyntheticSource):
-        spec = SyntheticSpec(name=config.metric.name, **config.dataset.synthetic.model_dump())
-        return generate(spec)
+        synthetic = config.dataset.synthetic
+        arguments = {"name": config.metric.name, **synthetic.spec_arguments()}
+        if synthetic.kind == "rubric":
+            return generate_rubric(RubricSpec(**arguments))
+        if synthetic.kind == "statements":
+            return generate_statements(StatementsSpec(**arguments))
+        return generate(SyntheticSpec(**arguments))
     name = config.metric_name or config.metric.name
     return SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
 
 
-def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> AspectCritic | JudgeEnsemble:
-    """The judge ``config`` describes: an AspectCritic, wrapped in a :class:`JudgeEnsemble` when
-    ``config.is_ensemble``. ``temperature`` (the LLM's) applies unless ``config.temperature`` is set."""
+#: A single judge of ours.
+Judge = AspectCritic | RubricJudge | StatementSupport
+
+
+def build_judge(config: MetricConfig, *, temperature: float = 0.0) -> Judge:
+    """The single judge ``config`` describes (never an ensemble): by ``config.type``, an
+    AspectCritic, a RubricJudge or a StatementSupport. ``temperature`` (the LLM's) applies unless
+    ``config.temperature`` is set."""
     if config.temperature is not None:
         temperature = config.temperature
-    critic = AspectCritic(name=config.name, definition=config.definition, temperature=temperature)
+    name, definition = config.name, config.definition
+    if config.type == "rubric":
+        return RubricJudge(
+            name=name,
+            definition=definition,
+            score_range=config.score_range or (1, 5),
+            discrete=True if config.discrete is None else config.discrete,
+            rubrics=config.rubrics,
+            temperature=temperature,
+        )
+    if config.type == "statement_support":
+        return StatementSupport(name=name, definition=definition, temperature=temperature)
+    return AspectCritic(name=name, definition=definition, temperature=temperature)
+
+
+def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> Metric:
+    """The judge ``config`` describes (:func:`build_judge`), wrapped in a :class:`JudgeEnsemble`
+    when ``config.is_ensemble``."""
+    judge = build_judge(config, temperature=temperature)
     if not config.is_ensemble:
-        return critic
+        return judge
     return JudgeEnsemble(
-        metric=critic,
+        metric=judge,
         num_judges=config.num_judges,
-        aggregation_method=config.aggregation_method or "majority",
+        aggregation_method=config.aggregation,
         max_concurrent_judges=config.max_concurrent_judges,
         timeout_s=config.timeout_s,
     )
@@ -76,7 +109,7 @@ def build_llm(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed
 def _build_client(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> BaseLLMClient:
     price = _price(config)
     if config.provider == "fake":
-        return SimulatedJudgeLLM(
+        return SimulatedMetricsLLM(
             dataset=dataset,
             random_seed=random_seed,
             noise=config.noise,
