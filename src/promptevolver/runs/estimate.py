@@ -8,23 +8,29 @@ are rendered by the real operators against a recorder that answers locally.
 
 * *Split*: as the optimizer makes it — ``n_val = min(max(2, round(fraction·N)), N-2)`` of the N
   usable samples, the rest train; then the ``max_train_samples`` / ``max_validation_samples`` caps.
-* *One offspring's evaluation*: ``J·n_train`` judge calls (J = ``metric.num_judges``); with
+* *The metric*: built from the config: J = its ``calls_per_evaluation`` (judges of an ensemble ×
+  calls per judge: 2 for a statement extractor and its verifier), K = its prompts (each
+  meta operation runs once per prompt).
+* *One offspring's evaluation*: ``J·n_train`` judge calls; with
   minibatch screening (``m = config.minibatch_size(cfg, n_train)``, as the optimizer sizes it)
   ``J·(m + pass_rate·(n_train - m))``: it is judged on the m minibatch samples, and on the rest
   only if it passes.
 * *Initial population*: the seed on train, plus ``R = min(P-1, ⌈n_train / num_demonstrations⌉)``
-  reverse-engineering meta calls (none without ``reverse_engineer``); each offspring is kept
+  reverse-engineered candidates of K meta calls each (none without ``reverse_engineer``); each
+  offspring is kept
   (not a duplicate, not a rejected answer) with probability ``keep_rate``, then evaluated.
 * *Generation g*: ``plans = min(P, 1 + wrong)`` offspring plans, where ``wrong`` is the expected
   number of train samples the population still gets wrong — with few failing samples, feedback
-  keeps showing the same ones and plans tried before are skipped. A mutation costs 2 meta calls
-  (feedback + rewrite), a crossover 1, mixed by the operator weights. Kept offspring:
+  keeps showing the same ones and plans tried before are skipped. A mutation costs 2K meta calls
+  (feedback + rewrite per prompt), a crossover K, mixed by the operator weights. Kept offspring:
   ``plans · keep_rate · novelty^(g-1)`` — as the population converges, more answers repeat an
   instruction already seen.
 * *Final choice*: the seed and ``min(finalists, P)`` finalists judged on validation.
 * *Expected length* (early stopping): the seed is expected to be wrong on ``wrong₀ = e·n_train``
-  train samples, where e is the share of usable annotations whose recorded judge verdict differs
-  from the human label (the data says how much there is to learn). A share ``unlearnable`` of
+  train samples, where e is the share of usable annotations whose recorded judge output (the
+  prompt's ``verdict`` or ``score``, else ``metric_output``) differs from the human label (by
+  half a point for a binary metric, at all for a numeric one: the data says how much there is
+  to learn). A share ``unlearnable`` of
   them is never fixed (one-off corrections), and judge noise adds ``noise·n_train`` wrong ones
   (``llm.noise`` for the simulated judge, ``judge_noise`` otherwise; for an ensemble, the chance
   that most of its judges err); each round (the initial
@@ -32,10 +38,11 @@ are rendered by the real operators against a recorder that answers locally.
   ``generations``; a perfect train score (under 0.5 samples expected wrong; binary losses
   only); ``patience`` rounds in a row that fix under 0.5 samples; the budget (checked as the
   optimizer does, with the final validation reserved).
-* *Tokens*: judge prompts are the seed's rendered prompts over the usable samples; completions
-  the annotated judge outputs; meta-prompts are rendered by the operators with annotated
-  examples. Counted as the client counts them: whitespace words for the simulated LLM,
-  characters / 4 for real providers.
+* *Tokens*: judge prompts are the seed's prompts rendered over the usable samples (with each
+  prompt's recorded ``prompt_input`` when the annotation has one: a verifier's statements);
+  completions the annotated prompt outputs; meta-prompts are rendered by the operators with
+  annotated examples, averaged over the metric's prompts. Counted as the client counts them:
+  whitespace words for the simulated LLM, characters / 4 for real providers.
 * *Cost*: tokens × ``llm.prices`` (meta calls at ``reflection_llm.prices`` when set); 0 for the
   simulated LLM; None (unknown) for a real model without a price.
 
@@ -52,10 +59,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import load_dataset
+from promptevolver.config.build import build_metric, load_dataset
 from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
@@ -67,7 +74,6 @@ from promptevolver.optimizers.strategies.budget import check_upfront
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
 
 T = TypeVar("T")
-_PROMPT = AspectCritic.PROMPT_NAME
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,7 @@ class _Plan:
     n_train: int
     n_val: int
     judges: int
+    prompts: int
     error_rate: float
     binary: bool
     noise: float
@@ -189,15 +196,19 @@ class _Plan:
                 metric=dataset.name,
             )
         n_train, n_val = split_sizes(len(usable), cfg)
-        wrong = sum(_disagrees(dataset, i, labels[i]) for i in usable)
+        metric = build_metric(config.metric)
+        binary = config.loss.type == "binary"
+        prompt = _only_prompt(metric)
+        wrong = sum(_disagrees(dataset, i, labels[i], prompt, binary) for i in usable)
         return cls(
             cfg=cfg,
             model=model,
             n_train=n_train,
             n_val=n_val,
-            judges=config.metric.num_judges,
+            judges=metric.calls_per_evaluation,
+            prompts=len(metric.get_prompts()),
             error_rate=wrong / len(usable),
-            binary=config.loss.type == "binary",
+            binary=binary,
             noise=_ensemble_noise(
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
                 config.metric.num_judges,
@@ -217,7 +228,7 @@ class _Plan:
 
     def meta_per_plan(self) -> float:
         wm, wc = self.cfg.mutation_weight, self.cfg.crossover_weight
-        return 0.0 if wm + wc == 0 else (2 * wm + wc) / (wm + wc)
+        return 0.0 if wm + wc == 0 else self.prompts * (2 * wm + wc) / (wm + wc)
 
     def reverse_engineering(self) -> int:
         if not self.cfg.reverse_engineer:
@@ -227,7 +238,7 @@ class _Plan:
     def initial(self) -> dict[str, Any]:
         r = self.reverse_engineering()
         judge = self.judges * self.n_train + r * self.model.keep_rate * self.offspring_judge_calls()
-        return {"phase": "initial", "judge_calls": judge, "meta_calls": float(r)}
+        return {"phase": "initial", "judge_calls": judge, "meta_calls": float(r * self.prompts)}
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
         plans = (
@@ -243,13 +254,13 @@ class _Plan:
     @property
     def bounds(self) -> PhaseCalls:
         """The optimizer's own upper bounds per phase (the shared cost model)."""
-        mutation = 2 if self.cfg.mutation_weight > 0 else 0
-        crossover = 1 if self.cfg.crossover_weight > 0 else 0
+        mutation = 2 * self.prompts if self.cfg.mutation_weight > 0 else 0
+        crossover = self.prompts if self.cfg.crossover_weight > 0 else 0
         return phase_calls(
             self.cfg,
             n_train=self.n_train,
             n_val=self.n_val,
-            prompts=1,
+            prompts=self.prompts,
             calls_per_evaluation=self.judges,
             meta_calls_per_offspring=max(mutation, crossover),
         )
@@ -297,7 +308,7 @@ class _Plan:
     def max_calls(self) -> int:
         """Calls of a run with every generation and every offspring judged on all of train."""
         r = self.reverse_engineering()
-        initial = self.judges * self.n_train * (1 + r) + r
+        initial = self.judges * self.n_train * (1 + r) + r * self.prompts
         generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self.bounds.generation
         return initial + generations + self.final_judge_calls()
 
@@ -311,19 +322,35 @@ def _ensemble_noise(noise: float, judges: int) -> float:
     return sum(math.comb(judges, k) * noise**k * (1 - noise) ** (judges - k) for k in wrong)
 
 
-def _recorded_verdict(dataset: SingleMetricAnnotation, position: int) -> float:
+def _only_prompt(metric: Metric) -> str | None:
+    """The metric's prompt name when it has one prompt (whose recorded output is the judge's)."""
+    names = list(metric.get_prompts())
+    return names[0] if len(names) == 1 else None
+
+
+def _recorded_output(dataset: SingleMetricAnnotation, position: int, prompt: str | None) -> float:
+    """The recorded judge output of a sample: ``prompt``'s ``verdict`` or ``score``, else
+    ``metric_output`` (the metric's value, e.g. a supported fraction)."""
     sample = dataset.samples[position]
-    prompt = sample.prompts.get(_PROMPT)
-    output = (prompt.prompt_output if prompt else None) or {}
-    try:
-        return float(output.get("verdict", sample.metric_output))
-    except (TypeError, ValueError):
-        return sample.metric_output
+    trace = sample.prompts.get(prompt) if prompt is not None else None
+    output = (trace.prompt_output if trace else None) or {}
+    for key in ("verdict", "score"):
+        try:
+            return float(output[key])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return sample.metric_output
 
 
-def _disagrees(dataset: SingleMetricAnnotation, position: int, label: float | None) -> bool:
-    """Whether the recorded judge verdict of a sample differs from its human ``label``."""
-    return label is not None and abs(_recorded_verdict(dataset, position) - label) >= 0.5
+def _disagrees(
+    dataset: SingleMetricAnnotation, position: int, label: float | None, prompt: str | None, binary: bool
+) -> bool:
+    """Whether the recorded judge output of a sample differs from its human ``label`` (by half a
+    point for a binary metric, at all for a numeric one)."""
+    if label is None:
+        return False
+    gap = abs(_recorded_output(dataset, position, prompt) - label)
+    return gap >= 0.5 if binary else gap > 1e-9
 
 
 # --- tokens ----------------------------------------------------------------------------------
@@ -369,18 +396,19 @@ class _Tokens:
 
     @classmethod
     def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan) -> _Tokens:
-        examples = _examples(dataset)
-        seed = AspectCritic(name=config.metric.name, definition=config.metric.definition)
-        prompt = seed.get_prompts()[_PROMPT]
+        metric = build_metric(config.metric)
+        examples = _examples(dataset, metric)
         judge_count = _counter(config.llm)
-        judge = (
-            _mean(judge_count(" ".join(m.content for m in prompt.render(ex.inputs))) for ex in examples),
-            _mean(judge_count(json.dumps(ex.expected)) for ex in examples),
-        )
+        judge = _judge_tokens(dataset, metric, judge_count)
         meta_count = _counter(config.reflection_llm or config.llm)
-        per_op = _meta_tokens(
-            seed.get_instructions()[_PROMPT], examples, plan, config.metric.name, meta_count
-        )
+        per_prompt = [
+            _meta_tokens(instruction, examples, plan, config.metric.name, meta_count)
+            for instruction in metric.get_instructions().values()
+        ]
+        per_op = {
+            op: (_mean(p[op][0] for p in per_prompt), _mean(p[op][1] for p in per_prompt))
+            for op in per_prompt[0]
+        }
         mix = _generation_mix(plan.cfg)
         generation = (
             sum(share * per_op[op][0] for op, share in mix.items()),
@@ -430,19 +458,49 @@ def _mean(values: Iterable[float]) -> float:
     return sum(items) / len(items) if items else 0.0
 
 
-def _examples(dataset: SingleMetricAnnotation, limit: int = 200) -> list[ops.Example]:
+def _spread(dataset: SingleMetricAnnotation, limit: int) -> list[int]:
+    """Up to ``limit`` usable sample positions, evenly spread."""
+    usable = dataset.usable_indices()
+    return usable[:: max(1, len(usable) // limit)][:limit]
+
+
+def _inputs(metric: Metric, fields: dict[str, Any]) -> dict[str, Any]:
+    """The metric's input fields of a sample, or all its fields when it lacks a required one."""
+    try:
+        return metric.prompt_inputs(fields)
+    except AnnotationError:
+        return dict(fields)
+
+
+def _judge_tokens(
+    dataset: SingleMetricAnnotation, metric: Metric, count: Callable[[str], int], limit: int = 200
+) -> tuple[float, float]:
+    """Mean (prompt, completion) tokens of one judge call: every prompt of the seed rendered on
+    spread usable samples, with the prompt's recorded ``prompt_input`` when the sample has one
+    (else the metric's input fields); completions the recorded (else the expected) output."""
+    prompt_tokens, completion_tokens = [], []
+    labels = dataset.labels()
+    for i in _spread(dataset, limit):
+        sample = dataset.samples[i]
+        for name, prompt in metric.get_prompts().items():
+            trace = sample.prompts.get(name)
+            recorded = trace.prompt_input if trace else None
+            inputs = recorded or _inputs(metric, sample.metric_input)
+            output = (trace.prompt_output if trace else None) or {"verdict": labels[i]}
+            prompt_tokens.append(count(" ".join(m.content for m in prompt.render(dict(inputs)))))
+            completion_tokens.append(count(json.dumps(output)))
+    return _mean(prompt_tokens), _mean(completion_tokens)
+
+
+def _examples(dataset: SingleMetricAnnotation, metric: Metric, limit: int = 200) -> list[ops.Example]:
     """Up to ``limit`` usable samples (evenly spread) as meta calls show them."""
     labels = dataset.labels()
-    usable = [i for i, y in enumerate(labels) if y is not None]
-    reader = AspectCritic(name=dataset.name, definition="-")
+    first = next(iter(metric.get_prompts()))
     out = []
-    for i in usable[:: max(1, len(usable) // limit)][:limit]:
+    for i in _spread(dataset, limit):
         sample = dataset.samples[i]
-        try:
-            inputs = reader.prompt_inputs(sample.metric_input)
-        except AnnotationError:
-            inputs = dict(sample.metric_input)
-        approved = sample.expected_output(_PROMPT) or {}
+        inputs = _inputs(metric, sample.metric_input)
+        approved = sample.expected_output(first) or {}
         expected = {"reason": approved.get("reason", ""), "verdict": labels[i]}
         out.append(ops.Example(inputs=inputs, expected=expected, judged=dict(expected)))
     return out
