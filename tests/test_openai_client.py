@@ -79,7 +79,8 @@ def test_request_fields_reach_the_server(server: LocalOpenAIServer) -> None:
     ]
     assert (full["temperature"], full["seed"], full["max_tokens"]) == (0.7, 42, 17)
     assert bare["temperature"] == 0.0
-    assert "seed" not in bare and "max_tokens" not in bare and "response_format" not in bare
+    assert "seed" not in bare and "response_format" not in bare
+    assert bare["max_tokens"] == client.judge_max_tokens == 256  # judge calls are capped by default
 
 
 def test_api_key_sent_as_bearer_but_never_shown(server: LocalOpenAIServer) -> None:
@@ -189,8 +190,9 @@ def test_rejected_response_format_falls_back_and_is_remembered(server: LocalOpen
     client = make_client(server)
     first, second = run(client, request("p", json_schema=SCHEMA), request("q", json_schema=SCHEMA))
     assert (first.text, second.text) == ("answer to: p", "answer to: q")
-    assert ["response_format" in r for r in server.requests] == [True, False, False]
-    assert client.response_format_supported is False
+    sent = [r.get("response_format", {}).get("type") for r in server.requests]
+    assert sent == ["json_schema", "json_object", "json_object"]
+    assert client.structured_output_mode == "json_object"
     assert client.usage.retries == 0 and client.usage.failures == 0
 
 
@@ -198,7 +200,8 @@ def test_server_without_response_format_support() -> None:
     with LocalOpenAIServer(echo_handler, supports_response_format=False) as srv:
         client = make_client(srv)
         assert run_one(client, request("r", json_schema=SCHEMA)).text == "answer to: r"
-        assert ["response_format" in r for r in srv.requests] == [True, False]
+        assert ["response_format" in r for r in srv.requests] == [True, True, False]
+        assert client.structured_output_mode == "prompt"
 
 
 def test_calls_counted_by_operation(server: LocalOpenAIServer) -> None:

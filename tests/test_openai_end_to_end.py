@@ -34,7 +34,7 @@ def simulated(dataset: SingleMetricAnnotation) -> SimulatedJudgeLLM:
 
 @pytest.fixture
 def server(ac_dataset: SingleMetricAnnotation) -> Iterator[LocalOpenAIServer]:
-    with LocalOpenAIServer(simulated_handler(simulated(ac_dataset))) as srv:
+    with LocalOpenAIServer(simulated_handler(simulated(ac_dataset)), models=["sim"]) as srv:
         yield srv
 
 

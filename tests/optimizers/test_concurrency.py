@@ -43,7 +43,7 @@ def test_the_server_never_sees_more_requests_than_max_concurrency(
     config = {"population_size": 6, "generations": 2, "random_seed": 1, "max_concurrency": limit}
 
     async def run() -> None:
-        with LocalOpenAIServer(handler) as server:
+        with LocalOpenAIServer(handler, models=["sim"]) as server:
             client = OpenAIClient(model="sim", base_url=server.base_url, api_key="sk-x", max_concurrency=32)
             async with client:
                 await GeneticOptimizer(metric=ac_metric, llm=client).aoptimize(

@@ -80,7 +80,7 @@ def test_each_candidate_sample_pair_judged_once():
 def test_mse_is_minimised():
     ds = make_dataset(30, wrong=10)
     # GOOD instructions get every label right (MSE 0); the seed gets 10 wrong.
-    answers = {"reverse_engineer": {"instruction": "GOOD one"}, "feedback": {"feedback": ["x"]}}
+    answers = {"rewrite": {"instruction": "GOOD one"}, "feedback": {"feedback": ["x"]}}
 
     def writer(request: LLMRequest) -> str:
         return json.dumps(answers.get(request.operation, {"instruction": "bad"}))
@@ -117,7 +117,7 @@ def test_failed_evaluations_never_win():
 
     def writer(request: LLMRequest) -> str:
         return json.dumps(
-            {"instruction": "BROKEN"} if request.operation == "reverse_engineer" else {"feedback": []}
+            {"instruction": "BROKEN"} if request.operation == "rewrite" else {"feedback": ["x"]}
         )
 
     def handler_judge(instruction: str, i: int) -> int:
@@ -132,15 +132,20 @@ def test_failed_evaluations_never_win():
 def test_rejected_and_duplicate_operator_outputs_are_counted():
     ds = make_dataset(20, wrong=6)
 
+    rewrites = []
+
     def writer(request: LLMRequest) -> str:
-        if request.operation == "reverse_engineer":
+        if request.operation == "rewrite":
+            rewrites.append(request)
+            if len(rewrites) > 3:  # later mutations answer with cut-off JSON
+                return '```json\n{"instruction": "cut'
             return json.dumps({"instruction": "same text"})
         if request.operation == "feedback":
             return json.dumps({"feedback": ["x"]})
         return '```json\n{"instruction": "cut'
 
     result = _run(ds, rule_llm(ds, _original_or_fixed(ds, "never"), writer), generations=2, population_size=4)
-    assert result.operator_stats["duplicates"] >= 2  # three reverse-engineered copies of one text
+    assert result.operator_stats["duplicates"] >= 2  # three initial offspring rewritten to one text
     assert any(
         "truncated" in reason or "unparseable" in reason for reason in result.operator_stats["rejected"]
     )

@@ -178,4 +178,6 @@ def test_the_final_reserve_at_population_one_is_the_seed_alone():
         calls_per_evaluation=2,
         meta_calls_per_offspring=2,
     )
-    assert wider.final == (1 + 3) * 5 * 2 and wider.initial == 4 * 10 * 2 + 3
+    assert (
+        wider.final == (1 + 3) * 5 * 2 and wider.initial == 4 * 10 * 2 + 3 * 2
+    )  # R mutations, 2 meta calls each

@@ -14,6 +14,7 @@ from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers.checkpoint import CheckpointError
 from promptevolver.optimizers.events import Event
+from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 from ..helpers import make_dataset, rule_llm
 
@@ -72,7 +73,12 @@ def test_events_reach_callbacks_in_order(ac_dataset):
     assert kinds.count("generation_end") == len(result.history)
     assert kinds.count("generation_start") == len(result.history) - 1
     evaluated = [e for e in events if e.kind == "candidate_evaluated"]
-    assert {e.data["split"] for e in evaluated} >= {"train", "validation"}
+    # 18 annotations: out-of-bag, the final choice reuses the train judgements (no validation calls)
+    assert result.split["regime"] == "out-of-bag"
+    assert {e.data["split"] for e in evaluated} >= {"train"} and "validation" not in {
+        e.data["split"] for e in evaluated
+    }
+    assert kinds.count("llm_call") == sum(result.usage["llm_calls"].values())
     assert sum(e.kind == "operator_call" for e in events) >= len(result.lineage) - 1
 
 
@@ -80,8 +86,17 @@ class _Interrupt(Exception):
     pass
 
 
-def test_interrupted_run_resumes_to_the_same_result(ac_dataset, tmp_path):
+@pytest.fixture(scope="module")
+def learning_dataset():
+    """A synthetic set on which the simulated search keeps learning for several generations."""
+
+    return generate(SyntheticSpec(n_samples=60, random_seed=0))
+
+
+def test_interrupted_run_resumes_to_the_same_result(learning_dataset, tmp_path):
+    ac_dataset = learning_dataset
     reference = _optimizer(ac_dataset).optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG)
+    assert len(reference.history) > 2  # generation 2 runs
 
     def stop_at_generation_2(event: Event) -> None:
         if event.kind == "generation_start" and event.generation == 2:
@@ -106,7 +121,8 @@ def test_interrupted_run_resumes_to_the_same_result(ac_dataset, tmp_path):
     assert new_calls < sum(reference.usage["llm_calls"].values())
 
 
-def test_resume_refuses_another_config_or_missing_checkpoint(ac_dataset, tmp_path):
+def test_resume_refuses_another_config_or_missing_checkpoint(learning_dataset, tmp_path):
+    ac_dataset = learning_dataset
     with pytest.raises(CheckpointError, match="no checkpoint"):
         _optimizer(ac_dataset).optimize(
             dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path, resume=True

@@ -69,7 +69,10 @@ def test_markdown_shows_outcome_scores_and_every_section(improved):
         for split in ("train", "validation"):
             assert f"{result['scores'][who][split]:.3f}" in md
     assert "![Best and mean train fitness per generation](plots/fitness.png)" in md
-    assert "[-" in md and "{+" in md  # the word diff marks removed and added words
+    seed_words = set(result["seed_instructions"][PROMPT].split())
+    best_words = set(result["best_instructions"][PROMPT].split())
+    assert "{+" in md  # the word diff marks added words, and removed ones when there are any
+    assert ("[-" in md) == bool(seed_words - best_words)
 
 
 def test_kept_seed_says_so_and_shows_the_instruction_unchanged(kept_seed):

@@ -78,7 +78,7 @@ def test_statement_samples_score_the_supported_fraction_of_each_side():
         if ex.edited_output is not None:
             extractor_edits += 1
             note = ex.edited_output["reason"]
-            assert note in EXTRACTOR_CRITERIA.values() or note.startswith("Keep the")
+            assert note in EXTRACTOR_CRITERIA.values() or note.startswith("Keep this")
             assert ver.edited_output is not None
             assert [v["statement"] for v in ver.edited_output["statements"]] == ex.edited_output["statements"]
         if ver.edited_output is not None:

@@ -77,6 +77,9 @@ class GeneticConfig(_Strict):
         sample_size: failing train samples a feedback call may draw from (Ragas' key).
         max_feedbacks: feedback items one feedback call may return.
         validation_fraction: share of usable samples held out to choose the final candidate.
+        small_data: below this many usable samples no validation part is held out: every
+            annotation is used to learn and to choose, each finalist compared with the seed on the
+            samples it did not learn from (out-of-bag; ``optimizers/split.py``). 0: always held out.
         elite_count: best candidates copied unchanged into the next generation.
         tournament_size: candidates drawn per tournament.
         patience: generations without a better best train score before stopping.
@@ -88,13 +91,17 @@ class GeneticConfig(_Strict):
         minibatch_size: train samples an offspring is first judged on (at most a quarter of train;
             half of them samples its parents get wrong, see ``optimizers/screening.py``); it is
             judged on all train samples only if it beats its best parent there. 0: no screening.
-        max_train_samples: cap on the train samples a candidate is judged on (a stratified subset
-            of the train split, fixed for the run; None = all). Bounds the cost per candidate on
-            large annotation sets.
-        max_validation_samples: cap on the validation samples (stratified; None = all).
+        max_train_samples: train samples a candidate is judged on: the train *focus set*, fixed
+            for the run — the samples where the annotations correct the recorded verdict first (up
+            to two thirds), a stratified draw of the others for the rest, each weighted by what it
+            stands for (``optimizers/focus.py``); None = all. Bounds the judge calls per candidate.
+        max_validation_samples: validation samples the finalists are judged on (the validation
+            focus set, made the same way; None = all).
         finalists: best train candidates of the last population judged on validation, besides
-            the seed (1: the best train candidate against the seed; more is worth it only with a
-            large validation set, since choosing among many on few samples fits their noise).
+            the seed; each is compared with the seed, paired (see
+            ``optimizers/strategies/final_choice.py``).
+        confidence: probability that a finalist is better than the seed on validation (paired
+            bootstrap) needed to return it instead of the seed, in [0.5, 1).
         offspring_per_generation: offspring planned per generation; None = automatic:
             ``population_size`` × (train samples // 100, clamped to 1..3). With many train samples
             a full evaluation costs far more than screening, so breeding more and screening them
@@ -113,6 +120,7 @@ class GeneticConfig(_Strict):
     sample_size: int = Field(12, ge=1)
     max_feedbacks: int = Field(3, ge=1)
     validation_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    small_data: int = Field(40, ge=0)
     elite_count: int = Field(1, ge=0)
     tournament_size: int = Field(2, ge=1)
     patience: int = Field(2, ge=1)
@@ -122,9 +130,10 @@ class GeneticConfig(_Strict):
     meta_temperature: float = Field(0.7, ge=0.0, le=2.0)
     max_concurrency: int = Field(16, ge=1)
     minibatch_size: int = Field(6, ge=0)
-    max_train_samples: int | None = Field(300, ge=2)
-    max_validation_samples: int | None = Field(500, ge=2)
-    finalists: int = Field(1, ge=1)
+    max_train_samples: int | None = Field(48, ge=2)
+    max_validation_samples: int | None = Field(64, ge=2)
+    finalists: int = Field(2, ge=1)
+    confidence: float = Field(0.8, ge=0.5, lt=1.0)
     max_failure_rate: float = Field(0.2, ge=0.0, lt=1.0)
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
@@ -257,6 +266,9 @@ class LLMConfig(_Strict):
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
     ``prices``: model name → price (USD per 1M tokens); when given, it must price this ``model``
     (``fake`` for the simulated provider without a model) and calls add to ``usage.cost_usd``.
+    ``structured_output`` (openai only): ``auto`` negotiates json_schema → json_object → prompt
+    with the server; a fixed mode is used as is. ``judge_max_tokens`` / ``meta_max_tokens``
+    (openai only): completion-token caps of judge and meta calls (null: the server's default).
     """
 
     provider: Literal["fake", "openai"] = "fake"
@@ -272,6 +284,9 @@ class LLMConfig(_Strict):
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    judge_max_tokens: int | None = Field(256, ge=1)
+    meta_max_tokens: int | None = Field(1024, ge=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -310,7 +325,14 @@ class LossConfig(_Strict):
 
 #: Keys of a synthetic dataset config by ``kind`` (besides ``kind``, ``n_samples``, ``random_seed``).
 SYNTHETIC_KEYS: dict[str, tuple[str, ...]] = {
-    "binary": ("positive_rate", "disagreement_rate", "generic_share", "n_generic", "reject_rate"),
+    "binary": (
+        "positive_rate",
+        "disagreement_rate",
+        "generic_share",
+        "n_generic",
+        "reject_rate",
+        "evidence_rate",
+    ),
     "rubric": (
         "disagreement_rate",
         "generic_share",
@@ -349,8 +371,9 @@ class SyntheticDatasetConfig(_Strict):
     positive_rate: float = Field(0.7, ge=0.0, le=1.0)
     disagreement_rate: float = Field(0.25, ge=0.0, le=1.0)
     generic_share: float = Field(0.6, ge=0.0, le=1.0)
-    n_generic: int = Field(4, ge=1, le=8)
+    n_generic: int = Field(6, ge=2, le=10)
     reject_rate: float = Field(0.3, ge=0.0, le=1.0)
+    evidence_rate: float = Field(0.1, ge=0.0, le=1.0)
     target_rate: float | None = Field(None, ge=0.0, le=1.0)
     score_range: tuple[int, int] | None = None
     level_weights: tuple[float, ...] | None = None

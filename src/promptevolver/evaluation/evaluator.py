@@ -11,6 +11,7 @@ together and however many calls one evaluation makes (a judge ensemble makes sev
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -19,7 +20,6 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
@@ -42,7 +42,7 @@ class Observer(Protocol):
         ...
 
     def record(self, cause: str | None, error: str | None = None) -> None:
-        """One evaluation's outcome: ``cause`` None for success, else why it failed. May raise."""
+        """One evaluation's outcome: ``cause`` None for success, else why it failed."""
         ...
 
 
@@ -66,8 +66,7 @@ class Evaluator:
         self.dataset = dataset
         self.max_concurrency = max_concurrency
         self._memo: dict[tuple[CandidateKey, int], Judgement] = {}
-        #: Told of every new evaluation (``plan``) and its outcome (``record``); it may raise to
-        #: stop the evaluation, which cancels the judgements still in flight.
+        #: Told of every new evaluation (``plan``) and its outcome (``record``).
         self.observer: Observer | None = None
         self.judged = 0
 
@@ -88,7 +87,7 @@ class Evaluator:
             if self.observer is not None:
                 self.observer.record(result.cause if result.failed else None, result.error)
 
-        await gather_or_cancel([judge(p) for p in todo])
+        await asyncio.gather(*(judge(p) for p in todo))
         return {p: self._memo[(key, p)] for p in positions}
 
     def lookup(self, instructions: Mapping[str, str], position: int) -> Judgement | None:
@@ -107,7 +106,7 @@ class Evaluator:
         self, candidates: Sequence[Mapping[str, str]], positions: Sequence[int]
     ) -> list[dict[int, Judgement]]:
         """:meth:`evaluate` for several candidates at once, results in candidate order."""
-        return await gather_or_cancel([self.evaluate(c, positions) for c in candidates])
+        return list(await asyncio.gather(*(self.evaluate(c, positions) for c in candidates)))
 
 
 @dataclass(frozen=True)

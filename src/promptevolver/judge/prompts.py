@@ -20,6 +20,7 @@ import ast
 import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
@@ -52,6 +53,7 @@ INPUT_HEADER = "## Input"
 EXAMPLES = "## Examples"
 CURRENT_INSTRUCTION = "## Current instruction"
 FAILING_SAMPLES = "## Failing samples"
+PASSING_SAMPLES = "## Passing samples"
 FEEDBACK_TO_APPLY = "## Feedback to apply"
 CROSSOVER_PARENT_A = "## Parent instruction A"
 CROSSOVER_PARENT_B = "## Parent instruction B"
@@ -102,6 +104,11 @@ class Prompt(Generic[OutputT]):
         try:
             return self.output_model.model_validate(data)
         except ValidationError as exc:
+            for later in _later_objects(text):  # e.g. a small model echoes the schema, then answers
+                try:
+                    return self.output_model.model_validate(later)
+                except ValidationError:
+                    continue
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "<root>"
             raise OutputParseError(f"output field {where!r}: {first['msg']}", raw=text) from exc
@@ -154,6 +161,21 @@ def extract_json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise OutputParseError("the answer is not a JSON object", raw=text)
     return value
+
+
+def _later_objects(text: str) -> Iterator[Any]:
+    """The JSON (or Python-literal) objects after the first one in ``text``, in order."""
+    first = _balanced_object(text)
+    position = text.find(first) + len(first) if first is not None else len(text)
+    while (candidate := _balanced_object(text[position:])) is not None:
+        position = text.find(candidate, position) + len(candidate)
+        try:
+            yield json.loads(candidate)
+        except json.JSONDecodeError:
+            try:
+                yield ast.literal_eval(candidate)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
 
 
 def _balanced_object(text: str) -> str | None:

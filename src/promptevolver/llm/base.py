@@ -317,6 +317,11 @@ class BaseLLMClient(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections held for the running event loop (nothing to release here)."""
 
+    async def preflight(self) -> None:  # noqa: B027 - optional hook, not abstract
+        """Check, with at most one cheap call, that this client can work before a run spends any
+        (nothing to check here). Raises :class:`~promptevolver.errors.PermanentLLMError` with a
+        one-line cause when it cannot; see :func:`promptevolver.llm.preflight.preflight`."""
+
     @abstractmethod
     async def _send(self, request: LLMRequest) -> Completion:
         """Send one request, once. Raise :class:`TransientLLMError` for retryable failures."""

@@ -247,6 +247,13 @@ class CachedLLM:
             exc,
         )
 
+    async def preflight(self) -> None:
+        """The inner client's preflight check, if it has one (see
+        :mod:`promptevolver.llm.preflight`); a cache cannot stand in for an unreachable server."""
+        check = getattr(self.inner, "preflight", None)
+        if check is not None:
+            await check()
+
     async def __aenter__(self) -> CachedLLM:
         return self
 

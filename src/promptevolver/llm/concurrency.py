@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from promptevolver.errors import LLMError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 
 __all__ = ["InFlightLimit"]
@@ -31,6 +32,12 @@ class InFlightLimit:
             raise ValueError(f"max_concurrency must be >= 1, got {limit}")
         self.limit = limit
         self._semaphores: dict[int, asyncio.Semaphore] = {}
+        #: Once set, requests not yet sent fail with it at once (those in flight finish).
+        self.closed: LLMError | None = None
+
+    def close(self, error: LLMError) -> None:
+        """Send no more requests: every later one fails with ``error`` (no call is made)."""
+        self.closed = error
 
     def slot(self) -> asyncio.Semaphore:
         """The semaphore of the running event loop."""
@@ -55,4 +62,6 @@ class _Limited:
 
     async def complete(self, request: LLMRequest) -> Completion:
         async with self.limit.slot():
+            if self.limit.closed is not None:
+                raise self.limit.closed
             return await self.inner.complete(request)

@@ -27,6 +27,10 @@ class Candidate:
         feedback: the feedback a mutation applied (empty otherwise).
         minibatch: score on the screening minibatch, when it was screened.
         screened_out: True when screening dropped it before its full train evaluation.
+        seen: train sample positions shown to the meta calls of its lineage (what it learned
+            from; the rest is out-of-bag for it).
+        fold: out-of-bag runs (small data): the fold of samples its lineage keeps unseen, to be
+            compared with the seed on; None otherwise.
     """
 
     id: int
@@ -39,6 +43,8 @@ class Candidate:
     feedback: list[str] = field(default_factory=list)
     minibatch: Score | None = None
     screened_out: bool = False
+    seen: frozenset[int] = frozenset()
+    fold: int | None = None
 
     @property
     def is_seed(self) -> bool:

@@ -7,11 +7,13 @@ the budget counts as it happens).
 
 With P = ``population_size``, J = judge calls per evaluation (``metric.calls_per_evaluation``),
 K = prompts per candidate, O = offspring per generation (:func:`offspring_count`), M = the most
-meta calls one offspring's operator makes (mutation: 2 per prompt), R = reverse-engineered
-candidates (P − 1, or 0 with ``reverse_engineer: false``), F = finalists besides the seed::
+meta calls one offspring's operator makes (mutation: 2 per prompt), R = the initial offspring
+(P − 1, or 0 with ``reverse_engineer: false``), F = finalists besides the seed, n_train / n_val
+the samples judged per candidate (focus sets; n_val = 0 out-of-bag, where the final choice
+reuses the train judgements)::
 
     seed       = n_train · J                        the seed's train evaluation
-    initial    = (1 + R) · n_train · J + R · K       seed and reverse-engineered candidates on train
+    initial    = (1 + R) · n_train · J + R · M       the seed and its first offspring on train
     generation = O · (M + n_train · J)               meta calls, then every child on all of train
     final      = (1 + min(F, P)) · n_val · J         seed and finalists on validation (P = 1: the seed)
 """
@@ -82,7 +84,7 @@ def phase_calls(
     """
     pop, judge = config.population_size, calls_per_evaluation
     extra = pop - 1 if config.reverse_engineer else 0
-    initial = (1 + extra) * n_train * judge + extra * prompts
+    initial = (1 + extra) * n_train * judge + extra * max(prompts, meta_calls_per_offspring)
     generation = offspring_count(config, n_train) * (meta_calls_per_offspring + n_train * judge)
     finalists = 1 if pop == 1 else 1 + min(config.finalists, pop)
     return PhaseCalls(

@@ -3,7 +3,7 @@
 Candidates differ mostly where the recorded judge was wrong (the *verdict* evidence of
 :mod:`.evidence`); elsewhere most instructions agree with the human already. So a candidate is
 judged on a **focus set** of at most ``size`` samples of a part: its verdict-evidence samples,
-up to half of the set (all of them when they are fewer), and a stratified draw (by human label)
+up to two thirds of the set (all of them when they are fewer), and a stratified draw (by human label)
 of the other samples for the rest, which shows whether an instruction breaks what already works.
 
 Each judged sample stands for ``weight`` samples of its stratum in the part (stratum size / drawn
@@ -16,6 +16,7 @@ scores and the final choice use the weighted estimate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,10 @@ import numpy as np
 from promptevolver.annotations import sampling
 from promptevolver.optimizers.evidence import Evidence
 
-__all__ = ["Focus", "make_focus"]
+__all__ = ["VERDICT_SHARE", "Focus", "make_focus"]
+
+#: The most of a focus set that verdict-evidence samples take (when there are more of them).
+VERDICT_SHARE = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -60,11 +64,11 @@ def make_focus(
 ) -> Focus:
     """The focus set of ``part`` (see the module docstring); all of it when ``size`` is None or
     at least the part's size."""
-    if size is None or len(part) <= size:
+    if size is None or len(part) <= size:  # (an out-of-bag run is judged on every sample)
         return Focus(list(part), {p: 1.0 for p in part}, len(part))
     wrong = [p for p in part if evidence[p].kind == "verdict"]
     rest = [p for p in part if evidence[p].kind != "verdict"]
-    n_wrong = min(len(wrong), max(size // 2, size - len(rest)))
+    n_wrong = min(len(wrong), max(math.ceil(VERDICT_SHARE * size), size - len(rest)))
     n_rest = min(len(rest), size - n_wrong)
     chosen_wrong = _draw(wrong, n_wrong, labels, rng)
     chosen_rest = _draw(rest, n_rest, labels, rng)

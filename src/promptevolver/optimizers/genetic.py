@@ -12,8 +12,8 @@ The loop (:meth:`GeneticOptimizer.aoptimize`), each step a named part with one o
                            → record → checkpoint            run.py, checkpoint.py
     stop                 = the first stop condition that   strategies/stopping.py
                            holds (generations, perfect train, patience, exhausted, budget)
-    final choice         = best on validation among the    strategies/final_choice.py
-                           seed and the finalists
+    final choice         = a finalist that beats the seed   strategies/final_choice.py
+                           on validation (paired bootstrap), else the seed
 
 Compared with Ragas' GeneticOptimizer (one pass, seed discarded, crossover partner fixed to
 candidate 0, chosen on the data it learned from) this keeps the seed in the final comparison,
@@ -33,14 +33,17 @@ from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.journal import Journal
+from promptevolver.llm.preflight import preflight
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.base import Optimizer
+from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import offspring_count
 from promptevolver.optimizers.events import Callback, EventBus
-from promptevolver.optimizers.operators.base import Operator
+from promptevolver.optimizers.operators.base import Child, Operator
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.operators.crossover import Crossover
 from promptevolver.optimizers.operators.mutation import Mutation
@@ -50,7 +53,7 @@ from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers.strategies import selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
-from promptevolver.optimizers.strategies.final_choice import BestOnValidation
+from promptevolver.optimizers.strategies.final_choice import PairedChoice, held_out, out_of_bag
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
@@ -131,12 +134,14 @@ class GeneticOptimizer(Optimizer):
             LLMUnusableError: the LLM failed on more than ``max_failure_rate`` of a step's calls
                 (the checkpoint and the journal in ``run_dir`` let ``resume`` continue).
             pydantic.ValidationError: invalid config values or unknown config keys.
+            PermanentLLMError: an LLM's preflight check failed (server, key or model; one line).
         """
         if resume and run_dir is None:
             raise ValueError("resume=True needs run_dir")
         journal = None if run_dir is None else Journal(Path(run_dir) / rundir.JOURNAL_FILE, fresh=not resume)
         try:
-            run = self._start(dataset, loss, _coerce(config), journal)
+            run = self._start(dataset, loss, _coerce(config), journal)  # data errors before any call
+            await preflight(self.llm, self.reflection_llm)
             if resume:
                 assert run_dir is not None
                 checkpoint.restore(
@@ -189,22 +194,25 @@ class GeneticOptimizer(Optimizer):
             run.calibrate_reserve()
 
     async def _initial_population(self, run: SearchRun) -> None:
-        """The seed, plus reverse-engineered candidates screened against it; all judged on train.
+        """The seed, judged on train while its first offspring are made from the annotations'
+        corrections (the two are independent); the offspring screened against it, then judged.
 
         Raises:
             LLMUnusableError: the seed's evaluation or the initial population failed too often.
         """
         seed = run.new_candidate(self.metric.get_instructions(), "seed")  # type: ignore[union-attr]
         assert seed is not None
+        extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
+        plans = run.breeder.plan_initial(run.breeding_view(), seed, extra, run.state.rng, run.state.slots)
+        run.state.slots += len(plans)
         run.begin_step("the seed's train evaluation", count_parse=True)
-        await run.judge_train([seed])
+        made = (
+            await gather_or_cancel([run.breeder.run(plans, run.meta_context([seed])), _judged(run, seed)])
+        )[0]
         run.end_step()
         run.after_seed(seed)
         run.begin_step("the initial population")
-        extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
-        plans = run.breeder.plan_initial(run.breeding_view(), extra, run.state.rng, run.state.slots)
-        run.state.slots += len(plans)
-        children = run.adopt(await run.breeder.run(plans, run.meta_context()))
+        children = run.adopt(made)
         passed = await run.screen(children, {c.id: [seed] for c in children})
         await run.judge_train(passed)
         run.end_step()
@@ -262,13 +270,21 @@ class GeneticOptimizer(Optimizer):
     async def _finish(self, run: SearchRun, stop_reason: str) -> OptimizationResult:
         """Judge the seed and the finalists on validation; the best there is the result."""
         run.state.stop_reason = stop_reason
-        choice = BestOnValidation(finalists=run.config.finalists, min_coverage=run.min_coverage)
+        choice = PairedChoice(
+            finalists=run.config.finalists, confidence=run.config.confidence, min_coverage=run.min_coverage
+        )
         finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
         run.meter.release_reserve()
-        run.begin_step("the final choice on validation")
-        await run.judge_validation(finalists)
-        run.end_step()
-        best = choice.choose(finalists, run.loss)
+        if run.split.regime == "out-of-bag":
+            compare = out_of_bag(run.state.seed, run.train)
+        else:
+            run.begin_step("the final choice on validation")
+            await run.judge_validation(finalists)
+            run.end_step()
+            focus = run.validation_focus
+            compare = held_out(run.state.seed, focus.weight_array(focus.positions))
+        best = choice.choose(finalists, compare, run.state.rng)
+        run.final_choice = {"regime": run.split.regime, **choice.report}
         run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
         return OptimizationResult.from_run(run, best)
 
@@ -276,6 +292,12 @@ class GeneticOptimizer(Optimizer):
     def _checkpoint(run: SearchRun, run_dir: str | Path | None) -> None:
         if run_dir is not None:
             checkpoint.save(run, run_dir)
+
+
+async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
+    """The seed's train evaluation, typed to run beside the breeder (it makes no child)."""
+    await run.judge_train([seed])
+    return []
 
 
 def _progress_fields(run: SearchRun) -> dict[str, Any]:

@@ -35,6 +35,8 @@ class OptimizationResult(Mapping[str, str]):
             ``population_size_1``.
         split: sizes of train and validation and how they were made.
         operator_stats: rejected operator outputs by reason, duplicates skipped.
+        final_choice: how the result was chosen (the rule, each finalist's difference from the
+            seed on validation and the probability it is better, the choice and why).
         config, random_seed, duration_s (seconds, wall clock).
     """
 
@@ -53,6 +55,7 @@ class OptimizationResult(Mapping[str, str]):
     config: dict[str, Any]
     random_seed: int
     duration_s: float = field(compare=False)
+    final_choice: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> str:
         return self.best_instructions[key]
@@ -82,6 +85,7 @@ class OptimizationResult(Mapping[str, str]):
             "stop_reason": self.stop_reason,
             "split": self.split,
             "operator_stats": self.operator_stats,
+            "final_choice": self.final_choice,
             "lineage": self.lineage,
             "config": self.config,
             "random_seed": self.random_seed,
@@ -101,19 +105,24 @@ class OptimizationResult(Mapping[str, str]):
     def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:
         """The result of a finished ``run`` whose final choice is ``best``."""
         seed, state = run.state.seed, run.state
-        assert seed.train and seed.validation and best.train and best.validation
+        assert seed.train and best.train
         return cls(
             metric=run.metric.name,
             seed_instructions=dict(seed.instructions),
             best_instructions=dict(best.instructions),
             loss=run.loss.describe(),
-            scores={name: run.estimates(c) for name, c in (("seed", seed), ("best", best))},
+            scores=(
+                run.out_of_bag_estimates(seed, best)
+                if run.split.regime == "out-of-bag"
+                else {name: run.estimates(c) for name, c in (("seed", seed), ("best", best))}
+            ),
             history=state.history,
             usage=run.usage().to_dict(),
             lineage=[c.to_dict() for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
             split=run.split_report(),
+            final_choice=run.final_choice,
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),
                 "duplicates": state.duplicates,

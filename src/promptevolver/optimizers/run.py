@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
-from promptevolver.errors import BudgetExceededError
+from promptevolver.errors import BudgetExceededError, LLMError, LLMUnusableError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
@@ -79,22 +79,25 @@ class SearchRun:
         llm, reflection_llm = self.meter.wrap(llm), self.meter.wrap(reflection_llm)
         if journal is not None:  # answers recorded as they arrive, replayed on resume (no budget)
             llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)
-        limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
-        self.llm, self.reflection_llm = limit.wrap(llm), limit.wrap(reflection_llm)
+        self.limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
+        self.llm, self.reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
         if events.callbacks:  # an ``llm_call`` event after each answered call
             self.llm, self.reflection_llm = _Announced(self.llm, self), _Announced(self.reflection_llm, self)
         self.usage_start = [c.usage.copy() for c in self.clients]
         rng = np.random.default_rng(config.random_seed)
         self.labels = dataset.labels()
-        self.split: Split = make_split(dataset, self.labels, metric, config, rng)
-        usable = self.split.train + self.split.validation
+        usable = [i for i, y in enumerate(self.labels) if y is not None]
         self.evidence = classify(dataset, self.labels, usable, _only_prompt(metric))
+        strata = {p: (self.labels[p], self.evidence[p].kind) for p in usable}
+        self.split: Split = make_split(dataset, self.labels, metric, config, rng, strata)
         self.train_focus = make_focus(
             self.split.train, self.evidence, self.labels, config.max_train_samples, rng
         )
         self.validation_focus = make_focus(
             self.split.validation, self.evidence, self.labels, config.max_validation_samples, rng
         )
+        #: Out-of-bag runs: each usable sample's fold (stratified like the split); else empty.
+        self.folds = _folds(self.split, strata, rng) if self.split.regime == "out-of-bag" else {}
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.evaluator = Evaluator(
             metric=metric, llm=self.llm, dataset=dataset, max_concurrency=config.max_concurrency
@@ -104,13 +107,20 @@ class SearchRun:
         #: Share of its evaluations a candidate needs measured to be ranked on its score.
         self.min_coverage = 1.0 - config.max_failure_rate
         self.tally = FailureTally(max_failure_rate=config.max_failure_rate, step="the run")
+        #: How the final choice was made (``PairedChoice.report``), once it was.
+        self.final_choice: dict[str, Any] = {}
 
     # --- steps and the failure policy ------------------------------------------------------------
     def begin_step(self, step: str, *, count_parse: bool = False) -> None:
         """Count this step's evaluations and failures afresh (see :mod:`.strategies.failures`)."""
         rate = self.config.max_failure_rate
-        self.tally = FailureTally(max_failure_rate=rate, step=step, count_parse=count_parse)
+        self.tally = FailureTally(
+            max_failure_rate=rate, step=step, count_parse=count_parse, on_stop=self._stop_sending
+        )
         self.evaluator.observer = self.tally
+
+    def _stop_sending(self, error: LLMUnusableError) -> None:
+        self.limit.close(StoppedError(f"not sent: the run is stopping ({error.cause})"))
 
     def end_step(self) -> None:
         """Apply the failure policy to the whole step.
@@ -159,6 +169,11 @@ class SearchRun:
             return None
         parents = tuple(p.id for p in child.plan.parents) if child else ()
         feedback = list(child.feedback) if child else []
+        seen = (
+            frozenset(child.plan.positions + child.plan.contrast).union(*(p.seen for p in child.plan.parents))
+            if child
+            else frozenset()
+        )
         c = Candidate(
             len(self.state.candidates),
             dict(instructions),
@@ -166,6 +181,8 @@ class SearchRun:
             operator,
             parents,
             feedback=feedback,
+            seen=seen,
+            fold=child.plan.fold if child else None,
         )
         self.state.add(c)
         return c
@@ -243,14 +260,30 @@ class SearchRun:
 
     # --- views for strategies and operators ------------------------------------------------------
     def breeding_view(self) -> BreedingView:
-        return BreedingView(self.state.population, self.train, self.labels, self.loss, self.config)
+        return BreedingView(
+            self.state.population,
+            self.train,
+            self.labels,
+            self.loss,
+            self.config,
+            self.evidence,
+            self.evidence_pool,
+            self.folds,
+        )
 
     def meta_context(self, parents: Sequence[Candidate] = ()) -> MetaContext:
         judged = {c.id: self._judge_outputs(c) for c in parents}
         return MetaContext(self.reflection_llm, self.metric, self.dataset, self.labels, self.config, judged)
 
     def _judge_outputs(self, candidate: Candidate) -> dict[int, dict[str, Any]]:
-        out = {}
+        """What the judge answered with ``candidate``'s instructions, by train position; for the
+        seed, the annotation's recorded output where it was not judged (marked ``recorded``)."""
+        out: dict[int, dict[str, Any]] = {}
+        if candidate.is_seed:
+            for p in self.split.train:
+                recorded = self.evidence[p].recorded
+                if recorded is not None:
+                    out[p] = {**recorded, "recorded": True}
         for p in self.train:
             j = self.evaluator.lookup(candidate.instructions, p)
             if j is not None:
@@ -268,6 +301,17 @@ class SearchRun:
         ):
             out[part] = None if s is None else s.estimate(self.loss, focus.weight_array(focus.positions))
         return out
+
+    def out_of_bag_estimates(self, seed: Candidate, best: Candidate) -> dict[str, dict[str, float | None]]:
+        """Small data: ``best`` and the seed on the samples ``best`` never learned from (all of
+        them when ``best`` is the seed), as their ``validation`` figure."""
+        assert seed.train is not None and best.train is not None
+        mask = np.array([p not in best.seen for p in self.train], dtype=bool)
+        values = {"seed": seed.train.value_on(self.loss, mask), "best": best.train.value_on(self.loss, mask)}
+        return {
+            name: {**self.estimates(c), "validation": values[name]}
+            for name, c in (("seed", seed), ("best", best))
+        }
 
     def split_report(self) -> dict[str, Any]:
         """The ``split`` block of result.json: the parts, their focus sets and the evidence."""
@@ -306,6 +350,11 @@ class SearchRun:
         state.history.append(entry)
         keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
         self.events.emit("generation_end", state.generation, **{k: entry[k] for k in keys})
+
+    def has_unseen_evidence(self) -> bool:
+        """Whether a population member's lineage has not yet been shown some correction."""
+        pool = self.evidence_pool
+        return any(p not in c.seen for c in self.state.population for p in pool)
 
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
@@ -391,10 +440,30 @@ class _Announced:
         return completion
 
 
+#: Folds of an out-of-bag run: each offspring learns from the others and is checked on its own.
+OUT_OF_BAG_FOLDS = 2
+
+
+def _folds(split: Split, strata: dict[int, Any], rng: np.random.Generator) -> dict[int, int]:
+    """Position → fold, stratified on ``strata`` (label and kind of correction), folds as equal
+    as possible (a stratified split of the train part into halves)."""
+    keys = [strata[p] for p in split.train]
+    first, second = sampling.stratified_split(keys, len(keys) // OUT_OF_BAG_FOLDS, rng)
+    return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
+
+
 def _only_prompt(metric: Metric) -> str | None:
     """The metric's prompt name when it has exactly one (whose annotations are evidence)."""
     names = list(metric.get_prompts())
     return names[0] if len(names) == 1 else None
+
+
+class StoppedError(LLMError):
+    """A request not sent because the run is stopping (cause ``stopped``)."""
+
+    @property
+    def cause(self) -> str:
+        return "stopped"
 
 
 def _meta_failure(rejected: str | None) -> str | None:

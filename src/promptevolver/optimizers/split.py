@@ -1,7 +1,19 @@
 """The split: which usable samples the search learns from (train) and which choose the result.
 
+Two regimes, recorded in the result (``split.regime``):
+
+* **held-out** (at least ``small_data`` usable samples): a validation part is set aside and the
+  final choice is made on it;
+* **out-of-bag** (fewer): every annotation is used both to learn and to choose. There is no
+  validation part; each candidate learned only from the samples its lineage's meta calls were
+  shown (``Candidate.seen``), so the others are held out *for it*, and the final choice compares
+  each finalist with the seed on that finalist's unseen samples — out-of-bag estimation, as in
+  bagging (Breiman, "Bagging predictors", 1996). On 18 annotations a 30 % validation part would
+  hold 5 samples; out-of-bag, a finalist is compared on every sample it did not learn from.
+
 :func:`make_split` draws the samples: validation gets ``round(validation_fraction · N)`` of the
-N usable samples (at least 2, leaving at least 2 for train), stratified on the human label.
+N usable samples (at least 2, leaving at least 2 for train), stratified on the human label and
+the kind of evidence (:mod:`.evidence`), so both parts get their share of the corrections.
 Candidates are judged on a *focus set* of each part (at most ``max_train_samples`` /
 ``max_validation_samples`` samples, :mod:`.focus`); :func:`split_sizes` gives those judged
 counts (shared with ``estimate`` through :mod:`.cost`).
@@ -9,7 +21,7 @@ counts (shared with ``estimate`` through :mod:`.cost`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +61,16 @@ class Split:
     train: list[int]
     validation: list[int]
     n_usable: int
+    regime: str = "held-out"
 
     @property
     def note(self) -> str | None:
         """A warning when validation is too small for a confident choice; None otherwise."""
+        if self.regime == "out-of-bag":
+            return (
+                f"small data: {self.n_usable} usable annotations, all used to learn and to choose; "
+                "each finalist was compared with the seed on the samples it did not learn from"
+            )
         if len(self.validation) >= SMALL_VALIDATION:
             return None
         return (
@@ -66,7 +84,8 @@ class Split:
         return {
             "train": len(self.train),
             "validation": len(self.validation),
-            "strategy": "stratified on the human label",
+            "regime": self.regime,
+            "strategy": "stratified on the human label and the kind of correction",
             "validation_positions": self.validation,
             "note": self.note,
             "unusable": [{"index": u.sample_index, "reason": u.reason} for u in dataset.unusable_samples()],
@@ -80,7 +99,10 @@ def validation_count(n_usable: int, fraction: float) -> int:
 
 def split_sizes(n_usable: int, config: GeneticConfig) -> tuple[int, int]:
     """(train, validation) samples a candidate is judged on, for ``n_usable`` usable samples: the
-    parts' sizes capped by the focus sizes ``max_train_samples`` / ``max_validation_samples``."""
+    parts' sizes capped by the focus sizes ``max_train_samples`` / ``max_validation_samples``
+    (validation 0 out-of-bag: the final choice reuses the train judgements)."""
+    if n_usable < config.small_data:
+        return n_usable, 0
     n_val = validation_count(n_usable, config.validation_fraction)
     return _capped(n_usable - n_val, config.max_train_samples), _capped(n_val, config.max_validation_samples)
 
@@ -95,8 +117,10 @@ def make_split(
     metric: Metric,
     config: GeneticConfig,
     rng: np.random.Generator,
+    strata: Mapping[int, Hashable] | None = None,
 ) -> Split:
-    """Draw the split from ``rng`` (see the module docstring).
+    """Draw the split from ``rng`` (see the module docstring), stratified on ``strata`` (position →
+    class key; default: the human label).
 
     Raises:
         InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable samples.
@@ -111,8 +135,11 @@ def make_split(
             metric=dataset.name,
         )
     check_inputs(dataset, metric, usable)
+    if len(usable) < config.small_data:
+        return Split(list(usable), [], len(usable), "out-of-bag")
     n_val = validation_count(len(usable), config.validation_fraction)
-    train, val = sampling.stratified_split([labels[i] for i in usable], n_val, rng)
+    keys = [labels[i] if strata is None else strata[i] for i in usable]
+    train, val = sampling.stratified_split(keys, n_val, rng)
     return Split([usable[i] for i in train], [usable[i] for i in val], len(usable))
 
 

@@ -157,6 +157,8 @@ def _candidate(c: Candidate) -> dict[str, Any]:
         "parents": list(c.parents),
         "feedback": c.feedback,
         "screened_out": c.screened_out,
+        "seen": sorted(c.seen),
+        "fold": c.fold,
         "train": _score(c.train),
         "minibatch": _score(c.minibatch),
         "validation": _score(c.validation),
@@ -175,4 +177,6 @@ def _uncandidate(d: dict[str, Any]) -> Candidate:
         feedback=list(d["feedback"]),
         minibatch=_unscore(d["minibatch"]),
         screened_out=d["screened_out"],
+        seen=frozenset(d.get("seen", ())),
+        fold=d.get("fold"),
     )

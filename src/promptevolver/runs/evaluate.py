@@ -19,6 +19,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.llm.preflight import preflight
 from promptevolver.rundir import read_result, result_path
 
 __all__ = ["Scorecard", "score_instructions", "validation_positions"]
@@ -102,6 +103,7 @@ async def score_instructions(
     metric = build_metric(config.metric, temperature=config.llm.temperature)
     _check_prompts(instructions, list(metric.get_prompts()))
     llm = build_llm(config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed)
+    await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
     evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)

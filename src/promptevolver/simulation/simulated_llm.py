@@ -1,41 +1,53 @@
 """A deterministic simulated LLM: a judge that a better instruction really improves.
 
 :class:`SimulatedJudgeLLM` is the default LLM of a run (``llm: {provider: fake}``). It is built
-from an annotation set, its *world*, and answers two kinds of calls:
+from an annotation set alone, its *world*: hidden **criteria** mined from the human corrections
+(:mod:`promptevolver.simulation.criteria`: phrases of edited reasons, or of a rejected sample's
+response; *generic* ones shared by several corrections, *specific* ones of one sample). It answers
+two kinds of calls, both pure functions of the request:
 
-**Judge calls** (a prompt rendered by :class:`promptevolver.judge.prompts.Prompt`). The sample is found
-by its input fields. When the original judge (``prompt_output.verdict``) agreed with the human,
-that verdict is returned. When it disagreed, the sample has *correction terms*: the ``top_terms``
-most salient words of the human's correction — the edited reason, or, for a rejected sample with
-no edit, its input text — ranked by TF-IDF (``sklearn.feature_extraction.text.TfidfVectorizer``,
-English stop words plus :data:`JUDGE_STOP_WORDS`, crude suffix stemming, fitted on every
-sample's correction text). If the
-instruction contains at least ``min(min_matches, len(terms))`` of them, the instruction
-*addresses* the correction and the human label is returned; otherwise the original verdict. Then
-small noise: the verdict flips with probability ``noise`` (+0.002 per instruction word beyond
-``free_words``, capped at 0.5, a stand-in for long prompts diluting attention). The noise draw is a
-hash of (seed, instruction, sample, sample_index), so answers do not depend on call order.
+**Judge calls** (a prompt rendered by :class:`promptevolver.judge.prompts.Prompt`). The sample is
+found by its input fields. The clean verdict is the human label when the instruction *names* a
+criterion the sample carries (a trigger phrase occurs in it, after light normalisation: case,
+punctuation, plural ``s``, ``-ly``), else the original judge's verdict. The reason is the human's
+edited reason when a criterion is named and one exists, else the original reason. Then the
+verdict flips with probability ``p = min(0.5, noise + length + cram + repetition)``:
 
-**Meta calls** (the operators' meta-prompts, recognised by their section headings). The fake
-writes instructions only from what the prompt shows: the reasons (or, without one, the input
-text) of the examples or failing samples in it, the feedback items, the parents. It never reads
-labels of its world for them. Its instructions are a task line plus ``Check in particular:
-<terms>.`` lines; crossover merges the parents' term lists (at most ``max_terms``).
+* length: ``length_penalty`` per instruction word beyond ``free_words``;
+* cram: ``cram_penalty`` per criterion named beyond ``max_criteria`` (naming everything is not free);
+* repetition: ``repetition_penalty`` when an instruction of 40+ words has under 35 % distinct words.
 
-Limits: words stand in for meaning (a synonym does not address a correction); a sample unknown to
-the world gets a hash-drawn verdict; token counts are whitespace words.
+The draw is a hash of (seed, whitespace-normalised instruction, sample, ``sample_index``), so
+answers do not depend on call order. A sample unknown to the world gets a hash-drawn verdict.
+
+**Meta calls** (the operators' meta-prompts, recognised by their section headings; unknown
+sections are ignored). The simulated prompt engineer writes only from what the prompt shows:
+
+* a *shown sample* is a JSON line with an ``input`` in any section; the criteria it carries are
+  its world criteria plus generic criteria its shown expected reason names;
+* a carried criterion is *discovered* with probability ``1 - (1 - p_discover) ** m`` (``m`` shown
+  samples carry it), one hash draw per (seed, prompt, ``sample_index``, criterion);
+* reverse engineering writes a task line plus a bullet per discovered criterion (generic first,
+  most evidenced first); feedback names the discovered criteria the current instruction does not
+  name, generic first, at most the number the prompt asks for (none discovered: an empty list);
+  rewrite adds the criteria the feedback names; crossover keeps parent A's other lines and merges
+  both parents' criterion lines without naming a criterion twice. Instructions are written with
+  :mod:`promptevolver.simulation.writer` (at most ``max_terms`` criterion lines).
+
+Limits: phrases stand for meaning (a paraphrase names nothing, a negated mention still names);
+the engineer never invents a wrong criterion and never drops one; few-shot demonstrations have no
+effect; token counts are whitespace words.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+from typing import Any, cast
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge import prompts as ops
@@ -43,28 +55,16 @@ from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.pricing import Price
+from promptevolver.simulation import phrases as ph
+from promptevolver.simulation import writer
+from promptevolver.simulation.criteria import Criterion, Truth, World, mine_world, sample_key
 
-__all__ = ["JUDGE_STOP_WORDS", "SimulatedJudgeLLM", "sample_key"]
+__all__ = ["NOISE_REASON", "SimulatedJudgeLLM", "sample_key", "sections"]
 
-#: Words any judge instruction or reason naturally contains; never correction terms.
-JUDGE_STOP_WORDS = frozenset(
-    (
-        "response responses answer answers question user input output reference verdict reason judge "
-        "provided provides provide correct correctly accurate accurately information criteria criterion "
-        "evaluate instruction assistant does doesn"
-    ).split()
-)
-_STOP_SET = frozenset(ENGLISH_STOP_WORDS | JUDGE_STOP_WORDS)
-_TOKEN = r"(?u)\b[a-zA-Z][a-zA-Z]{2,}\b"
-TASK_LINE = (
-    "Judge whether the response meets the criterion for the given input; verdict 1 if it does, 0 if not."
-)
-
-
-def sample_key(inputs: dict[str, Any]) -> str:
-    """Identity of a sample from its judge-visible input fields (None and empty values ignored)."""
-    shown = {k: v for k, v in inputs.items() if v not in (None, "", [])}
-    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+#: The reason a judge answer carries when its verdict is a noise flip.
+NOISE_REASON = "Judged on the overall impression of the response."
+_AT_MOST = re.compile(r"at most (\d+)", re.IGNORECASE)
+_METRIC = re.compile(r"judge `([^`]+)`")
 
 
 def _unit(*parts: object) -> float:
@@ -72,75 +72,44 @@ def _unit(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-@dataclass(frozen=True)
-class _Truth:
-    original: int
-    label: int
-    original_reason: str
-    corrected_reason: str
-    terms: tuple[str, ...]
-
-
-def stem(word: str) -> str:
-    """A crude suffix stripper so that ``wrongly``/``wrong`` and ``mentions``/``mentioned`` meet.
-
-    Applied to a fixed point, so ``stem(stem(w)) == stem(w)`` (terms survive being written out).
-    """
-    while True:
-        for suffix in ("ingly", "edly", "ing", "ly", "ed", "es", "s"):
-            if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-                word = word[: -len(suffix)]
-                break
+def sections(text: str) -> dict[str, str]:
+    """``{"## Heading": body}`` of a meta-prompt: a heading is a line starting with ``## `` at the
+    start or after a blank line (text before the first heading is under ``""``)."""
+    out: dict[str, str] = {}
+    heading, body = "", cast(list[str], [])
+    for line in text.splitlines():
+        if line.startswith("## ") and (not body or not body[-1].strip()):
+            out.setdefault(heading, "\n".join(body).strip())
+            heading, body = line.strip(), []
         else:
-            return word
-
-
-def analyze(text: str) -> list[str]:
-    """Lower-cased, stop-word-free, stemmed words of ``text``, in order."""
-    return [stem(w) for w in (m.lower() for m in re.findall(_TOKEN, text)) if w not in _STOP_SET]
-
-
-def _vectorizer() -> TfidfVectorizer:
-    return TfidfVectorizer(analyzer=analyze)
-
-
-def top_terms(texts: Sequence[str], k: int, exclude: frozenset[str] = frozenset()) -> list[list[str]]:
-    """The ``k`` highest TF-IDF words of each text, fitted on ``texts`` (ties alphabetical)."""
-    if not any(re.search(_TOKEN, t) for t in texts):
-        return [[] for _ in texts]
-    vec = _vectorizer()
-    try:
-        matrix = vec.fit_transform(texts)
-    except ValueError:  # only stop words
-        return [[] for _ in texts]
-    vocab = vec.get_feature_names_out()
-    out = []
-    for row in matrix:
-        pairs = sorted(((-w, vocab[j]) for j, w in zip(row.indices, row.data) if vocab[j] not in exclude))
-        out.append([term for _, term in pairs[:k]])
+            body.append(line)
+    out.setdefault(heading, "\n".join(body).strip())
     return out
 
 
-def words(text: str) -> set[str]:
-    """The stemmed content-word set of ``text``, as the simulation tokenises it."""
-    return set(analyze(text))
-
-
 class SimulatedJudgeLLM(BaseLLMClient):
-    """Deterministic simulated judge and instruction writer over an annotation world.
+    """Deterministic simulated judge and prompt engineer over an annotation world.
 
     Args:
         dataset: the world: annotated samples with their original and human verdicts.
-        random_seed: seed of the noise hash.
+        random_seed: seed of every hash draw (noise, discovery).
         prompt_name: the judge prompt whose ``prompt_output`` is the original verdict.
         noise: base probability in [0, 0.5] that a verdict flips.
-        top_terms: correction terms kept per disagreeing sample.
-        min_matches: terms an instruction must contain to address a correction.
+        top_terms, min_matches: accepted for compatibility with older callers; unused (criteria
+            are mined phrases now, see the module docstring).
         free_words: instruction length (words) beyond which noise grows.
-        max_terms: cap on the terms in an instruction the fake writes.
+        max_terms: most criterion lines the engineer writes into one instruction.
         malformed_rate: probability in [0, 1] that a judge answer is cut-off JSON (fault injection).
+        p_discover: probability in [0, 1] that one shown sample teaches a criterion it carries.
+        max_criteria: criteria an instruction may name before the cram penalty starts.
+        length_penalty: flip probability added per word beyond ``free_words``.
+        cram_penalty: flip probability added per criterion named beyond ``max_criteria``.
+        repetition_penalty: flip probability added to a repetitive instruction.
         max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient` (a price
             makes the simulation report what the same tokens would cost, in USD).
+
+    Raises:
+        ValueError: a probability or count out of range.
     """
 
     provider = "simulated"
@@ -154,18 +123,24 @@ class SimulatedJudgeLLM(BaseLLMClient):
         noise: float = 0.02,
         top_terms: int = 8,
         min_matches: int = 2,
-        free_words: int = 120,
+        free_words: int = 200,
         max_terms: int = 16,
         malformed_rate: float = 0.0,
+        p_discover: float = 0.7,
+        max_criteria: int = 12,
+        length_penalty: float = 0.002,
+        cram_penalty: float = 0.04,
+        repetition_penalty: float = 0.15,
         max_concurrency: int = 64,
         price: Price | None = None,
     ) -> None:
-        if not 0.0 <= noise <= 0.5:
-            raise ValueError(f"noise must be in [0, 0.5], got {noise}")
-        if not 0.0 <= malformed_rate <= 1.0:
-            raise ValueError(f"malformed_rate must be in [0, 1], got {malformed_rate}")
-        if top_terms < 1 or min_matches < 1:
-            raise ValueError("top_terms and min_matches must be >= 1")
+        for name, value in (("noise", noise), ("malformed_rate", malformed_rate), ("p_discover", p_discover)):
+            if not 0.0 <= value <= (0.5 if name == "noise" else 1.0):
+                raise ValueError(f"{name} out of range, got {value}")
+        if top_terms < 1 or min_matches < 1 or max_terms < 1 or max_criteria < 1:
+            raise ValueError("top_terms, min_matches, max_terms and max_criteria must be >= 1")
+        if min(free_words, length_penalty, cram_penalty, repetition_penalty) < 0:
+            raise ValueError("free_words and the penalties must be >= 0")
         super().__init__(max_attempts=1, retry_initial_s=0.0, max_concurrency=max_concurrency, price=price)
         self.random_seed = random_seed
         self.prompt_name = prompt_name
@@ -175,48 +150,65 @@ class SimulatedJudgeLLM(BaseLLMClient):
         self.free_words = free_words
         self.max_terms = max_terms
         self.malformed_rate = malformed_rate
-        self.world = self._build_world(dataset)
+        self.p_discover = p_discover
+        self.max_criteria = max_criteria
+        self.length_penalty = length_penalty
+        self.cram_penalty = cram_penalty
+        self.repetition_penalty = repetition_penalty
+        self.metric_name = dataset.name
+        self.world: World = mine_world(dataset, prompt_name=prompt_name)
+        self._coverage = writer.Coverage(self.world)
+        self.named = functools.lru_cache(maxsize=4096)(self._coverage.named)
 
     def __repr__(self) -> str:
         return (
-            f"SimulatedJudgeLLM(samples={len(self.world)}, random_seed={self.random_seed}, "
-            f"noise={self.noise})"
+            f"SimulatedJudgeLLM(samples={len(self.world.samples)}, criteria={len(self.world.criteria)}, "
+            f"random_seed={self.random_seed}, noise={self.noise})"
         )
 
     # --- the world ---------------------------------------------------------------------------
-    def _build_world(self, dataset: SingleMetricAnnotation) -> dict[str, _Truth]:
-        labels = dataset.labels()
-        rows = []
-        for sample, label in zip(dataset.samples, labels):
-            prompt = sample.prompts.get(self.prompt_name)
-            output = (prompt.prompt_output if prompt else None) or {}
-            original = int(output.get("verdict", sample.metric_output))
-            edited = (prompt.edited_output if prompt else None) or {}
-            correction = edited.get("reason") or " ".join(
-                str(v) for k, v in sorted(sample.metric_input.items()) if isinstance(v, str)
-            )
-            rows.append((sample, label, original, str(output.get("reason", "")), str(correction)))
-        terms = top_terms([r[4] for r in rows], self.top_terms)
-        world = {}
-        for (sample, label, original, reason, correction), t in zip(rows, terms):
-            human = original if label is None else int(round(label))
-            world[sample_key(sample.metric_input)] = _Truth(original, human, reason, correction, tuple(t))
-        return world
+    def truth(self, inputs: dict[str, Any]) -> Truth | None:
+        """What the world knows of the sample with these input fields, or None."""
+        return self.world.samples.get(sample_key(inputs))
 
-    def addresses(self, instruction: str, truth: _Truth) -> bool:
-        """True when ``instruction`` contains enough of the sample's correction terms."""
-        need = min(self.min_matches, len(truth.terms))
-        return need > 0 and len(words(instruction) & set(truth.terms)) >= need
+    def applies(self, instruction: str, truth: Truth) -> bool:
+        """True when ``instruction`` names a criterion the sample carries."""
+        return bool(self.named(instruction) & set(truth.criteria))
 
     def noise_rate(self, instruction: str) -> float:
-        extra = max(0, len(instruction.split()) - self.free_words) * 0.002
-        return min(0.5, self.noise + extra)
+        """Flip probability of a verdict under ``instruction`` (base noise plus penalties, ≤ 0.5)."""
+        words = len(instruction.split())
+        p = self.noise + max(0, words - self.free_words) * self.length_penalty
+        p += max(0, len(self.named(instruction)) - self.max_criteria) * self.cram_penalty
+        tokens = ph.key_sequence(instruction)
+        if len(tokens) >= 40 and len(set(tokens)) < 0.35 * len(tokens):
+            p += self.repetition_penalty
+        return min(0.5, p)
+
+    def sentence(self, criterion: Criterion) -> str:
+        """The sentence the engineer writes for ``criterion`` (also its feedback item)."""
+        return writer.feedback_item(criterion, has_reference=self.world.has_reference)
 
     def cache_identity(self) -> dict[str, Any]:
         """Provider kind plus every setting and the world the answers depend on."""
-        names = ("random_seed", "prompt_name", "noise", "top_terms", "min_matches", "free_words")
-        settings = {name: getattr(self, name) for name in (*names, "max_terms", "malformed_rate")}
-        world = sorted((key, vars(truth)) for key, truth in self.world.items())
+        names = (
+            "random_seed",
+            "prompt_name",
+            "noise",
+            "free_words",
+            "max_terms",
+            "malformed_rate",
+            "p_discover",
+            "max_criteria",
+            "length_penalty",
+            "cram_penalty",
+            "repetition_penalty",
+        )
+        settings = {name: getattr(self, name) for name in names}
+        world = [
+            sorted((k, dataclasses.asdict(t)) for k, t in self.world.samples.items()),
+            sorted((k, dataclasses.asdict(c)) for k, c in self.world.criteria.items()),
+        ]
         digest = hashlib.sha256(json.dumps([settings, world], sort_keys=True).encode()).hexdigest()
         return {"provider": self.provider, "model": f"simulated-judge-{digest[:16]}"}
 
@@ -235,87 +227,116 @@ class SimulatedJudgeLLM(BaseLLMClient):
         if rendered is not None:
             return self._judge(*rendered, request.sample_index)
         user = request.messages[-1].content
-        writers: list[tuple[str, Callable[[str], str]]] = [
+        parts = sections(user)
+        writers: list[tuple[str, Callable[[str, dict[str, str], int], str]]] = [
             (ops.FAILING_SAMPLES, self._feedback),
             (ops.FEEDBACK_TO_APPLY, self._rewrite),
             (ops.CROSSOVER_PARENT_A, self._crossover),
             (ops.EXAMPLES, self._reverse_engineer),
         ]
-        for heading, writer in writers:
-            if heading + "\n" in user:
-                return writer(user)
+        for heading, write in writers:
+            if heading in parts:
+                return write(user, parts, request.sample_index)
         return json.dumps({"error": "the simulated LLM does not recognise this prompt"})
 
     # --- judge -------------------------------------------------------------------------------
     def _judge(self, instruction: str, inputs: dict[str, Any], sample_index: int) -> str:
         key = sample_key(inputs)
-        truth = self.world.get(key)
-        if _unit(self.random_seed, "malformed", instruction, key, sample_index) < self.malformed_rate:
+        truth = self.world.samples.get(key)
+        normalized = " ".join(instruction.split())
+        if _unit(self.random_seed, "malformed", normalized, key, sample_index) < self.malformed_rate:
             return '{"reason": "The response is'
         if truth is None:
-            verdict = int(_unit(self.random_seed, "unknown", instruction, key) < 0.5)
+            verdict = int(_unit(self.random_seed, "unknown", normalized, key) < 0.5)
             return json.dumps({"reason": "No basis to judge this input.", "verdict": verdict})
-        addressed = truth.original != truth.label and self.addresses(instruction, truth)
-        verdict = truth.label if addressed else truth.original
-        reason = truth.corrected_reason if addressed else truth.original_reason
-        if _unit(self.random_seed, "noise", instruction, key, sample_index) < self.noise_rate(instruction):
-            verdict = 1 - verdict
+        if self.applies(instruction, truth):
+            verdict, reason = truth.label, truth.edited_reason or self._applied_reason(instruction, truth)
+        else:
+            verdict, reason = truth.original, truth.original_reason
+        if _unit(self.random_seed, "noise", normalized, key, sample_index) < self.noise_rate(instruction):
+            verdict, reason = 1 - verdict, NOISE_REASON
         return json.dumps({"reason": reason, "verdict": verdict})
 
-    # --- meta: writing instructions from what is shown -----------------------------------------
-    def _shown(self, body: str | None) -> list[str]:
-        texts = []
-        for line in (body or "").splitlines():
-            if not line.startswith("{"):
-                continue
-            item = json.loads(line)
-            reason = (item.get("expected_output") or {}).get("reason")
-            inputs = item.get("input") or {}
-            texts.append(reason or " ".join(str(v) for k, v in sorted(inputs.items()) if isinstance(v, str)))
-        return texts
+    def _applied_reason(self, instruction: str, truth: Truth) -> str:
+        cid = sorted(self.named(instruction) & set(truth.criteria))[0]
+        crit = self.world.criteria[cid]
+        return f"Verdict {truth.label}: {writer.clause(crit, has_reference=self.world.has_reference)}."
 
-    def _instruction(self, terms: Sequence[str], body: str = TASK_LINE) -> str:
-        kept = list(dict.fromkeys(terms))[: self.max_terms]
-        return body + (f"\nCheck in particular: {', '.join(kept)}." if kept else "")
+    # --- meta: the prompt engineer -------------------------------------------------------------
+    def _shown(self, parts: dict[str, str]) -> dict[str, int]:
+        """Criterion id -> number of shown samples carrying it."""
+        counts: dict[str, int] = {}
+        for body in parts.values():
+            for line in body.splitlines():
+                item = _json_line(line)
+                if item is None:
+                    continue
+                truth = self.world.samples.get(sample_key(item["input"]))
+                carried = set(truth.criteria) if truth else set()
+                reason = (item.get("expected_output") or {}).get("reason")
+                if isinstance(reason, str):
+                    carried |= {c for c in self.named(reason) if self.world.criteria[c].kind == "generic"}
+                for cid in carried:
+                    counts[cid] = counts.get(cid, 0) + 1
+        return counts
 
-    def _reverse_engineer(self, user: str) -> str:
-        per_example = top_terms(self._shown(ops.section(user, ops.EXAMPLES)), 3)
-        merged = [t for rank in range(3) for terms in per_example for t in terms[rank : rank + 1]]
-        return json.dumps({"instruction": self._instruction(merged)})
-
-    def _feedback(self, user: str) -> str:
-        current = words(ops.section(user, ops.CURRENT_INSTRUCTION) or "")
-        per_sample = top_terms(
-            self._shown(ops.section(user, ops.FAILING_SAMPLES)), 4, exclude=frozenset(current)
-        )
-        items = [f"Make the judge check: {', '.join(t)}." for t in per_sample if t]
-        return json.dumps({"feedback": items})
-
-    def _rewrite(self, user: str) -> str:
-        body, terms = split_terms(ops.section(user, ops.CURRENT_INSTRUCTION) or "")
-        items = ops.section(user, ops.FEEDBACK_TO_APPLY) or ""
-        added = [
-            t.strip(" .")
-            for line in items.splitlines()
-            if ":" in line
-            for t in line.split(":", 1)[1].split(",")
+    def _discover(self, user: str, parts: dict[str, str], sample_index: int) -> list[Criterion]:
+        """Criteria learnt from the shown samples, generic first, most evidenced first."""
+        prompt = " ".join(user.split())
+        found = [
+            (cid, m)
+            for cid, m in self._shown(parts).items()
+            if _unit(self.random_seed, "discover", prompt, sample_index, cid) < 1 - (1 - self.p_discover) ** m
         ]
-        return json.dumps({"instruction": self._instruction(terms + [t for t in added if t], body)})
+        crits = self.world.criteria
+        found.sort(key=lambda x: (crits[x[0]].kind != "generic", -x[1], x[0]))
+        return [crits[cid] for cid, _ in found]
 
-    def _crossover(self, user: str) -> str:
-        body, a = split_terms(ops.section(user, ops.CROSSOVER_PARENT_A) or "")
-        _, b = split_terms(ops.section(user, ops.CROSSOVER_PARENT_B) or "")
-        interleaved = [t for pair in zip(a, b) for t in pair] + a[len(b) :] + b[len(a) :]
-        return json.dumps({"instruction": self._instruction(interleaved, body)})
+    def _compose(
+        self, parsed: writer.Parsed, lines: Sequence[tuple[str, frozenset[str]]], added: list[Criterion]
+    ) -> str:
+        return writer.compose(parsed.base, lines, added, self.world, max_criteria=self.max_terms)
+
+    def _reverse_engineer(self, user: str, parts: dict[str, str], sample_index: int) -> str:
+        match = _METRIC.search(user)
+        base = writer.Parsed((writer.task_line(match.group(1) if match else self.metric_name),), ())
+        added = self._discover(user, parts, sample_index)
+        return json.dumps({"instruction": self._compose(base, (), added)})
+
+    def _feedback(self, user: str, parts: dict[str, str], sample_index: int) -> str:
+        named = self.named(parts.get(ops.CURRENT_INSTRUCTION, ""))
+        wanted = [c for c in self._discover(user, parts, sample_index) if c.id not in named]
+        match = _AT_MOST.search(parts.get(ops.ANSWER, "") or user)
+        limit = int(match.group(1)) if match else 3
+        return json.dumps({"feedback": [self.sentence(c) for c in wanted[:limit]]})
+
+    def _rewrite(self, user: str, parts: dict[str, str], sample_index: int) -> str:
+        current = parts.get(ops.CURRENT_INSTRUCTION, "")
+        parsed = writer.parse(current, self._coverage)
+        already = parsed.named()
+        items = [line.lstrip("-*• ").strip() for line in parts.get(ops.FEEDBACK_TO_APPLY, "").splitlines()]
+        added: list[Criterion] = []
+        for item in items:
+            for cid in sorted(self.named(item) - already - {c.id for c in added}):
+                added.append(self.world.criteria[cid])
+        if not added:
+            return json.dumps({"instruction": current})
+        return json.dumps({"instruction": self._compose(parsed, parsed.lines, added)})
+
+    def _crossover(self, user: str, parts: dict[str, str], sample_index: int) -> str:
+        a = writer.parse(parts.get(ops.CROSSOVER_PARENT_A, ""), self._coverage)
+        b = writer.parse(parts.get(ops.CROSSOVER_PARENT_B, ""), self._coverage)
+        return json.dumps({"instruction": self._compose(a, a.lines + b.lines, [])})
 
 
-def split_terms(instruction: str) -> tuple[str, list[str]]:
-    """(body, terms) of an instruction: its ``Check ...:`` term lists and every other line."""
-    body: list[str] = []
-    terms: list[str] = []
-    for line in instruction.splitlines():
-        if line.lower().startswith(("check", "also check")) and ":" in line:
-            terms.extend(t.strip(" .") for t in line.split(":", 1)[1].split(","))
-        else:
-            body.append(line)
-    return "\n".join(body).strip() or TASK_LINE, [t for t in terms if t]
+def _json_line(line: str) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(item, dict) or not isinstance(item.get("input"), dict):
+        return None
+    return item

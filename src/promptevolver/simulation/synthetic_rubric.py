@@ -28,11 +28,29 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge.rubric import RubricJudge
-from promptevolver.simulation.synthetic import GENERIC_CRITERIA, _rare_word, _text, _vocabulary
+from promptevolver.simulation.pseudo_text import rare_word, text, vocabulary
 
-__all__ = ["RubricSpec", "generate_rubric"]
+__all__ = ["RUBRIC_CRITERIA", "RubricSpec", "generate_rubric"]
 
 PROMPT_NAME = RubricJudge.PROMPT_NAME
+
+#: Generic correction criteria of the rubric world: (words, the human's reason).
+RUBRIC_CRITERIA: tuple[tuple[tuple[str, str], str], ...] = (
+    (("unit", "conversion"), "The response skips the unit conversion that the question needs."),
+    (("date", "precision"), "The response gives the date without the precision the reference has."),
+    (("citation", "source"), "The response makes a claim with no citation of its source."),
+    (
+        ("negation", "contradiction"),
+        "The response contains a negation that is a contradiction of the reference.",
+    ),
+    (("rounding", "numeric"), "The response has a numeric rounding error against the reference."),
+    (
+        ("scope", "overgeneralization"),
+        "The response is an overgeneralization beyond the scope of the question.",
+    ),
+    (("ambiguity", "hedging"), "The response hides an ambiguity behind hedging instead of answering."),
+    (("omission", "step"), "The response has an omission of a required step."),
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +65,7 @@ class RubricSpec:
             ``high − low + 1``.
         disagreement_rate: share of samples where the naive judge is off.
         generic_share: share of disagreements explained by a generic criterion.
-        n_generic: generic criteria in play (≤ len(GENERIC_CRITERIA)).
+        n_generic: generic criteria in play (≤ len(RUBRIC_CRITERIA)).
         reject_rate: share of disagreements rejected without an edit.
         target_rate: share of rejected samples that carry a ``target`` (the others are unusable).
         text_words: words per response/reference text.
@@ -75,8 +93,8 @@ class RubricSpec:
         weights = self.level_weights
         if weights is not None and (len(weights) != high - low + 1 or min(weights) < 0 or not sum(weights)):
             raise ValueError(f"level_weights must be {high - low + 1} non-negative odds, not all 0")
-        if not 1 <= self.n_generic <= len(GENERIC_CRITERIA):
-            raise ValueError(f"n_generic must be in [1, {len(GENERIC_CRITERIA)}], got {self.n_generic}")
+        if not 1 <= self.n_generic <= len(RUBRIC_CRITERIA):
+            raise ValueError(f"n_generic must be in [1, {len(RUBRIC_CRITERIA)}], got {self.n_generic}")
         for field in ("disagreement_rate", "generic_share", "reject_rate", "target_rate"):
             value = getattr(self, field)
             if not 0.0 <= value <= 1.0:
@@ -85,10 +103,10 @@ class RubricSpec:
 
 def _criterion(rng: np.random.Generator, spec: RubricSpec, index: int) -> tuple[list[str], str]:
     if rng.random() < spec.generic_share:
-        terms, reason = GENERIC_CRITERIA[int(rng.integers(0, spec.n_generic))]
+        terms, reason = RUBRIC_CRITERIA[int(rng.integers(0, spec.n_generic))]
         return list(terms), reason
-    a, b = _rare_word(2 * index), _rare_word(2 * index + 1)
-    return [a, b], f"The response misstates the {a} {b} detail of the reference."
+    a, b = rare_word(2 * index), rare_word(2 * index + 1)
+    return [a, b], f"See the {a} {b} detail of the reference."  # grammar words and the one-off detail
 
 
 def _off(rng: np.random.Generator, human: int, low: int, high: int) -> int:
@@ -104,9 +122,9 @@ def _sample(rng: np.random.Generator, spec: RubricSpec, vocab: list[str], i: int
     odds = np.ones(len(levels)) if spec.level_weights is None else np.asarray(spec.level_weights, float)
     human = int(rng.choice(levels, p=odds / odds.sum()))
     inputs = {
-        "user_input": f"How do I {_text(rng, vocab, 5)}?",
-        "response": _text(rng, vocab, spec.text_words),
-        "reference": _text(rng, vocab, spec.text_words),
+        "user_input": f"How do I {text(rng, vocab, 5)}?",
+        "response": text(rng, vocab, spec.text_words),
+        "reference": text(rng, vocab, spec.text_words),
     }
     naive = _off(rng, human, low, high) if rng.random() < spec.disagreement_rate else human
     output = {"reason": f"The response deserves a {naive} on the scale.", "score": naive}
@@ -136,6 +154,6 @@ def generate_rubric(spec: RubricSpec) -> SingleMetricAnnotation:
         ValueError: invalid spec values (at ``RubricSpec`` construction).
     """
     rng = np.random.default_rng(spec.random_seed)
-    vocab = _vocabulary(rng, 400)
+    vocab = vocabulary(rng, 400)
     samples = [_sample(rng, spec, vocab, i) for i in range(spec.n_samples)]
     return SingleMetricAnnotation.model_validate({"name": spec.name, "samples": samples})

@@ -31,24 +31,25 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge.statements import StatementSupport
-from promptevolver.simulation.synthetic import _rare_word, _text, _vocabulary
+from promptevolver.simulation.pseudo_text import rare_word, text, vocabulary
 
 __all__ = ["EXTRACTOR_CRITERIA", "StatementsSpec", "VERIFIER_CRITERIA", "generate_statements"]
 
 EXTRACTOR, VERIFIER = StatementSupport.EXTRACTOR, StatementSupport.VERIFIER
 
-#: Generic extractor criteria: kind of error → the human's note.
+#: Generic extractor criteria: kind of error → the human's note. The notes of different criteria
+#: share no content word, nor with the seed instructions (a shared word would name two at once).
 EXTRACTOR_CRITERIA: dict[str, str] = {
-    "courtesy": "Courtesy filler such as an offer to help is not a claim; leave it out of the statements.",
-    "compound": "Split every compound sentence into separate statements, one claim each.",
-    "hedge": "A hedge or opinion still makes a claim; keep each hedged opinion as a statement.",
+    "courtesy": "Courtesy filler such as an offer to help asserts nothing; drop it.",
+    "compound": "Split every compound clause into separate atomic facts.",
+    "hedge": "A hedged opinion is a claim too; keep every hedged opinion.",
 }
 #: Generic verifier criteria: (the human verdict they lead to, the human's note).
 VERIFIER_CRITERIA: tuple[tuple[int, str], ...] = (
-    (0, "The date precision of the statement is finer than the context gives, so it is not supported."),
-    (0, "The statement's negation is a contradiction of the context, so it is not supported."),
-    (1, "A paraphrase using a synonym of the context wording is supported."),
-    (0, "The numeric rounding of the statement differs from the context figure."),
+    (0, "The date precision is finer than the evidence allows."),
+    (0, "A negation here contradicts the passage."),
+    (1, "A paraphrase with a synonym still counts as backed."),
+    (0, "Numeric rounding changes the figure."),
 )
 COURTESY = "Happy to help further with anything else!"
 _SUPPORTED = "The context states this."
@@ -118,14 +119,14 @@ def _extractor_error(
     rng: np.random.Generator, spec: StatementsSpec, vocab: list[str], d: _Draft, i: int
 ) -> None:
     if rng.random() >= spec.generic_share:
-        a, b = _rare_word(2 * i), _rare_word(2 * i + 1)
+        a, b = rare_word(2 * i), rare_word(2 * i + 1)
         dropped = d.claims[int(rng.integers(0, len(d.claims)))]
         kept = dropped[:-1] + f" {a} {b}."
         d.human = [kept if s == dropped else s for s in d.human]
         d.claims = [kept if s == dropped else s for s in d.claims]
         d.support[kept] = d.support.pop(dropped)
         d.naive = [s for s in d.human if s != kept]
-        d.extractor_note = f"Keep the {a} {b} claim as its own statement."
+        d.extractor_note = f"Keep this {a} {b} detail."  # grammar words and the one-off fact only
         return
     kind = list(EXTRACTOR_CRITERIA)[int(rng.integers(0, len(EXTRACTOR_CRITERIA)))]
     if kind == "compound" and len(d.claims) >= 2:
@@ -157,8 +158,8 @@ def _verifier_error(rng: np.random.Generator, spec: StatementsSpec, d: _Draft, i
         matching = [c for c in VERIFIER_CRITERIA if c[0] == d.support[target]]
         verdict, note = matching[int(rng.integers(0, len(matching)))]
     else:
-        a, b = _rare_word(2 * i + 1_000_000), _rare_word(2 * i + 1_000_001)
-        note = f"The {a} {b} detail decides this statement's verdict."
+        a, b = rare_word(2 * i + 1_000_000), rare_word(2 * i + 1_000_001)
+        note = f"See the {a} {b} detail."  # grammar words and the one-off detail only
     d.naive_support[target] = 1 - d.support[target]
     d.verifier_note = note
 
@@ -185,9 +186,9 @@ def _sample(rng: np.random.Generator, spec: StatementsSpec, vocab: list[str], i:
         _verifier_error(rng, spec, d, i)
     naive_support = {s: d.naive_support.get(s, d.support.get(s, 0)) for s in d.naive}
     supported = [c for c in d.claims if d.support[c]]
-    context = [" ".join([_text(rng, vocab, 12), *supported]), _text(rng, vocab, 20)]
+    context = [" ".join([text(rng, vocab, 12), *supported]), text(rng, vocab, 20)]
     inputs: dict[str, Any] = {
-        "user_input": f"What does the record say about {_text(rng, vocab, 3)}?",
+        "user_input": f"What does the record say about {text(rng, vocab, 3)}?",
         "response": " ".join([*d.claims, *d.extras]),
         "retrieved_contexts": context,
     }
@@ -232,6 +233,6 @@ def generate_statements(spec: StatementsSpec) -> SingleMetricAnnotation:
         ValueError: invalid spec values (at ``StatementsSpec`` construction).
     """
     rng = np.random.default_rng(spec.random_seed)
-    vocab = _vocabulary(rng, 400)
+    vocab = vocabulary(rng, 400)
     samples = [_sample(rng, spec, vocab, i) for i in range(spec.n_samples)]
     return SingleMetricAnnotation.model_validate({"name": spec.name, "samples": samples})

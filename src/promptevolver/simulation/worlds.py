@@ -1,65 +1,70 @@
 """What the simulated LLM knows about numeric and two-prompt metrics, read from annotations only.
 
-* :func:`score_world` — for a numeric judge (a rubric score): per sample, the recorded score,
-  the human label and the correction terms (TF-IDF top words of the human's edited reason, or,
-  for a rejected sample without an edit, of its input text), as
-  :class:`~promptevolver.simulation.simulated_llm.SimulatedJudgeLLM` does for verdicts.
-* :func:`statement_world` — for :class:`~promptevolver.judge.statements.StatementSupport`: per
-  sample, the recorded and the human extraction (with the terms of the extractor's edit note),
-  and per (context, statement) the recorded and the human verdict (with the terms of the
-  verifier's edit note). A statement only the human's extraction has keeps its human verdict as
-  the recorded one (the recorded verifier never saw it). A rejected sample without an edit but
-  with a ``target`` blames the verifier: the fewest recorded verdicts are flipped (first ones
-  first) to bring the supported fraction nearest the target, with terms from the input text.
+* :func:`score_world` — a numeric judge (a rubric score): per sample, the recorded score (the
+  prompt's ``score``, else ``metric_output``) and the human label.
+* :func:`statement_world` — :class:`~promptevolver.judge.statements.StatementSupport`: per
+  sample, the recorded and the human extraction; per (context, statement), the recorded and the
+  human verdict. A statement only the human's extraction has keeps its human verdict as the
+  recorded one (the recorded verifier never saw it). A rejected sample without an edit but with a
+  ``target`` blames the verifier: the fewest recorded verdicts are flipped (first ones first) to
+  bring the supported fraction nearest the target.
+* :func:`criteria_world` — the hidden criteria, mined per prompt by
+  :func:`~promptevolver.simulation.criteria.mine_world` from a binary view of that prompt's
+  faults (:func:`fault_view`: a sample is "wrong" where that prompt erred, its correction is that
+  prompt's edit note, or a rejected sample's response), then merged into one world whose
+  criterion ids carry the prompt's prefix (``r`` rubric, ``x`` extractor, ``v`` verifier). The
+  simulated prompt engineer learns from that world; a judge call is corrected when its prompt's
+  instruction names a criterion of that prompt that the sample carries.
 
 Nothing here reads a label the annotations do not hold.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.judge.statements import StatementSupport
-from promptevolver.simulation.simulated_llm import sample_key, top_terms, words
+from promptevolver.simulation.criteria import Truth, World, mine_world, sample_key
 
 __all__ = [
-    "METRIC_STOP_WORDS",
+    "EXTRACTOR_PREFIX",
+    "RUBRIC_PREFIX",
+    "VERIFIER_PREFIX",
     "ExtractionTruth",
     "ScoreTruth",
     "ScoreWorld",
     "StatementWorld",
     "VerdictTruth",
     "context_key",
+    "criteria_world",
+    "fault_view",
     "score_world",
     "statement_world",
     "world_digest",
 ]
 
 EXTRACTOR, VERIFIER = StatementSupport.EXTRACTOR, StatementSupport.VERIFIER
-#: Words any scoring, extracting or verifying instruction naturally contains; never correction
-#: terms (as the binary world's ``JUDGE_STOP_WORDS``).
-METRIC_STOP_WORDS = frozenset(
-    words(
-        "score scores scale level levels rubric worst best whole number context contexts statement "
-        "statements claim claims support supported supports sentence sentences word wording infer "
-        "inferred directly series given return criterion"
-    )
-)
+RUBRIC_PREFIX, EXTRACTOR_PREFIX, VERIFIER_PREFIX = "r", "x", "v"
+_VIEW_PROMPT = "prompt_at_fault"
+
+#: A fault: (the recorded verdict, the human's) in the binary view, and the human's note (None:
+#: a rejected sample, whose response is the evidence).
+Fault = tuple[int, int, str | None]
 
 
 @dataclass(frozen=True)
 class ScoreTruth:
-    """One sample of a numeric judge: the recorded score, the human's, the correction terms."""
+    """One sample of a numeric judge: the recorded score and the human's."""
 
     original: float
     label: float
-    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -74,20 +79,20 @@ class ScoreWorld:
 
 @dataclass(frozen=True)
 class ExtractionTruth:
-    """One sample's extraction: recorded statements, the human's, the extractor's correction terms."""
+    """One sample's extraction: the recorded statements, the human's, the sample's key."""
 
     original: tuple[str, ...]
     human: tuple[str, ...]
-    terms: tuple[str, ...]
+    sample: str
 
 
 @dataclass(frozen=True)
 class VerdictTruth:
-    """One statement's verdict against one context: recorded, human, the verifier's correction terms."""
+    """One statement's verdict against one context: recorded, human, the sample's key."""
 
     original: int
     human: int
-    terms: tuple[str, ...]
+    sample: str
 
 
 @dataclass(frozen=True)
@@ -103,37 +108,32 @@ def context_key(context: str) -> str:
     return hashlib.sha256(context.encode()).hexdigest()
 
 
-def _input_text(sample: SampleAnnotation) -> str:
-    return " ".join(str(v) for _, v in sorted(sample.metric_input.items()) if isinstance(v, str))
-
-
-def _recorded_score(sample: SampleAnnotation) -> float:
+# --- numbers -----------------------------------------------------------------------------------
+def recorded_score(sample: SampleAnnotation) -> float:
+    """The recorded judge score: a prompt's numeric ``score``, else ``metric_output``."""
     for prompt in sample.prompts.values():
-        output = prompt.prompt_output or {}
-        value = output.get("score")
+        value = (prompt.prompt_output or {}).get("score")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
     return float(sample.metric_output)
 
 
-def score_world(dataset: SingleMetricAnnotation, k: int) -> ScoreWorld:
-    """The numeric judge's world (see the module docstring); ``k`` terms per correction."""
-    rows = []
+def score_world(dataset: SingleMetricAnnotation) -> ScoreWorld:
+    """The numeric judge's recorded and human scores, and its scale."""
+    truths = {}
     for sample, label in zip(dataset.samples, dataset.labels()):
-        original = _recorded_score(sample)
-        if math.isnan(original):
-            continue
-        edited = next((p.edited_output for p in sample.prompts.values() if p.edited_output), None) or {}
-        text = str(edited.get("reason") or _input_text(sample))
-        rows.append((sample_key(sample.metric_input), original, original if label is None else label, text))
-    terms = top_terms([r[3] for r in rows], k, exclude=METRIC_STOP_WORDS)
-    truths = {key: ScoreTruth(o, y, tuple(t)) for (key, o, y, _), t in zip(rows, terms)}
+        original = recorded_score(sample)
+        if not math.isnan(original):
+            truths[sample_key(sample.metric_input)] = ScoreTruth(
+                original, original if label is None else label
+            )
     values = [v for t in truths.values() for v in (t.original, t.label)] or [0.0, 1.0]
     low, high = min(values), max(values)
     whole = all(float(v).is_integer() for v in values)
     return ScoreWorld(truths, low, high, 1.0 if whole else (high - low) / 10 or 0.1)
 
 
+# --- statements --------------------------------------------------------------------------------
 def _verdict_map(output: Mapping[str, Any] | None) -> dict[str, int]:
     items = (output or {}).get("statements") or []
     return {str(i["statement"]): int(i["verdict"]) for i in items if isinstance(i, dict) and "statement" in i}
@@ -152,39 +152,152 @@ def _blamed_verifier(recorded: dict[str, int], label: float) -> dict[str, int]:
     return human
 
 
-def statement_world(dataset: SingleMetricAnnotation, k: int) -> StatementWorld:
-    """The two-prompt metric's world (see the module docstring); ``k`` terms per correction.
-    Samples without both prompts' traces are left out."""
-    ex_rows: list[tuple[str, tuple[str, ...], tuple[str, ...], str]] = []
-    ver_rows: list[tuple[str, dict[str, int], dict[str, int], str]] = []
+def _traced(sample: SampleAnnotation) -> bool:
+    return (
+        EXTRACTOR in sample.prompts
+        and VERIFIER in sample.prompts
+        and bool(sample.metric_input.get("retrieved_contexts"))
+    )
+
+
+def _verdicts_of(sample: SampleAnnotation, label: float | None) -> tuple[dict[str, int], dict[str, int]]:
+    """(recorded, human) verdict of every statement either side has."""
+    ver = sample.prompts[VERIFIER]
+    recorded = _verdict_map(ver.prompt_output)
+    human = {**recorded, **_verdict_map(ver.edited_output)}
+    if ver.edited_output is None and not sample.is_accepted and label is not None and recorded:
+        human = _blamed_verifier(recorded, label)
+    return {**human, **recorded}, human
+
+
+def _extraction_of(sample: SampleAnnotation) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    ex = sample.prompts[EXTRACTOR]
+    original = tuple(str(s) for s in (ex.prompt_output or {}).get("statements") or [])
+    human = tuple(str(s) for s in (ex.edited_output or {}).get("statements") or original)
+    return original, human
+
+
+def statement_world(dataset: SingleMetricAnnotation) -> StatementWorld:
+    """The two-prompt metric's recorded and human outputs (see the module docstring); samples
+    without both prompts' traces are left out."""
+    extractions: dict[str, ExtractionTruth] = {}
+    verdicts: dict[tuple[str, str], VerdictTruth] = {}
     for sample, label in zip(dataset.samples, dataset.labels()):
-        ex, ver = sample.prompts.get(EXTRACTOR), sample.prompts.get(VERIFIER)
-        if ex is None or ver is None or sample.metric_input.get("retrieved_contexts") is None:
+        if not _traced(sample):
             continue
-        fields = sample.metric_input
-        original = tuple(str(s) for s in (ex.prompt_output or {}).get("statements") or [])
-        edit = ex.edited_output or {}
-        human = tuple(str(s) for s in edit.get("statements") or original)
-        key = sample_key(StatementSupport.extractor_inputs(fields))
-        ex_rows.append((key, original, human, str(edit.get("reason") or "")))
-        recorded = _verdict_map(ver.prompt_output)
-        corrected = {**recorded, **_verdict_map(ver.edited_output)}
-        text = str((ver.edited_output or {}).get("reason") or "")
-        if ver.edited_output is None and not sample.is_accepted and label is not None and recorded:
-            corrected, text = _blamed_verifier(recorded, label), _input_text(sample)
-        context = StatementSupport.verifier_inputs(fields, [])["context"]
-        ver_rows.append((context_key(context), {**corrected, **recorded}, corrected, text))
-    ex_terms = top_terms([r[3] for r in ex_rows], k, exclude=METRIC_STOP_WORDS)
-    ver_terms = top_terms([r[3] for r in ver_rows], k, exclude=METRIC_STOP_WORDS)
-    extractions = {
-        key: ExtractionTruth(o, h, tuple(t)) for (key, o, h, _), t in zip(ex_rows, ex_terms)
-    }
-    verdicts = {
-        (ctx, s): VerdictTruth(recorded[s], corrected.get(s, recorded[s]), tuple(t))
-        for (ctx, recorded, corrected, _), t in zip(ver_rows, ver_terms)
-        for s in recorded
-    }
+        fields, key = sample.metric_input, sample_key(sample.metric_input)
+        original, human = _extraction_of(sample)
+        extractions[sample_key(StatementSupport.extractor_inputs(fields))] = ExtractionTruth(
+            original, human, key
+        )
+        recorded, corrected = _verdicts_of(sample, label)
+        context = context_key(StatementSupport.verifier_inputs(fields, [])["context"])
+        for statement, verdict in recorded.items():
+            verdicts[(context, statement)] = VerdictTruth(verdict, corrected.get(statement, verdict), key)
     return StatementWorld(extractions, verdicts)
+
+
+# --- criteria ----------------------------------------------------------------------------------
+def _direction(recorded: float, label: float) -> tuple[int, int]:
+    """The binary view of a fault: (1, 0) when the human's value is lower, else (0, 1)."""
+    return (1, 0) if label < recorded else (0, 1)
+
+
+def _note(output: Mapping[str, Any] | None) -> str | None:
+    reason = (output or {}).get("reason")
+    return str(reason) if isinstance(reason, str) and reason.strip() else None
+
+
+def rubric_faults(sample: SampleAnnotation, label: float | None) -> Fault | None:
+    """The rubric prompt erred where its recorded score differs from the human label."""
+    recorded = recorded_score(sample)
+    if label is None or math.isnan(recorded) or recorded == label:
+        return None
+    edited = next((p.edited_output for p in sample.prompts.values() if p.edited_output), None)
+    return (*_direction(recorded, label), _note(edited) if sample.is_accepted else None)
+
+
+def extractor_faults(sample: SampleAnnotation, label: float | None) -> Fault | None:
+    """The extractor erred where the human edited its statements."""
+    if label is None or not _traced(sample):
+        return None
+    original, human = _extraction_of(sample)
+    if original == human:
+        return None
+    return (*_direction(sample.metric_output, label), _note(sample.prompts[EXTRACTOR].edited_output))
+
+
+def verifier_faults(sample: SampleAnnotation, label: float | None) -> Fault | None:
+    """The verifier erred where a human verdict differs from its recorded one (a rejected sample
+    with a target blames it)."""
+    if label is None or not _traced(sample):
+        return None
+    recorded, human = _verdicts_of(sample, label)
+    if all(human[s] == v for s, v in recorded.items() if s in human):
+        return None
+    note = _note(sample.prompts[VERIFIER].edited_output) if sample.is_accepted else None
+    return (*_direction(sample.metric_output, label), note)
+
+
+def fault_view(
+    dataset: SingleMetricAnnotation, faults: Callable[[SampleAnnotation, float | None], Fault | None]
+) -> SingleMetricAnnotation:
+    """A binary annotation set, aligned with ``dataset``, where a sample disagrees when
+    ``faults`` says its prompt erred: an edit note becomes an edited reason; a fault without one
+    is a rejected sample (its response is the evidence)."""
+    samples = []
+    for sample, label in zip(dataset.samples, dataset.labels()):
+        fault = faults(sample, label)
+        original, human, note = fault if fault is not None else (1, 1, None)
+        rejected = fault is not None and note is None
+        edited = {"reason": note, "verdict": human} if note is not None else None
+        samples.append(
+            {
+                "metric_input": sample.metric_input,
+                "metric_output": original if rejected else human,
+                "is_accepted": not rejected,
+                "prompts": {
+                    _VIEW_PROMPT: {
+                        "prompt_input": {},
+                        "prompt_output": {"reason": "", "verdict": original},
+                        "edited_output": edited,
+                    }
+                },
+            }
+        )
+    return SingleMetricAnnotation.model_validate({"name": dataset.name, "samples": samples})
+
+
+def _prefixed(world: World, prefix: str) -> World:
+    criteria = {prefix + cid: dataclasses.replace(c, id=prefix + cid) for cid, c in world.criteria.items()}
+    samples = {
+        key: dataclasses.replace(t, criteria=tuple(prefix + c for c in t.criteria))
+        for key, t in world.samples.items()
+    }
+    return World(samples, criteria, world.has_reference, world.stop)
+
+
+def criteria_world(
+    dataset: SingleMetricAnnotation,
+    prompts: Mapping[str, Callable[[SampleAnnotation, float | None], Fault | None]],
+) -> World:
+    """One world of the criteria mined from each prompt's faults (prefix → fault finder), merged
+    (see the module docstring)."""
+    worlds = [
+        _prefixed(mine_world(fault_view(dataset, f), prompt_name=_VIEW_PROMPT), p) for p, f in prompts.items()
+    ]
+    samples: dict[str, Truth] = {}
+    for world in worlds:
+        for key, truth in world.samples.items():
+            known = samples.get(key)
+            samples[key] = (
+                truth
+                if known is None
+                else dataclasses.replace(known, criteria=known.criteria + truth.criteria)
+            )
+    criteria = {cid: c for world in worlds for cid, c in world.criteria.items()}
+    stop = frozenset().union(*(w.stop for w in worlds))
+    return World(samples, criteria, worlds[0].has_reference, stop)
 
 
 def world_digest(*worlds: object) -> str:
@@ -195,9 +308,9 @@ def world_digest(*worlds: object) -> str:
 def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return sorted((json.dumps(_plain(k)), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    if isinstance(value, (list, tuple, frozenset, set)):
+        items = [_plain(v) for v in value]
+        return sorted(items, key=json.dumps) if isinstance(value, (set, frozenset)) else items
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
-

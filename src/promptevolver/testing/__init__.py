@@ -1,7 +1,17 @@
-"""Test and benchmark helpers: a local OpenAI-compatible server with fault injection, and a
-handler that backs it with the simulated judge."""
+"""Test and benchmark helpers: a local OpenAI-compatible server with fault injection and the
+dialects of real server products, and a handler that backs it with the simulated judge."""
 
+from promptevolver.testing.dialects import DIALECTS, Dialect, Reply
 from promptevolver.testing.openai_server import Fault, Handler, LocalOpenAIServer
 from promptevolver.testing.simulated_server import request_from_body, simulated_handler
 
-__all__ = ["Fault", "Handler", "LocalOpenAIServer", "request_from_body", "simulated_handler"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "Fault",
+    "Handler",
+    "LocalOpenAIServer",
+    "Reply",
+    "request_from_body",
+    "simulated_handler",
+]

@@ -1,7 +1,9 @@
 """A local OpenAI-compatible chat-completions server for tests and benchmarks (stdlib only).
 
-:class:`LocalOpenAIServer` serves ``POST /v1/chat/completions`` on ``127.0.0.1`` at an ephemeral
-port from a daemon thread. The assistant text comes from a plain ``handler(request_json) -> str``
+:class:`LocalOpenAIServer` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on
+``127.0.0.1`` at an ephemeral port from a daemon thread. It can speak the dialect of a real server
+product (:mod:`promptevolver.testing.dialects`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp), check
+an API key and know a list of models. The assistant text comes from a plain ``handler(request_json) -> str``
 callable, so any fake model can back it. It records every request body and ``Authorization``
 header, and can inject faults (rate limits, server errors, delays, malformed or truncated bodies,
 cut-off assistant text, dropped connections, ``response_format`` rejection), one queued
@@ -28,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
+from promptevolver.testing.dialects import Dialect, Reply
+
 __all__ = ["Fault", "FaultKind", "Handler", "LocalOpenAIServer"]
 
 #: Produces the assistant's text from the decoded request body.
@@ -36,6 +40,7 @@ Handler = Callable[[dict[str, Any]], str]
 FaultKind = Literal["error", "delay", "malformed_body", "truncated_body", "drop_connection", "answer"]
 
 CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 RESPONSE_FORMAT_ERROR = "Invalid parameter: 'response_format' of type 'json_schema' is not supported."
 
 
@@ -144,6 +149,13 @@ class LocalOpenAIServer:
         latency_s: fixed delay in seconds before every answer (0 for none).
         supports_response_format: when False, every request carrying ``response_format`` is
             answered 400 like a server without structured outputs.
+        dialect: a server product's behaviour (refusals, error shapes, model list); None: a plain
+            OpenAI-like server that accepts every request field.
+        models: the model names served; a request for another model gets the dialect's "unknown
+            model" answer. None: any model name is served (and ``/v1/models`` lists ``local``).
+        api_key: when set, requests without ``Authorization: Bearer <api_key>`` get the dialect's
+            "wrong key" answer (if the dialect checks keys).
+        models_endpoint: False to answer ``GET /v1/models`` with 404, like servers without it.
 
     Attributes:
         base_url: ``http://127.0.0.1:PORT/v1``, available once started.
@@ -157,17 +169,27 @@ class LocalOpenAIServer:
         *,
         latency_s: float = 0.0,
         supports_response_format: bool = True,
+        dialect: Dialect | None = None,
+        models: list[str] | None = None,
+        api_key: str | None = None,
+        models_endpoint: bool = True,
     ) -> None:
         self.handler = handler
         self.latency_s = latency_s
         self.supports_response_format = supports_response_format
+        self.dialect = dialect
+        self.models = models
+        self.api_key = api_key
+        self.models_endpoint = models_endpoint
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._auth: list[str | None] = []
+        self._gets: list[str] = []
         self._faults: deque[Fault] = deque()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
+        self._port: int | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -178,6 +200,7 @@ class LocalOpenAIServer:
             raise RuntimeError("LocalOpenAIServer is already started")
         self._stopping.clear()
         self._httpd = _Server(("127.0.0.1", 0), _make_request_handler(self))
+        self._port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -211,9 +234,10 @@ class LocalOpenAIServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        """The port bound at start; still readable after :meth:`stop` (for assertions)."""
+        if self._port is None:
             raise RuntimeError("LocalOpenAIServer is not started")
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def base_url(self) -> str:
@@ -246,6 +270,16 @@ class LocalOpenAIServer:
             self._requests.append(body)
             self._auth.append(authorization)
             return self._faults.popleft() if self._faults else None
+
+    def _record_get(self, path: str) -> None:
+        with self._lock:
+            self._gets.append(path)
+
+    @property
+    def get_requests(self) -> list[str]:
+        """Paths (with query string) of the GET requests received, e.g. ``/v1/models``, oldest first."""
+        with self._lock:
+            return list(self._gets)
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
@@ -300,9 +334,20 @@ class _ChatHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        self.owner._record_get(self.path)
+        refusal = self._auth_refusal()
+        if refusal is None and path == MODELS_PATH and self.owner.models_endpoint:
+            dialect = self.owner.dialect or Dialect()
+            refusal = dialect.models(self.owner.models or ["local"])
+        if refusal is None:
+            refusal = Reply(404, error_body(404, f"Unknown path {self.path}"))
+        self._send_json(refusal.status, refusal.body)
+
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.rstrip("/") != CHAT_PATH:
+        if self.path.split("?", 1)[0].rstrip("/") != CHAT_PATH:
             self._send_json(404, error_body(404, f"Unknown path {self.path}"))
             return
         try:
@@ -314,10 +359,30 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self.owner._sleep(self.owner.latency_s)
         if fault is not None and self._apply(fault, body):
             return
+        refusal = self._auth_refusal() or self._dialect_refusal(body)
+        if refusal is not None:
+            self._send_json(refusal.status, refusal.body)
+            return
         if "response_format" in body and not self.owner.supports_response_format:
             self._send_json(400, error_body(400, RESPONSE_FORMAT_ERROR))
             return
         self._answer(body)
+
+    def _auth_refusal(self) -> Reply | None:
+        expected, dialect = self.owner.api_key, self.owner.dialect or Dialect()
+        if expected is None or not dialect.checks_key:
+            return None
+        given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        return None if given == expected else dialect.wrong_key(given)
+
+    def _dialect_refusal(self, body: dict[str, Any]) -> Reply | None:
+        dialect, models = self.owner.dialect or Dialect(), self.owner.models
+        model = str(body.get("model", ""))
+        if models is not None and model not in models:
+            refusal = dialect.unknown_model(model, models)
+            if refusal is not None:
+                return refusal
+        return dialect.refuse(body) if self.owner.dialect is not None else None
 
     def _apply(self, fault: Fault, body: dict[str, Any]) -> bool:
         """Act out ``fault``; True when the request has been dealt with."""
@@ -345,7 +410,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         self._send_json(200, completion)
 
-    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
 
     def _send_truncated(self, data: bytes) -> None:

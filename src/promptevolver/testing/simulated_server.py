@@ -33,7 +33,7 @@ def request_from_body(body: dict[str, Any]) -> LLMRequest:
     """
     messages = tuple(ChatMessage(cast(Role, m["role"]), str(m["content"])) for m in body["messages"])
     response_format = body.get("response_format") or {}
-    schema = (response_format.get("json_schema") or {}).get("schema")
+    schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
     return LLMRequest(
         messages=messages,
         temperature=float(body.get("temperature", 0.0)),

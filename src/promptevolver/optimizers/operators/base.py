@@ -12,7 +12,7 @@ first. To add an operator, write one class with these four members and pass it t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.evidence import Evidence
 from promptevolver.optimizers.operators.meta_prompts import Example
 from promptevolver.optimizers.state import PlanKey
 
@@ -40,12 +41,16 @@ class Plan:
         slot: run-unique plan number, set by the breeder; it keeps the plan's meta calls distinct
             (the requests' ``sample_index``, hence cache keys).
         positions: train sample positions the meta calls show (examples or failures).
+        contrast: train positions shown as passing samples, for contrast (mutation only).
+        fold: out-of-bag runs: the fold the offspring keeps unseen (None: no fold).
     """
 
     operator: str
     parents: tuple[Candidate, ...]
     slot: int = 0
     positions: tuple[int, ...] = ()
+    contrast: tuple[int, ...] = ()
+    fold: int | None = None
 
     @property
     def key(self) -> PlanKey:
@@ -69,10 +74,13 @@ class BreedingView:
 
     Attributes:
         population: the current population.
-        train: train sample positions; candidates' ``train_correct()`` is aligned with it.
+        train: the train positions candidates are judged on; ``train_correct()`` is aligned with it.
         labels: human label per sample position.
         loss: the loss (its direction ranks candidates).
         config: the optimizer config.
+        evidence: what the annotations say at each usable position (:mod:`..evidence`).
+        evidence_pool: train positions with a verdict or reason correction, judged or not.
+        folds: out-of-bag runs (small data): position → fold; empty otherwise.
     """
 
     population: Sequence[Candidate]
@@ -80,6 +88,19 @@ class BreedingView:
     labels: Sequence[float | None]
     loss: Loss
     config: GeneticConfig
+    evidence: Mapping[int, Evidence] = field(default_factory=dict)
+    evidence_pool: Sequence[int] = ()
+    folds: Mapping[int, int] = field(default_factory=dict)
+
+    @property
+    def n_folds(self) -> int:
+        return max(self.folds.values(), default=-1) + 1
+
+    def allowed(self, fold: int | None) -> Callable[[int], bool]:
+        """Whether a sample may be shown to an offspring keeping ``fold`` unseen."""
+        if fold is None or not self.folds:
+            return lambda p: True
+        return lambda p: self.folds.get(p) != fold
 
 
 @dataclass(frozen=True)

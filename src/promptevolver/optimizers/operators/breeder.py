@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Operator, Plan
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.state import PlanKey
@@ -46,10 +47,19 @@ class Breeder:
         return max((op.meta_calls(prompts) for op in self.operators if op.weight > 0), default=0)
 
     def plan_initial(
-        self, view: BreedingView, count: int, rng: np.random.Generator, first_slot: int
+        self, view: BreedingView, seed: Candidate, count: int, rng: np.random.Generator, first_slot: int
     ) -> list[Plan]:
-        """``count`` reverse-engineering plans, numbered from ``first_slot`` + 1."""
-        return _numbered(self.reverse_engineering.plan_many(view, count, rng), first_slot)
+        """``count`` plans for the initial population, numbered from ``first_slot`` + 1: mutations
+        of the ``seed`` from the annotations' corrections when there are any and an operator can
+        learn from them (``plan_from_evidence``), else reverse engineering from examples."""
+        learner = next(
+            (op for op in self.operators if op.weight > 0 and hasattr(op, "plan_from_evidence")), None
+        )
+        if learner is not None and view.evidence_pool:
+            plans = learner.plan_from_evidence(seed, view, count, rng)
+        else:
+            plans = self.reverse_engineering.plan_many(view, count, rng)
+        return _numbered(plans, first_slot)
 
     def plan_offspring(
         self,

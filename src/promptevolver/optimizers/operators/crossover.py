@@ -37,7 +37,10 @@ class Crossover:
 
     def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
         pair = selection.complementary_parents(view.population, view.loss, rng, view.config.tournament_size)
-        return None if pair is None else Plan(self.name, pair)
+        if pair is None:
+            return None
+        fold = pair[0].fold if pair[0].fold == pair[1].fold else None
+        return Plan(self.name, pair, fold=fold)
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         a, b = plan.parents

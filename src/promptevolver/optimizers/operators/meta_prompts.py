@@ -8,7 +8,9 @@ and counts the rejection. LLM failures after retries are rejections too; they ne
 Operators (as in Ragas' GeneticOptimizer, with our sections):
 
 * reverse engineering — infer an instruction from annotated (input, expected output) examples;
-* feedback — at most ``k`` concrete changes, from samples the current instruction gets wrong;
+* feedback — at most ``k`` general changes, from samples the current instruction gets wrong (or
+  where the human corrected the recorded judge), with samples it gets right for contrast (as GEPA's
+  reflection shows whole minibatches);
 * rewrite — apply feedback to the instruction (feedback + rewrite = *mutation*);
 * crossover — merge two parent instructions into one child.
 
@@ -32,6 +34,7 @@ from promptevolver.judge.prompts import (
     EXAMPLES,
     FAILING_SAMPLES,
     FEEDBACK_TO_APPLY,
+    PASSING_SAMPLES,
     extract_json_object,
 )
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
@@ -142,14 +145,21 @@ async def feedback(
     max_feedbacks: int,
     temperature: float,
     sample_index: int,
+    passing: Sequence[Example] = (),
 ) -> OperatorOutcome:
-    """At most ``max_feedbacks`` concrete changes to ``instruction`` (operation ``feedback``)."""
+    """At most ``max_feedbacks`` general changes to ``instruction`` (operation ``feedback``), from
+    ``failures`` and, for contrast, ``passing`` samples."""
     lines = "\n".join(ex.line() for ex in failures)
+    contrast = f"{PASSING_SAMPLES}\n" + "\n".join(ex.line() for ex in passing) + "\n\n" if passing else ""
     user = (
-        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{ANSWER}\n"
-        f"The judge's outputs above disagree with the expected (human) outputs. Give at most "
-        f"{max_feedbacks} concrete, distinct changes to the instruction that would make the judge agree, "
-        f"without overfitting to these samples.\n"
+        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{contrast}{ANSWER}\n"
+        "In the failing samples the judge's output (or the recorded one, when marked so) disagrees "
+        "with the expected output: the human's verdict and, when given, the human's reason. The "
+        "passing samples are judged right; keep them right. Find the general criteria the human "
+        "reasons apply that the instruction does not state yet, and give at most "
+        f"{max_feedbacks} distinct changes to the instruction, most important first. Each change must "
+        "be a rule a judge can apply to any input: never a fact, name, number or quote from one "
+        "of these samples.\n"
         'Answer with one JSON object only: {"feedback": ["<change 1>", "<change 2>"]}'
     )
     data, why = await _ask_json(llm, _request("feedback", user, temperature, sample_index))

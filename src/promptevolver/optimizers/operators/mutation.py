@@ -1,16 +1,27 @@
 """Mutation: feedback on samples the parent gets wrong, then a rewrite that applies it.
 
-The parent is a tournament winner among the improvable candidates of the Pareto front (those
-that still get some train sample wrong); the feedback call is shown up to ``sample_size`` of its
-failing train samples (a stratified draw, in random order) with the judge's output beside the
-human's. Two meta calls per prompt: feedback, then rewrite (as Ragas' feedback mutation).
+The parent is a tournament winner among the improvable candidates of the Pareto front: those
+that still get a judged train sample wrong, or whose lineage has not yet been shown some of the
+annotations' corrections (:mod:`..evidence`). The feedback call is shown up to ``sample_size``
+samples: the parent's judged failures (a stratified draw), then corrections its lineage has not
+seen (the human's verdict and reason; the judge's recorded output when the parent is the seed),
+and, for contrast, up to a quarter as many samples it gets right, corrected reasons first — as
+GEPA's reflection sees whole minibatches. Two meta calls per prompt: feedback, then rewrite (as
+Ragas' feedback mutation).
+
+The initial population is made the same way from the seed (:meth:`Mutation.plan_from_evidence`):
+each child is shown its own batch of the corrections, before the seed is even judged.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 
 from promptevolver.annotations import sampling
+from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
 from promptevolver.optimizers.strategies import selection
@@ -36,16 +47,45 @@ class Mutation:
         return 2 * prompts
 
     def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
-        improvable = [c for c in view.population if (c.train_correct() < 1.0).any()]
+        improvable = [c for c in view.population if _failing(c, view) or _unseen(c, view)]
         if not improvable:
             return None
         front = [c for c in selection.pareto_front(view.population) if c in improvable] or improvable
         parent = selection.tournament(front, view.loss, rng, view.config.tournament_size)
-        failing = [p for p, ok in zip(view.train, parent.train_correct()) if ok < 1.0]
-        n = min(view.config.sample_size, len(failing))
-        chosen = sampling.stratified_sample([view.labels[p] for p in failing], n, rng)
-        shown = tuple(failing[i] for i in rng.permutation(chosen).tolist())
-        return Plan(self.name, (parent,), positions=shown)
+        fold = parent.fold if parent.fold is not None or not view.folds else int(rng.integers(view.n_folds))
+        ok = view.allowed(fold)
+        size = view.config.sample_size
+        shown = _draw([p for p in _failing(parent, view) if ok(p)], size, view, rng)
+        shown += _draw([p for p in _unseen(parent, view) if ok(p)], size - len(shown), view, rng)
+        if not shown:
+            return None  # nothing it may learn from (out-of-bag: all it lacks is in its own fold)
+        contrast = _contrast([p for p in _passing(parent, view) if ok(p)], max(1, size // 4), view, rng)
+        return Plan(self.name, (parent,), positions=tuple(shown), contrast=tuple(contrast), fold=fold)
+
+    def plan_from_evidence(
+        self, parent: Candidate, view: BreedingView, count: int, rng: np.random.Generator
+    ) -> list[Plan]:
+        """``count`` mutations of ``parent`` (not judged yet), each shown its own batch of the
+        corrections (disjoint while there are enough) and agreeing samples for contrast."""
+        if count <= 0 or not view.evidence_pool:
+            return []
+        size = view.config.sample_size
+        agree = [
+            p for p in view.train if view.evidence.get(p) is not None and view.evidence[p].kind == "agree"
+        ]
+        plans = []
+        for k in range(count):
+            fold = k % view.n_folds if view.folds else None  # out-of-bag: each child keeps a fold unseen
+            ok = view.allowed(fold)
+            pool = [p for p in view.evidence_pool if ok(p)]
+            if not pool:
+                continue
+            batch = _batch(pool, k, size, rng)
+            contrast = _contrast([p for p in agree if ok(p)], max(1, size // 4), view, rng)
+            plans.append(
+                Plan(self.name, (parent,), positions=tuple(batch), contrast=tuple(contrast), fold=fold)
+            )
+        return plans
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         (parent,) = plan.parents
@@ -56,6 +96,7 @@ class Mutation:
                 ctx.llm,
                 instruction=instruction,
                 failures=[ctx.example(p, name, judged.get(p)) for p in plan.positions],
+                passing=[ctx.example(p, name, judged.get(p)) for p in plan.contrast],
                 max_feedbacks=ctx.config.max_feedbacks,
                 temperature=ctx.config.meta_temperature,
                 sample_index=plan.slot,
@@ -74,3 +115,50 @@ class Mutation:
                 return Child(plan, None, items, rejected=out.rejected)
             instructions[name], notes = str(out.value), notes + items
         return Child(plan, instructions, notes)
+
+
+def _batch(pool: list[int], k: int, size: int, rng: np.random.Generator) -> list[int]:
+    """The ``k``-th child's batch of corrections: consecutive slices of one shuffle while the pool
+    holds more than ``size``; from a smaller pool, an independent draw of two thirds of it (so
+    no two children are shown the same samples, which would ask the same question twice)."""
+    order = rng.permutation(len(pool)).tolist()
+    if len(pool) > size:
+        start = (k * size) % len(pool)
+        return [pool[order[(start + i) % len(pool)]] for i in range(size)]
+    n = max(1, math.ceil(2 * len(pool) / 3)) if len(pool) > 1 else 1
+    return [pool[i] for i in order[:n]]
+
+
+def _failing(candidate: Candidate, view: BreedingView) -> list[int]:
+    """Judged train positions ``candidate`` gets wrong (failed evaluations excluded)."""
+    if candidate.train is None:
+        return []
+    return [p for p, ok in zip(view.train, candidate.train_correct()) if ok < 1.0]
+
+
+def _passing(candidate: Candidate, view: BreedingView) -> list[int]:
+    if candidate.train is None:
+        return []
+    return [p for p, ok in zip(view.train, candidate.train_correct()) if ok == 1.0]
+
+
+def _unseen(candidate: Candidate, view: BreedingView) -> list[int]:
+    """Corrections never shown to ``candidate``'s lineage and not judged for it."""
+    judged = set(view.train) if candidate.train is not None else set()
+    return [p for p in view.evidence_pool if p not in candidate.seen and p not in judged]
+
+
+def _draw(positions: Sequence[int], n: int, view: BreedingView, rng: np.random.Generator) -> list[int]:
+    """A stratified draw (by label) of ``n`` of ``positions``, in random order."""
+    n = max(0, min(n, len(positions)))
+    chosen = sampling.stratified_sample([view.labels[p] for p in positions], n, rng)
+    return [positions[i] for i in rng.permutation(chosen).tolist()]
+
+
+def _contrast(passing: Sequence[int], n: int, view: BreedingView, rng: np.random.Generator) -> list[int]:
+    """Up to ``n`` passing samples, corrected reasons first (they show the criteria at work)."""
+    reasons = [p for p in passing if view.evidence.get(p) is not None and view.evidence[p].kind == "reason"]
+    taken = set(reasons)
+    others = [p for p in passing if p not in taken]
+    chosen = _draw(reasons, n, view, rng)
+    return chosen + _draw(others, n - len(chosen), view, rng)

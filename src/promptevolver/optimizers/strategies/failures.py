@@ -23,13 +23,17 @@ secrets from their messages) and how to continue once it is fixed.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from promptevolver.errors import LLMUnusableError
 
-__all__ = ["MIN_ATTEMPTS", "RUN_OF_FAILURES", "FailureTally"]
+__all__ = ["MIN_ATTEMPTS", "MIN_STEP_ATTEMPTS", "RUN_OF_FAILURES", "FailureTally"]
 
 #: Attempts a step needs before its failure share is checked mid-step.
 MIN_ATTEMPTS = 20
+#: Attempts a step needs for its failure share to count at its end (one failed meta call of two
+#: says little; the seed's evaluation has at least this many samples).
+MIN_STEP_ATTEMPTS = 8
 #: Consecutive transport/server failures that stop a run at once.
 RUN_OF_FAILURES = 32
 _SERVER_SIDE = ("transport", "http 5", "http 429", "timeout")
@@ -45,10 +49,20 @@ class FailureTally:
         count_parse: whether unparseable answers count as failures (the seed's evaluation).
     """
 
-    def __init__(self, *, max_failure_rate: float, step: str, count_parse: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        max_failure_rate: float,
+        step: str,
+        count_parse: bool = False,
+        on_stop: Callable[[LLMUnusableError], None] | None = None,
+    ) -> None:
         self.max_failure_rate = max_failure_rate
         self.step = step
         self.count_parse = count_parse
+        self.on_stop = on_stop
+        #: The error that stops the run, once the policy said so (raised by :meth:`check`).
+        self.stopped: LLMUnusableError | None = None
         self.attempted = 0
         self.failed = 0
         self.causes: Counter[str] = Counter()
@@ -62,28 +76,44 @@ class FailureTally:
     def record(self, cause: str | None, error: str | None = None, *, check: bool = True) -> None:
         """One outcome: ``cause`` None for a success, else the failure's cause (and message).
 
-        Raises:
-            LLMUnusableError: the policy says stop (see the module docstring).
+        When the policy says stop, :attr:`stopped` is set and ``on_stop`` told (the run stops
+        sending requests; those in flight finish and are recorded); :meth:`check` raises it.
         """
-        if cause is None or cause == "budget" or (cause == "parse" and not self.count_parse):
+        if cause is None or cause in ("budget", "stopped") or (cause == "parse" and not self.count_parse):
             self._run = 0
             return
         self.failed += 1
         self.causes[cause] += 1
         self.examples.setdefault(cause, error or "")
         self._run = self._run + 1 if cause.startswith(_SERVER_SIDE) else 0
+        if self.stopped is not None:
+            return
         if self._run >= RUN_OF_FAILURES:
             self._stop(f"{self._run} evaluations in a row failed")
-        if check and self.attempted >= MIN_ATTEMPTS:
-            self.check()
+        elif check and self.attempted >= MIN_ATTEMPTS and self._too_many():
+            self._stop(self._share())
+        if self.stopped is not None and self.on_stop is not None:
+            self.on_stop(self.stopped)
 
     def check(self) -> None:
-        """Raise if more than ``max_failure_rate`` of the attempts so far failed."""
-        if self.attempted and self.failed > self.max_failure_rate * self.attempted:
-            self._stop(
-                f"{self.failed} of {self.attempted} evaluations failed (more than "
-                f"max_failure_rate={self.max_failure_rate:g})"
-            )
+        """Apply the policy to the whole step.
+
+        Raises:
+            LLMUnusableError: it said stop, now or while outcomes arrived.
+        """
+        if self.stopped is None and self.attempted >= MIN_STEP_ATTEMPTS and self._too_many():
+            self._stop(self._share())
+        if self.stopped is not None:
+            raise self.stopped
+
+    def _too_many(self) -> bool:
+        return self.failed > self.max_failure_rate * self.attempted
+
+    def _share(self) -> str:
+        return (
+            f"{self.failed} of {self.attempted} evaluations failed (more than "
+            f"max_failure_rate={self.max_failure_rate:g})"
+        )
 
     def _stop(self, what: str) -> None:
         cause, count = self.causes.most_common(1)[0]
@@ -91,7 +121,7 @@ class FailureTally:
         if len(example) > _QUOTE:
             example = example[:_QUOTE] + "…"
         quoted = f": {example}" if example else ""
-        raise LLMUnusableError(
+        self.stopped = LLMUnusableError(
             f"the LLM cannot do the job: in {self.step}, {what}; dominant cause {cause} "
             f"({count} of {self.failed}){quoted}",
             cause=cause,

@@ -1,42 +1,160 @@
-"""The final choice: which candidate the run returns, decided on validation samples.
+"""The final choice: which candidate the run returns, decided on held-out samples against the seed.
 
-:class:`BestOnValidation`: the seed and the ``finalists`` best train candidates of the last
-population are judged on validation; the best validation score wins; ties go to the seed, then
-to the shorter instruction (:func:`~promptevolver.optimizers.strategies.selection.rank`), so the
-result is never worse than the seed on validation.
+:class:`PairedChoice`. The seed and the ``finalists`` best train candidates of the last population
+are judged on the validation focus set (:mod:`..focus`). Each finalist is compared with the seed
+**paired**, on the samples both were measured on: the difference of their per-sample quality
+(1 where the verdict matches the human's, 0 where not; for numeric metrics 1 − |error|),
+weighted by what each judged sample stands for, estimates how much better it is on the whole
+validation part (Δ). A paired bootstrap over those samples (Efron & Tibshirani, *An Introduction
+to the Bootstrap*, 1993, ch. 16; 2,000 resamples from the run's seeded generator) gives the
+probability that the finalist is better than the seed, ``p``.
+
+Out-of-bag (small data, :mod:`..split`) the comparison is on the train samples the finalist's
+lineage never learned from, with the train judgements already made (no extra call).
+
+The rule: the finalist with the largest Δ is returned when Δ > 0 and ``p`` ≥ ``confidence``
+(default 0.8); otherwise the seed. So a candidate replaces the seed only when the held-out
+evidence says it is better with that probability — the principled form of "never worse than the
+seed" — while a small validation set that cannot tell them apart keeps the seed. A finalist
+whose evaluations failed on more than ``1 - min_coverage`` of the samples cannot be chosen.
+:attr:`PairedChoice.report` says what was compared and why the result was chosen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import numpy as np
+
+from promptevolver.evaluation.evaluator import Score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.strategies import selection
 
-__all__ = ["BestOnValidation"]
+__all__ = ["BOOTSTRAP_RESAMPLES", "Comparison", "PairedChoice", "held_out", "out_of_bag"]
+
+#: Resamples of the paired bootstrap.
+BOOTSTRAP_RESAMPLES = 2000
 
 
-class BestOnValidation:
-    """Chooses among the seed and the best ``finalists`` train candidates by validation score.
+class PairedChoice:
+    """Chooses between the seed and the best train candidates on validation (see the module docstring).
 
     Args:
         finalists: best train candidates judged on validation besides the seed (≥ 1).
-        min_coverage: share of its evaluations a candidate needs measured to be ranked on its
-            score (see :func:`~promptevolver.optimizers.strategies.selection.rank`).
+        confidence: probability, in [0.5, 1), that a finalist beats the seed needed to choose it.
+        min_coverage: share of its evaluations a candidate needs measured to be chosen.
+
+    Raises:
+        ValueError: an argument out of range.
     """
 
-    def __init__(self, *, finalists: int = 1, min_coverage: float = selection.MIN_COVERAGE) -> None:
+    def __init__(
+        self, *, finalists: int = 2, confidence: float = 0.8, min_coverage: float = selection.MIN_COVERAGE
+    ) -> None:
         if finalists < 1:
             raise ValueError(f"finalists must be >= 1, got {finalists}")
+        if not 0.5 <= confidence < 1.0:
+            raise ValueError(f"confidence must be in [0.5, 1), got {confidence}")
         self.finalists = finalists
+        self.confidence = confidence
         self.min_coverage = min_coverage
+        #: After :meth:`choose`: the rule, every finalist's Δ, p and coverage, the choice and why.
+        self.report: dict[str, Any] = {}
 
     def candidates(self, seed: Candidate, population: Sequence[Candidate], loss: Loss) -> list[Candidate]:
         """The seed, then the ``finalists`` best of ``population`` by train score (each once)."""
         top = selection.rank(population, loss, min_coverage=self.min_coverage)[: self.finalists]
         return list({c.id: c for c in [seed, *top]}.values())
 
-    def choose(self, finalists: Sequence[Candidate], loss: Loss) -> Candidate:
-        """The best of ``finalists`` on validation (all must have a validation score)."""
-        return selection.rank(finalists, loss, on="validation", min_coverage=self.min_coverage)[0]
+    def choose(
+        self, finalists: Sequence[Candidate], compare: Comparison, rng: np.random.Generator
+    ) -> Candidate:
+        """The seed (the finalist with ``is_seed``) or the finalist that beats it, given
+        ``compare(finalist) -> (finalist's score, seed's score, mask, weights)``: the two scores on
+        the same samples, the samples held out for that finalist (boolean mask) and what each
+        stands for (:func:`held_out`, :func:`out_of_bag`)."""
+        seed = next(c for c in finalists if c.is_seed)
+        rows: list[dict[str, Any]] = []
+        best: tuple[float, float, Candidate] | None = None  # (Δ, p, finalist)
+        for c in finalists:
+            if c.is_seed:
+                continue
+            mine, theirs, mask, weights = compare(c)
+            delta, p = _paired(mine, theirs, mask, weights, rng)
+            eligible = delta is not None and mine.coverage >= self.min_coverage
+            coverage = round(mine.coverage, 6)
+            rows.append(
+                {"id": c.id, "delta": delta, "p_better": p, "coverage": coverage, "eligible": eligible}
+            )
+            if eligible and delta is not None and (best is None or delta > best[0]):
+                best = (delta, p, c)
+        chosen, why = self._decide(seed, best)
+        self.report = {
+            "rule": "paired bootstrap against the seed on the samples held out for each finalist",
+            "confidence": self.confidence,
+            "finalists": rows,
+            "chosen": chosen.id,
+            "why": why,
+        }
+        return chosen
+
+    def _decide(self, seed: Candidate, best: tuple[float, float, Candidate] | None) -> tuple[Candidate, str]:
+        if best is None:
+            return seed, "no candidate besides the seed reached the final choice with enough measured samples"
+        delta, p, finalist = best
+        if delta <= 0:
+            return seed, "no finalist did better than the seed on validation"
+        if p < self.confidence:
+            return seed, (
+                f"candidate {finalist.id} did better on validation (Δ {delta:+.3f}) but with probability "
+                f"{p:.2f} < {self.confidence:g} that it is better: too few validation samples tell them apart"
+            )
+        why = (
+            f"better than the seed on validation by {delta:+.3f} with probability {p:.2f} (paired bootstrap)"
+        )
+        return finalist, why
+
+
+Comparison = Callable[[Candidate], tuple[Score, Score, np.ndarray, np.ndarray]]
+
+
+def held_out(seed: Candidate, weights: np.ndarray) -> Comparison:
+    """Compare on the validation part: every validation sample, ``weights`` from its focus set."""
+
+    def compare(c: Candidate) -> tuple[Score, Score, np.ndarray, np.ndarray]:
+        assert c.validation is not None and seed.validation is not None
+        return c.validation, seed.validation, np.ones(len(weights), dtype=bool), weights
+
+    return compare
+
+
+def out_of_bag(seed: Candidate, train: Sequence[int]) -> Comparison:
+    """Compare on the train samples the finalist's lineage never learned from (``seen``)."""
+
+    def compare(c: Candidate) -> tuple[Score, Score, np.ndarray, np.ndarray]:
+        assert c.train is not None and seed.train is not None
+        mask = np.array([p not in c.seen for p in train], dtype=bool)
+        return c.train, seed.train, mask, np.ones(len(train))
+
+    return compare
+
+
+def _paired(
+    candidate: Score, seed: Score, mask: np.ndarray, weights: np.ndarray, rng: np.random.Generator
+) -> tuple[float | None, float]:
+    """(Δ, p): weighted mean difference of per-sample quality on the samples within ``mask`` both
+    were measured on, and the bootstrap probability that it is above 0 (ties count half)."""
+    common = mask & candidate.measured & seed.measured
+    if not common.any():
+        return None, 0.0
+    diff = candidate.correct[common] - seed.correct[common]
+    w = weights[common]
+    delta = float(np.dot(w, diff) / w.sum())
+    if not diff.any():
+        return delta, 0.5
+    picks = rng.integers(0, len(diff), size=(BOOTSTRAP_RESAMPLES, len(diff)))
+    resampled = (w[picks] * diff[picks]).sum(axis=1) / w[picks].sum(axis=1)
+    p = float((resampled > 0).mean() + 0.5 * (resampled == 0).mean())
+    return round(delta, 6), round(p, 4)

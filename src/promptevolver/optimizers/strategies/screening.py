@@ -6,9 +6,11 @@ samples either parent misses; for a reverse-engineered candidate, the seed's fai
 a stratified draw from the other train samples (so it also shows whether the child breaks what
 already works). The child is judged on all train samples only if it is **strictly better** than
 each parent on that minibatch (on the samples both were measured on) — the acceptance rule of
-GEPA (Agrawal et al. 2025), which also screens on the minibatch its reflection saw. A child that
-merely ties its parent there brings nothing measurable and is dropped. Parents were judged on
-every train sample already, so their minibatch scores cost no calls.
+GEPA (Agrawal et al. 2025), which also screens on the minibatch its reflection saw — or when it
+ties and gets samples right that its parent gets wrong (a complementary child, kept for the
+Pareto front and crossover; a child that ties by getting the same samples right brings nothing
+and is dropped). Parents were judged on every train sample already, so their minibatch scores
+cost no calls.
 """
 
 from __future__ import annotations
@@ -86,15 +88,21 @@ async def screen(
     for child, batch, mini in zip(children, batches, scores):
         child.minibatch = mini
         parents = [await run.score_on(p, batch) for p in parents_of[child.id]]
-        child.screened_out = not all(_better_on_common(mini, parent, run.loss) for parent in parents)
+        child.screened_out = not all(_worth_judging(mini, parent, run.loss) for parent in parents)
         if not child.screened_out:
             passed.append(child)
     return passed
 
 
-def _better_on_common(child: Score, parent: Score, loss: Loss) -> bool:
-    """``child`` strictly better than ``parent`` on the minibatch samples both were measured on
-    (False when they share none: nothing measurable)."""
+def _worth_judging(child: Score, parent: Score, loss: Loss) -> bool:
+    """On the minibatch samples both were measured on: ``child`` strictly better than ``parent``,
+    or as good and right where the parent is wrong (a complementary child: it gets other samples
+    right, which a crossover can combine). False when they share no measured sample."""
     common = child.measured & parent.measured
     mine, theirs = child.value_on(loss, common), parent.value_on(loss, common)
-    return mine is not None and theirs is not None and passes(mine, [theirs], loss)
+    if mine is None or theirs is None:
+        return False
+    if passes(mine, [theirs], loss):
+        return True
+    complementary = bool((child.correct[common] > parent.correct[common]).any())
+    return complementary and not loss.better(theirs, mine)

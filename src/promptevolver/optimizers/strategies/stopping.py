@@ -5,7 +5,9 @@ The first condition that holds ends the search and gives ``stop_reason``. The de
 
 * ``population_size_1`` — a population of one has no offspring to make: the seed is evaluated only;
 * ``generations`` — ``config.generations`` generations are done;
-* ``perfect_train`` — the best train score cannot be improved (e.g. accuracy 1.0): nothing left to learn;
+* ``perfect_train`` — nothing left to learn: the best train score cannot be improved (e.g.
+  accuracy 1.0) and no candidate's lineage has a correction of the annotations left unseen (a
+  human's edited reason is evidence even where the verdict was right);
 * ``patience`` — ``config.patience`` generations in a row without a better best train score;
 * ``exhausted`` — the last planning round found no operator plan it had not tried before;
 * ``budget`` — a request was refused by the budget, or the next generation, with the final
@@ -50,6 +52,8 @@ class SearchView(Protocol):
 
     def next_generation_fits(self) -> bool: ...
 
+    def has_unseen_evidence(self) -> bool: ...
+
 
 class StopCondition(Protocol):
     """Ends the search with ``reason`` when :meth:`should_stop` holds."""
@@ -78,7 +82,7 @@ class PerfectTrain:
 
     def should_stop(self, search: SearchView) -> bool:
         best = search.loss.best_possible
-        return best is not None and search.state.best_so_far == best
+        return best is not None and search.state.best_so_far == best and not search.has_unseen_evidence()
 
 
 class Patience:

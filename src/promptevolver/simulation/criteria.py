@@ -1,0 +1,381 @@
+"""The simulated world's hidden criteria, mined from the human corrections of an annotation set.
+
+A sample's **human label** is the dataset's (``SingleMetricAnnotation.labels``); its **original
+verdict** and **original reason** are the judge prompt's ``prompt_output``. A sample *disagrees*
+when the two verdicts differ. Its **correction** is what the human said the judge missed:
+
+* its edited reason (``edited_output.reason``), when it differs from the original reason — on a
+  disagreeing sample or on an agreeing one (a reason-level correction);
+* else, for a rejected sample, its response text (the judge's reason was marked wrong, so what
+  decides is in the input).
+
+Candidate phrases of a correction are 1-4 word runs of it (:func:`phrases.candidates`) that the
+sample's original reason does not already contain (the judge applied those). A phrase is a *fact*
+of a sample when its input text contains it (a name, a number's subject, a quoted word).
+
+* **Generic criteria**: a phrase of edited reasons that is not a fact in at least two of them,
+  or a phrase of at least two rejected samples' responses that mostly occurs in disagreeing
+  samples' responses, and that is in at most half of all corrections. Its *carriers* are the
+  corrections containing it; phrases with the same carriers are one criterion (its triggers). A
+  generic criterion is kept when a disagreeing sample carries it (agreeing carriers are
+  *evidence*: showing them can teach it).
+* **Specific criteria**: every disagreeing sample with a correction also carries the phrase of its
+  correction that no other correction has, ranked by TF-IDF (``TfidfVectorizer`` over the
+  corrections' candidate phrases; ties to the longer, then the earlier phrase).
+
+A criterion's verdict is the human label its disagreeing carriers mostly have. How a writer puts
+it in a sentence (``role``) is read from the words around its occurrences; see
+:mod:`promptevolver.simulation.writer`.
+
+Limits: phrases stand for meaning (a paraphrase is another phrase); a correction's phrase that is
+generic in wording but one-off in fact ("the year") may group unrelated samples; inconsistent
+labels give inconsistent criteria.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.simulation import phrases as ph
+
+__all__ = [
+    "JUDGE_WORDS",
+    "Criterion",
+    "Truth",
+    "World",
+    "mine_world",
+    "sample_key",
+]
+
+#: Words of any judge's task and of the writer's own sentences: never a criterion on their own.
+JUDGE_WORDS = frozenset(
+    (
+        "response responses answer answers question user input output reference verdict reason judge "
+        "provided provides provide correct correctly accurate accurately information criteria criterion "
+        "evaluate instruction assistant sample give says something anything show shows yes meets rule "
+        "decide considered"
+    ).split()
+)
+
+Role = Literal["quote", "relation", "predicate", "verb", "noun"]
+_COPULA = frozenset("is are was were be been being seems seem".split())
+_SUBJECT = frozenset("it response answer assistant they reply".split())
+_ARTICLES = frozenset(("a", "an", "the"))
+_PREPOSITIONS = frozenset("of to for with about than from on in into at by as over under".split())
+
+
+def sample_key(inputs: Mapping[str, Any]) -> str:
+    """Identity of a sample from its judge-visible input fields (None and empty values ignored)."""
+    import hashlib
+    import json
+
+    shown = {k: v for k, v in inputs.items() if v not in (None, "", [])}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One hidden criterion.
+
+    Attributes:
+        id: ``g<n>`` (generic) or ``s<n>`` (specific).
+        kind: ``generic`` (shared by several corrections) or ``specific`` (one sample).
+        phrase: the words a writer puts in an instruction (whole words of the corrections).
+        triggers: keys any of which, found in an instruction, names the criterion.
+        verdict: the human verdict the criterion argues for (0 or 1).
+        role: how the phrase sits in a sentence (quote, relation, predicate, verb, noun).
+        article: "a"/"an"/"the" before a noun phrase, else "".
+        needs_object: a verb phrase that the corrections continue ("mentions" + something).
+        samples: keys of the samples carrying it.
+    """
+
+    id: str
+    kind: Literal["generic", "specific"]
+    phrase: str
+    triggers: tuple[ph.Key, ...]
+    verdict: int
+    role: Role
+    article: str
+    needs_object: bool
+    samples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What the world knows of one sample (aliases share one)."""
+
+    original: int
+    label: int
+    original_reason: str
+    edited_reason: str | None
+    criteria: tuple[str, ...] = ()
+
+    @property
+    def disagrees(self) -> bool:
+        return self.original != self.label
+
+
+@dataclass(frozen=True)
+class World:
+    """Samples by :func:`sample_key`, criteria by id, and what the writer needs to know."""
+
+    samples: dict[str, Truth]
+    criteria: dict[str, Criterion]
+    has_reference: bool
+    stop: frozenset[str] = field(default=frozenset())
+
+    def generic(self) -> list[Criterion]:
+        return [c for c in self.criteria.values() if c.kind == "generic"]
+
+
+@dataclass
+class _Row:
+    key: str
+    original: int
+    label: int
+    original_reason: str
+    edited: str | None
+    input_text: str
+    response_text: str
+    source: Literal["edit", "input"] | None = None
+    phrases: dict[ph.Key, list[tuple[str, ...]]] = field(default_factory=dict)
+    facts: set[ph.Key] = field(default_factory=set)
+
+    @property
+    def disagrees(self) -> bool:
+        return self.original != self.label
+
+
+def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: float = 0.5) -> World:
+    """The world of ``dataset``: its samples' truths and the criteria mined from corrections.
+
+    Args:
+        dataset: the annotations (labels as :meth:`SingleMetricAnnotation.labels` gives them).
+        prompt_name: the judge prompt whose ``prompt_output`` is the original verdict.
+        max_share: a phrase in more than this share of corrections is the task itself, not a
+            criterion (applied from 4 corrections on).
+    """
+    words = ph.CLOSED_CLASS | JUDGE_WORDS | frozenset(dataset.name.lower().replace("-", "_").split("_"))
+    stop = words | frozenset(ph.normalize_word(w) for w in words)
+    rows = _rows(dataset, prompt_name)
+    for row in rows.values():
+        _correct(row, stop)
+    corrections = [r for r in rows.values() if r.source is not None]
+    generic = _generic(corrections, rows, max_share)
+    criteria: dict[str, Criterion] = {}
+    carried: dict[str, list[str]] = defaultdict(list)
+    for n, (keys, carriers) in enumerate(generic):
+        crit = _criterion(f"g{n}", "generic", keys, [rows[k] for k in carriers], rows)
+        criteria[crit.id] = crit
+        for k in carriers:
+            carried[k].append(crit.id)
+    generic_keys = {k for keys, _ in generic for k in keys}
+    for n, (row, key) in enumerate(_specific(corrections, generic_keys)):
+        crit = _criterion(f"s{n}", "specific", (key,), [row], rows)
+        criteria[crit.id] = crit
+        carried[row.key].append(crit.id)
+    samples = {
+        k: Truth(r.original, r.label, r.original_reason, r.edited, tuple(carried.get(k, ())))
+        for k, r in rows.items()
+    }
+    has_reference = sum(bool(s.metric_input.get("reference")) for s in dataset.samples) * 2 >= len(dataset)
+    return World(samples, criteria, has_reference, stop)
+
+
+def _rows(dataset: SingleMetricAnnotation, prompt_name: str) -> dict[str, _Row]:
+    rows: dict[str, _Row] = {}
+    for sample, label in zip(dataset.samples, dataset.labels()):
+        prompt = sample.prompts.get(prompt_name)
+        output = (prompt.prompt_output if prompt else None) or {}
+        original = int(output.get("verdict", sample.metric_output))
+        edited = ((prompt.edited_output if prompt else None) or {}).get("reason")
+        key = sample_key(sample.metric_input)
+        inputs = sample.metric_input
+        texts = [str(v) for _, v in sorted(inputs.items()) if isinstance(v, str)]
+        response = str(inputs.get("response") or inputs.get("user_input") or " ".join(texts))
+        row = _Row(
+            key=key,
+            original=original,
+            label=original if label is None else int(round(label)),
+            original_reason=str(output.get("reason", "")),
+            edited=str(edited) if edited else None,
+            input_text=" \n ".join(texts),
+            response_text=response,
+        )
+        if not sample.is_accepted:
+            row.source = "input"
+        first = rows.get(key)
+        if first is None:
+            rows[key] = row
+        elif first.edited is None and row.edited is not None:  # an alias: the first label stays
+            first.edited = row.edited
+    return rows
+
+
+def _correct(row: _Row, stop: frozenset[str]) -> None:
+    said = ph.key_sequence(row.original_reason)
+    if row.edited and ph.key_sequence(row.edited) != said:
+        row.source, text = "edit", row.edited
+    elif row.source == "input" or (row.disagrees and row.edited is None):
+        row.source, text = "input", row.response_text
+    else:
+        row.source = None
+        return
+    inputs = ph.key_sequence(row.input_text)
+    found = ph.candidates(text, stop=stop, max_words=6 if row.source == "input" else 4)
+    row.phrases = {k: occ for k, occ in found.items() if not ph.contains(said, k)}
+    row.facts = (
+        set(row.phrases) if row.source == "input" else {k for k in row.phrases if ph.contains(inputs, k)}
+    )
+
+
+def _generic(
+    corrections: Sequence[_Row], rows: Mapping[str, _Row], max_share: float
+) -> list[tuple[tuple[ph.Key, ...], tuple[str, ...]]]:
+    """(trigger keys, carrier sample keys) of each generic criterion, in a stable order."""
+    seeds: Counter[ph.Key] = Counter()
+    inputs: Counter[ph.Key] = Counter()
+    for row in corrections:
+        for key in row.phrases:
+            if row.source == "edit" and key not in row.facts:
+                seeds[key] += 1
+            elif row.source == "input":
+                inputs[key] += 1
+    responses = {r.key: ph.key_sequence(r.response_text) for r in rows.values()}
+    for key, count in inputs.items():
+        if count >= 2 and _marks_disagreement(key, responses, rows):
+            seeds[key] += count
+    limit = max(2, int(max_share * len(corrections))) if len(corrections) >= 4 else len(corrections)
+    by_carriers: dict[tuple[str, ...], list[ph.Key]] = defaultdict(list)
+    for key, count in seeds.items():
+        carriers = tuple(r.key for r in corrections if key in r.phrases)
+        if count >= 2 and len(carriers) <= limit and any(rows[k].disagrees for k in carriers):
+            by_carriers[carriers].append(key)
+    sets = {carriers: frozenset(carriers) for carriers in by_carriers}
+    maximal = [c for c in by_carriers if not any(sets[c] < other for other in sets.values())]
+    groups = [(tuple(sorted(by_carriers[c], key=lambda k: (-len(k), k))), c) for c in maximal]
+    return sorted(groups, key=lambda g: (-len(g[1]), g[0]))
+
+
+def _marks_disagreement(key: ph.Key, responses: Mapping[str, ph.Key], rows: Mapping[str, _Row]) -> bool:
+    having = [k for k, seq in responses.items() if ph.contains(seq, key)]
+    return sum(rows[k].disagrees for k in having) * 2 > len(having)
+
+
+def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tuple[_Row, ph.Key]]:
+    docs = [[" ".join(k) for k, occ in r.phrases.items() for _ in occ] for r in corrections]
+    if not any(docs):
+        return []
+    vectorizer = TfidfVectorizer(analyzer=lambda doc: doc, lowercase=False)
+    matrix = vectorizer.fit_transform(docs).tocsr()
+    vocab = vectorizer.get_feature_names_out()
+    df = Counter(k for r in corrections for k in r.phrases)
+    out = []
+    for i, row in enumerate(corrections):
+        if not row.disagrees:
+            continue
+        start, end = matrix.indptr[i], matrix.indptr[i + 1]
+        weights = {
+            tuple(str(vocab[j]).split()): float(w)
+            for j, w in zip(matrix.indices[start:end], matrix.data[start:end])
+        }
+        order = {k: n for n, k in enumerate(row.phrases)}
+        unique = [k for k in row.phrases if df[k] == 1 and not any(ph.contains(k, g) for g in generic_keys)]
+        if unique:
+            best = min(
+                unique, key=lambda k: (k not in row.facts, -weights.get(k, 0.0), *_density(k, row), order[k])
+            )
+            out.append((row, best))
+    return out
+
+
+def _density(key: ph.Key, row: _Row) -> tuple[int, int]:
+    """(minus content words, grammar words) of a phrase's first occurrence: fuller phrases first;
+    a quote from the input: longer first."""
+    words = row.phrases[key][0][1:-2]
+    if row.source == "input":
+        return -len(words), 0
+    content = sum(w.lower() not in ph.CLOSED_CLASS and k not in JUDGE_WORDS for w, k in zip(words, key))
+    return -content, len(words) - content
+
+
+def _criterion(
+    cid: str,
+    kind: Literal["generic", "specific"],
+    keys: tuple[ph.Key, ...],
+    carriers: Sequence[_Row],
+    rows: Mapping[str, _Row],
+) -> Criterion:
+    display = max(keys, key=lambda k: _display_rank(k, carriers))
+    occurrences = [o for r in carriers for o in r.phrases[display]]
+    words = Counter(o[1:-2] for o in occurrences).most_common(1)[0][0]  # the commonest surface form
+    words = ph.proper_case(words, [t for r in carriers for t in (r.edited or "", r.input_text)])
+    words, occurrences = _extend(words, occurrences)
+    disagreeing = [r.label for r in carriers if r.disagrees] or [r.label for r in carriers]
+    verdict = Counter(disagreeing).most_common(1)[0][0]
+    quote = all(r.source == "input" for r in carriers) or (
+        kind == "specific" and display in carriers[0].facts
+    )
+    role, article, needs_object = _role(words, occurrences, quote=quote)
+    return Criterion(
+        id=cid,
+        kind=kind,
+        phrase=" ".join(words),
+        triggers=keys,
+        verdict=int(verdict),
+        role=role,
+        article=article,
+        needs_object=needs_object,
+        samples=tuple(r.key for r in carriers),
+    )
+
+
+def _display_rank(key: ph.Key, carriers: Sequence[_Row]) -> tuple[int, int, int, int]:
+    """Most carriers where it is no fact, most occurrences, fewest grammar words, then longest."""
+    grammar = sum(k in ph.CLOSED_CLASS for k in key)
+    return (
+        sum(key not in r.facts for r in carriers),
+        sum(len(r.phrases[key]) for r in carriers),
+        -grammar,
+        len(key),
+    )
+
+
+def _extend(
+    words: tuple[str, ...], occurrences: list[tuple[str, ...]]
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """A phrase followed by the same grammar words everywhere (at least two occurrences) keeps
+    them: "instead" -> "instead of", "contradicts" -> "contradicts the reference"."""
+    if len(occurrences) < 2:
+        return words, occurrences
+    follow = {o[-2:] for o in occurrences}
+    if len(follow) == 1:
+        nxt = next(iter(follow))
+        if nxt[0] in _ARTICLES and nxt[1] in JUDGE_WORDS:
+            return (*words, *nxt), [(*o[:-2], *nxt, "", "") for o in occurrences]
+    after = {o[-2] for o in occurrences}
+    if len(after) == 1 and (word := next(iter(after))) in _PREPOSITIONS:
+        return (*words, word), [(*o[:-2], word, o[-1], "") for o in occurrences]
+    return words, occurrences
+
+
+def _role(
+    words: tuple[str, ...], occurrences: list[tuple[str, ...]], *, quote: bool
+) -> tuple[Role, str, bool]:
+    if quote:
+        return "quote", "", False
+    if words[-1] in _PREPOSITIONS:
+        return "relation", "", False
+    before = Counter(o[0] for o in occurrences).most_common(1)[0][0]
+    continued = sum(o[-2] != "" for o in occurrences) * 2 > len(occurrences)
+    if before in _COPULA:
+        return "predicate", "", False
+    if before in _SUBJECT:
+        return "verb", "", continued
+    return "noun", before if before in _ARTICLES else "", False

@@ -1,0 +1,161 @@
+"""How the simulated prompt engineer writes criteria, and reads them back from an instruction.
+
+An instruction it writes is its base text followed by one block per verdict::
+
+    <base text>
+    Give verdict 0 (no) when:
+    - anything the response says is wrong
+    - the response says "universe is getting smaller"
+    Give verdict 1 (yes) when:
+    - the response shows a simplified and accurate representation
+
+Each bullet names one criterion with a clause chosen by the criterion's role (see
+:class:`~promptevolver.simulation.criteria.Criterion`): a quote of the input (``the response says
+"..."``), a relation (``the response says something instead of what the reference says``), a
+predicate (``anything the response says is wrong``), a verb phrase (``the response wrongly
+mentions something``) or a noun phrase (``the response shows a missing step``).
+
+Reading an instruction back (:func:`parse`) keeps every line that names no criterion as base text
+and every line or bullet that does as a criterion line, so parents written by anyone merge.
+
+Limits: English templates; one clause per criterion; a criterion whose phrase a line merely
+mentions (even negated) counts as named, as in the judge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from promptevolver.simulation import phrases as ph
+from promptevolver.simulation.criteria import Criterion, World
+
+__all__ = ["Coverage", "Parsed", "clause", "compose", "feedback_item", "parse", "task_line"]
+
+_HEADER = re.compile(r"^give verdict [01]\b.*\bwhen:?\s*$", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def task_line(metric_name: str) -> str:
+    """The base line of an instruction written from scratch for ``metric_name``."""
+    name = " ".join(metric_name.replace("-", "_").split("_")).strip() or "the criterion"
+    return (
+        f"Decide whether the response meets the {name} criterion for the given input: "
+        f"verdict 1 (yes) if it does, 0 (no) if not."
+    )
+
+
+def clause(criterion: Criterion, *, has_reference: bool) -> str:
+    """The clause naming ``criterion`` (it contains the criterion's phrase word for word)."""
+    phrase = criterion.phrase
+    if criterion.role == "quote":
+        return f'the response says "{phrase}"'
+    if criterion.role == "relation":
+        anchor = "what the reference says" if has_reference else "what the user asked for"
+        return f"the response says something {phrase} {anchor}"
+    if criterion.role == "predicate":
+        return f"anything the response says is {phrase}"
+    if criterion.role == "verb":
+        return f"the response {phrase}" + (" something" if criterion.needs_object else "")
+    article = f"{criterion.article} " if criterion.article else ""
+    return f"the response shows {article}{phrase}"
+
+
+def header(verdict: int) -> str:
+    return f"Give verdict {verdict} ({'yes' if verdict else 'no'}) when:"
+
+
+def feedback_item(criterion: Criterion, *, has_reference: bool) -> str:
+    """One feedback string asking for ``criterion``."""
+    return f"{header(criterion.verdict)[:-1]} {clause(criterion, has_reference=has_reference)}."
+
+
+class Coverage:
+    """Which criteria of a world a text names: phrase keys matched on the text's word keys."""
+
+    def __init__(self, world: World) -> None:
+        self._by_first: dict[str, list[tuple[ph.Key, str]]] = {}
+        for crit in world.criteria.values():
+            for trigger in crit.triggers:
+                self._by_first.setdefault(trigger[0], []).append((trigger, crit.id))
+
+    def named(self, text: str) -> frozenset[str]:
+        """Ids of the criteria whose triggers occur in ``text``."""
+        seq = ph.key_sequence(text)
+        found = set()
+        for i, word in enumerate(seq):
+            for trigger, cid in self._by_first.get(word, ()):
+                if tuple(seq[i : i + len(trigger)]) == trigger:
+                    found.add(cid)
+        return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """An instruction split into base lines and criterion lines (with the criteria each names)."""
+
+    base: tuple[str, ...]
+    lines: tuple[tuple[str, frozenset[str]], ...]
+
+    def named(self) -> frozenset[str]:
+        return frozenset(c for _, ids in self.lines for c in ids)
+
+
+def parse(instruction: str, coverage: Coverage) -> Parsed:
+    """Base text and criterion lines of ``instruction`` (verdict headers are dropped: rebuilt)."""
+    base: list[str] = []
+    lines: list[tuple[str, frozenset[str]]] = []
+    for raw in instruction.strip().splitlines():
+        line = raw.rstrip()
+        if _HEADER.match(line.strip()):
+            continue
+        ids = coverage.named(line)
+        if ids:
+            lines.append((_BULLET.sub("", line).strip(), ids))
+        elif line.strip() or base:
+            base.append(line)
+    while base and not base[-1].strip():
+        base.pop()
+    return Parsed(tuple(base), tuple(lines))
+
+
+def compose(
+    base: Sequence[str],
+    lines: Iterable[tuple[str, frozenset[str]]],
+    added: Iterable[Criterion],
+    world: World,
+    *,
+    max_criteria: int,
+) -> str:
+    """``base`` plus the criterion ``lines`` kept (in order, skipping lines that name nothing new)
+    plus a bullet per ``added`` criterion not named yet, grouped under a header per verdict; at most
+    ``max_criteria`` criterion lines."""
+    kept: list[tuple[str, int]] = []
+    named: set[str] = set()
+    for text, ids in lines:
+        if ids - named and len(kept) < max_criteria:
+            kept.append((text, _verdict(ids, world)))
+            named |= ids
+    for crit in added:
+        if crit.id not in named and len(kept) < max_criteria:
+            kept.append((clause(crit, has_reference=world.has_reference), crit.verdict))
+            named.add(crit.id)
+    out = list(base)
+    for verdict in (0, 1):
+        bullets = [f"- {_bare(text)}" for text, v in kept if v == verdict]
+        if bullets:
+            out += [header(verdict), *bullets]
+    return "\n".join(out).strip()
+
+
+def _verdict(ids: frozenset[str], world: World) -> int:
+    votes = [world.criteria[c].verdict for c in sorted(ids)]
+    return max(set(votes), key=votes.count)
+
+
+def _bare(text: str) -> str:
+    """A criterion line as a bullet clause: a sentence written as "Give verdict N when X." -> "X"."""
+    match = re.match(r"^give verdict [01](?: \((?:yes|no)\))? when:?\s*(.*)$", text, re.IGNORECASE)
+    body = match.group(1) if match else text
+    return body.rstrip(" .")
