@@ -308,9 +308,9 @@ def test_estimate_of_a_real_model_without_prices_says_the_cost_is_unknown(tmp_pa
 def test_estimate_errors_exit_1(tmp_path, capsys):
     assert main(["estimate", str(tmp_path / "missing.yaml")]) == 1
     assert "config file not found" in _one_error_line(capsys.readouterr().err)
-    config = _config(tmp_path, budget={"max_calls": 20})
+    config = _config(tmp_path, budget={"max_calls": 5})
     assert main(["estimate", str(config)]) == 1
-    assert "budget.max_calls=20 is too small" in _one_error_line(capsys.readouterr().err)
+    assert "budget.max_calls=5 is too small" in _one_error_line(capsys.readouterr().err)
 
 
 # --- report and bench --------------------------------------------------------------------------------

@@ -54,8 +54,8 @@ def test_cli_run_writes_the_result_contract(tmp_path, capsys):
         n for op, n in usage["calls_by_operation"].items() if op != "judge"
     )
     assert [h["generation"] for h in result["history"]] == list(range(len(result["history"])))
-    assert result["split"]["train"] + result["split"]["validation"] == 18
-    assert "small data" in result["split"]["note"]  # 5 validation samples: said in the result
+    assert result["split"]["regime"] == "out-of-bag" and result["split"]["train"] == 18
+    assert "small data" in result["split"]["note"]  # every annotation learned from and chosen on: said
     assert f"validation {scores['best']['validation']:.3f}" in printed
     assert f"{usage['llm_calls']['judge']} judge" in printed
 

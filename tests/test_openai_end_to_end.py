@@ -73,7 +73,7 @@ def test_http_run_matches_the_in_process_run(
     assert over_http.usage == in_process.usage  # same calls and tokens (the server counts words too)
     assert over_http.usage["retries"] == over_http.usage["failures"] == 0
     assert len(server.requests) == sum(over_http.usage["calls_by_operation"].values())
-    assert set(over_http.usage["calls_by_operation"]) >= {"judge", "reverse_engineer"}
+    assert set(over_http.usage["calls_by_operation"]) >= {"judge", "feedback", "rewrite"}
 
 
 def test_run_through_every_fault_counts_retries_and_failures(

@@ -195,6 +195,6 @@ def test_rejected_binary_samples_are_learned_from():
         return json.dumps({"instruction": f"x {request.sample_index}"})
 
     result = _run(ds, rule_llm(ds, _original_or_fixed(ds, "GOOD"), writer), generations=2)
-    assert result.split["train"] + result.split["validation"] == 20
+    assert result.split["regime"] == "out-of-bag" and result.split["train"] == 20  # every sample learned from
     assert result[PROMPT] == "GOOD"
     assert seen_in_feedback and '"expected_output": {"verdict"' in seen_in_feedback[0]

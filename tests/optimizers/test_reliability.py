@@ -145,18 +145,18 @@ def synthetic() -> tuple[SingleMetricAnnotation, AspectCritic]:
     )
 
 
-@pytest.mark.parametrize("generation", [0, 1, 3])
+@pytest.mark.parametrize("generation", [0, 1, 2])
 def test_an_interrupted_run_resumes_without_repeating_an_answered_call(synthetic, tmp_path, generation):
     dataset, metric = synthetic
     flaky = Flaky(dataset)
     with LocalOpenAIServer(flaky, models=["sim"]) as server:
         with pytest.raises(KeyboardInterrupt):
-            _optimize(server, dataset, metric, tmp_path, callbacks=(InterruptAt(generation, 2),))
+            _optimize(server, dataset, metric, tmp_path, callbacks=(InterruptAt(generation, 1),))
         before = Counter(flaky.answered)
         resumed = _optimize(server, dataset, metric, tmp_path, resume=True)
     with LocalOpenAIServer(Flaky(dataset), models=["sim"]) as clean_server:
         clean = _optimize(clean_server, dataset, metric, None)
-    assert len(clean.history) == 4  # the interruption hit a generation that runs
+    assert len(clean.history) > generation  # the interruption hit a generation that runs
     assert dict(resumed) == dict(clean) and resumed.scores == clean.scores
     assert before and all(flaky.answered[k] == before[k] for k in before)  # none asked again
     # every call the server answered, the interrupted step's included, is reported once

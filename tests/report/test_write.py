@@ -21,7 +21,7 @@ from promptevolver.report import data
 from promptevolver.report.data import load_judgements, load_run
 from promptevolver.report.write import build_report, write_report
 
-from ..rundirs import copy_run, leftovers, result_of, rewrite_result
+from ..rundirs import ac_run, copy_run, leftovers, result_of, rewrite_result
 
 PROMPT = AspectCritic.PROMPT_NAME
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -84,10 +84,11 @@ def test_kept_seed_says_so_and_shows_the_instruction_unchanged(kept_seed):
         assert f"candidate #{result['best_id']}" in md
 
 
-def test_the_small_data_caveat_sits_in_the_outcome_box(kept_seed):
-    note = result_of(kept_seed)["split"]["note"]
-    assert note.startswith("small data")  # 18 usable annotations, 5 validation samples
-    md, page = (kept_seed / "report.md").read_text(), (kept_seed / "report.html").read_text()
+def test_the_small_data_caveat_sits_in_the_outcome_box(tmp_path):
+    small = ac_run(tmp_path)
+    note = result_of(small)["split"]["note"]
+    assert note.startswith("small data")  # 18 usable annotations: chosen out-of-bag
+    md, page = (small / "report.md").read_text(), (small / "report.html").read_text()
     outcome = _section(md, "Outcome")
     assert f"> **Caveat:** {note}." in outcome
     assert outcome.index("Caveat") < outcome.index("The search ran")  # right under the verdict
@@ -104,14 +105,16 @@ def test_markdown_has_no_html_leftovers(kept_seed, improved):
     assert re.search(r"<details><summary>Train: \d+ of \d+ samples disagree\. \(show\)</summary>", page)
 
 
-def test_finalists_show_the_candidate_that_lost_the_tie(kept_seed):
+def test_finalists_show_the_candidate_that_lost(kept_seed):
     result = result_of(kept_seed)
-    judged = [c for c in result["lineage"] if c["validation"] is not None]
-    assert result["best_id"] == 0 and len(judged) >= 2  # the seed kept over a measured finalist
+    finalists = result["final_choice"]["finalists"]
+    assert result["best_id"] == 0 and finalists  # the seed kept over measured finalists
     section = _section((kept_seed / "report.md").read_text(), "Finalists")
-    assert "#0 (chosen)" in section
-    for c in judged:
-        assert f"#{c['id']}" in section and f"{c['validation']:.3f}" in section
+    assert "#0 (seed) (chosen)" in section and result["final_choice"]["why"] in section
+    for f in finalists:
+        assert (
+            f"#{f['id']}" in section and f"{f['delta']:+.3f}" in section and f"{f['p_better']:.2f}" in section
+        )
 
 
 # --- scores that were not measured ------------------------------------------------------------------
@@ -127,7 +130,16 @@ def _unmeasured(run: Path) -> dict:
     ]
     lineage = [{**c, "validation": None} for c in result["lineage"]]
     usage = {**result["usage"], "failures": 12}
-    return rewrite_result(run, scores=scores, history=history, lineage=lineage, usage=usage)
+    choice = {
+        **result["final_choice"],
+        "finalists": [
+            {**f, "delta": None, "p_better": 0.0, "eligible": False}
+            for f in result["final_choice"]["finalists"]
+        ],
+    }
+    return rewrite_result(
+        run, scores=scores, history=history, lineage=lineage, usage=usage, final_choice=choice
+    )
 
 
 def test_a_score_that_was_not_measured_is_na_with_the_reason(improved, tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..rundirs import improved_run, kept_seed_run
+from ..rundirs import ac_run, improved_run
 
 
 @pytest.fixture(scope="session")
@@ -16,4 +16,5 @@ def improved(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def kept_seed(tmp_path_factory) -> Path:
-    return kept_seed_run(tmp_path_factory.mktemp("runs-runs"))
+    """The bundled answer_correctness run (the runs tests evaluate it on its own annotations)."""
+    return ac_run(tmp_path_factory.mktemp("runs-runs"))

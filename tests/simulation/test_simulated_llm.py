@@ -5,6 +5,7 @@ as a person would write them, and naming everything is not optimal."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 
@@ -214,19 +215,21 @@ def test_no_leakage_a_criterion_is_named_only_if_a_shown_sample_carries_it(synth
 
 
 def test_discovery_is_seeded_and_grows_with_evidence(synth):
-    llm = SimulatedJudgeLLM(dataset=synth, random_seed=5, p_discover=0.5)
-    crit = max(llm.world.generic(), key=lambda c: len(c.samples))
+    """Discovery is one draw per (seed, prompt, criterion): vary the seed to sample it."""
+    base = SimulatedJudgeLLM(dataset=synth, random_seed=5, p_discover=0.5)
+    crit = max(base.world.generic(), key=lambda c: len(c.samples))
     carriers = [s for s in synth if sample_key(s.metric_input) in set(crit.samples)]
-    one = [crit.id in llm.named(_reverse(llm, [_example(carriers[0])], k) or "") for k in range(60)]
-    three = [
-        crit.id in llm.named(_reverse(llm, [_example(s) for s in carriers[:3]], k) or "") for k in range(60)
-    ]
+
+    def found(seed: int, shown: list) -> bool:
+        llm = copy.copy(base)
+        llm.random_seed = seed
+        return crit.id in llm.named(_reverse(llm, [_example(s) for s in shown]) or "")
+
+    one = [found(k, carriers[:1]) for k in range(60)]
+    three = [found(k, carriers[:3]) for k in range(60)]
     assert 15 <= sum(one) <= 45  # p = 0.5
     assert sum(three) > sum(one)
-    again = SimulatedJudgeLLM(dataset=synth, random_seed=5, p_discover=0.5)
-    assert one == [
-        crit.id in again.named(_reverse(again, [_example(carriers[0])], k) or "") for k in range(60)
-    ]
+    assert one == [found(k, carriers[:1]) for k in range(60)]  # the same seed, the same answer
 
 
 def test_readability_criteria_are_whole_words_of_the_corrections_in_natural_sentences(

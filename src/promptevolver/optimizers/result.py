@@ -121,7 +121,7 @@ class OptimizationResult(Mapping[str, str]):
             lineage=[c.to_dict() for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
-            split=run.split_report(),
+            split=run.split_report(best),
             final_choice=run.final_choice,
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),

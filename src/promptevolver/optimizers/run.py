@@ -313,9 +313,14 @@ class SearchRun:
             for name, c in (("seed", seed), ("best", best))
         }
 
-    def split_report(self) -> dict[str, Any]:
-        """The ``split`` block of result.json: the parts, their focus sets and the evidence."""
+    def split_report(self, best: Candidate) -> dict[str, Any]:
+        """The ``split`` block of result.json: the parts, their focus sets and the evidence. Out
+        of bag, ``validation_positions`` are the samples ``best`` never learned from: where its
+        ``validation`` figure was measured (``promptevolver evaluate --split validation``)."""
         report = self.split.to_dict(self.dataset)
+        if self.split.regime == "out-of-bag":
+            report["validation_positions"] = [p for p in self.train if p not in best.seen]
+            report["validation"] = len(report["validation_positions"])
         kinds = {
             part: Counter(self.evidence[p].kind for p in getattr(self.split, part))
             for part in ("train", "validation")

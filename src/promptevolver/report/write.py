@@ -438,7 +438,12 @@ def _tail(text: str, limit: int) -> str:
 
 
 def _finalists(facts: RunFacts) -> Section | None:
-    """Every candidate judged on validation, best first, so a finalist that lost is visible too."""
+    """How the final choice was made: every finalist against the seed (difference on the samples
+    held out for it, probability that it is better), so a finalist that lost is visible too."""
+    choice = facts.result.get("final_choice") or {}
+    if choice.get("finalists"):
+        measured = any(f.get("delta") is not None for f in choice["finalists"])
+        return _paired_finalists(facts, choice) if measured else None
     judged = [c for c in facts.result.get("lineage", []) if c.get("validation") is not None]
     if len(judged) < 2:
         return None
@@ -462,6 +467,35 @@ def _finalists(facts: RunFacts) -> Section | None:
     return Section(
         "Finalists", [intro, Table(["candidate", "operator", "train", "validation", "instruction"], rows)]
     )
+
+
+def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
+    by_id = {c["id"]: c for c in facts.result.get("lineage", [])}
+    chosen = choice.get("chosen")
+    rows = [["#0 (seed)" + (" (chosen)" if chosen == 0 else ""), "seed", "0 (reference)", "", ""]]
+    for f in choice["finalists"]:
+        c = by_id.get(f["id"], {})
+        delta = "n/a" if f.get("delta") is None else f"{f['delta']:+.3f}"
+        rows.append(
+            [
+                f"#{f['id']}" + (" (chosen)" if f["id"] == chosen else ""),
+                str(c.get("operator", "")),
+                delta,
+                "n/a" if f.get("p_better") is None else f"{f['p_better']:.2f}",
+                _tail(" ".join(str(t) for t in c.get("instructions", {}).values()), 200),
+            ]
+        )
+    where = (
+        "the samples each finalist never learned from (small data: out-of-bag)"
+        if choice.get("regime") == "out-of-bag"
+        else "the validation samples"
+    )
+    intro = Para(
+        f"Each finalist was compared with the seed on {where}: Δ is its per-sample agreement minus "
+        f"the seed's, p the probability that it is better (paired bootstrap). {choice.get('why', '')}."
+    )
+    headers = ["candidate", "operator", "Δ vs seed", "p better", "instruction"]
+    return Section("Finalists", [intro, Table(headers, rows)])
 
 
 def _lineage(facts: RunFacts) -> Section:

@@ -26,7 +26,9 @@ sections are ignored). The simulated prompt engineer writes only from what the p
 * a *shown sample* is a JSON line with an ``input`` in any section; the criteria it carries are
   its world criteria plus generic criteria its shown expected reason names;
 * a carried criterion is *discovered* with probability ``1 - (1 - p_discover) ** m`` (``m`` shown
-  samples carry it), one hash draw per (seed, prompt, ``sample_index``, criterion);
+  samples carry it), one hash draw per (seed, prompt, criterion) — the prompt's text alone decides,
+  so the same meta-prompt gets the same answer in-process and over HTTP (where ``sample_index``
+  does not travel);
 * reverse engineering writes a task line plus a bullet per discovered criterion (generic first,
   most evidenced first); feedback names the discovered criteria the current instruction does not
   name, generic first, at most the number the prompt asks for (none discovered: an empty list);
@@ -286,7 +288,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         found = [
             (cid, m)
             for cid, m in self._shown(parts).items()
-            if _unit(self.random_seed, "discover", prompt, sample_index, cid) < 1 - (1 - self.p_discover) ** m
+            if _unit(self.random_seed, "discover", prompt, cid) < 1 - (1 - self.p_discover) ** m
         ]
         crits = self.world.criteria
         found.sort(key=lambda x: (crits[x[0]].kind != "generic", -x[1], x[0]))
