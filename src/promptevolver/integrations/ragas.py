@@ -187,9 +187,7 @@ class RagasMetric(PromptSet):
         :class:`AnnotationError` for a sample with no field the prompt takes, ValueError when
         neither the call nor the adapter has an LLM.
         """
-        client = llm or self.llm
-        if client is None:
-            raise ValueError(f"{self.name}: no llm given to the metric or the call")
+        client = self.client(llm)
         prompt = self.prompt_for(self.prompt_name, instructions)
         answer = await ask(
             client,

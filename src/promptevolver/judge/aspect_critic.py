@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from promptevolver.errors import ConfigError
 from promptevolver.judge.asking import ask
-from promptevolver.judge.prompt_set import PromptSet, pick_inputs
+from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
@@ -65,12 +65,7 @@ class AspectCritic(PromptSet):
         max_reasks: int = 1,
         temperature: float = 0.0,
     ) -> None:
-        if not name.strip():
-            raise ValueError("name must not be empty")
-        if not definition.strip():
-            raise ValueError("definition must not be empty")
-        if max_reasks < 0:
-            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        check_judge_arguments(name, definition, max_reasks)
         self.name = name
         self.definition = definition
         self.llm = llm
@@ -148,9 +143,7 @@ class AspectCritic(PromptSet):
         Never raises for LLM trouble: failed calls and unparseable answers become a failed
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
         """
-        client = llm or self.llm
-        if client is None:
-            raise ValueError(f"{self.name}: no llm given to the metric or the call")
+        client = self.client(llm)
         prompt = self.prompt_for(self.PROMPT_NAME, instructions)
         messages = prompt.render(self.prompt_inputs(inputs))
         temperature = self.temperature if temperature is None else temperature

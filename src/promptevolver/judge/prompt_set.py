@@ -9,15 +9,24 @@ from typing import Any
 
 from promptevolver.errors import AnnotationError
 from promptevolver.judge.prompts import Prompt
+from promptevolver.llm.base import LLMClient
 
-__all__ = ["PromptSet", "pick_inputs"]
+__all__ = ["PromptSet", "check_judge_arguments", "pick_inputs"]
 
 
 class PromptSet:
     """Prompt name → :class:`Prompt` of a judge; subclasses fill ``_prompts`` in ``__init__``."""
 
     name: str
+    llm: LLMClient | None
     _prompts: dict[str, Prompt[Any]]
+
+    def client(self, llm: LLMClient | None) -> LLMClient:
+        """The client of a call: ``llm``, else the judge's own. Raises ValueError with neither."""
+        client = llm or self.llm
+        if client is None:
+            raise ValueError(f"{self.name}: no llm given to the metric or the call")
+        return client
 
     def get_prompts(self) -> dict[str, Prompt[Any]]:
         """Prompt name → prompt (a copy of the mapping; prompts are immutable)."""
@@ -51,6 +60,16 @@ class PromptSet:
         if instructions and name in instructions:
             prompt = prompt.with_instruction(instructions[name])
         return prompt
+
+
+def check_judge_arguments(name: str, definition: str, max_reasks: int) -> None:
+    """Raise ValueError for an empty ``name`` or ``definition`` or a negative ``max_reasks``."""
+    if not name.strip():
+        raise ValueError("name must not be empty")
+    if not definition.strip():
+        raise ValueError("definition must not be empty")
+    if max_reasks < 0:
+        raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
 
 
 def pick_inputs(

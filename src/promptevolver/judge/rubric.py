@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from promptevolver.judge.asking import ask
-from promptevolver.judge.prompt_set import PromptSet, pick_inputs
+from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
@@ -157,9 +157,7 @@ class RubricJudge(PromptSet):
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field,
         ValueError when neither the call nor the metric has an LLM.
         """
-        client = llm or self.llm
-        if client is None:
-            raise ValueError(f"{self.name}: no llm given to the metric or the call")
+        client = self.client(llm)
         prompt = self.prompt_for(self.PROMPT_NAME, instructions)
         answer = await ask(
             client,
@@ -183,10 +181,7 @@ def _check(
     rubrics: Mapping[float, str] | None,
     max_reasks: int,
 ) -> None:
-    if not name.strip():
-        raise ValueError("name must not be empty")
-    if not definition.strip():
-        raise ValueError("definition must not be empty")
+    check_judge_arguments(name, definition, max_reasks)
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"score_range must be (low, high) with low < high, got ({low:g}, {high:g})")
     if discrete and not (low.is_integer() and high.is_integer()):
@@ -194,5 +189,3 @@ def _check(
     outside = sorted(float(k) for k in (rubrics or {}) if not low <= float(k) <= high)
     if outside:
         raise ValueError(f"rubric levels {outside} lie outside score_range ({low:g}, {high:g})")
-    if max_reasks < 0:
-        raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from promptevolver.judge.asking import UnusableAnswer, ask, output_dict
-from promptevolver.judge.prompt_set import PromptSet, pick_inputs
+from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import OUTPUTS, Judgement
 from promptevolver.llm.base import LLMClient
@@ -93,12 +93,7 @@ class StatementSupport(PromptSet):
         max_reasks: int = 1,
         temperature: float = 0.0,
     ) -> None:
-        if not name.strip():
-            raise ValueError("name must not be empty")
-        if not definition.strip():
-            raise ValueError("definition must not be empty")
-        if max_reasks < 0:
-            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        check_judge_arguments(name, definition, max_reasks)
         self.name = name
         self.definition = definition
         self.llm = llm
@@ -161,9 +156,7 @@ class StatementSupport(PromptSet):
         :class:`Judgement` whose error names the prompt. Raises :class:`AnnotationError` for a
         sample missing a required field, ValueError when neither the call nor the metric has an LLM.
         """
-        client = llm or self.llm
-        if client is None:
-            raise ValueError(f"{self.name}: no llm given to the metric or the call")
+        client = self.client(llm)
         fields = self.prompt_inputs(inputs)
         temperature = self.temperature if temperature is None else temperature
         extractor = self.prompt_for(self.EXTRACTOR, instructions)
