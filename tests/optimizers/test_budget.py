@@ -39,7 +39,7 @@ def _largest_call(llm) -> tuple[int, float]:
 
 def test_a_token_budget_too_small_to_start_is_refused_before_any_call(dataset):
     with pytest.raises(
-        BudgetExceededError, match=r"budget.max_tokens=100 cannot pay for the seed.s train evaluation"
+        BudgetExceededError, match=r"budget.max_tokens=100 cannot pay for the seed.s evaluation"
     ):
         _run(dataset, {"max_tokens": 100})
 

@@ -52,3 +52,12 @@ def test_the_server_never_sees_more_requests_than_max_concurrency(
 
     asyncio.run(run())
     assert handler.peak == limit  # reached (the run is concurrent) and never exceeded
+
+
+def test_waves_count_the_longest_chain_of_calls_that_waited_for_each_other() -> None:
+    from promptevolver.llm.concurrency import waves
+
+    assert waves([]) == 0
+    assert waves([(0, 1), (0, 1), (0.5, 1.5)]) == 1  # all in flight together
+    assert waves([(0, 1), (1, 2), (2, 3)]) == 3  # one after another
+    assert waves([(0, 1), (0, 1), (1, 2), (1.5, 2.5), (3, 4)]) == 3

@@ -133,7 +133,7 @@ class GeneticConfig(_Strict):
     max_train_samples: int | None = Field(48, ge=2)
     max_validation_samples: int | None = Field(64, ge=2)
     finalists: int = Field(2, ge=1)
-    confidence: float = Field(0.8, ge=0.5, lt=1.0)
+    confidence: float = Field(0.7, ge=0.5, lt=1.0)
     max_failure_rate: float = Field(0.2, ge=0.0, lt=1.0)
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()

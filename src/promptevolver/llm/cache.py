@@ -41,7 +41,7 @@ from typing import Any
 from promptevolver.errors import CacheError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 
-__all__ = ["SCHEMA_VERSION", "CacheError", "CachedLLM", "ResponseStore", "cache_key"]
+__all__ = ["SCHEMA_VERSION", "CacheError", "CachedLLM", "ResponseStore", "cache_key", "usable_answer"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,22 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL
 ) WITHOUT ROWID;
 """
+
+
+def usable_answer(text: str, schema: Mapping[str, Any] | None) -> bool:
+    """Whether ``text`` is worth storing: any text for a request without a schema; with one, a
+    JSON object (possibly amid other text) that has every required field of the schema."""
+    if schema is None:
+        return True
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return False
+    try:
+        data = json.loads(text[start : end + 1])
+    except ValueError:
+        return False
+    required = schema.get("required", [])
+    return isinstance(data, dict) and all(name in data for name in required)
 
 
 def cache_key(identity: Mapping[str, Any], request: LLMRequest) -> str:
@@ -207,7 +223,11 @@ class CachedLLM:
         return self.inner.usage + self._hits
 
     async def complete(self, request: LLMRequest) -> Completion:
-        """A stored answer, else ``inner``'s (then stored).
+        """A stored answer, else ``inner``'s (then stored, unless it is unusable).
+
+        An answer to a request with a ``json_schema`` is stored only if it holds a JSON object with
+        the schema's required fields: a malformed answer becomes a failed evaluation, and a
+        re-run must ask again rather than replay it.
 
         Raises:
             LLMError: whatever ``inner`` raises on a miss (failures are never stored).
@@ -218,7 +238,8 @@ class CachedLLM:
             self._hits.record_cache_hit(request.operation)
             return hit
         completion = await self.inner.complete(request)
-        self._put(key, completion)
+        if usable_answer(completion.text, request.json_schema):
+            self._put(key, completion)
         return completion
 
     def _get(self, key: str) -> Completion | None:

@@ -10,11 +10,12 @@ stay under a provider's concurrency limit (``llm.max_concurrency`` in a run conf
 from __future__ import annotations
 
 import asyncio
+import time
 
 from promptevolver.errors import LLMError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 
-__all__ = ["InFlightLimit"]
+__all__ = ["InFlightLimit", "waves"]
 
 
 class InFlightLimit:
@@ -34,6 +35,12 @@ class InFlightLimit:
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         #: Once set, requests not yet sent fail with it at once (those in flight finish).
         self.closed: LLMError | None = None
+        self._intervals: list[tuple[float, float]] = []
+
+    def take_intervals(self) -> list[tuple[float, float]]:
+        """(start, end) monotonic seconds of every call made since the last take (then cleared)."""
+        taken, self._intervals = self._intervals, []
+        return taken
 
     def close(self, error: LLMError) -> None:
         """Send no more requests: every later one fails with ``error`` (no call is made)."""
@@ -51,6 +58,21 @@ class InFlightLimit:
         return _Limited(client, self)
 
 
+def waves(intervals: list[tuple[float, float]]) -> int:
+    """The longest chain of calls that had to wait for one another: a call's wave is one more than
+    the highest wave among the calls that had ended before it started. With a fixed latency per
+    call, wall time ≈ waves × latency; calls in flight together share a wave."""
+    wave_of: dict[int, int] = {}
+    ends = sorted((end, i) for i, (_, end) in enumerate(intervals))
+    ended_max, j = 0, 0
+    for start, i in sorted((start, i) for i, (start, _) in enumerate(intervals)):
+        while j < len(ends) and ends[j][0] <= start:  # those started earlier, so have a wave
+            ended_max = max(ended_max, wave_of[ends[j][1]])
+            j += 1
+        wave_of[i] = ended_max + 1
+    return max(wave_of.values(), default=0)
+
+
 class _Limited:
     def __init__(self, inner: LLMClient, limit: InFlightLimit) -> None:
         self.inner = inner
@@ -64,4 +86,8 @@ class _Limited:
         async with self.limit.slot():
             if self.limit.closed is not None:
                 raise self.limit.closed
-            return await self.inner.complete(request)
+            start = time.monotonic()
+            try:
+                return await self.inner.complete(request)
+            finally:
+                self.limit._intervals.append((start, time.monotonic()))

@@ -23,6 +23,7 @@ judges each distinct (candidate, sample) pair once per run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.preflight import preflight
-from promptevolver.optimizers import checkpoint
+from promptevolver.optimizers import adoption, checkpoint
 from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import offspring_count
@@ -51,7 +52,7 @@ from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineeri
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
-from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.strategies import budget, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
 from promptevolver.optimizers.strategies.final_choice import PairedChoice, held_out, out_of_bag
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
@@ -191,7 +192,7 @@ class GeneticOptimizer(Optimizer):
         if upfront:
             check_upfront(run.config.budget, run.calls)
         else:
-            run.calibrate_reserve()
+            budget.calibrate_reserve(run)
 
     async def _initial_population(self, run: SearchRun) -> None:
         """The seed, judged on train while its first offspring are made from the annotations'
@@ -200,7 +201,7 @@ class GeneticOptimizer(Optimizer):
         Raises:
             LLMUnusableError: the seed's evaluation or the initial population failed too often.
         """
-        seed = run.new_candidate(self.metric.get_instructions(), "seed")  # type: ignore[union-attr]
+        seed = adoption.new_candidate(run, self.metric.get_instructions(), "seed")  # type: ignore[union-attr]
         assert seed is not None
         extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
         plans = run.breeder.plan_initial(run.breeding_view(), seed, extra, run.state.rng, run.state.slots)
@@ -210,9 +211,9 @@ class GeneticOptimizer(Optimizer):
             await gather_or_cancel([run.breeder.run(plans, run.meta_context([seed])), _judged(run, seed)])
         )[0]
         run.end_step()
-        run.after_seed(seed)
+        budget.after_seed(run, seed)
         run.begin_step("the initial population")
-        children = run.adopt(made)
+        children = adoption.adopt(run, made)
         passed = await run.screen(children, {c.id: [seed] for c in children})
         await run.judge_train(passed)
         run.end_step()
@@ -256,7 +257,7 @@ class GeneticOptimizer(Optimizer):
         )
         state.exhausted, state.slots = not plans, state.slots + len(plans)
         state.tried.update(p.key for p in plans)
-        children = run.adopt(await run.breeder.run(plans, run.meta_context(population)))
+        children = adoption.adopt(run, await run.breeder.run(plans, run.meta_context(population)))
         by_id = {c.id: c for c in state.candidates}
         passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
         await run.judge_train(passed)
@@ -295,8 +296,12 @@ class GeneticOptimizer(Optimizer):
 
 
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
-    """The seed's train evaluation, typed to run beside the breeder (it makes no child)."""
-    await run.judge_train([seed])
+    """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
+    on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
+    if run.split.regime == "held-out":
+        await asyncio.gather(run.judge_train([seed]), run.judge_validation([seed]))
+    else:
+        await run.judge_train([seed])
     return []
 
 

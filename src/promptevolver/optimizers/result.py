@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
     from promptevolver.optimizers.run import SearchRun
 
+from promptevolver.optimizers import reporting
 from promptevolver.rundir import write_result
 
 __all__ = ["OptimizationResult"]
@@ -27,7 +28,9 @@ class OptimizationResult(Mapping[str, str]):
         scores: ``{"seed": {"train", "validation"}, "best": {...}}`` loss values, None where
             nothing was measured (every evaluation failed).
         history: one entry per generation (``generation``, ``best_train``, ``mean_train``,
-            ``population``, ``offspring``, ``judge_calls``, ``meta_calls``).
+            ``population``, ``offspring``, ``judge_calls``, ``meta_calls`` so far, and ``waves``:
+            the generation's longest chain of calls that waited for one another — wall time is
+            about waves × latency per call).
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
         lineage: every candidate created (id, generation, operator, parents, scores).
         best_id: id of the chosen candidate in ``lineage`` (0 = the seed).
@@ -112,16 +115,16 @@ class OptimizationResult(Mapping[str, str]):
             best_instructions=dict(best.instructions),
             loss=run.loss.describe(),
             scores=(
-                run.out_of_bag_estimates(seed, best)
+                reporting.out_of_bag_estimates(run, seed, best)
                 if run.split.regime == "out-of-bag"
-                else {name: run.estimates(c) for name, c in (("seed", seed), ("best", best))}
+                else {name: reporting.estimates(run, c) for name, c in (("seed", seed), ("best", best))}
             ),
             history=state.history,
             usage=run.usage().to_dict(),
             lineage=[c.to_dict() for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
-            split=run.split_report(best),
+            split=reporting.split_report(run, best),
             final_choice=run.final_choice,
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),

@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import json
 import time
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,24 +20,24 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
-from promptevolver.errors import BudgetExceededError, LLMError, LLMUnusableError
+from promptevolver.errors import LLMError, LLMUnusableError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.llm.concurrency import InFlightLimit, waves
 from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.evidence import classify
 from promptevolver.optimizers.focus import make_focus
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext
+from promptevolver.optimizers.operators.base import BreedingView, MetaContext
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import screening, selection
-from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter, Spend, price_of
+from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter
 from promptevolver.optimizers.strategies.failures import FailureTally
 
 __all__ = ["SearchRun"]
@@ -160,57 +159,6 @@ class SearchRun:
         return self._fingerprint
 
     # --- candidates ------------------------------------------------------------------------------
-    def new_candidate(
-        self, instructions: dict[str, str], operator: str, child: Child | None = None
-    ) -> Candidate | None:
-        """Register a candidate made in the current generation; None (counted) for a duplicate."""
-        if self.state.find(instructions) is not None:
-            self.state.duplicates += 1
-            return None
-        parents = tuple(p.id for p in child.plan.parents) if child else ()
-        feedback = list(child.feedback) if child else []
-        seen = (
-            frozenset(child.plan.positions + child.plan.contrast).union(*(p.seen for p in child.plan.parents))
-            if child
-            else frozenset()
-        )
-        c = Candidate(
-            len(self.state.candidates),
-            dict(instructions),
-            self.state.generation,
-            operator,
-            parents,
-            feedback=feedback,
-            seen=seen,
-            fold=child.plan.fold if child else None,
-        )
-        self.state.add(c)
-        return c
-
-    def adopt(self, children: Sequence[Child]) -> list[Candidate]:
-        """Register the children that produced instructions; count rejections; emit events."""
-        adopted = []
-        for child in children:
-            plan = child.plan
-            if child.rejected:
-                self.state.rejections[f"{plan.operator}: {child.rejected}"] += 1
-            self.tally.plan(1)
-            self.tally.record(_meta_failure(child.rejected), child.rejected, check=False)
-            parents = [p.id for p in plan.parents]
-            accepted = child.instructions is not None
-            self.events.emit(
-                "operator_call",
-                self.state.generation,
-                operator=plan.operator,
-                parents=parents,
-                accepted=accepted,
-                rejected=child.rejected,
-            )
-            if child.instructions is not None:
-                c = self.new_candidate(child.instructions, plan.operator, child)
-                if c is not None:
-                    adopted.append(c)
-        return adopted
 
     # --- judging ---------------------------------------------------------------------------------
     async def judge(
@@ -240,7 +188,8 @@ class SearchRun:
             c.train = s
 
     async def judge_validation(self, candidates: Sequence[Candidate]) -> None:
-        """Judge ``candidates`` on every validation sample and record their validation scores."""
+        """Judge ``candidates`` on every validation sample and record their validation scores
+        (memoised: a candidate judged there before costs no call)."""
         for c, s in zip(
             candidates, await self.judge(candidates, self.validation_focus.positions, "validation")
         ):
@@ -291,46 +240,6 @@ class SearchRun:
         return out
 
     # --- reporting -------------------------------------------------------------------------------
-    def estimates(self, candidate: Candidate) -> dict[str, float | None]:
-        """``candidate``'s train and validation scores as estimates for the whole parts
-        (weighted by what each judged sample stands for, :mod:`.focus`); None where unmeasured."""
-        out: dict[str, float | None] = {}
-        for part, s, focus in (
-            ("train", candidate.train, self.train_focus),
-            ("validation", candidate.validation, self.validation_focus),
-        ):
-            out[part] = None if s is None else s.estimate(self.loss, focus.weight_array(focus.positions))
-        return out
-
-    def out_of_bag_estimates(self, seed: Candidate, best: Candidate) -> dict[str, dict[str, float | None]]:
-        """Small data: ``best`` and the seed on the samples ``best`` never learned from (all of
-        them when ``best`` is the seed), as their ``validation`` figure."""
-        assert seed.train is not None and best.train is not None
-        mask = np.array([p not in best.seen for p in self.train], dtype=bool)
-        values = {"seed": seed.train.value_on(self.loss, mask), "best": best.train.value_on(self.loss, mask)}
-        return {
-            name: {**self.estimates(c), "validation": values[name]}
-            for name, c in (("seed", seed), ("best", best))
-        }
-
-    def split_report(self, best: Candidate) -> dict[str, Any]:
-        """The ``split`` block of result.json: the parts, their focus sets and the evidence. Out
-        of bag, ``validation_positions`` are the samples ``best`` never learned from: where its
-        ``validation`` figure was measured (``promptevolver evaluate --split validation``)."""
-        report = self.split.to_dict(self.dataset)
-        if self.split.regime == "out-of-bag":
-            report["validation_positions"] = [p for p in self.train if p not in best.seen]
-            report["validation"] = len(report["validation_positions"])
-        kinds = {
-            part: Counter(self.evidence[p].kind for p in getattr(self.split, part))
-            for part in ("train", "validation")
-        }
-        report["judged"] = {
-            "train": len(self.train_focus.positions),
-            "validation": len(self.validation_focus.positions),
-        }
-        report["evidence"] = {part: dict(sorted(k.items())) for part, k in kinds.items()}
-        return report
 
     # --- bookkeeping -----------------------------------------------------------------------------
     def record(self, *, offspring: int) -> None:
@@ -351,6 +260,7 @@ class SearchRun:
             "offspring": offspring,
             "judge_calls": usage.judge_calls,
             "meta_calls": usage.meta_calls,
+            "waves": waves(self.limit.take_intervals()),
         }
         state.history.append(entry)
         keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
@@ -365,51 +275,6 @@ class SearchRun:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
         calls = self.calls
         return not self.meter.spent and self.budget.allows(calls.generation, reserve=calls.final)
-
-    def calibrate_reserve(self) -> Spend:
-        """Hold back the final choice's share of the budget, sized from the judge calls so far
-        (their average tokens and cost); returns what the judge calls so far cost."""
-        used = self.usage()
-        judge = Spend(
-            used.judge_calls,
-            used.prompt_tokens_by_operation.get("judge", 0)
-            + used.completion_tokens_by_operation.get("judge", 0),
-            used.cost_usd_by_operation.get("judge", 0.0),
-        )
-        self.meter.calibrate_reserve(self.calls.final, used.judge_calls, judge)
-        return judge
-
-    def after_seed(self, seed: Candidate) -> None:
-        """Hold back the final choice's share, sized from the seed's evaluation; refuse a budget
-        that cannot pay for the seed's evaluation and the final choice.
-
-        Raises:
-            BudgetExceededError: the seed's evaluation was refused, or the final choice would not fit.
-        """
-        judge = self.calibrate_reserve()
-        assert seed.train is not None
-        used = self.usage()
-        spent = Spend(used.total_calls, used.total_tokens, used.cost_usd)
-        over = (spent + self.meter.reserve).over(self.config.budget)
-        if over or (self.meter.spent and seed.train.coverage < self.min_coverage):
-            per_call = judge if judge.calls else self.judge_call_spend()  # measured, else estimated
-            calls = max(1, per_call.calls)
-            raise BudgetExceededError(
-                f"budget.{over or self.meter.refused_by} cannot pay for the seed's train evaluation "
-                f"and the final choice: {len(self.train)} + {self.calls.final} judge calls of about "
-                f"{per_call.tokens // calls} tokens (${per_call.cost_usd / calls:.6f}) each "
-                f"({seed.train.failures} of the seed's evaluations were refused)"
-            )
-
-    def judge_call_spend(self) -> Spend:
-        """Estimated spend of one judge call: the seed's prompts rendered on the first train sample."""
-        sample = self.dataset.samples[self.train[0]]
-        inputs = self.metric.prompt_inputs(sample.metric_input)
-        chars = sum(len(m.content) for p in self.metric.get_prompts().values() for m in p.render(inputs))
-        tokens = -(-chars // 4) + 256
-        price = price_of(self.clients[0])
-        cost = 0.0 if price is None else price.cost_usd(prompt_tokens=tokens - 256, completion_tokens=256)
-        return Spend(calls=1, tokens=tokens, cost_usd=cost)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included)."""
@@ -469,12 +334,6 @@ class StoppedError(LLMError):
     @property
     def cause(self) -> str:
         return "stopped"
-
-
-def _meta_failure(rejected: str | None) -> str | None:
-    """The cause of a meta call that failed after retries (None: it answered, maybe unusably)."""
-    prefix = "llm error: "
-    return rejected.removeprefix(prefix) if rejected and rejected.startswith(prefix) else None
 
 
 def _distinct(clients: Sequence[LLMClient]) -> list[LLMClient]:

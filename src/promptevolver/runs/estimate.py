@@ -6,22 +6,24 @@ are rendered by the real operators against a recorder that answers locally.
 
 **The model** (constants in :class:`CostModel`, calibrated on runs of the simulated judge):
 
-* *Split*: as the optimizer makes it — ``n_val = min(max(2, round(fraction·N)), N-2)`` of the N
-  usable samples, the rest train; then the ``max_train_samples`` / ``max_validation_samples`` caps.
+* *Split*: as the optimizer makes it (``optimizers/split.py``) — ``n_val = min(max(2,
+  round(fraction·N)), N-2)`` of the N usable samples, the rest train, each judged on a focus set of
+  at most ``max_train_samples`` / ``max_validation_samples`` (disagreements first); below
+  ``small_data`` usable samples, all train and no validation calls (out-of-bag).
 * *The metric*: built from the config: J = its ``calls_per_evaluation`` (judges of an ensemble ×
-  calls per judge: 2 for a statement extractor and its verifier), K = its prompts (each
-  meta operation runs once per prompt).
+  calls per judge: 2 for a statement extractor and its verifier), K = its prompts (each meta
+  operation runs once per prompt).
 * *One offspring's evaluation*: ``J·n_train`` judge calls; with
   minibatch screening (``m = config.minibatch_size(cfg, n_train)``, as the optimizer sizes it)
   ``J·(m + pass_rate·(n_train - m))``: it is judged on the m minibatch samples, and on the rest
   only if it passes.
-* *Initial population*: the seed on train, plus ``R = min(P-1, ⌈n_train / num_demonstrations⌉)``
-  reverse-engineered candidates of K meta calls each (none without ``reverse_engineer``); each
-  offspring is kept
-  (not a duplicate, not a rejected answer) with probability ``keep_rate``, then evaluated.
-* *Generation g*: ``plans = min(P, 1 + wrong)`` offspring plans, where ``wrong`` is the expected
-  number of train samples the population still gets wrong — with few failing samples, feedback
-  keeps showing the same ones and plans tried before are skipped. A mutation costs 2K meta calls
+* *Initial population*: the seed on train, plus ``R = P-1`` offspring (none without
+  ``reverse_engineer``): feedback mutations of the seed on the corrections (2K meta calls each),
+  or reverse engineering (K) when the data has no correction; each offspring is kept (not a
+  duplicate, not a rejected answer) with probability ``keep_rate``, then evaluated.
+* *Generation g*: ``offspring_per_generation`` plans while anything is left to learn (mutations
+  learn from failures and from corrections not yet shown; for a numeric metric every sample off
+  its label by any amount is a failure, so the plans do not thin out). A mutation costs 2K meta calls
   (feedback + rewrite per prompt), a crossover K, mixed by the operator weights. Kept offspring:
   ``plans · keep_rate · novelty^(g-1)`` — as the population converges, more answers repeat an
   instruction already seen.
@@ -67,8 +69,9 @@ from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, offspring_count, phase_calls
+from promptevolver.optimizers.focus import VERDICT_SHARE
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes
+from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
 from promptevolver.optimizers.strategies.budget import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
@@ -108,8 +111,8 @@ class Estimate:
         max_calls: calls of a run that uses every generation and judges every offspring fully.
         generations: expected generations after the initial population (0 to ``generations``).
         train, validation: split sizes (samples).
-        seed_error_rate: share of usable annotations whose recorded judge verdict differs from
-            the human label, in [0, 1].
+        seed_error_rate: share of the judged train samples (the train focus set, which takes the
+            disagreements first) whose recorded judge verdict differs from the human label, in [0, 1].
         phases: expected judge and meta calls of ``initial``, each ``generation N``, ``final``.
     """
 
@@ -182,6 +185,7 @@ class _Plan:
     judges: int
     prompts: int
     error_rate: float
+    reasons: float
     binary: bool
     noise: float
 
@@ -201,6 +205,14 @@ class _Plan:
         binary = config.loss.type == "binary"
         prompt = _only_prompt(metric)
         wrong = sum(_disagrees(dataset, i, labels[i], prompt, binary) for i in usable)
+        share = wrong / len(usable)
+        part = (
+            len(usable)
+            if len(usable) < cfg.small_data
+            else len(usable) - validation_count(len(usable), cfg.validation_fraction)
+        )
+        if n_train < part:  # the train focus set takes the disagreements first (up to 2/3 of it)
+            share = min(share * part, VERDICT_SHARE * n_train) / n_train
         return cls(
             cfg=cfg,
             model=model,
@@ -208,7 +220,8 @@ class _Plan:
             n_val=n_val,
             judges=metric.calls_per_evaluation,
             prompts=len(metric.get_prompts()),
-            error_rate=wrong / len(usable),
+            error_rate=share,
+            reasons=n_train * sum(_reason_corrected(dataset, i, prompt) for i in usable) / len(usable),
             binary=binary,
             noise=_ensemble_noise(
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
@@ -245,9 +258,12 @@ class _Plan:
         return {"phase": "initial", "judge_calls": judge, "meta_calls": meta}
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
-        plans = (
-            min(offspring_count(self.cfg, self.n_train), 1 + wrong_before) if self.meta_per_plan() else 0.0
-        )
+        # Mutations learn from failures and from corrections not yet shown (reason corrections
+        # fade as they are shown); plans tried before are skipped.
+        left = 1 + wrong_before + self.reasons * (1 - self.model.learn_rate) ** (g - 1)
+        if not self.binary:  # any deviation from a numeric label is a failure to learn from
+            left = float(offspring_count(self.cfg, self.n_train))
+        plans = min(offspring_count(self.cfg, self.n_train), left) if self.meta_per_plan() else 0.0
         kept = plans * self.model.keep_rate * self.model.novelty ** (g - 1)
         return {
             "phase": f"generation {g}",
@@ -346,6 +362,19 @@ def _recorded_output(dataset: SingleMetricAnnotation, position: int, prompt: str
     return sample.metric_output
 
 
+def _reason_corrected(dataset: SingleMetricAnnotation, position: int, name: str | None) -> bool:
+    """Whether the human edited the recorded judge's reason (a correction even when the verdict
+    stood); ``name`` is the metric's only prompt (None: several, not counted)."""
+    prompt = None if name is None else dataset.samples[position].prompts.get(name)
+    if (
+        prompt is None
+        or not isinstance(prompt.edited_output, dict)
+        or not isinstance(prompt.prompt_output, dict)
+    ):
+        return False
+    return prompt.edited_output.get("reason") not in (None, prompt.prompt_output.get("reason"))
+
+
 def _disagrees(
     dataset: SingleMetricAnnotation, position: int, label: float | None, prompt: str | None, binary: bool
 ) -> bool:
@@ -402,8 +431,7 @@ class _Tokens:
     def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan) -> _Tokens:
         metric = build_metric(config.metric)
         examples = _examples(dataset, metric)
-        judge_count = _counter(config.llm)
-        judge = _judge_tokens(dataset, metric, judge_count)
+        judge = _judge_tokens(dataset, metric, _counter(config.llm))
         meta_count = _counter(config.reflection_llm or config.llm)
         per_prompt = [
             _meta_tokens(instruction, examples, plan, config.metric.name, meta_count)
@@ -503,9 +531,9 @@ def _examples(dataset: SingleMetricAnnotation, metric: Metric, limit: int = 200)
     out = []
     for i in _spread(dataset, limit):
         sample = dataset.samples[i]
-        inputs = _inputs(metric, sample.metric_input)
         approved = sample.expected_output(first) or {}
         expected = {"reason": approved.get("reason", ""), "verdict": labels[i]}
+        inputs = _inputs(metric, sample.metric_input)
         out.append(ops.Example(inputs=inputs, expected=expected, judged=dict(expected)))
     return out
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, LLMError
@@ -26,6 +26,10 @@ from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers.cost import PhaseCalls
 
+if TYPE_CHECKING:
+    from promptevolver.optimizers.candidates import Candidate
+    from promptevolver.optimizers.run import SearchRun
+
 __all__ = [
     "BudgetGuard",
     "BudgetMeter",
@@ -33,6 +37,9 @@ __all__ = [
     "Spend",
     "check_prices",
     "check_upfront",
+    "after_seed",
+    "calibrate_reserve",
+    "judge_call_spend",
     "price_of",
 ]
 
@@ -257,3 +264,56 @@ def check_prices(config: BudgetConfig, clients: Sequence[LLMClient]) -> None:
                 f"budget.max_cost_usd={config.max_cost_usd:g} needs a price for every LLM, but "
                 f"{type(client).__name__} has none: set llm.prices (USD per 1M tokens) for its model"
             )
+
+
+# --- the run's budget checks (sized from what its calls cost) ---------------------------------------
+
+
+def calibrate_reserve(run: SearchRun) -> Spend:
+    """Hold back the final choice's share of the budget, sized from the judge calls so far
+    (their average tokens and cost); returns what the judge calls so far cost."""
+    used = run.usage()
+    judge = Spend(
+        used.judge_calls,
+        used.prompt_tokens_by_operation.get("judge", 0) + used.completion_tokens_by_operation.get("judge", 0),
+        used.cost_usd_by_operation.get("judge", 0.0),
+    )
+    remaining = run.calls.final
+    if run.state.candidates and run.state.seed.validation is not None:  # judged with the seed
+        remaining -= len(run.validation_focus.positions) * run.metric.calls_per_evaluation
+    run.meter.calibrate_reserve(max(0, remaining), used.judge_calls, judge)
+    return judge
+
+
+def after_seed(run: SearchRun, seed: Candidate) -> None:
+    """Hold back the final choice's share, sized from the seed's evaluation; refuse a budget
+    that cannot pay for the seed's evaluation and the final choice.
+
+    Raises:
+        BudgetExceededError: the seed's evaluation was refused, or the final choice would not fit.
+    """
+    judge = calibrate_reserve(run)
+    assert seed.train is not None
+    used = run.usage()
+    spent = Spend(used.total_calls, used.total_tokens, used.cost_usd)
+    over = (spent + run.meter.reserve).over(run.config.budget)
+    if over or (run.meter.spent and seed.train.coverage < run.min_coverage):
+        per_call = judge if judge.calls else judge_call_spend(run)  # measured, else estimated
+        calls = max(1, per_call.calls)
+        raise BudgetExceededError(
+            f"budget.{over or run.meter.refused_by} cannot pay for the seed's evaluation and the "
+            f"final choice: {len(run.train)} + {run.calls.final} judge calls of about "
+            f"{per_call.tokens // calls} tokens (${per_call.cost_usd / calls:.6f}) each "
+            f"({seed.train.failures} of the seed's evaluations were refused)"
+        )
+
+
+def judge_call_spend(run: SearchRun) -> Spend:
+    """Estimated spend of one judge call: the seed's prompts rendered on the first train sample."""
+    sample = run.dataset.samples[run.train[0]]
+    inputs = run.metric.prompt_inputs(sample.metric_input)
+    chars = sum(len(m.content) for p in run.metric.get_prompts().values() for m in p.render(inputs))
+    tokens = -(-chars // 4) + 256
+    price = price_of(run.clients[0])
+    cost = 0.0 if price is None else price.cost_usd(prompt_tokens=tokens - 256, completion_tokens=256)
+    return Spend(calls=1, tokens=tokens, cost_usd=cost)

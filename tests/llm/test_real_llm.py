@@ -30,7 +30,7 @@ from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.optimizers import operators as ops
 
-from .conftest import AC_DEFINITION, AC_FILE, ROOT
+from ..conftest import AC_DEFINITION, AC_FILE, ROOT
 
 BASE_URL = os.environ.get("PROMPTEVOLVER_REAL_LLM_BASE_URL")
 MODEL = os.environ.get("PROMPTEVOLVER_REAL_LLM_MODEL", "smollm2")

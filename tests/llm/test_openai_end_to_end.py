@@ -21,7 +21,7 @@ from promptevolver.llm import CachedLLM, OpenAIClient, Price, SimulatedJudgeLLM
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.testing import Fault, LocalOpenAIServer, simulated_handler
 
-from .conftest import AC_DEFINITION, AC_FILE
+from ..conftest import AC_DEFINITION, AC_FILE
 
 KEY = "sk-test-E2E-5f4dcc3b5aa765d61d8327deb882cf99"
 CONFIG = {"population_size": 3, "generations": 2, "random_seed": 42}

@@ -299,3 +299,28 @@ def test_config_cache_key_wraps_the_client_and_a_rerun_makes_no_calls(
 
 def test_no_cache_key_means_no_wrapper(ac_dataset) -> None:
     assert isinstance(build_llm(LLMConfig(), dataset=ac_dataset, random_seed=1), SimulatedJudgeLLM)
+
+
+@pytest.mark.parametrize(
+    "text, stored",
+    [
+        ('{"reason": "r", "verdict": 1}', True),
+        ('Sure! {"reason": "r", "verdict": 0} Hope this helps.', True),
+        ('{"reason": "r"}', False),  # a required field missing
+        ("The answer is yes.", False),
+        ('{"reason": "r", "verdict": 1', False),  # cut off
+    ],
+)
+def test_an_unusable_answer_is_never_stored(tmp_path, text, stored):
+    """A malformed judge answer is a failed evaluation, never a cached answer to replay."""
+    schema = {
+        "type": "object",
+        "properties": {"reason": {}, "verdict": {}},
+        "required": ["reason", "verdict"],
+    }
+    inner = ScriptedLLM(handler=lambda request: text)
+    cached = CachedLLM(inner=inner, path=tmp_path / "c.sqlite")
+    request = LLMRequest((ChatMessage("user", "judge this"),), json_schema=schema)
+    asyncio.run(cached.complete(request))
+    asyncio.run(cached.complete(request))
+    assert inner.usage.total_calls == (1 if stored else 2)

@@ -23,7 +23,7 @@ from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.preflight import cause_of_connection_error, model_ids, preflight
 from promptevolver.testing import DIALECTS, Fault, LocalOpenAIServer
 
-from .conftest import AC_DEFINITION, AC_FILE
+from ..conftest import AC_DEFINITION, AC_FILE
 
 KEY = "sk-preflight-SECRET-0123456789abcdef"
 MODEL = "judge-model"

@@ -11,7 +11,7 @@ import pytest
 from promptevolver.config.models import load_run_config
 from promptevolver.runs.estimate import estimate
 
-from .conftest import ROOT
+from ..conftest import ROOT
 from .test_estimate import _actual_calls
 
 

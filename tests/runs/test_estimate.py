@@ -18,7 +18,7 @@ from promptevolver.llm.base import BaseLLMClient
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.runs.estimate import estimate
 
-from .conftest import AC_DEFINITION, ROOT
+from ..conftest import AC_DEFINITION, ROOT
 
 KEYS = {"judge_calls", "meta_calls", "total_calls", "prompt_tokens", "completion_tokens", "cost_usd"}
 

@@ -1,0 +1,66 @@
+"""What a finished search reports: scores as estimates for whole parts, and the split block.
+
+Scores are the judged focus sets' weighted estimates of each part (:mod:`.focus`); out of bag
+(small data) the ``validation`` figure is measured on the samples the chosen candidate never
+learned from, where ``evaluate --split validation`` measures it again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from promptevolver.optimizers.candidates import Candidate
+
+if TYPE_CHECKING:
+    from promptevolver.optimizers.run import SearchRun
+
+__all__ = ["estimates", "out_of_bag_estimates", "split_report"]
+
+
+def estimates(run: SearchRun, candidate: Candidate) -> dict[str, float | None]:
+    """``candidate``'s train and validation scores as estimates for the whole parts
+    (weighted by what each judged sample stands for, :mod:`.focus`); None where unmeasured."""
+    out: dict[str, float | None] = {}
+    for part, s, focus in (
+        ("train", candidate.train, run.train_focus),
+        ("validation", candidate.validation, run.validation_focus),
+    ):
+        out[part] = None if s is None else s.estimate(run.loss, focus.weight_array(focus.positions))
+    return out
+
+
+def out_of_bag_estimates(
+    run: SearchRun, seed: Candidate, best: Candidate
+) -> dict[str, dict[str, float | None]]:
+    """Small data: ``best`` and the seed on the samples ``best`` never learned from (all of
+    them when ``best`` is the seed), as their ``validation`` figure."""
+    assert seed.train is not None and best.train is not None
+    mask = np.array([p not in best.seen for p in run.train], dtype=bool)
+    values = {"seed": seed.train.value_on(run.loss, mask), "best": best.train.value_on(run.loss, mask)}
+    return {
+        name: {**estimates(run, c), "validation": values[name]}
+        for name, c in (("seed", seed), ("best", best))
+    }
+
+
+def split_report(run: SearchRun, best: Candidate) -> dict[str, Any]:
+    """The ``split`` block of result.json: the parts, their focus sets and the evidence. Out
+    of bag, ``validation_positions`` are the samples ``best`` never learned from: where its
+    ``validation`` figure was measured (``promptevolver evaluate --split validation``)."""
+    report = run.split.to_dict(run.dataset)
+    if run.split.regime == "out-of-bag":
+        report["validation_positions"] = [p for p in run.train if p not in best.seen]
+        report["validation"] = len(report["validation_positions"])
+    kinds = {
+        part: Counter(run.evidence[p].kind for p in getattr(run.split, part))
+        for part in ("train", "validation")
+    }
+    report["judged"] = {
+        "train": len(run.train_focus.positions),
+        "validation": len(run.validation_focus.positions),
+    }
+    report["evidence"] = {part: dict(sorted(k.items())) for part, k in kinds.items()}
+    return report
