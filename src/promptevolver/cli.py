@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("config", type=Path, nargs="?", help="YAML run config (see configs/)")
     opt.add_argument("--output", "-o", type=Path, metavar="DIR", help="run directory to write")
     opt.add_argument("--resume", type=Path, metavar="DIR", help="continue the interrupted run in DIR")
-    opt.add_argument("--seed", type=int, default=None, help="override the config's random_seed")
+    opt.add_argument("--seed", type=_seed, default=None, help="override the config's random_seed")
 
     ev = command("evaluate", "score given instructions on a config's annotations", overridable)
     ev.add_argument("config", type=Path, help="YAML run config (annotations, judge, LLM)")
@@ -152,6 +152,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
+
+def _seed(text: str) -> int:
+    """``--seed``: a whole number >= 0 (numpy's random generators refuse negative seeds)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def _directory(path: Path, option: str) -> Path:
+    """``path`` unless it, or the nearest existing folder on its way, is a file (a usage error)."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == path else f"{existing} "
+        raise UsageError(f"{option} {path}: {where}is a file, not a directory")
+    return path
 
 
 def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> None:
@@ -185,12 +201,13 @@ def _f(value: float | None) -> str:
 
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     if args.resume is not None:
+        run_dir = _directory(args.resume, "--resume")
         if args.config is not None:
-            return _load_config(args.config, args), args.resume
-        return _with_seed(rundir.read_config(args.resume, edit=_edit(args)), args), args.resume
+            return _load_config(args.config, args), run_dir
+        return _with_seed(rundir.read_config(run_dir, edit=_edit(args)), args), run_dir
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
-    return _load_config(args.config, args), args.output
+    return _load_config(args.config, args), _directory(args.output, "--output")
 
 
 def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
@@ -360,7 +377,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     overrides = list(args.overrides)
     edit = (lambda raw: apply_overrides(raw, overrides)) if overrides else None
-    summary = run_benchmarks(args.configs, args.output, log=lambda line: _say(args, line), edit=edit)
+    output = _directory(args.output, "--output")
+    summary = run_benchmarks(args.configs, output, log=lambda line: _say(args, line), edit=edit)
     print(to_markdown(summary))
     return 0
 

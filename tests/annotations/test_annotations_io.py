@@ -147,7 +147,7 @@ def test_writing_a_loaded_ragas_file_gives_back_the_same_json(path: Path, tmp_pa
     MetricAnnotation.from_json(path).to_json(multi_out)
     SingleMetricAnnotation.from_json(path).to_json(single_out)
     assert read_json(multi_out) == read_json(path)  # no null fields added, nothing lost
-    assert read_json(single_out) == {"name": name, "samples": raw}
+    assert read_json(single_out) == {"name": name, "kind": "binary", "samples": raw}
 
 
 @BUNDLED
@@ -237,11 +237,15 @@ def test_invalid_values_are_located(tmp_path: Path, change: dict[str, Any], fiel
     assert info.value.field is not None and info.value.field.startswith(field)
 
 
-def test_unreadable_path_is_our_error(tmp_path: Path) -> None:
+def test_a_directory_is_not_a_file(tmp_path: Path) -> None:
     directory = tmp_path / "dir.json"
     directory.mkdir()
-    with pytest.raises(AnnotationError, match="not found"):
-        SingleMetricAnnotation.from_json(directory)
+    for loader in (SingleMetricAnnotation.from_json, MetricAnnotation.from_json):
+        with pytest.raises(AnnotationError, match="is a directory, not an annotation file") as info:
+            loader(directory)
+        assert info.value.path == str(directory)
+    with pytest.raises(AnnotationError, match="file not found"):
+        SingleMetricAnnotation.from_json(tmp_path / "absent.json")
 
 
 def test_sample_and_prompt_getitem_cover_every_field(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from promptevolver.annotations import (
     SingleMetricAnnotation,
     UnusableSamplesWarning,
 )
+from promptevolver.annotations.labels import LabelKind
 from promptevolver.annotations.sampling import split_count
 from promptevolver.errors import AnnotationError
 
@@ -65,8 +66,14 @@ def raw_samples(draw: st.DrawFn, min_size: int = 0, max_size: int = 30) -> list[
     return draw(st.lists(raw_sample(binary), min_size=min_size, max_size=max_size))
 
 
+def kind_of(items: list[dict[str, Any]]) -> LabelKind:
+    """The kind a generated set is: binary when it has label values and all are 0 or 1."""
+    values = [i["metric_output"] for i in items] + [i["target"] for i in items if i.get("target") is not None]
+    return "binary" if values and all(v in (0, 1) for v in values) else "numeric"
+
+
 def build(items: list[dict[str, Any]]) -> SingleMetricAnnotation:
-    return SingleMetricAnnotation.model_validate({"name": "m", "samples": items})
+    return SingleMetricAnnotation.model_validate({"name": "m", "samples": items, "kind": kind_of(items)})
 
 
 def positions(subset: SingleMetricAnnotation, full: SingleMetricAnnotation) -> list[int]:
@@ -94,8 +101,7 @@ def quota_ok(counts: Counter[Hashable], sizes: Counter[Hashable], n: int, total:
 @given(items=raw_samples())
 def test_labels_follow_the_rule_and_unusable_samples_are_the_rest(items: list[dict[str, Any]]) -> None:
     dataset = build(items)
-    values = [i["metric_output"] for i in items] + [i["target"] for i in items if i.get("target") is not None]
-    binary = bool(values) and all(v in (0, 1) for v in values)
+    binary = kind_of(items) == "binary"
     assert dataset.is_binary == binary
     assert dataset.labels() == [oracle_label(item, binary) for item in items]
     unusable = [u.sample_index for u in dataset.unusable_samples()]
@@ -113,19 +119,21 @@ def test_files_round_trip_exactly(items: list[dict[str, Any]]) -> None:
         warnings.simplefilter("ignore", UnusableSamplesWarning)
         source = Path(tmp) / "source.json"
         source.write_text(json.dumps({"m": items}), encoding="utf-8")
-        loaded = MetricAnnotation.from_json(source)
+        kind = kind_of(items)
+        loaded = MetricAnnotation.from_json(source, kind={"m": kind})
         out = Path(tmp) / "out.json"
         loaded.to_json(out)
         assert json.loads(out.read_text(encoding="utf-8")) == {"m": items}  # same JSON value
-        assert MetricAnnotation.from_json(out) == loaded
+        assert MetricAnnotation.from_json(out, kind=kind) == loaded
 
         single = loaded["m"]
+        assert single.kind == kind
         single.to_json(out)
-        assert json.loads(out.read_text(encoding="utf-8")) == {"name": "m", "samples": items}
-        assert SingleMetricAnnotation.from_json(out) == single
+        assert json.loads(out.read_text(encoding="utf-8")) == {"name": "m", "kind": kind, "samples": items}
+        assert SingleMetricAnnotation.from_json(out) == single  # the file holds the kind
         jsonl = Path(tmp) / "m.jsonl"
         single.to_jsonl(jsonl)
-        assert SingleMetricAnnotation.from_json(jsonl) == single
+        assert SingleMetricAnnotation.from_json(jsonl, kind=kind) == single
 
 
 # --- Sampling -----------------------------------------------------------------------------------
@@ -292,7 +300,7 @@ def test_every_malformed_sample_is_located(items: list[dict[str, Any]], data: st
         path = Path(tmp) / "broken.jsonl"
         path.write_text("\n".join(json.dumps(item) for item in items), encoding="utf-8")
         with pytest.raises(AnnotationError) as info:
-            SingleMetricAnnotation.from_json(path)
+            SingleMetricAnnotation.from_json(path, kind=kind_of(items))
     err = info.value
     assert (err.path, err.metric, err.sample_index) == (str(path), "broken", index)
     assert err.field is not None and err.field.split(".")[0] == field

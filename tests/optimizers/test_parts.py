@@ -107,7 +107,11 @@ def test_the_breeder_never_draws_an_operator_switched_off():
 def test_the_breeder_refuses_two_operators_with_one_name():
     with pytest.raises(ValueError, match="unique"):
         Breeder([Mutation(), Mutation()], ReverseEngineering())
-    assert Breeder([Mutation(), Crossover(weight=0)], ReverseEngineering()).meta_calls_per_offspring(3) == 6
+    breeder = Breeder([Mutation(), Crossover()], ReverseEngineering())
+    assert (
+        breeder.meta_calls_per_offspring(3) == 3
+    )  # crossover merges each of 3 prompts; a mutation rewrites one (2)
+    assert Breeder([Mutation(), Crossover(weight=0)], ReverseEngineering()).meta_calls_per_offspring(3) == 2
 
 
 def test_search_state_survives_its_checkpoint_form(tmp_path):

@@ -21,10 +21,18 @@ lists them with the reason and the loaders warn (:class:`UnusableSamplesWarning`
 output** of a prompt: ``edited_output`` if present, else ``prompt_output`` when the sample was
 accepted, else none.
 
+**Binary or numeric** (:mod:`~promptevolver.annotations.labels`): a metric's labels are 0/1
+verdicts or scores. The kind is the loaders' ``kind`` argument, else the file's ``"kind"``, else
+inferred: binary when more than half of the label values are exactly 0 or 1. Every label is
+checked when the file is read, before anything uses it: a binary metric's ``metric_output``
+(NaN aside) and ``target`` must be 0 or 1, so one 0.5 among verdicts is an error naming its
+sample and field; a number is never a string or a boolean, nor a boolean a number.
+
 Errors: a missing or malformed file or sample raises
 :class:`~promptevolver.errors.AnnotationError` naming the file, metric, sample index and field
-path; an unknown metric name, sample field or stratify key raises :class:`AnnotationKeyError`,
-which is also a ``KeyError``.
+path; so does a key given twice in one JSON object, a label that does not fit the metric's kind,
+a directory given as the file, and nesting too deep to read. An unknown metric name, sample
+field or stratify key raises :class:`AnnotationKeyError`, which is also a ``KeyError``.
 
 Differences from Ragas, on purpose: sampling methods take ``random_seed`` and never touch the
 global ``random`` state; ``train_test_split`` is implemented; ``batch`` and ``stratified_batches``
@@ -33,6 +41,7 @@ metric-input and prompt-input field names of other libraries are accepted (:data
 
 Layout: :mod:`~promptevolver.annotations.models` (the sample records, field aliases and the label
 rule), :mod:`~promptevolver.annotations.io` (reading, validating and writing files),
+:mod:`~promptevolver.annotations.labels` (binary or numeric labels, and their check),
 :mod:`~promptevolver.annotations.single` (:class:`SingleMetricAnnotation`: labels, selection,
 sampling, batches, splits), :mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`)
 and :mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`).

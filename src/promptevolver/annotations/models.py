@@ -92,16 +92,19 @@ class SampleAnnotation(BaseModel):
     """One judged sample: the metric's input and output, the human's verdict, the prompt traces.
 
     ``metric_output`` is a number (0/1 for a binary metric; NaN marks a failed judge call);
-    ``target``, a finite number when given, overrides it as the human label. Extra keys are kept.
+    ``target``, a finite number when given, overrides it as the human label. Numbers and
+    ``is_accepted`` are strict: a string or a boolean is not a number, a number or a string not a
+    boolean. Whether the values fit the metric's kind (binary or numeric) is checked for the whole
+    set (:mod:`~promptevolver.annotations.labels`). Extra keys are kept.
     """
 
     model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     metric_input: dict[str, Any]
-    metric_output: float
+    metric_output: float = Field(strict=True)
     prompts: dict[str, PromptAnnotation] = Field(default_factory=dict)
-    is_accepted: bool
-    target: float | None = Field(default=None, allow_inf_nan=False)
+    is_accepted: bool = Field(strict=True)
+    target: float | None = Field(default=None, allow_inf_nan=False, strict=True)
 
     @field_validator("metric_input", mode="before")
     @classmethod

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import PrivateAttr, model_validator
+
 from promptevolver.annotations.dataset import EvaluationDataset
-from promptevolver.annotations.io import _dump_samples, _load, _write_json
+from promptevolver.annotations.io import KindOption, _dump_samples, _load, _write_json
+from promptevolver.annotations.labels import LabelKind, check_labels
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.annotations.single import SingleMetricAnnotation, _Sourced, _trusted, _warn_unusable
 from promptevolver.errors import AnnotationKeyError
@@ -17,25 +20,46 @@ class MetricAnnotation(_Sourced):
 
     ``m["name"]`` gives a :class:`SingleMetricAnnotation` (sharing the samples and the source
     file); iteration yields one per metric, in file order; ``len`` counts samples over all
-    metrics (as Ragas).
+    metrics (as Ragas). Each metric has a label kind, binary or numeric
+    (:mod:`~promptevolver.annotations.labels`; :attr:`kinds`), checked when the set is built or
+    loaded.
     """
 
     root: dict[str, list[SampleAnnotation]]
+    _kinds: dict[str, LabelKind] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _labels_fit_their_kinds(self) -> MetricAnnotation:
+        self._kinds = {name: check_labels(samples, metric=name) for name, samples in self.root.items()}
+        return self
+
+    @property
+    def kinds(self) -> dict[str, LabelKind]:
+        """Metric name → the kind of its labels, ``"binary"`` or ``"numeric"``."""
+        return dict(self._kinds)
 
     def __repr__(self) -> str:
         return f"MetricAnnotation({ {name: len(samples) for name, samples in self.root.items()} })"
 
     @classmethod
-    def from_json(cls, path: str | Path, metric_name: str | None = None) -> MetricAnnotation:
+    def from_json(
+        cls, path: str | Path, metric_name: str | None = None, *, kind: KindOption = None
+    ) -> MetricAnnotation:
         """Load all metrics of a file, or only ``metric_name``. Reads every shape
-        :meth:`SingleMetricAnnotation.from_json` reads. Warns (UnusableSamplesWarning) when
-        samples have no human label.
+        :meth:`SingleMetricAnnotation.from_json` reads. ``kind``: the label kind of every metric
+        (``"binary"`` or ``"numeric"``), or metric name → kind; metrics without one take the
+        file's or an inferred kind. Every label is checked here. Warns (UnusableSamplesWarning)
+        when samples have no human label.
 
         Raises:
-            AnnotationError: missing/malformed file or sample (names the metric, sample index
-                and field), or ``metric_name`` not in the file (lists the names present).
+            AnnotationError: as :meth:`SingleMetricAnnotation.from_json` (missing/malformed file,
+                repeated key, malformed sample, label that does not fit its metric's kind; names
+                the metric, sample index and field), ``metric_name`` not in the file (lists the
+                names present), or ``kind`` naming a metric not in the file.
         """
-        annotations = cls.model_construct(root=_load(Path(path), metric_name, single=False))  # validated
+        metrics = _load(Path(path), metric_name, single=False, kind=kind)
+        annotations = cls.model_construct(root={name: samples for name, (samples, _) in metrics.items()})
+        annotations._kinds = {name: label_kind for name, (_, label_kind) in metrics.items()}  # validated
         annotations._with_source(path)
         for dataset in annotations:
             _warn_unusable(dataset)
@@ -61,7 +85,9 @@ class MetricAnnotation(_Sourced):
             raise AnnotationKeyError(
                 f"metric {key!r} not present; metrics present: {sorted(self.root)}", path=self.source
             )
-        return _trusted(key, self.root[key], self.source)
+        samples = self.root[key]
+        kind = self._kinds.get(key) or check_labels(samples, path=self.source, metric=key)
+        return _trusted(key, samples, self.source, kind)
 
     def __contains__(self, key: object) -> bool:
         return key in self.root

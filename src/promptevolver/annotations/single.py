@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TypeVar, overload
 
 import numpy as np
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, model_validator
 
 from promptevolver.annotations import sampling, strata
 from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
 from promptevolver.annotations.io import _dump_samples, _load, _write_json
+from promptevolver.annotations.labels import LabelKind, check_labels
 from promptevolver.annotations.models import (
     PromptAnnotation,
     SampleAnnotation,
@@ -56,44 +57,64 @@ class SingleMetricAnnotation(_Sourced):
     """The annotated samples of one metric. Sequence-like: ``len``, iteration, indexing (an int
     gives a :class:`SampleAnnotation`, a slice a new set).
 
+    ``kind`` is the kind of the metric's labels, ``"binary"`` or ``"numeric"``
+    (:mod:`~promptevolver.annotations.labels`): given, or inferred from the samples when the set
+    is built or loaded (None on input means "infer"); every label fits it, else building or
+    loading the set raises AnnotationError.
+
     Sampling methods take ``random_seed``: an int or a ``numpy.random.Generator`` (same seed →
     same result); ``None`` draws fresh entropy, not reproducible, as Ragas' unseeded sampling.
-    Sets they return share the sample objects and keep ``name`` and ``source``.
+    Sets they return share the sample objects and keep ``name``, ``kind`` and ``source``.
     """
 
     name: str
     samples: list[SampleAnnotation]
+    kind: LabelKind | None = None
+
+    @model_validator(mode="after")
+    def _labels_fit_the_kind(self) -> SingleMetricAnnotation:
+        self.kind = check_labels(self.samples, self.kind, metric=self.name)
+        return self
 
     def __repr__(self) -> str:
         return f"SingleMetricAnnotation(name={self.name!r}, len={len(self)})"
 
     # --- Loading and saving -------------------------------------------------------------
     @classmethod
-    def from_json(cls, path: str | Path, metric_name: str | None = None) -> SingleMetricAnnotation:
+    def from_json(
+        cls, path: str | Path, metric_name: str | None = None, *, kind: LabelKind | None = None
+    ) -> SingleMetricAnnotation:
         """Load one metric: a ``{"name", "samples"}`` file, a Ragas file holding one metric (or
         ``metric_name`` of several), a JSON list of samples or a JSONL file (named ``metric_name``,
-        else the file's stem). Warns (UnusableSamplesWarning) when samples have no human label.
+        else the file's stem). ``kind``: ``"binary"`` or ``"numeric"`` labels; None takes the
+        file's ``"kind"`` or infers it (:mod:`~promptevolver.annotations.labels`). Every label is
+        checked here, before anything uses the set. Warns (UnusableSamplesWarning) when samples
+        have no human label.
 
         Raises:
-            AnnotationError: missing or malformed file; malformed sample (names the sample index
-                and field); ``metric_name`` absent, or several metrics and no ``metric_name``
-                (lists the names present).
+            AnnotationError: missing or malformed file, a directory, nesting too deep to read; a
+                key given twice in one JSON object; a malformed sample (names the sample index and
+                field; strings and booleans are not numbers); a label that does not fit the kind
+                (e.g. 0.5 among binary verdicts; names the sample index and field);
+                ``metric_name`` absent, or several metrics and no ``metric_name`` (lists the names
+                present).
         """
-        ((name, samples),) = _load(Path(path), metric_name, single=True).items()
-        dataset = cls.model_construct(name=name, samples=samples)._with_source(path)  # validated
+        ((name, (samples, label_kind)),) = _load(Path(path), metric_name, single=True, kind=kind).items()
+        dataset = _trusted(name, samples, path, label_kind)  # validated
         _warn_unusable(dataset)
         return dataset
 
     def to_json(self, path: str | Path) -> None:
-        """Write ``{"name", "samples"}`` JSON (UTF-8) that :meth:`from_json` reads back as an equal
-        set. Fields absent when the samples were loaded are not written, so writing a loaded file
-        back gives the same JSON value (other libraries' field names come back as Ragas')."""
-        _write_json(path, {"name": self.name, "samples": _dump_samples(self.samples)})
+        """Write ``{"name", "kind", "samples"}`` JSON (UTF-8) that :meth:`from_json` reads back as
+        an equal set. Fields absent when the samples were loaded are not written, so writing a
+        loaded file back gives the same samples (other libraries' field names come back as Ragas')."""
+        _write_json(path, {"name": self.name, "kind": self.kind, "samples": _dump_samples(self.samples)})
 
     def to_jsonl(self, path: str | Path) -> None:
-        """Write one sample a line (UTF-8). The file does not hold the metric name:
-        :meth:`from_json` takes it from ``metric_name`` or the file's stem, so write to
-        ``<name>.jsonl`` (or pass ``metric_name``) to read back an equal set."""
+        """Write one sample a line (UTF-8). The file does not hold the metric name or kind:
+        :meth:`from_json` takes the name from ``metric_name`` or the file's stem and infers the
+        kind, so write to ``<name>.jsonl`` (or pass ``metric_name``, and ``kind`` if inference
+        would differ) to read back an equal set."""
         with Path(path).open("w", encoding="utf-8") as fh:
             for sample in _dump_samples(self.samples):
                 fh.write(json.dumps(sample, ensure_ascii=False) + "\n")
@@ -127,10 +148,9 @@ class SingleMetricAnnotation(_Sourced):
     # --- Labels ---------------------------------------------------------------------------
     @property
     def is_binary(self) -> bool:
-        """True when every ``metric_output`` (NaN aside) and ``target`` is 0 or 1."""
-        values = [s.metric_output for s in self.samples if not math.isnan(s.metric_output)]
-        values += [s.target for s in self.samples if s.target is not None]
-        return bool(values) and all(v in (0.0, 1.0) for v in values)
+        """Whether the metric's labels are binary verdicts (``kind == "binary"``); then every
+        ``metric_output`` (NaN aside) and ``target`` is 0 or 1."""
+        return self.kind == "binary"
 
     def labels(self) -> list[float | None]:
         """Human label of every sample (None where a sample has none), aligned with ``samples``."""
@@ -144,8 +164,11 @@ class SingleMetricAnnotation(_Sourced):
     def unusable_samples(self) -> list[UnusableSample]:
         """(position, reason) of every sample without a human label, in sample order."""
         binary = self.is_binary
-        reasons = ((i, s.unusable_reason(binary=binary)) for i, s in enumerate(self.samples))
-        return [UnusableSample(i, reason) for i, reason in reasons if reason is not None]
+        return [
+            UnusableSample(i, s.unusable_reason(binary=binary))  # type: ignore[arg-type]
+            for i, s in enumerate(self.samples)
+            if s.target is None and (math.isnan(s.metric_output) or not (binary or s.is_accepted))
+        ]
 
     def get_prompt_annotations(self, accepted_only: bool = True) -> dict[str, list[PromptAnnotation]]:
         """Prompt traces grouped by prompt name, in sample order; by default only those of
@@ -162,7 +185,7 @@ class SingleMetricAnnotation(_Sourced):
     def select(self, indices: Iterable[int]) -> SingleMetricAnnotation:
         """A new set with the samples at ``indices``, in that order (repeats allowed)."""
         samples = [self.samples[i] for i in indices]
-        return _trusted(self.name, samples, self.source)
+        return _trusted(self.name, samples, self.source, self.kind)
 
     def filter(self, function: Callable[[SampleAnnotation], bool] | None = None) -> SingleMetricAnnotation:
         """The samples for which ``function`` is true, in order; all of them when it is None (as Ragas)."""
@@ -261,9 +284,13 @@ class SingleMetricAnnotation(_Sourced):
         return self.select(train), self.select(test)
 
 
-def _trusted(name: str, samples: list[SampleAnnotation], source: str | Path | None) -> SingleMetricAnnotation:
-    """A set of samples that are validated already (not validated again: 20,000 checks cost 50 ms)."""
-    return SingleMetricAnnotation.model_construct(name=name, samples=samples)._with_source(source)
+def _trusted(
+    name: str, samples: list[SampleAnnotation], source: str | Path | None, kind: LabelKind | None
+) -> SingleMetricAnnotation:
+    """A set of samples that are validated already, labels checked against ``kind`` (not validated
+    again: 20,000 checks cost 50 ms)."""
+    dataset = SingleMetricAnnotation.model_construct(name=name, samples=samples, kind=kind)
+    return dataset._with_source(source)
 
 
 def _warn_unusable(dataset: SingleMetricAnnotation) -> None:

@@ -33,8 +33,9 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     """The annotations of the run's metric: ``metric_name`` if set, else the metric's ``name``.
 
     Raises:
-        AnnotationError: missing/malformed file or sample, or the metric is not in the file
-            (the message lists the metrics present).
+        AnnotationError: missing/malformed file or sample, a label that does not fit the metric's
+            kind, or the metric is not in the file (the message lists the metrics present).
+        ConfigError: ``loss.type: binary`` and the metric's labels are numeric.
     """
     if isinstance(config.dataset, SyntheticSource):
         synthetic = config.dataset.synthetic
@@ -45,7 +46,13 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
             return generate_statements(StatementsSpec(**arguments))
         return generate(SyntheticSpec(**arguments))
     name = config.metric_name or config.metric.name
-    return SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
+    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
+    if config.loss.type == "binary" and not dataset.is_binary:
+        raise ConfigError(
+            f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "
+            "scores, not 0/1 verdicts; use loss.type: mse, or fix the labels"
+        )
+    return dataset
 
 
 #: A single judge of ours.

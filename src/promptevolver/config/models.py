@@ -10,20 +10,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
 )
 
+from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 
 __all__ = [
@@ -47,6 +50,31 @@ __all__ = [
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_SEED_RULE = "must be a whole number >= 0 (numpy's random generators refuse negative seeds)"
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"{_SEED_RULE}, got {value}")
+    return value
+
+
+def _non_negative(seed: int) -> int:
+    if seed < 0:
+        raise ValueError(f"{_SEED_RULE}, got {seed}")
+    return seed
+
+
+#: A random seed: an integer >= 0 (numpy's ``default_rng`` refuses negative ones; a bool is no seed).
+Seed = Annotated[int, BeforeValidator(_not_a_bool), AfterValidator(_non_negative)]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
 
 
 class BudgetConfig(_Strict):
@@ -137,7 +165,7 @@ class GeneticConfig(_Strict):
     max_failure_rate: float = Field(0.2, ge=0.0, lt=1.0)
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
-    random_seed: int = 42
+    random_seed: Seed = 42
 
 
 #: Metric types: the judge each builds (see :func:`promptevolver.config.build.build_metric`).
@@ -170,8 +198,8 @@ class MetricConfig(_Strict):
     """
 
     type: Literal["aspect_critic", "rubric", "statement_support"] = "aspect_critic"
-    name: str
-    definition: str
+    name: Annotated[str, AfterValidator(_not_blank)]
+    definition: Annotated[str, AfterValidator(_not_blank)]
     num_judges: int = Field(1, ge=1)
     aggregation_method: Literal["majority", "mean", "median", "min", "max"] | None = None
     max_concurrent_judges: int | None = Field(None, ge=1)
@@ -367,7 +395,7 @@ class SyntheticDatasetConfig(_Strict):
 
     kind: Literal["binary", "rubric", "statements"] = "binary"
     n_samples: int = Field(ge=10)
-    random_seed: int = 0
+    random_seed: Seed = 0
     positive_rate: float = Field(0.7, ge=0.0, le=1.0)
     disagreement_rate: float = Field(0.25, ge=0.0, le=1.0)
     generic_share: float = Field(0.6, ge=0.0, le=1.0)
@@ -440,14 +468,24 @@ class RunConfig(_Strict):
 
     dataset: Path | SyntheticSource
     metric_name: str | None = None
-    seeds: list[int] | None = Field(None, min_length=1)
+    seeds: list[Seed] | None = Field(None, min_length=1)
     metric: MetricConfig
     llm: LLMConfig = LLMConfig()
     reflection_llm: LLMConfig | None = None
     loss: LossConfig = LossConfig()
     optimizer: GeneticConfig = GeneticConfig()
     budget: BudgetConfig | None = None
-    random_seed: int | None = None
+    random_seed: Seed | None = None
+
+    @field_validator("dataset", mode="wrap")
+    @classmethod
+    def _file_or_synthetic(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A mapping is a synthetic source, anything else a path: errors of the one meant, not of both."""
+        if isinstance(value, dict):
+            return SyntheticSource.model_validate(value)
+        if isinstance(value, str | os.PathLike | SyntheticSource):
+            return handler(value)
+        raise ValueError(f"expected a file path or {{synthetic: {{n_samples: ...}}}}, got {repr(value)[:60]}")
 
     @field_validator("optimizer", mode="before")
     @classmethod
@@ -508,18 +546,11 @@ def load_run_config(
     (command-line overrides such as ``--set optimizer.generations=5``).
 
     Raises:
-        ConfigError: missing file, invalid YAML, or invalid keys/values (naming file and key path).
+        ConfigError: missing file or a directory, invalid YAML, a key given twice (key path and
+            lines), or invalid keys/values (naming file and key path).
     """
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: config file not found")
-    try:
-        with p.open(encoding="utf-8") as fh:
-            raw: Any = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: expected a mapping of keys at the top level")
+    raw = read_yaml_mapping(p)
     if edit is not None:
         raw = edit(raw)
     try:

@@ -95,6 +95,8 @@ class SearchRun:
         self.validation_focus = make_focus(
             self.split.validation, self.evidence, self.labels, config.max_validation_samples, rng
         )
+        #: Prompt name → train positions whose output of that prompt a human edited (several prompts).
+        self.prompt_corrections = _prompt_corrections(dataset, self.split.train, metric)
         #: Out-of-bag runs: each usable sample's fold (stratified like the split); else empty.
         self.folds = _folds(self.split, strata, rng) if self.split.regime == "out-of-bag" else {}
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
@@ -218,6 +220,7 @@ class SearchRun:
             self.evidence,
             self.evidence_pool,
             self.folds,
+            self.prompt_corrections,
         )
 
     def meta_context(self, parents: Sequence[Candidate] = ()) -> MetaContext:
@@ -320,6 +323,23 @@ def _folds(split: Split, strata: dict[int, Any], rng: np.random.Generator) -> di
     keys = [strata[p] for p in split.train]
     first, second = sampling.stratified_split(keys, len(keys) // OUT_OF_BAG_FOLDS, rng)
     return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
+
+
+def _prompt_corrections(
+    dataset: SingleMetricAnnotation, train: Sequence[int], metric: Metric
+) -> dict[str, frozenset[int]]:
+    """For a metric of several prompts: prompt name → train positions where the human edited that
+    prompt's output; empty for one prompt."""
+    names = list(metric.get_prompts())
+    if len(names) < 2:
+        return {}
+    out = {}
+    for name in names:
+        edited = [
+            p for p in train if (a := dataset.samples[p].prompts.get(name)) and a.edited_output is not None
+        ]
+        out[name] = frozenset(edited)
+    return out
 
 
 def _only_prompt(metric: Metric) -> str | None:

@@ -192,6 +192,10 @@ class SyntheticSpec:
     def __post_init__(self) -> None:
         if self.n_samples < 1:
             raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        if isinstance(self.random_seed, bool) or self.random_seed < 0:
+            raise ValueError(
+                f"random_seed must be a whole number >= 0 (numpy refuses others), got {self.random_seed}"
+            )
         if not 2 <= self.n_generic <= len(GENERIC_CRITERIA):
             raise ValueError(f"n_generic must be in [2, {len(GENERIC_CRITERIA)}], got {self.n_generic}")
         for field in ("positive_rate", "disagreement_rate", "generic_share", "reject_rate", "evidence_rate"):

@@ -43,6 +43,7 @@ class Plan:
         positions: train sample positions the meta calls show (examples or failures).
         contrast: train positions shown as passing samples, for contrast (mutation only).
         fold: out-of-bag runs: the fold the offspring keeps unseen (None: no fold).
+        prompt: the one prompt a mutation rewrites (None: every prompt).
     """
 
     operator: str
@@ -51,6 +52,7 @@ class Plan:
     positions: tuple[int, ...] = ()
     contrast: tuple[int, ...] = ()
     fold: int | None = None
+    prompt: str | None = None
 
     @property
     def key(self) -> PlanKey:
@@ -81,6 +83,8 @@ class BreedingView:
         evidence: what the annotations say at each usable position (:mod:`..evidence`).
         evidence_pool: train positions with a verdict or reason correction, judged or not.
         folds: out-of-bag runs (small data): position → fold; empty otherwise.
+        prompt_corrections: prompt name → train positions where the human edited that prompt's
+            output (which prompt the failures come from); empty for a single-prompt metric.
     """
 
     population: Sequence[Candidate]
@@ -91,6 +95,7 @@ class BreedingView:
     evidence: Mapping[int, Evidence] = field(default_factory=dict)
     evidence_pool: Sequence[int] = ()
     folds: Mapping[int, int] = field(default_factory=dict)
+    prompt_corrections: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     @property
     def n_folds(self) -> int:

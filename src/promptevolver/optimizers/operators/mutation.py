@@ -7,7 +7,9 @@ samples: the parent's judged failures (a stratified draw), then corrections its 
 seen (the human's verdict and reason; the judge's recorded output when the parent is the seed),
 and, for contrast, up to a quarter as many samples it gets right, corrected reasons first — as
 GEPA's reflection sees whole minibatches. Two meta calls per prompt: feedback, then rewrite (as
-Ragas' feedback mutation).
+Ragas' feedback mutation). A metric of several prompts has one prompt rewritten per mutation,
+chosen by where the failures come from: the prompt whose outputs the humans corrected on the most
+of the shown samples (GEPA selects one component per reflection too).
 
 The initial population is made the same way from the seed (:meth:`Mutation.plan_from_evidence`):
 each child is shown its own batch of the corrections, before the seed is even judged.
@@ -44,7 +46,7 @@ class Mutation:
         self.weight = weight
 
     def meta_calls(self, prompts: int) -> int:
-        return 2 * prompts
+        return 2  # feedback and rewrite of one prompt (a metric of several: one per mutation)
 
     def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
         improvable = [c for c in view.population if _failing(c, view) or _unseen(c, view)]
@@ -60,7 +62,10 @@ class Mutation:
         if not shown:
             return None  # nothing it may learn from (out-of-bag: all it lacks is in its own fold)
         contrast = _contrast([p for p in _passing(parent, view) if ok(p)], max(1, size // 4), view, rng)
-        return Plan(self.name, (parent,), positions=tuple(shown), contrast=tuple(contrast), fold=fold)
+        prompt = _component(view, shown, rng)
+        return Plan(
+            self.name, (parent,), positions=tuple(shown), contrast=tuple(contrast), fold=fold, prompt=prompt
+        )
 
     def plan_from_evidence(
         self, parent: Candidate, view: BreedingView, count: int, rng: np.random.Generator
@@ -92,6 +97,8 @@ class Mutation:
         judged = ctx.judged.get(parent.id, {})
         instructions, notes = dict(parent.instructions), list[str]()
         for name, instruction in parent.instructions.items():
+            if plan.prompt is not None and name != plan.prompt:
+                continue  # a metric of several prompts: one prompt rewritten per mutation
             fb = await ops.feedback(
                 ctx.llm,
                 instruction=instruction,
@@ -115,6 +122,19 @@ class Mutation:
                 return Child(plan, None, items, rejected=out.rejected)
             instructions[name], notes = str(out.value), notes + items
         return Child(plan, instructions, notes)
+
+
+def _component(view: BreedingView, shown: Sequence[int], rng: np.random.Generator) -> str | None:
+    """Which prompt a mutation of a metric of several prompts rewrites: the one whose outputs the
+    humans corrected on the most of the shown samples (where the failures come from, like GEPA's
+    component selection); ties, and samples with no per-prompt correction, drawn at random.
+    None for a single-prompt metric (its one prompt)."""
+    if len(view.prompt_corrections) < 2:
+        return None
+    counts = {name: sum(p in positions for p in shown) for name, positions in view.prompt_corrections.items()}
+    top = max(counts.values())
+    names = sorted(name for name, n in counts.items() if n == top)
+    return names[int(rng.integers(len(names)))]
 
 
 def _batch(pool: list[int], k: int, size: int, rng: np.random.Generator) -> list[int]:
