@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import runpy
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from promptevolver import AspectCritic, JudgeEnsemble, RubricJudge, StatementSupport
+from promptevolver import AspectCritic, JudgeEnsemble, RubricJudge, SingleMetricAnnotation, StatementSupport
 from promptevolver.config.build import build_metric, load_dataset
 from promptevolver.config.models import MetricConfig, RunConfig, SyntheticDatasetConfig
+from promptevolver.errors import AnnotationError
 from promptevolver.judge.statements import DEFAULT_DEFINITION
 from promptevolver.runs.export import apply_snippet
 
@@ -136,3 +138,23 @@ def test_a_dumped_config_reads_back_equal(synthetic):
     config = run_config(metric, synthetic, "binary" if "kind" not in synthetic else "mse")
     again = RunConfig.model_validate(config.dump())
     assert again.dump() == config.dump() and again.dataset == config.dataset
+
+
+def test_a_numeric_metric_type_loads_its_file_as_numeric_even_when_most_scores_are_whole(tmp_path):
+    """A faithfulness score is often exactly 1.0: inference alone would take the file for binary
+    verdicts and refuse the 0.5; the metric type says the labels are numbers."""
+    inputs = {"user_input": "q", "response": "r", "retrieved_contexts": ["c"]}
+    samples = [{"metric_input": inputs, "metric_output": v, "is_accepted": True} for v in [1.0] * 9 + [0.5]]
+    path = tmp_path / "faithfulness.json"
+    path.write_text(json.dumps({"faithfulness": samples}))
+    with pytest.raises(AnnotationError, match="numeric"):
+        SingleMetricAnnotation.from_json(path)
+    config = RunConfig.model_validate(
+        {
+            "dataset": str(path),
+            "metric": {"type": "statement_support", "name": "faithfulness"},
+            "loss": {"type": "mse"},
+        }
+    )
+    dataset = load_dataset(config)
+    assert dataset.kind == "numeric" and dataset.labels()[-1] == 0.5

@@ -7,6 +7,7 @@ models only admit known ones, and their errors list them).
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
@@ -46,7 +47,10 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
             return generate_statements(StatementsSpec(**arguments))
         return generate(SyntheticSpec(**arguments))
     name = config.metric_name or config.metric.name
-    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
+    # A rubric or a supported fraction is numeric whatever its values (a faithfulness score is
+    # often exactly 1.0, which inference would take for a binary verdict).
+    kind: Literal["numeric"] | None = None if config.metric.is_binary else "numeric"
+    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name, kind=kind)
     if config.loss.type == "binary" and not dataset.is_binary:
         raise ConfigError(
             f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "

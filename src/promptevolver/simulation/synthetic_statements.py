@@ -235,4 +235,4 @@ def generate_statements(spec: StatementsSpec) -> SingleMetricAnnotation:
     rng = np.random.default_rng(spec.random_seed)
     vocab = vocabulary(rng, 400)
     samples = [_sample(rng, spec, vocab, i) for i in range(spec.n_samples)]
-    return SingleMetricAnnotation.model_validate({"name": spec.name, "samples": samples})
+    return SingleMetricAnnotation.model_validate({"name": spec.name, "kind": "numeric", "samples": samples})

@@ -265,7 +265,7 @@ def fault_view(
                 },
             }
         )
-    return SingleMetricAnnotation.model_validate({"name": dataset.name, "samples": samples})
+    return SingleMetricAnnotation.model_validate({"name": dataset.name, "kind": "binary", "samples": samples})
 
 
 def _prefixed(world: World, prefix: str) -> World:
