@@ -17,7 +17,7 @@ LAYERS: list[list[str]] = [
     ["evaluation", "simulation"],
     ["optimizers"],
     ["config.build"],
-    ["report", "runs"],
+    ["report", "runs", "integrations"],
     ["cli", "testing"],
 ]
 

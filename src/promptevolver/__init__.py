@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from promptevolver.judge.aspect_critic import AspectCritic
     from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
     from promptevolver.judge.protocol import Judgement
+    from promptevolver.judge.rubric import RubricJudge
+    from promptevolver.judge.statements import StatementSupport
     from promptevolver.optimizers.genetic import GeneticOptimizer
     from promptevolver.optimizers.result import OptimizationResult
 
@@ -65,6 +67,8 @@ _EXPORTS = {
     "MSELoss": "promptevolver.evaluation.losses",
     "AspectCritic": "promptevolver.judge.aspect_critic",
     "Judgement": "promptevolver.judge.protocol",
+    "RubricJudge": "promptevolver.judge.rubric",
+    "StatementSupport": "promptevolver.judge.statements",
     "EvaluationItem": "promptevolver.judge.ensemble",
     "JudgeEnsemble": "promptevolver.judge.ensemble",
     "GeneticOptimizer": "promptevolver.optimizers.genetic",
@@ -94,9 +98,11 @@ __all__ = [
     "OptimizationResult",
     "PromptAnnotation",
     "PromptEvolverError",
+    "RubricJudge",
     "SampleAnnotation",
     "SingleMetricAnnotation",
     "SingleTurnSample",
+    "StatementSupport",
     "UnusableSamplesWarning",
     "__version__",
 ]

@@ -14,6 +14,8 @@ from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.cli import main
 from promptevolver.config.prompt_match import match_prompt, prompt_keys
 from promptevolver.errors import ConfigError
+from promptevolver.judge.rubric import RubricJudge
+from promptevolver.judge.statements import StatementSupport
 from promptevolver.report.data import load_run
 
 from ..conftest import AC_FILE
@@ -32,6 +34,10 @@ def _renamed(tmp_path: Path, *names: str) -> Path:
     path = tmp_path / f"renamed-{'-'.join(names) or 'none'}.json"
     path.write_text(json.dumps(raw))
     return path
+
+
+def _match(data: SingleMetricAnnotation, prompt_name: str | None):
+    return match_prompt(data, prompt_name, judge_prompts=[DEFAULT], renamable=True)
 
 
 def _config(tmp_path: Path, data: Path, **changes: Any) -> Path:
@@ -53,32 +59,53 @@ def _one_line(err: str) -> str:
 
 def test_the_files_only_prompt_is_used_and_named(tmp_path):
     data = SingleMetricAnnotation.from_json(_renamed(tmp_path, "aspect_critic_prompt"))
-    match = match_prompt(data, None, default=DEFAULT)
-    assert (match.name, match.how) == ("aspect_critic_prompt", "only")
+    match = _match(data, None)
+    assert (match.rename, match.how) == ("aspect_critic_prompt", "only")
     assert match.describe() == "prompt: 'aspect_critic_prompt' (the only prompt in the file)"
 
 
 def test_a_given_prompt_name_must_be_in_the_file_and_the_error_lists_the_keys(tmp_path):
     data = SingleMetricAnnotation.from_json(_renamed(tmp_path, "first", "second"))
     assert prompt_keys(data) == ("first", "second")
-    assert match_prompt(data, "second", default=DEFAULT).how == "given"
+    assert _match(data, "second").how == "given"
     with pytest.raises(ConfigError, match=r"prompt_name 'third' is not a prompt.*\['first', 'second'\]"):
-        match_prompt(data, "third", default=DEFAULT)
+        _match(data, "third")
 
 
 def test_several_prompts_without_the_judges_own_need_prompt_name(tmp_path):
     data = SingleMetricAnnotation.from_json(_renamed(tmp_path, "first", "second"))
     with pytest.raises(ConfigError, match=r"has 2 prompts \['first', 'second'\]: set prompt_name"):
-        match_prompt(data, None, default=DEFAULT)
+        _match(data, None)
     among = SingleMetricAnnotation.from_json(_renamed(tmp_path, "first", DEFAULT))
-    assert match_prompt(among, None, default=DEFAULT).how == "default"
+    assert _match(among, None).how == "default"
 
 
 def test_a_file_without_prompt_traces_says_there_is_no_reason_to_learn_from(tmp_path):
     data = SingleMetricAnnotation.from_json(_renamed(tmp_path))
-    match = match_prompt(data, None, default=DEFAULT)
-    assert (match.name, match.how) == (DEFAULT, "absent")
+    match = _match(data, None)
+    assert (match.rename, match.how) == (DEFAULT, "absent")
     assert "no human-corrected reason" in match.describe()
+
+
+def test_judges_with_fixed_prompt_names_need_every_one_in_the_file(tmp_path):
+    both = [StatementSupport.EXTRACTOR, StatementSupport.VERIFIER]
+    data = SingleMetricAnnotation.from_json(_renamed(tmp_path, *both))
+    match = match_prompt(data, None, judge_prompts=both, renamable=False)
+    assert (match.names, match.rename) == (tuple(both), None)
+    assert match.describe().startswith("prompts: 'statement_generator_prompt', 'n_l_i_statement_prompt'")
+    half = SingleMetricAnnotation.from_json(_renamed(tmp_path, StatementSupport.EXTRACTOR))
+    with pytest.raises(ConfigError, match=r"prompt\(s\) \['n_l_i_statement_prompt'\] are not in the file"):
+        match_prompt(half, None, judge_prompts=both, renamable=False)
+    with pytest.raises(ConfigError, match="fixed names"):
+        match_prompt(data, "other", judge_prompts=both, renamable=False)
+    rubric = [RubricJudge.PROMPT_NAME]
+    with pytest.raises(ConfigError, match="single_turn_simple_criteria_prompt"):
+        match_prompt(
+            SingleMetricAnnotation.from_json(_renamed(tmp_path, "x")),
+            None,
+            judge_prompts=rubric,
+            renamable=False,
+        )
 
 
 def test_aspect_critic_takes_the_prompt_name_as_an_argument():

@@ -1,42 +1,88 @@
-"""Agreement figures never score a failed evaluation: it is left out, counted, and its cause named."""
+"""Agreement figures: binary and regression-style (MAE, within one, weighted kappa), failures left out."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from promptevolver.evaluation.agreement import agreement_of
+from promptevolver.evaluation.agreement import Agreement, agreement, agreement_of, is_ordinal
 from promptevolver.judge.protocol import Judgement
 
-LABELS = [1.0, 0.0, 1.0, 1.0]
+
+def kappa_by_hand(t: list[int], p: list[int], levels: list[int]) -> float:
+    """Quadratic-weighted kappa from its definition (Cohen 1968): 1 - sum(w·O) / sum(w·E)."""
+    k = len(levels)
+    index = {v: i for i, v in enumerate(levels)}
+    observed = np.zeros((k, k))
+    for a, b in zip(t, p):
+        observed[index[a], index[b]] += 1
+    expected = np.outer(observed.sum(1), observed.sum(0)) / len(t)
+    weights = np.array([[(i - j) ** 2 for j in range(k)] for i in range(k)], dtype=float)
+    return 1.0 - float((weights * observed).sum() / (weights * expected).sum())
 
 
-def test_failed_evaluations_are_left_out_and_counted_by_cause():
-    judged = {
-        0: Judgement(1.0),
-        1: Judgement(0.0),
-        2: Judgement(None, error="bad json", cause="parse"),
-        3: Judgement(None, error="503", cause="http 503"),
-    }
-    a = agreement_of(judged, [0, 1, 2, 3], LABELS, binary=True)
-    assert (a.n, a.failures, a.accuracy) == (2, 2, 1.0)  # not 0.5: the failures are no verdicts
-    assert a.failure_causes == {"parse": 1, "http 503": 1}
-    assert a.summary().endswith("| n 2, 2 failed (http 503 1, parse 1)")
+def test_ordinal_figures_match_their_definitions():
+    t = [1, 2, 3, 4, 5, 5, 3, 2]
+    p = [1, 3, 3, 2, 5, 4, 3, 1]
+    a = agreement(t, p, binary=False)
+    assert a.ordinal and a.levels == [1.0, 2.0, 3.0, 4.0, 5.0]
+    errors = np.abs(np.array(t) - np.array(p))
+    assert a.mae == pytest.approx(errors.mean()) and a.mse == pytest.approx((errors**2).mean())
+    assert a.exact == pytest.approx(4 / 8) and a.within_one == pytest.approx(7 / 8)
+    assert a.weighted_kappa == pytest.approx(kappa_by_hand(t, p, [1, 2, 3, 4, 5]))
 
 
-def test_when_every_evaluation_failed_no_figure_is_given():
-    judged = {p: Judgement(None, error="timed out", cause="timeout") for p in range(4)}
-    a = agreement_of(judged, [0, 1, 2, 3], LABELS, binary=True)
-    assert (a.n, a.failures, a.accuracy, a.f1, a.cohen_kappa, a.confusion) == (0, 4, None, None, None, None)
-    assert a.summary() == "accuracy n/a | F1 n/a | Cohen's kappa n/a | n 0, 4 failed (timeout 4)"
-    numeric = agreement_of(judged, [0, 1], LABELS, binary=False)
-    assert numeric.summary() == "MSE n/a | MAE n/a | n 0, 2 failed (timeout 2)"
+def test_a_level_nobody_used_does_not_change_the_weighted_kappa():
+    t, p = [1, 1, 5, 5, 3], [1, 3, 5, 3, 3]  # levels 2 and 4 unused
+    assert agreement(t, p, binary=False).weighted_kappa == pytest.approx(kappa_by_hand(t, p, [1, 3, 5]))
 
 
-def test_a_failure_without_a_cause_is_counted_as_an_error():
-    a = agreement_of({0: Judgement(1.0), 1: Judgement(None)}, [0, 1], LABELS, binary=True)
-    assert a.failure_causes == {"error": 1}
+def test_weighted_kappa_punishes_far_misses_more_than_near_ones():
+    t = [1, 2, 3, 4, 5] * 4
+    near = [min(5, v + 1) for v in t]
+    far = [6 - v for v in t]
+    k_near = agreement(t, near, binary=False).weighted_kappa
+    k_far = agreement(t, far, binary=False).weighted_kappa
+    assert k_near is not None and k_far is not None and k_near > 0.5 > 0 > k_far
 
 
-def test_no_positions_is_an_error():
-    with pytest.raises(ValueError, match="no positions"):
-        agreement_of({}, [], LABELS, binary=True)
+def test_a_continuous_score_gets_errors_only():
+    a = agreement([0.5, 1.0, 0.25], [0.5, 0.75, 0.0], binary=False)
+    assert not a.ordinal and a.within_one is None and a.weighted_kappa is None
+    assert a.mae == pytest.approx(1 / 6)
+    assert "within one" not in a.summary() and "MAE 0.1667" in a.summary()
+
+
+def test_ordinal_can_be_forced_either_way():
+    assert not agreement([1, 2], [1, 3], binary=False, ordinal=False).ordinal
+    assert is_ordinal(np.array([1.0, 2.0]), np.array([3.0])) and not is_ordinal(np.array([0.5]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=1, max_size=30))
+def test_ordinal_shares_are_ordered_and_bounded(pairs):
+    t, p = zip(*pairs)
+    a = agreement(list(t), list(p), binary=False)
+    assert a.exact is not None and a.within_one is not None
+    assert 0.0 <= a.exact <= a.within_one <= 1.0
+    assert a.weighted_kappa is None or -1.0 - 1e-9 <= a.weighted_kappa <= 1.0 + 1e-9
+
+
+def test_failed_evaluations_are_left_out_and_counted_never_scored():
+    failed = Judgement(score=None, error="down", cause="transport")
+    judged = {0: Judgement(score=5.0), 1: failed, 2: Judgement(3.0)}
+    labels = [5.0, 1.0, 3.0]
+    a = agreement_of(judged, [0, 1, 2], labels, binary=False)
+    assert (a.n, a.failures, a.mae, a.exact) == (2, 1, 0.0, 1.0)
+    binary = agreement_of({0: Judgement(1.0), 1: Judgement(None)}, [0, 1], [1.0, 0.0], binary=True)
+    assert (binary.n, binary.failures, binary.accuracy) == (1, 1, 1.0)
+
+
+def test_nothing_measured_gives_no_figures():
+    a = agreement_of({0: Judgement(None)}, [0], [3.0], binary=False)
+    assert a == Agreement(binary=False, n=0, failures=1, failure_causes={"error": 1})
+    assert a.summary() == "MSE n/a | MAE n/a | n 0, 1 failed (error 1)"
+    with pytest.raises(ValueError, match="no human label"):
+        agreement_of({0: Judgement(1.0)}, [0], [None], binary=False)

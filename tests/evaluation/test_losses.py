@@ -90,7 +90,21 @@ def test_per_sample_correct() -> None:
     binary = BinaryMetricLoss().per_sample_correct(y_true=[1, 0, 1], y_pred=[1, 1, 1])
     np.testing.assert_array_equal(binary, [1.0, 0.0, 1.0])
     mse = MSELoss().per_sample_correct(y_true=[0.0, 1.0, 0.0], y_pred=[0.25, 1.0, 3.0])
-    np.testing.assert_allclose(mse, [0.75, 1.0, 0.0])
+    np.testing.assert_allclose(mse, [1 - 0.0625, 1.0, -8.0])
+
+
+@SETTINGS
+@given(paired(st.integers(1, 5)), st.lists(st.integers(1, 5), min_size=40, max_size=40))
+def test_mse_per_sample_quality_ranks_candidates_as_the_mse_does(pair, other) -> None:
+    """A paired comparison of per-sample quality (the final choice) agrees with the MSE."""
+    y_true, y_pred = pair
+    alt = other[: len(y_true)]
+    loss = MSELoss()
+    quality = loss.per_sample_correct(y_true=y_true, y_pred=y_pred)
+    alt_quality = loss.per_sample_correct(y_true=y_true, y_pred=alt)
+    gap = float(np.mean(quality - alt_quality))
+    mse_gap = loss(y_true=y_true, y_pred=alt) - loss(y_true=y_true, y_pred=y_pred)
+    assert gap == pytest.approx(mse_gap, abs=1e-9)
 
 
 # --- Calling conventions and errors -------------------------------------------------------------

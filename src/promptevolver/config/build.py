@@ -7,6 +7,7 @@ models only admit known ones, and their errors list them).
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
@@ -15,14 +16,19 @@ from promptevolver.errors import ConfigError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.judge.ensemble import JudgeEnsemble
+from promptevolver.judge.protocol import Metric
+from promptevolver.judge.rubric import RubricJudge
+from promptevolver.judge.statements import StatementSupport
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
-from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
+from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
+from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-__all__ = ["build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
+__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -34,10 +40,18 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
         ConfigError: ``loss.type: binary`` and the metric's labels are numeric.
     """
     if isinstance(config.dataset, SyntheticSource):
-        spec = SyntheticSpec(name=config.metric.name, **config.dataset.synthetic.model_dump())
-        return generate(spec)
+        synthetic = config.dataset.synthetic
+        arguments = {"name": config.metric.name, **synthetic.spec_arguments()}
+        if synthetic.kind == "rubric":
+            return generate_rubric(RubricSpec(**arguments))
+        if synthetic.kind == "statements":
+            return generate_statements(StatementsSpec(**arguments))
+        return generate(SyntheticSpec(**arguments))
     name = config.metric_name or config.metric.name
-    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name)
+    # A rubric or a supported fraction is numeric whatever its values (a faithfulness score is
+    # often exactly 1.0, which inference would take for a binary verdict).
+    kind: Literal["numeric"] | None = None if config.metric.is_binary else "numeric"
+    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name, kind=kind)
     if config.loss.type == "binary" and not dataset.is_binary:
         raise ConfigError(
             f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "
@@ -47,36 +61,62 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
 
 
 def resolve_prompt(config: RunConfig, dataset: SingleMetricAnnotation) -> PromptMatch:
-    """The judge's prompt name for ``dataset``: ``config.prompt_name`` checked against the file's
-    prompt keys, or chosen from them (:func:`~promptevolver.config.prompt_match.match_prompt`).
+    """The judge's prompt names for ``dataset``: ``config.prompt_name`` checked against the file's
+    prompt keys, or chosen from them (:func:`~promptevolver.config.prompt_match.match_prompt`);
+    only an aspect critic's one prompt takes the file's name.
 
     Raises:
-        ConfigError: ``prompt_name`` is not in the file, or the file has several prompts and none
-            is the judge's own name (the message lists them).
+        ConfigError: ``prompt_name`` is not in the file or cannot name this judge's prompt, the
+            file has several prompts and none is the judge's, or a fixed-name prompt of the judge
+            is missing from the file (the message lists the keys).
     """
-    return match_prompt(dataset, config.prompt_name, default=AspectCritic.PROMPT_NAME)
+    judge = build_judge(config.metric)
+    return match_prompt(
+        dataset,
+        config.prompt_name,
+        judge_prompts=list(judge.get_prompts()),
+        renamable=isinstance(judge, AspectCritic),
+    )
 
 
-def build_metric(
-    config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None
-) -> AspectCritic | JudgeEnsemble:
-    """The judge ``config`` describes: an AspectCritic, wrapped in a :class:`JudgeEnsemble` when
-    ``config.is_ensemble``. ``temperature`` (the LLM's) applies unless ``config.temperature`` is set;
-    ``prompt_name`` names its prompt (:func:`resolve_prompt`; None: ``AspectCritic.PROMPT_NAME``)."""
+#: A single judge of ours.
+Judge = AspectCritic | RubricJudge | StatementSupport
+
+
+def build_judge(config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None) -> Judge:
+    """The single judge ``config`` describes (never an ensemble): by ``config.type``, an
+    AspectCritic, a RubricJudge or a StatementSupport. ``temperature`` (the LLM's) applies unless
+    ``config.temperature`` is set; ``prompt_name`` names an aspect critic's prompt
+    (:func:`resolve_prompt`; None: ``AspectCritic.PROMPT_NAME``; the other judges' prompts keep
+    their names)."""
     if config.temperature is not None:
         temperature = config.temperature
-    critic = AspectCritic(
-        name=config.name,
-        definition=config.definition,
-        temperature=temperature,
-        prompt_name=prompt_name or AspectCritic.PROMPT_NAME,
-    )
+    name, definition = config.name, config.definition
+    if config.type == "rubric":
+        return RubricJudge(
+            name=name,
+            definition=definition,
+            score_range=config.score_range or (1, 5),
+            discrete=True if config.discrete is None else config.discrete,
+            rubrics=config.rubrics,
+            temperature=temperature,
+        )
+    if config.type == "statement_support":
+        return StatementSupport(name=name, definition=definition, temperature=temperature)
+    prompt = prompt_name or AspectCritic.PROMPT_NAME
+    return AspectCritic(name=name, definition=definition, temperature=temperature, prompt_name=prompt)
+
+
+def build_metric(config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None) -> Metric:
+    """The judge ``config`` describes (:func:`build_judge`, ``prompt_name`` included), wrapped in a
+    :class:`JudgeEnsemble` when ``config.is_ensemble``."""
+    judge = build_judge(config, temperature=temperature, prompt_name=prompt_name)
     if not config.is_ensemble:
-        return critic
+        return judge
     return JudgeEnsemble(
-        metric=critic,
+        metric=judge,
         num_judges=config.num_judges,
-        aggregation_method=config.aggregation_method or "majority",
+        aggregation_method=config.aggregation,
         max_concurrent_judges=config.max_concurrent_judges,
         timeout_s=config.timeout_s,
     )
@@ -108,7 +148,7 @@ def _build_client(
 ) -> BaseLLMClient:
     price = _price(config)
     if config.provider == "fake":
-        return SimulatedJudgeLLM(
+        return SimulatedMetricsLLM(
             dataset=dataset,
             random_seed=random_seed,
             prompt_name=prompt_name or AspectCritic.PROMPT_NAME,

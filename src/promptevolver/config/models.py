@@ -18,9 +18,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidatorFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -34,10 +36,12 @@ __all__ = [
     "GeneticConfig",
     "LLMConfig",
     "LossConfig",
+    "METRIC_TYPES",
     "MetricConfig",
     "PriceConfig",
     "RUN_LEVEL_KEYS",
     "RunConfig",
+    "SYNTHETIC_KEYS",
     "SyntheticDatasetConfig",
     "SyntheticSource",
     "format_validation_error",
@@ -165,20 +169,36 @@ class GeneticConfig(_Strict):
     random_seed: Seed = 42
 
 
+#: Metric types: the judge each builds (see :func:`promptevolver.config.build.build_metric`).
+METRIC_TYPES = ("aspect_critic", "rubric", "statement_support")
+_RUBRIC_KEYS = ("score_range", "discrete", "rubrics")
+#: ``statement_support``'s default definition (the same as StatementSupport's own default).
+SUPPORT_DEFINITION = "the statement can be directly inferred from the context."
+
+
 class MetricConfig(_Strict):
-    """The judge: ``aspect_critic`` with its ``name`` and ``definition``.
+    """The judge: its ``type``, ``name`` and ``definition``.
+
+    * ``aspect_critic`` — a binary verdict (:class:`promptevolver.judge.aspect_critic.AspectCritic`);
+    * ``rubric`` — a score in ``score_range`` (default ``[1, 5]``), whole numbers unless
+      ``discrete: false``, with optional ``rubrics`` (level → description)
+      (:class:`promptevolver.judge.rubric.RubricJudge`); needs ``loss: {type: mse}``;
+    * ``statement_support`` — two prompts, a statement extractor and a per-statement verifier,
+      scored as the supported fraction (:class:`promptevolver.judge.statements.StatementSupport`);
+      ``definition`` says when a statement is supported (default: it can be directly inferred
+      from the context); needs ``loss: {type: mse}``.
 
     A judge ensemble (:class:`promptevolver.judge.ensemble.JudgeEnsemble`) is built when ``num_judges``
     > 1 or any of ``aggregation_method``, ``max_concurrent_judges``, ``timeout_s`` is set:
     ``num_judges`` judge calls per sample, aggregated by ``aggregation_method``: ``majority``
-    (the default; a tie gives 0), ``mean``, ``median``, ``min`` or ``max``; at most
-    ``max_concurrent_judges`` of one sample in flight (null: all), ``timeout_s`` seconds per
-    sample (judges not done by then count as failed; null: no limit). ``temperature``: sampling
-    temperature of judge calls (null: ``llm.temperature``); on a real LLM, judges only differ
-    at a temperature > 0.
+    (the default for ``aspect_critic``; a tie gives 0), ``mean`` (the default for the numeric
+    types), ``median``, ``min`` or ``max``; at most ``max_concurrent_judges`` of one sample in
+    flight (null: all), ``timeout_s`` seconds per sample (judges not done by then count as failed;
+    null: no limit). ``temperature``: sampling temperature of judge calls (null:
+    ``llm.temperature``); on a real LLM, judges only differ at a temperature > 0.
     """
 
-    type: Literal["aspect_critic"] = "aspect_critic"
+    type: Literal["aspect_critic", "rubric", "statement_support"] = "aspect_critic"
     name: Annotated[str, AfterValidator(_not_blank)]
     definition: Annotated[str, AfterValidator(_not_blank)]
     num_judges: int = Field(1, ge=1)
@@ -186,12 +206,65 @@ class MetricConfig(_Strict):
     max_concurrent_judges: int | None = Field(None, ge=1)
     timeout_s: float | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
+    score_range: tuple[float, float] | None = None
+    discrete: bool | None = None
+    rubrics: dict[float, str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_definition(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("type") == "statement_support" and "definition" not in data:
+            return {**data, "definition": SUPPORT_DEFINITION}
+        return data
+
+    @model_validator(mode="after")
+    def _keys_of_the_type(self) -> MetricConfig:
+        if self.type != "rubric":
+            given = [k for k in _RUBRIC_KEYS if getattr(self, k) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: for type 'rubric' only (this metric is {self.type!r})")
+        if self.type != "aspect_critic" and self.aggregation_method == "majority":
+            raise ValueError(
+                f"aggregation_method 'majority' needs binary verdicts; type {self.type!r} scores "
+                "numbers: use mean, median, min or max"
+            )
+        low, high = self.score_range or (1.0, 5.0)
+        if not low < high:
+            raise ValueError(f"score_range must be [low, high] with low < high, got [{low:g}, {high:g}]")
+        return self
 
     @property
     def is_ensemble(self) -> bool:
         """Whether these keys ask for a judge ensemble rather than a single judge."""
         extra = (self.aggregation_method, self.max_concurrent_judges, self.timeout_s)
         return self.num_judges > 1 or any(v is not None for v in extra)
+
+    @property
+    def is_binary(self) -> bool:
+        """Whether the judge gives 0/1 verdicts (``aspect_critic``) rather than numbers."""
+        return self.type == "aspect_critic"
+
+    def judge_source(self) -> tuple[str, dict[str, Any]]:
+        """(class name, constructor keyword arguments) of the single judge this config builds,
+        for generated code (see :func:`promptevolver.runs.export.apply_snippet`)."""
+        kwargs: dict[str, Any] = {"name": self.name, "definition": self.definition}
+        if self.type == "rubric":
+            kwargs["score_range"] = tuple(self.score_range or (1.0, 5.0))
+            if self.discrete is not None:
+                kwargs["discrete"] = self.discrete
+            if self.rubrics:
+                kwargs["rubrics"] = dict(self.rubrics)
+        names = {
+            "aspect_critic": "AspectCritic",
+            "rubric": "RubricJudge",
+            "statement_support": "StatementSupport",
+        }
+        return names[self.type], kwargs
+
+    @property
+    def aggregation(self) -> str:
+        """The ensemble's aggregation: the one set, else ``majority`` (binary) or ``mean``."""
+        return self.aggregation_method or ("majority" if self.is_binary else "mean")
 
 
 #: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
@@ -293,9 +366,49 @@ class LossConfig(_Strict):
     reduction: Literal["mean", "sum"] = "mean"
 
 
-class SyntheticDatasetConfig(_Strict):
-    """Parameters of :class:`promptevolver.simulation.synthetic.SyntheticSpec` (see that module)."""
+#: Keys of a synthetic dataset config by ``kind`` (besides ``kind``, ``n_samples``, ``random_seed``).
+SYNTHETIC_KEYS: dict[str, tuple[str, ...]] = {
+    "binary": (
+        "positive_rate",
+        "disagreement_rate",
+        "generic_share",
+        "n_generic",
+        "reject_rate",
+        "evidence_rate",
+    ),
+    "rubric": (
+        "disagreement_rate",
+        "generic_share",
+        "n_generic",
+        "reject_rate",
+        "target_rate",
+        "score_range",
+        "level_weights",
+    ),
+    "statements": (
+        "generic_share",
+        "reject_rate",
+        "target_rate",
+        "support_rate",
+        "extractor_error_rate",
+        "verifier_error_rate",
+    ),
+}
 
+
+class SyntheticDatasetConfig(_Strict):
+    """Parameters of a generated annotation set, by ``kind``:
+
+    * ``binary`` (default): :class:`promptevolver.simulation.synthetic.SyntheticSpec`;
+    * ``rubric``: :class:`promptevolver.simulation.synthetic_rubric.RubricSpec` (a 1–5 score);
+    * ``statements``: :class:`promptevolver.simulation.synthetic_statements.StatementsSpec`
+      (a statement extractor and a verifier).
+
+    A key the kind does not use is an error (:data:`SYNTHETIC_KEYS`); one not given takes the
+    spec's default.
+    """
+
+    kind: Literal["binary", "rubric", "statements"] = "binary"
     n_samples: int = Field(ge=10)
     random_seed: Seed = 0
     positive_rate: float = Field(0.7, ge=0.0, le=1.0)
@@ -304,6 +417,40 @@ class SyntheticDatasetConfig(_Strict):
     n_generic: int = Field(6, ge=2, le=10)
     reject_rate: float = Field(0.3, ge=0.0, le=1.0)
     evidence_rate: float = Field(0.1, ge=0.0, le=1.0)
+    target_rate: float | None = Field(None, ge=0.0, le=1.0)
+    score_range: tuple[int, int] | None = None
+    level_weights: tuple[float, ...] | None = None
+    support_rate: float | None = Field(None, ge=0.0, le=1.0)
+    extractor_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+    verifier_error_rate: float | None = Field(None, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _keys_of_the_kind(self) -> SyntheticDatasetConfig:
+        allowed = {"kind", "n_samples", "random_seed", *SYNTHETIC_KEYS[self.kind]}
+        extra = sorted(self.model_fields_set - allowed)
+        if extra:
+            raise ValueError(f"{', '.join(extra)}: not a key of kind {self.kind!r}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _only_the_kinds_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumped with the keys of its kind only, so a dumped config reads back (config.yaml)."""
+        data = handler(self)
+        keep = {"n_samples", "random_seed", *self.spec_arguments()}
+        if self.kind != "binary":
+            keep.add("kind")
+        return {k: v for k, v in data.items() if k in keep}
+
+    def spec_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of the kind's spec: ``n_samples``, ``random_seed`` and the kind's
+        keys (for ``binary`` all of them, for the others those given)."""
+        keys = SYNTHETIC_KEYS[self.kind]
+        chosen = keys if self.kind == "binary" else [k for k in keys if k in self.model_fields_set]
+        return {
+            "n_samples": self.n_samples,
+            "random_seed": self.random_seed,
+            **{k: getattr(self, k) for k in chosen},
+        }
 
 
 class SyntheticSource(_Strict):
@@ -366,6 +513,14 @@ class RunConfig(_Strict):
                 if key in value:
                     raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
         return value
+
+    @model_validator(mode="after")
+    def _numeric_metrics_need_mse(self) -> RunConfig:
+        if not self.metric.is_binary and self.loss.type != "mse":
+            raise ValueError(
+                f"loss.type: metric type {self.metric.type!r} scores numbers; use loss: {{type: mse}}"
+            )
+        return self
 
     def effective_optimizer(self) -> GeneticConfig:
         """The optimizer config with the run-level ``random_seed``, ``budget`` and

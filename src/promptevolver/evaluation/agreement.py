@@ -1,11 +1,14 @@
 """How well a judge agrees with the humans: the figures reports and ``evaluate`` print.
 
-Binary metrics get accuracy, F1 of class 1 and Cohen's kappa, with the confusion matrix; numeric
-metrics get mean squared and mean absolute error. All come from :mod:`sklearn.metrics`. A failed
-evaluation is no verdict: it is left out of every figure and counted in ``failures``, by cause
-(``failure_causes``); when every evaluation failed, the figures are None (``n/a``), never a
-score. (Fitness, which must rank candidates, scores a failure as wrong; agreement, which
-reports what was measured, does not.)
+* **Binary** metrics: accuracy, F1 of class 1 and Cohen's kappa, with the confusion matrix.
+* **Numeric** metrics (regression-style): mean squared and mean absolute error; on an **ordinal**
+  scale (every label and score a whole number, e.g. a 1–5 rubric) also the exact agreement, the
+  share within one level (|score − label| ≤ 1) and Cohen's kappa with quadratic weights over the
+  levels from the lowest to the highest value seen (Cohen 1968; levels no one used add nothing).
+
+All figures come from :mod:`sklearn.metrics`. A failed evaluation is not a prediction: it is left
+out of every figure and counted in ``failures``, by cause (``failure_causes``); when every
+evaluation failed, every figure is None (``n/a``), never a score.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import math
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +32,7 @@ from sklearn.metrics import (
 
 from promptevolver.judge.protocol import Judgement
 
-__all__ = ["Agreement", "agreement", "agreement_of"]
+__all__ = ["Agreement", "agreement", "agreement_of", "is_ordinal"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,7 @@ class Agreement:
 
     Attributes:
         binary: True for 0/1 verdicts (accuracy, F1, kappa, confusion), False for numeric scores.
-        n: samples measured (a verdict to compare with the human's); 0 when every evaluation failed,
-            and then every figure is None.
-        failures: evaluations that failed, left out of ``n`` and of every figure.
+        n: samples scored (failed evaluations excluded); failures: failed evaluations left out.
         failure_causes: cause → count of those failures (``parse``, ``timeout``, ``http 503``...).
         accuracy: share of equal verdicts, in [0, 1] (binary; higher is better).
         f1: F1 of class 1, in [0, 1] (binary; 1.0 when neither side has a positive).
@@ -48,6 +49,13 @@ class Agreement:
             label and prediction in one class).
         confusion: ``[[tn, fp], [fn, tp]]`` — rows human 0/1, columns judge 0/1 (binary).
         mse, mae: mean squared / absolute error (numeric; lower is better).
+        ordinal: True when every label and score is a whole number (numeric only).
+        exact: share of scores equal to the label, in [0, 1] (ordinal).
+        within_one: share of scores at most one level from the label, in [0, 1] (ordinal).
+        weighted_kappa: Cohen's kappa with quadratic weights, in [-1, 1] (ordinal); None when
+            undefined (one level only).
+        levels: the ordinal levels, lowest to highest (ordinal).
+        Every figure is None when nothing was measured (``n`` 0).
     """
 
     binary: bool
@@ -59,19 +67,29 @@ class Agreement:
     confusion: list[list[int]] | None = None
     mse: float | None = None
     mae: float | None = None
+    ordinal: bool = False
+    exact: float | None = None
+    within_one: float | None = None
+    weighted_kappa: float | None = None
+    levels: list[float] | None = None
     failure_causes: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def summary(self) -> str:
-        """One line: ``accuracy 0.900 | F1 0.923 | Cohen's kappa 0.78 | n 10, 0 failed``; a figure
-        that was not measured reads ``n/a``, and failures are followed by their causes."""
+        """One line: ``accuracy 0.900 | F1 0.923 | Cohen's kappa 0.78 | n 10, 0 failed``, or for a
+        numeric metric ``MSE 0.4000 | MAE 0.4000 | within one 1.000 | weighted kappa 0.81 | ...``."""
         if self.binary:
             kappa = _f(self.cohen_kappa, 2)
-            figures = f"accuracy {_f(self.accuracy, 3)} | F1 {_f(self.f1, 3)} | Cohen's kappa {kappa}"
+            figures = f"accuracy {_f(self.accuracy)} | F1 {_f(self.f1)} | Cohen's kappa {kappa}"
         else:
             figures = f"MSE {_f(self.mse, 4)} | MAE {_f(self.mae, 4)}"
+            if self.ordinal:
+                figures += (
+                    f" | exact {_f(self.exact)} | within one {_f(self.within_one)}"
+                    f" | weighted kappa {_f(self.weighted_kappa, 2)}"
+                )
         return f"{figures} | n {self.n}, {self.failures} failed{self.causes_text()}"
 
     def causes_text(self) -> str:
@@ -82,14 +100,30 @@ class Agreement:
         return " (" + ", ".join(f"{cause} {count}" for cause, count in ranked) + ")"
 
 
-def _f(value: float | None, digits: int) -> str:
+def _f(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def is_ordinal(*values: np.ndarray) -> bool:
+    """True when every value of every array is a whole number (an ordinal scale)."""
+    return all(bool(np.all(np.mod(v, 1.0) == 0.0)) for v in values)
+
+
 def agreement(
-    y_true: Sequence[float], y_pred: Sequence[float], *, binary: bool, failures: int = 0
+    y_true: Sequence[float],
+    y_pred: Sequence[float],
+    *,
+    binary: bool,
+    failures: int = 0,
+    ordinal: bool | None = None,
 ) -> Agreement:
     """Agreement figures of predictions ``y_pred`` against labels ``y_true`` (equal lengths).
+
+    Args:
+        binary: 0/1 verdicts (binary figures) or numeric scores.
+        failures: failed evaluations left out of ``y_pred`` (reported, never scored).
+        ordinal: numeric only: whether the scale is ordinal; None decides from the values
+            (:func:`is_ordinal`).
 
     Raises:
         ValueError: unequal lengths, or no samples.
@@ -98,8 +132,7 @@ def agreement(
     if len(t) != len(p) or len(t) == 0:
         raise ValueError(f"need equal, non-empty y_true and y_pred, got {len(t)} and {len(p)}")
     if not binary:
-        mse, mae = float(mean_squared_error(t, p)), float(mean_absolute_error(t, p))
-        return Agreement(binary=False, n=len(t), failures=failures, mse=mse, mae=mae)
+        return _numeric(t, p, failures, is_ordinal(t, p) if ordinal is None else ordinal)
     matrix = confusion_matrix(t, p, labels=[0.0, 1.0])
     return Agreement(
         binary=True,
@@ -112,10 +145,32 @@ def agreement(
     )
 
 
-def _kappa(t: np.ndarray, p: np.ndarray) -> float | None:
+def _numeric(t: np.ndarray, p: np.ndarray, failures: int, ordinal: bool) -> Agreement:
+    mse, mae = float(mean_squared_error(t, p)), float(mean_absolute_error(t, p))
+    if not ordinal:
+        return Agreement(binary=False, n=len(t), failures=failures, mse=mse, mae=mae)
+    levels = np.arange(min(t.min(), p.min()), max(t.max(), p.max()) + 1.0)
+    error = np.abs(t - p)
+    return Agreement(
+        binary=False,
+        n=len(t),
+        failures=failures,
+        mse=mse,
+        mae=mae,
+        ordinal=True,
+        exact=float(np.mean(error == 0.0)),
+        within_one=float(np.mean(error <= 1.0)),
+        weighted_kappa=_kappa(t, p, levels=levels, weights="quadratic"),
+        levels=[float(v) for v in levels],
+    )
+
+
+def _kappa(
+    t: np.ndarray, p: np.ndarray, *, levels: np.ndarray | None = None, weights: str | None = None
+) -> float | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = float(cohen_kappa_score(t, p))
+        value = float(cohen_kappa_score(t, p, labels=levels, weights=weights))
     return None if math.isnan(value) else value
 
 
@@ -125,10 +180,12 @@ def agreement_of(
     labels: Sequence[float | None],
     *,
     binary: bool,
+    ordinal: bool | None = None,
 ) -> Agreement:
     """:func:`agreement` of ``judgements`` (position → judgement) at ``positions`` against the
     human ``labels`` (indexed by position; every one at ``positions`` must be set). Failed
-    evaluations are left out and counted by cause (see the module docstring).
+    evaluations are left out and counted by cause; when every one failed, ``n`` is 0 and every
+    figure None.
 
     Raises:
         KeyError: a position without a judgement.
@@ -147,8 +204,8 @@ def agreement_of(
             continue
         y_true.append(float(label))
         y_pred.append(judged.score)
-    failures = sum(causes.values())
+    failures, found = sum(causes.values()), dict(causes)
     if not y_true:
-        return Agreement(binary=binary, n=0, failures=failures, failure_causes=dict(causes))
-    figures = agreement(y_true, y_pred, binary=binary, failures=failures)
-    return Agreement(**{**asdict(figures), "failure_causes": dict(causes)})
+        return Agreement(binary=binary, n=0, failures=failures, failure_causes=found)
+    figures = agreement(y_true, y_pred, binary=binary, failures=failures, ordinal=ordinal)
+    return replace(figures, failure_causes=found)

@@ -116,7 +116,8 @@ class Score:
     Attributes:
         value: the loss over the samples whose evaluation succeeded (direction:
             ``loss.higher_is_better``), or None when none did — never a number for nothing.
-        correct: per-sample quality in [0, 1], shape ``(n,)``, aligned with the positions scored;
+        correct: per-sample quality (1 = perfect; ``Loss.per_sample_correct``), shape ``(n,)``,
+            aligned with the positions scored;
             NaN where the evaluation failed.
         failures: samples whose evaluation failed.
         y_true: the human labels, shape ``(n,)``.

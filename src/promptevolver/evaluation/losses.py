@@ -66,8 +66,9 @@ class Loss(ABC):
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float: ...
 
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
-        """Per-sample quality in [0, 1] (1 = perfect), shape ``(n,)``: used for Pareto fronts and
-        complementary parents. Binary: 1.0 where the prediction equals the label."""
+        """Per-sample quality (1 = perfect, higher is better), shape ``(n,)``: used for Pareto
+        fronts, complementary parents and the paired final choice. Binary: 1.0 where the
+        prediction equals the label, else 0.0."""
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
         return (t == p).astype(np.float64)
 
@@ -147,9 +148,14 @@ class MSELoss(Loss):
         return mse * total if self.reduction == "sum" else mse
 
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
-        """1 − clipped absolute error, shape ``(n,)``, in [0, 1] for scores in [0, 1]."""
+        """1 − squared error, shape ``(n,)`` (1 = perfect; below 0 for errors above 1, unclipped).
+
+        Its mean is 1 − MSE, so comparing two candidates' per-sample quality on the same samples
+        (the paired final choice, screening) compares their squared errors: a candidate better
+        there has the lower MSE. (A clipped 1 − |error| would score a miss by one level and by
+        four alike on a 1–5 scale.)"""
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
-        return np.clip(1.0 - np.abs(t - p), 0.0, 1.0)
+        return 1.0 - (t - p) ** 2
 
     def describe(self) -> dict[str, Any]:
         return {"name": "MSELoss", "reduction": self.reduction, "higher_is_better": False}

@@ -1,4 +1,6 @@
-"""Judges: prompts, the :class:`Metric` protocol, :class:`AspectCritic`, :class:`JudgeEnsemble`."""
+"""Judges: prompts, the :class:`Metric` protocol, :class:`AspectCritic` (binary),
+:class:`RubricJudge` (a score on a scale), :class:`StatementSupport` (two prompts: statements, then
+their verdicts), :class:`JudgeEnsemble`."""
 
 from typing import TYPE_CHECKING
 
@@ -9,6 +11,8 @@ if TYPE_CHECKING:
     from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
     from promptevolver.judge.prompts import Prompt
     from promptevolver.judge.protocol import Judgement, Metric
+    from promptevolver.judge.rubric import RubricJudge
+    from promptevolver.judge.statements import StatementSupport
 
 _EXPORTS = {
     "AspectCritic": "promptevolver.judge.aspect_critic",
@@ -18,6 +22,8 @@ _EXPORTS = {
     "JudgeEnsemble": "promptevolver.judge.ensemble",
     "EvaluationItem": "promptevolver.judge.ensemble",
     "Prompt": "promptevolver.judge.prompts",
+    "RubricJudge": "promptevolver.judge.rubric",
+    "StatementSupport": "promptevolver.judge.statements",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
@@ -28,4 +34,6 @@ __all__ = [
     "Judgement",
     "Metric",
     "Prompt",
+    "RubricJudge",
+    "StatementSupport",
 ]

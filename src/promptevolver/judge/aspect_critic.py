@@ -13,10 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from promptevolver.errors import AnnotationError, ConfigError, LLMError, OutputParseError
+from promptevolver.errors import ConfigError
+from promptevolver.judge.asking import ask
+from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
-from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.llm.base import LLMClient
 from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
 
 __all__ = ["AspectCritic", "AspectCriticOutput"]
@@ -35,7 +37,7 @@ SEED_TEMPLATE = (
 )
 
 
-class AspectCritic:
+class AspectCritic(PromptSet):
     """A binary judge of one aspect, as Ragas' ``AspectCritic`` (single-turn).
 
     Args:
@@ -67,12 +69,7 @@ class AspectCritic:
         temperature: float = 0.0,
         prompt_name: str = PROMPT_NAME,
     ) -> None:
-        if not name.strip():
-            raise ValueError("name must not be empty")
-        if not definition.strip():
-            raise ValueError("definition must not be empty")
-        if max_reasks < 0:
-            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        check_judge_arguments(name, definition, max_reasks)
         if not prompt_name.strip():
             raise ValueError("prompt_name must not be empty")
         self.prompt_name = prompt_name
@@ -128,42 +125,13 @@ class AspectCritic:
         metric.set_instructions(instructions)
         return metric
 
-    def get_prompts(self) -> dict[str, Prompt[Any]]:
-        """Prompt name → prompt (a copy of the mapping; prompts are immutable)."""
-        return dict(self._prompts)
-
-    def set_prompts(self, **prompts: Prompt[Any]) -> None:
-        """Replace prompts by name. Raises KeyError for a name the metric does not have."""
-        for name, prompt in prompts.items():
-            if name not in self._prompts:
-                raise KeyError(f"unknown prompt {name!r}; prompts: {sorted(self._prompts)}")
-            self._prompts[name] = prompt
-
-    def get_instructions(self) -> dict[str, str]:
-        return {name: p.instruction for name, p in self._prompts.items()}
-
-    def set_instructions(self, instructions: Mapping[str, str]) -> None:
-        """Apply a candidate (prompt name → instruction), e.g. an optimization result.
-
-        Raises:
-            KeyError: a prompt name the metric does not have (nothing is changed then).
-        """
-        unknown = sorted(set(instructions) - set(self._prompts))
-        if unknown:
-            raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(self._prompts)}")
-        self.set_prompts(**{n: self._prompts[n].with_instruction(i) for n, i in instructions.items()})
-
     def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The fields this judge shows the LLM.
 
         Raises:
             AnnotationError: a required field (``user_input``, ``response``) is missing.
         """
-        for field in self.REQUIRED_FIELDS:
-            if inputs.get(field) in (None, ""):
-                raise AnnotationError(f"{self.name} needs {field!r}", field=f"metric_input.{field}")
-        wanted = self.REQUIRED_FIELDS + self.OPTIONAL_FIELDS
-        return {k: inputs[k] for k in wanted if inputs.get(k) is not None}
+        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, self.OPTIONAL_FIELDS)
 
     async def ajudge(
         self,
@@ -183,45 +151,18 @@ class AspectCritic:
         Never raises for LLM trouble: failed calls and unparseable answers become a failed
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
         """
-        client = llm or self.llm
-        if client is None:
-            raise ValueError(f"{self.name}: no llm given to the metric or the call")
-        prompt = self._prompts[self.prompt_name]
-        if instructions and self.prompt_name in instructions:
-            prompt = prompt.with_instruction(instructions[self.prompt_name])
+        client = self.client(llm)
+        prompt = self.prompt_for(self.prompt_name, instructions)
         messages = prompt.render(self.prompt_inputs(inputs))
         temperature = self.temperature if temperature is None else temperature
-        return await self._ask(client, prompt, messages, sample_index, temperature)
-
-    async def _ask(
-        self,
-        llm: LLMClient,
-        prompt: Prompt[Any],
-        messages: tuple[ChatMessage, ...],
-        sample_index: int,
-        temperature: float,
-    ) -> Judgement:
-        raw: str | None = None
-        for attempt in range(self.max_reasks + 1):
-            request = LLMRequest(
-                messages,
-                temperature=temperature,
-                json_schema=prompt.json_schema(),
-                sample_index=sample_index + attempt,
-            )
-            try:
-                raw = (await llm.complete(request)).text
-                parsed = prompt.parse(raw)
-            except OutputParseError as exc:
-                messages = messages[:2] + (
-                    ChatMessage("assistant", raw or ""),
-                    ChatMessage(
-                        "user", f"Your answer could not be used ({exc}). Answer with the JSON object only."
-                    ),
-                )
-                error = f"unparseable output: {exc}"
-                continue
-            except LLMError as exc:
-                return Judgement(score=None, raw=raw, error=f"{type(exc).__name__}: {exc}", cause=exc.cause)
-            return Judgement(score=float(parsed.verdict), reason=parsed.reason, raw=raw)
-        return Judgement(score=None, raw=raw, error=error, cause="parse")
+        answer = await ask(
+            client,
+            prompt,
+            messages,
+            sample_index=sample_index,
+            temperature=temperature,
+            max_reasks=self.max_reasks,
+        )
+        if answer.output is None:
+            return answer.failure()
+        return Judgement(score=float(answer.output.verdict), reason=answer.output.reason, raw=answer.raw)

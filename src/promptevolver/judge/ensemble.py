@@ -130,8 +130,9 @@ class JudgeEnsemble(BatchEvaluation):
 
     @property
     def calls_per_evaluation(self) -> int:
-        """Judge calls one evaluation makes when no answer needs re-asking: ``num_judges``."""
-        return self.num_judges
+        """Judge calls one evaluation makes when no answer needs re-asking: ``num_judges`` × the
+        wrapped metric's (2 per judge for a two-prompt metric)."""
+        return self.num_judges * self.metric.calls_per_evaluation
 
     # --- the Metric protocol: prompts are the wrapped metric's ---------------------------------
     def get_prompts(self) -> dict[str, Prompt[Any]]:

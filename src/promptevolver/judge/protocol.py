@@ -16,7 +16,14 @@ from typing import Any, Protocol, runtime_checkable
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
 
-__all__ = ["Judgement", "Metric"]
+__all__ = ["OUTPUTS", "Judgement", "Metric"]
+
+#: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
+#: parsed output (prompt name → JSON-ready dict), e.g.
+#: :class:`~promptevolver.judge.statements.StatementSupport`: comparing them with a sample's
+#: expected output per prompt (``SampleAnnotation.expected_output(name)``) tells which prompt a
+#: disagreement comes from.
+OUTPUTS = "outputs"
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,9 @@ class Judgement:
     <promptevolver.errors.LLMError.cause>`) and ``raw`` holds the model's last text, if any. A
     failure is data, never a verdict. ``details`` holds extra, JSON-serialisable facts of a
     composite metric, e.g. the per-judge verdicts of a
-    :class:`~promptevolver.judge.ensemble.JudgeEnsemble`; None otherwise.
+    :class:`~promptevolver.judge.ensemble.JudgeEnsemble`, or each prompt's output under
+    :data:`OUTPUTS` for a metric with several prompts; None otherwise. ``score`` is a 0/1 verdict
+    for a binary metric, any number in the metric's range for a numeric one.
     """
 
     score: float | None
@@ -51,8 +60,9 @@ class Metric(Protocol):
     Attributes:
         name: the metric's name (the key of its annotations in a Ragas annotation file).
         calls_per_evaluation: LLM calls one :meth:`ajudge` makes when every answer parses (1 for
-            a single judge, ``num_judges`` for an ensemble; a re-ask after a malformed answer adds
-            one); the cost model reads it.
+            a single judge, 2 for a statement extractor and its verifier, ``num_judges`` times the
+            wrapped metric's for an ensemble; a re-ask after a malformed answer adds one); the cost
+            model reads it.
     """
 
     name: str

@@ -309,7 +309,7 @@ async def _judge(
     positions: Sequence[int],
     random_seed: int,
 ) -> dict[int, Judgement]:
-    prompt = next(iter(instructions))
+    prompt = next(iter(instructions)) if config.metric.type == "aspect_critic" else None  # renamable
     llm = build_llm(
         config.llm.model_copy(update={"cache": None}),
         dataset=dataset,

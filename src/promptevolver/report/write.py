@@ -4,7 +4,9 @@
 regenerates them. They answer, in this order: is the new judge prompt better on samples it has
 not seen (seed vs best on train and validation: accuracy, F1 and Cohen's kappa for a binary
 metric, MSE and MAE for a numeric one), how the search went (fitness and calls per generation),
-where the verdicts land (confusion matrices on validation), what changed in the wording (a word
+where the verdicts land (confusion matrices on validation; for a numeric metric, judge vs human
+scores and, on an ordinal scale, level tables, with exact, within-one and weighted-kappa
+agreement), what changed in the wording (a word
 diff), where it still disagrees with the humans (with the human's reason), where the winner came
 from (its lineage) and what it cost (usage by operation).
 
@@ -14,6 +16,7 @@ Files written, each atomically (names and writer from :mod:`promptevolver.rundir
     DIR/report.html          one HTML page; CSS inline, plots embedded as base64 PNG; no network
     DIR/plots/fitness.png    best and mean train fitness per generation
     DIR/plots/calls.png      LLM calls spent per generation
+    DIR/plots/regression.png judge vs human scores on validation (numeric metrics)
 
 A score the run did not measure (None or absent in result.json, e.g. when its evaluations
 failed) is shown as ``n/a`` with the reason, never as a number.
@@ -28,6 +31,7 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report.plots import calls_png, fitness_png
+from promptevolver.report.regression import regression_section
 from promptevolver.report.render import (
     Bullets,
     Diff,
@@ -247,7 +251,10 @@ def _scores(facts: RunFacts) -> Section:
             "failed",
         ]
     else:
-        headers = ["instruction", "split", "samples judged", f"fitness ({name})", "MSE", "MAE", "failed"]
+        headers = ["instruction", "split", "samples judged", f"fitness ({name})", "MSE", "MAE"]
+        if _ordinal(facts):
+            headers += ["exact", "within one", "weighted kappa"]
+        headers.append("failed")
     rows = []
     for who in ("seed", "best"):
         for split in ("train", "validation"):
@@ -263,9 +270,10 @@ def _scores(facts: RunFacts) -> Section:
         direction = "higher" if (r.get("loss") or {}).get("higher_is_better", True) else "lower"
         blocks.append(
             Para(
-                f"Fitness is the loss the search optimized ({direction} is better). Accuracy and the other "
-                "figures count the judged samples only; failed evaluations are not verdicts and are counted "
-                "apart."
+                f"Fitness is the loss the search optimized ({direction} is better). "
+                f"{'Accuracy' if facts.binary else 'MSE'} and the other figures count the judged samples "
+                "only; failed evaluations are not verdicts and are counted apart."
+                + (_ORDINAL_NOTE if not facts.binary and _ordinal(facts) else "")
             )
         )
     return Section("Seed vs best", blocks)
@@ -281,17 +289,30 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     else:
         n = str((facts.result.get("split") or {}).get(split, ""))
     label = "original (seed)" if who == "seed" else "optimized (best)"
-    figures = _figures(a, facts.binary)
+    figures = _figures(a, facts.binary, ordinal=_ordinal(facts))
     failures = "n/a" if failed is None else str(len(failed))
     return [label, split, n, _f(_score(facts, who, split)), *figures, failures]
 
 
-def _figures(a: Any, binary: bool) -> list[str]:
+_ORDINAL_NOTE = (
+    " On this ordinal scale: exact is the share of scores equal to the human's, within one the share at"
+    " most one level off, and weighted kappa Cohen's kappa with quadratic weights (1 is perfect"
+    " agreement, 0 chance)."
+)
+
+
+def _ordinal(facts: RunFacts) -> bool:
+    """Whether the run's numeric scores are on an ordinal scale (every figure says so)."""
+    return any(a.ordinal for a in facts.agreements.values())
+
+
+def _figures(a: Any, binary: bool, *, ordinal: bool = False) -> list[str]:
     if a is None:
-        return ["n/a"] * (3 if binary else 2)
+        return ["n/a"] * (3 if binary else 5 if ordinal else 2)
     if binary:
         return [_f(a.accuracy), _f(a.f1), _f(a.cohen_kappa, 2)]
-    return [_f(a.mse, 4), _f(a.mae, 4)]
+    extra = [_f(a.exact), _f(a.within_one), _f(a.weighted_kappa, 2)] if ordinal else []
+    return [_f(a.mse, 4), _f(a.mae, 4), *extra]
 
 
 def _progress(facts: RunFacts) -> Section | None:
@@ -322,7 +343,7 @@ def _progress(facts: RunFacts) -> Section | None:
 
 def _confusion(facts: RunFacts) -> Section | None:
     if not facts.binary:
-        return None
+        return regression_section(facts)
     tables: list[Any] = []
     for who, label in (("seed", "Original (seed)"), ("best", "Optimized (best)")):
         a = facts.agreements.get((who, "validation"))

@@ -10,23 +10,29 @@ are rendered by the real operators against a recorder that answers locally.
   round(fraction·N)), N-2)`` of the N usable samples, the rest train, each judged on a focus set of
   at most ``max_train_samples`` / ``max_validation_samples`` (disagreements first); below
   ``small_data`` usable samples, all train and no validation calls (out-of-bag).
-* *One offspring's evaluation*: ``J·n_train`` judge calls (J = ``metric.num_judges``); with
+* *The metric*: built from the config: J = its ``calls_per_evaluation`` (judges of an ensemble ×
+  calls per judge: 2 for a statement extractor and its verifier), K = its prompts (a mutation
+  rewrites one prompt; crossover and reverse engineering run once per prompt).
+* *One offspring's evaluation*: ``J·n_train`` judge calls; with
   minibatch screening (``m = config.minibatch_size(cfg, n_train)``, as the optimizer sizes it)
   ``J·(m + pass_rate·(n_train - m))``: it is judged on the m minibatch samples, and on the rest
   only if it passes.
 * *Initial population*: the seed on train, plus ``R = P-1`` offspring (none without
   ``reverse_engineer``): feedback mutations of the seed on the corrections (2 meta calls each),
-  or reverse engineering (1) when the data has no correction; each offspring is kept (not a
+  or reverse engineering (K) when the data has no correction; each offspring is kept (not a
   duplicate, not a rejected answer) with probability ``keep_rate``, then evaluated.
 * *Generation g*: ``offspring_per_generation`` plans while anything is left to learn (mutations
-  learn from failures and from corrections not yet shown). A mutation costs 2 meta calls
-  (feedback + rewrite), a crossover 1, mixed by the operator weights. Kept offspring:
+  learn from failures and from corrections not yet shown; for a numeric metric every sample off
+  its label by any amount is a failure, so the plans do not thin out). A mutation costs 2 meta
+  calls (feedback + rewrite), a crossover K, mixed by the operator weights. Kept offspring:
   ``plans · keep_rate · novelty^(g-1)`` — as the population converges, more answers repeat an
   instruction already seen.
 * *Final choice*: the seed and ``min(finalists, P)`` finalists judged on validation.
 * *Expected length* (early stopping): the seed is expected to be wrong on ``wrong₀ = e·n_train``
-  train samples, where e is the share of usable annotations whose recorded judge verdict differs
-  from the human label (the data says how much there is to learn). A share ``unlearnable`` of
+  train samples, where e is the share of usable annotations whose recorded judge output (the
+  prompt's ``verdict`` or ``score``, else ``metric_output``) differs from the human label (by
+  half a point for a binary metric, at all for a numeric one: the data says how much there is
+  to learn). A share ``unlearnable`` of
   them is never fixed (one-off corrections), and judge noise adds ``noise·n_train`` wrong ones
   (``llm.noise`` for the simulated judge, ``judge_noise`` otherwise; for an ensemble, the chance
   that most of its judges err); each round (the initial
@@ -34,10 +40,11 @@ are rendered by the real operators against a recorder that answers locally.
   ``generations``; a perfect train score (under 0.5 samples expected wrong; binary losses
   only); ``patience`` rounds in a row that fix under 0.5 samples; the budget (checked as the
   optimizer does, with the final validation reserved).
-* *Tokens*: judge prompts are the seed's rendered prompts over the usable samples; completions
-  the annotated judge outputs; meta-prompts are rendered by the operators with annotated
-  examples. Counted as the client counts them: whitespace words for the simulated LLM,
-  characters / 4 for real providers.
+* *Tokens*: judge prompts are the seed's prompts rendered over the usable samples (with each
+  prompt's recorded ``prompt_input`` when the annotation has one: a verifier's statements);
+  completions the annotated prompt outputs; meta-prompts are rendered by the operators with
+  annotated examples, averaged over the metric's prompts. Counted as the client counts them:
+  whitespace words for the simulated LLM, characters / 4 for real providers.
 * *Cost*: tokens × the LLM's price, from ``llm.prices`` or else the dated price table of common
   models (:mod:`promptevolver.llm.pricing`; meta calls at the reflection LLM's when set); 0 for
   the simulated LLM; None (unknown) for a real model priced by neither.
@@ -55,10 +62,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import load_dataset, resolve_prompt
+from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
@@ -71,7 +78,6 @@ from promptevolver.optimizers.strategies.budget import check_upfront
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
 
 T = TypeVar("T")
-_PROMPT = AspectCritic.PROMPT_NAME
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,7 @@ def estimate_dataset(
     config: RunConfig, dataset: SingleMetricAnnotation, *, model: CostModel | None = None
 ) -> Estimate:
     """:func:`estimate` for the config's ``dataset``, already loaded. Raises as :func:`estimate`."""
-    prompt_name = resolve_prompt(config, dataset).name
+    prompt_name = resolve_prompt(config, dataset).rename  # the file's name of an aspect critic's prompt
     plan = _Plan.of(config, dataset, model or CostModel(), prompt_name)
     phases = plan.phases()
     tokens = _Tokens.of(config, dataset, plan, prompt_name)
@@ -180,13 +186,16 @@ class _Plan:
     n_train: int
     n_val: int
     judges: int
+    prompts: int
     error_rate: float
     reasons: float
     binary: bool
     noise: float
 
     @classmethod
-    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel, prompt: str) -> _Plan:
+    def of(
+        cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel, prompt_name: str | None
+    ) -> _Plan:
         cfg = config.effective_optimizer()
         labels = dataset.labels()
         usable = [i for i, y in enumerate(labels) if y is not None]
@@ -197,7 +206,10 @@ class _Plan:
                 metric=dataset.name,
             )
         n_train, n_val = split_sizes(len(usable), cfg)
-        wrong = sum(_disagrees(dataset, i, labels[i], prompt) for i in usable)
+        metric = build_metric(config.metric, prompt_name=prompt_name)
+        binary = config.loss.type == "binary"
+        prompt = _only_prompt(metric)
+        wrong = sum(_disagrees(dataset, i, labels[i], prompt, binary) for i in usable)
         share = wrong / len(usable)
         part = (
             len(usable)
@@ -211,10 +223,11 @@ class _Plan:
             model=model,
             n_train=n_train,
             n_val=n_val,
-            judges=config.metric.num_judges,
+            judges=metric.calls_per_evaluation,
+            prompts=len(metric.get_prompts()),
             error_rate=share,
             reasons=n_train * sum(_reason_corrected(dataset, i, prompt) for i in usable) / len(usable),
-            binary=config.loss.type == "binary",
+            binary=binary,
             noise=_ensemble_noise(
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
                 config.metric.num_judges,
@@ -234,7 +247,7 @@ class _Plan:
 
     def meta_per_plan(self) -> float:
         wm, wc = self.cfg.mutation_weight, self.cfg.crossover_weight
-        return 0.0 if wm + wc == 0 else (2 * wm + wc) / (wm + wc)
+        return 0.0 if wm + wc == 0 else (2 * wm + self.prompts * wc) / (wm + wc)
 
     def reverse_engineering(self) -> int:
         """Offspring of the initial population (learned from the corrections, or reverse-engineered)."""
@@ -245,13 +258,15 @@ class _Plan:
     def initial(self) -> dict[str, Any]:
         r = self.reverse_engineering()
         judge = self.judges * self.n_train + r * self.model.keep_rate * self.offspring_judge_calls()
-        meta = r * (2.0 if self.error_rate > 0 else 1.0)  # feedback + rewrite, else reverse engineering
+        # feedback + rewrite (corrections to learn from), else reverse engineering of every prompt
+        meta = r * (2.0 if self.error_rate > 0 else float(self.prompts))
         return {"phase": "initial", "judge_calls": judge, "meta_calls": meta}
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
-        plans = (
-            min(offspring_count(self.cfg, self.n_train), 1 + wrong_before) if self.meta_per_plan() else 0.0
-        )
+        left = 1 + wrong_before
+        if not self.binary:  # any deviation from a numeric label is a failure to learn from
+            left = float(offspring_count(self.cfg, self.n_train))
+        plans = min(offspring_count(self.cfg, self.n_train), left) if self.meta_per_plan() else 0.0
         kept = plans * self.model.keep_rate * self.model.novelty ** (g - 1)
         return {
             "phase": f"generation {g}",
@@ -263,12 +278,12 @@ class _Plan:
     def bounds(self) -> PhaseCalls:
         """The optimizer's own upper bounds per phase (the shared cost model)."""
         mutation = 2 if self.cfg.mutation_weight > 0 else 0
-        crossover = 1 if self.cfg.crossover_weight > 0 else 0
+        crossover = self.prompts if self.cfg.crossover_weight > 0 else 0
         return phase_calls(
             self.cfg,
             n_train=self.n_train,
             n_val=self.n_val,
-            prompts=1,
+            prompts=self.prompts,
             calls_per_evaluation=self.judges,
             meta_calls_per_offspring=max(mutation, crossover),
         )
@@ -316,7 +331,7 @@ class _Plan:
     def max_calls(self) -> int:
         """Calls of a run with every generation and every offspring judged on all of train."""
         r = self.reverse_engineering()
-        initial = self.judges * self.n_train * (1 + r) + 2 * r
+        initial = self.judges * self.n_train * (1 + r) + max(2, self.prompts) * r
         generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self.bounds.generation
         return initial + generations + self.final_judge_calls()
 
@@ -330,19 +345,30 @@ def _ensemble_noise(noise: float, judges: int) -> float:
     return sum(math.comb(judges, k) * noise**k * (1 - noise) ** (judges - k) for k in wrong)
 
 
-def _recorded_verdict(dataset: SingleMetricAnnotation, position: int, prompt_name: str) -> float:
+def _only_prompt(metric: Metric) -> str | None:
+    """The metric's prompt name when it has one prompt (whose recorded output is the judge's)."""
+    names = list(metric.get_prompts())
+    return names[0] if len(names) == 1 else None
+
+
+def _recorded_output(dataset: SingleMetricAnnotation, position: int, prompt: str | None) -> float:
+    """The recorded judge output of a sample: ``prompt``'s ``verdict`` or ``score``, else
+    ``metric_output`` (the metric's value, e.g. a supported fraction)."""
     sample = dataset.samples[position]
-    prompt = sample.prompts.get(prompt_name)
-    output = (prompt.prompt_output if prompt else None) or {}
-    try:
-        return float(output.get("verdict", sample.metric_output))
-    except (TypeError, ValueError):
-        return sample.metric_output
+    trace = sample.prompts.get(prompt) if prompt is not None else None
+    output = (trace.prompt_output if trace else None) or {}
+    for key in ("verdict", "score"):
+        try:
+            return float(output[key])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return sample.metric_output
 
 
-def _reason_corrected(dataset: SingleMetricAnnotation, position: int, prompt_name: str) -> bool:
-    """Whether the human edited the recorded judge's reason (a correction even when the verdict stood)."""
-    prompt = dataset.samples[position].prompts.get(prompt_name)
+def _reason_corrected(dataset: SingleMetricAnnotation, position: int, name: str | None) -> bool:
+    """Whether the human edited the recorded judge's reason (a correction even when the verdict
+    stood); ``name`` is the metric's only prompt (None: several, not counted)."""
+    prompt = None if name is None else dataset.samples[position].prompts.get(name)
     if (
         prompt is None
         or not isinstance(prompt.edited_output, dict)
@@ -352,9 +378,15 @@ def _reason_corrected(dataset: SingleMetricAnnotation, position: int, prompt_nam
     return prompt.edited_output.get("reason") not in (None, prompt.prompt_output.get("reason"))
 
 
-def _disagrees(dataset: SingleMetricAnnotation, position: int, label: float | None, prompt_name: str) -> bool:
-    """Whether the recorded judge verdict of a sample differs from its human ``label``."""
-    return label is not None and abs(_recorded_verdict(dataset, position, prompt_name) - label) >= 0.5
+def _disagrees(
+    dataset: SingleMetricAnnotation, position: int, label: float | None, prompt: str | None, binary: bool
+) -> bool:
+    """Whether the recorded judge output of a sample differs from its human ``label`` (by half a
+    point for a binary metric, at all for a numeric one)."""
+    if label is None:
+        return False
+    gap = abs(_recorded_output(dataset, position, prompt) - label)
+    return gap >= 0.5 if binary else gap > 1e-9
 
 
 # --- tokens ----------------------------------------------------------------------------------
@@ -399,19 +431,21 @@ class _Tokens:
     meta_price: tuple[float, float] | None
 
     @classmethod
-    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan, prompt_name: str) -> _Tokens:
-        examples = _examples(dataset, prompt_name)
-        seed = AspectCritic(name=config.metric.name, definition=config.metric.definition)
-        prompt = seed.get_prompts()[_PROMPT]
-        judge_count = _counter(config.llm)
-        judge = (
-            _mean(judge_count(" ".join(m.content for m in prompt.render(ex.inputs))) for ex in examples),
-            _mean(judge_count(json.dumps(ex.expected)) for ex in examples),
-        )
+    def of(
+        cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan, prompt_name: str | None
+    ) -> _Tokens:
+        metric = build_metric(config.metric, prompt_name=prompt_name)
+        examples = _examples(dataset, metric)
+        judge = _judge_tokens(dataset, metric, _counter(config.llm))
         meta_count = _counter(config.reflection_llm or config.llm)
-        per_op = _meta_tokens(
-            seed.get_instructions()[_PROMPT], examples, plan, config.metric.name, meta_count
-        )
+        per_prompt = [
+            _meta_tokens(instruction, examples, plan, config.metric.name, meta_count)
+            for instruction in metric.get_instructions().values()
+        ]
+        per_op = {
+            op: (_mean(p[op][0] for p in per_prompt), _mean(p[op][1] for p in per_prompt))
+            for op in per_prompt[0]
+        }
         mix = _generation_mix(plan.cfg)
         generation = (
             sum(share * per_op[op][0] for op, share in mix.items()),
@@ -462,21 +496,50 @@ def _mean(values: Iterable[float]) -> float:
     return sum(items) / len(items) if items else 0.0
 
 
-def _examples(dataset: SingleMetricAnnotation, prompt_name: str, limit: int = 200) -> list[ops.Example]:
-    """Up to ``limit`` usable samples (evenly spread) as meta calls show them (the human's reason
-    read under the judge's ``prompt_name``)."""
+def _spread(dataset: SingleMetricAnnotation, limit: int) -> list[int]:
+    """Up to ``limit`` usable sample positions, evenly spread."""
+    usable = dataset.usable_indices()
+    return usable[:: max(1, len(usable) // limit)][:limit]
+
+
+def _inputs(metric: Metric, fields: dict[str, Any]) -> dict[str, Any]:
+    """The metric's input fields of a sample, or all its fields when it lacks a required one."""
+    try:
+        return metric.prompt_inputs(fields)
+    except AnnotationError:
+        return dict(fields)
+
+
+def _judge_tokens(
+    dataset: SingleMetricAnnotation, metric: Metric, count: Callable[[str], int], limit: int = 200
+) -> tuple[float, float]:
+    """Mean (prompt, completion) tokens of one judge call: every prompt of the seed rendered on
+    spread usable samples, with the prompt's recorded ``prompt_input`` when the sample has one
+    (else the metric's input fields); completions the recorded (else the expected) output."""
+    prompt_tokens, completion_tokens = [], []
     labels = dataset.labels()
-    usable = [i for i, y in enumerate(labels) if y is not None]
-    reader = AspectCritic(name=dataset.name, definition="-")
-    out = []
-    for i in usable[:: max(1, len(usable) // limit)][:limit]:
+    for i in _spread(dataset, limit):
         sample = dataset.samples[i]
-        try:
-            inputs = reader.prompt_inputs(sample.metric_input)
-        except AnnotationError:
-            inputs = dict(sample.metric_input)
-        approved = sample.expected_output(prompt_name) or {}
+        for name, prompt in metric.get_prompts().items():
+            trace = sample.prompts.get(name)
+            recorded = trace.prompt_input if trace else None
+            inputs = recorded or _inputs(metric, sample.metric_input)
+            output = (trace.prompt_output if trace else None) or {"verdict": labels[i]}
+            prompt_tokens.append(count(" ".join(m.content for m in prompt.render(dict(inputs)))))
+            completion_tokens.append(count(json.dumps(output)))
+    return _mean(prompt_tokens), _mean(completion_tokens)
+
+
+def _examples(dataset: SingleMetricAnnotation, metric: Metric, limit: int = 200) -> list[ops.Example]:
+    """Up to ``limit`` usable samples (evenly spread) as meta calls show them."""
+    labels = dataset.labels()
+    first = next(iter(metric.get_prompts()))
+    out = []
+    for i in _spread(dataset, limit):
+        sample = dataset.samples[i]
+        approved = sample.expected_output(first) or {}
         expected = {"reason": approved.get("reason", ""), "verdict": labels[i]}
+        inputs = _inputs(metric, sample.metric_input)
         out.append(ops.Example(inputs=inputs, expected=expected, judged=dict(expected)))
     return out
 

@@ -145,7 +145,7 @@ async def score_instructions(
         AnnotationError: the annotations cannot be loaded.
     """
     data = dataset if dataset is not None else load_dataset(config)
-    prompt = resolve_prompt(config, data).name
+    prompt = resolve_prompt(config, data).rename
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
     seed = config.effective_optimizer().random_seed

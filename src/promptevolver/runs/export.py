@@ -37,23 +37,27 @@ __all__ = [
 
 
 def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
-    """Python source that builds ``metric`` (an AspectCritic, or a JudgeEnsemble of one) and
-    applies ``instructions``; running it prints the applied instructions."""
+    """Python source that builds ``metric`` (its judge — an AspectCritic, RubricJudge or
+    StatementSupport — or a JudgeEnsemble of one) and applies ``instructions``; running it prints
+    the applied instructions."""
     items = "".join(f"    {name!r}: {text!r},\n" for name, text in instructions.items())
     ensemble = metric.is_ensemble
+    judge, kwargs = metric.judge_source()
     named = [n for n in instructions if n != AspectCritic.PROMPT_NAME]  # a file's own prompt name
-    prompt_arg = f", prompt_name={named[0]!r}" if len(instructions) == 1 and named else ""
+    if judge == "AspectCritic" and len(instructions) == 1 and named:
+        kwargs["prompt_name"] = named[0]
+    arguments = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
     lines = [
         f'"""Apply the optimized instructions to the {metric.name} judge (written by promptevolver).',
         "",
         "Run it to print them, or copy it into your code; `metric` is ready to use.",
         '"""',
         "",
-        "from promptevolver import AspectCritic" + (", JudgeEnsemble" if ensemble else ""),
+        f"from promptevolver import {judge}" + (", JudgeEnsemble" if ensemble else ""),
         "",
         f"BEST_INSTRUCTIONS = {{\n{items}}}",
         "",
-        f"critic = AspectCritic(name={metric.name!r}, definition={metric.definition!r}{prompt_arg})",
+        f"critic = {judge}({arguments})",
         "critic.set_instructions(BEST_INSTRUCTIONS)",
     ]
     lines.append(f"metric = JudgeEnsemble({_ensemble_args(metric)})" if ensemble else "metric = critic")
@@ -70,7 +74,7 @@ def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
 def _ensemble_args(metric: MetricConfig) -> str:
     args = {
         "num_judges": metric.num_judges,
-        "aggregation_method": metric.aggregation_method or "majority",
+        "aggregation_method": metric.aggregation,
         "max_concurrent_judges": metric.max_concurrent_judges,
         "timeout_s": metric.timeout_s,
         "temperature": metric.temperature,

@@ -89,10 +89,10 @@ def execute(
     opt_config = config.effective_optimizer()
     dataset = load_dataset(config)
     match = resolve_prompt(config, dataset)
-    if match.name != AspectCritic.PROMPT_NAME or match.how == "absent":
+    if match.rename not in (None, AspectCritic.PROMPT_NAME) or match.how == "absent":
         log(match.describe())  # the usual case is named in the outcome ("best instruction for ...")
-    config = config.model_copy(update={"prompt_name": match.name})  # config.yaml records it
-    seed, prompt = opt_config.random_seed, match.name
+    config = config.model_copy(update={"prompt_name": match.rename})  # config.yaml records it
+    seed, prompt = opt_config.random_seed, match.rename
     llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
     reflection = None
     if config.reflection_llm is not None:

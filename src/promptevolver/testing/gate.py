@@ -63,7 +63,7 @@ def assert_agreement(
     """
     cfg = _config(config, overrides)
     dataset = load_dataset(cfg)
-    chosen = _instructions(cfg, instructions, resolve_prompt(cfg, dataset).name)
+    chosen = _instructions(cfg, instructions, resolve_prompt(cfg, dataset).rename)
     positions = validation_positions(run, dataset) if run is not None else None
     card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
     rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
@@ -85,7 +85,7 @@ def _config(config: str | Path | RunConfig, overrides: Sequence[str]) -> RunConf
 
 
 def _instructions(
-    config: RunConfig, given: str | Path | Mapping[str, str] | None, prompt: str
+    config: RunConfig, given: str | Path | Mapping[str, str] | None, prompt: str | None
 ) -> dict[str, str]:
     if given is None:
         return build_metric(config.metric, prompt_name=prompt).get_instructions()

@@ -1,0 +1,191 @@
+"""A numeric rubric judge: a score in a declared range, with optional rubric text per level.
+
+:class:`RubricJudge` is in the spirit of Ragas' ``SimpleCriteriaScore`` (a criterion and a score)
+and ``RubricsScore`` (a description per score level). It has one prompt, named as Ragas'
+``SimpleCriteriaScore`` single-turn prompt (``single_turn_simple_criteria_prompt``) with the same
+output fields (``reason``, ``score``), so annotations exported from that Ragas metric are read as
+they are. The rubric lives in the instruction, so an optimizer may refine the level descriptions
+too. Optimize it with :class:`~promptevolver.evaluation.losses.MSELoss`; its human labels are the
+annotations' numeric ``target`` (or the accepted score).
+
+The answer's schema bounds the score (``minimum``/``maximum``; an integer for a discrete scale);
+an answer out of range or not a whole number on a discrete scale is re-asked like a malformed one,
+then recorded as a failed evaluation — never clipped into range.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from promptevolver.judge.asking import ask
+from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
+from promptevolver.judge.prompts import Prompt
+from promptevolver.judge.protocol import Judgement
+from promptevolver.llm.base import LLMClient
+
+__all__ = ["RubricJudge", "rubric_output_model", "seed_instruction"]
+
+
+@functools.lru_cache(maxsize=32)
+def rubric_output_model(low: float, high: float, discrete: bool) -> type[BaseModel]:
+    """The answer model ``{"reason": str, "score": number in [low, high]}`` (an ``int`` when
+    ``discrete``); one class per range, shared (its JSON schema is computed once)."""
+    score_type: Any = int if discrete else float
+    return create_model(
+        "RubricScoreOutput",
+        reason=(str, Field(description="Reason for the score")),
+        score=(score_type, Field(ge=low, le=high, description=f"The score, from {low:g} to {high:g}")),
+    )
+
+
+def seed_instruction(
+    definition: str, low: float, high: float, discrete: bool, rubrics: Mapping[float, str] | None
+) -> str:
+    """The seed instruction: the task with the range, the criterion, and the rubric when given."""
+    kind = "a whole number" if discrete else "a number"
+    lines = [
+        f"Evaluate the input based on the criteria defined and give {kind} score from {low:g} "
+        f"(worst) to {high:g} (best).",
+        f"Criteria Definition: {definition}",
+    ]
+    if rubrics:
+        lines.append("Scoring rubric:")
+        lines += [f"- score {level:g}: {text}" for level, text in sorted(rubrics.items())]
+    return "\n".join(lines)
+
+
+class RubricJudge(PromptSet):
+    """A judge that scores one criterion on a numeric scale (see the module docstring).
+
+    Args:
+        name: the metric's name (the key of its annotations), e.g. ``helpfulness``.
+        definition: the criterion in plain words; the seed instruction embeds it.
+        score_range: (lowest, highest) score, lowest < highest; whole numbers when ``discrete``.
+        discrete: True for an ordinal scale of whole numbers (e.g. 1–5), False for any number in
+            the range (e.g. 0–1).
+        rubrics: optional description per score level (level → text), written into the seed
+            instruction; levels must lie in ``score_range``.
+        llm: default client for :meth:`ajudge`.
+        max_reasks: times a malformed or out-of-range answer is re-asked before the evaluation
+            is recorded as failed (≥ 0).
+        temperature: sampling temperature of judge calls.
+
+    Raises:
+        ValueError: an empty name or definition, a range that is empty or not whole numbers on a
+            discrete scale, a rubric level outside the range, or ``max_reasks`` < 0.
+    """
+
+    PROMPT_NAME = "single_turn_simple_criteria_prompt"
+    REQUIRED_FIELDS = ("user_input", "response")
+    OPTIONAL_FIELDS = ("reference", "retrieved_contexts", "reference_contexts")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        definition: str,
+        score_range: tuple[float, float] = (1, 5),
+        discrete: bool = True,
+        rubrics: Mapping[float, str] | None = None,
+        llm: LLMClient | None = None,
+        max_reasks: int = 1,
+        temperature: float = 0.0,
+    ) -> None:
+        low, high = (float(v) for v in score_range)
+        _check(name, definition, low, high, discrete, rubrics, max_reasks)
+        self.name = name
+        self.definition = definition
+        self.score_range = (low, high)
+        self.discrete = discrete
+        self.rubrics = {float(k): v for k, v in (rubrics or {}).items()}
+        self.llm = llm
+        self.max_reasks = max_reasks
+        self.temperature = temperature
+        seed = seed_instruction(definition, low, high, discrete, self.rubrics)
+        model = rubric_output_model(low, high, discrete)
+        self._prompts: dict[str, Prompt[Any]] = {self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, model)}
+
+    def __repr__(self) -> str:
+        low, high = self.score_range
+        return (
+            f"RubricJudge(name={self.name!r}, definition={self.definition!r}, "
+            f"score_range=({low:g}, {high:g}))"
+        )
+
+    @property
+    def calls_per_evaluation(self) -> int:
+        """LLM calls one evaluation makes at most, re-asks excluded (1)."""
+        return 1
+
+    @property
+    def levels(self) -> tuple[float, ...] | None:
+        """The score levels of a discrete scale, lowest first; None for a continuous one."""
+        if not self.discrete:
+            return None
+        low, high = self.score_range
+        return tuple(float(v) for v in range(int(low), int(high) + 1))
+
+    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields this judge shows the LLM.
+
+        Raises:
+            AnnotationError: a required field (``user_input``, ``response``) is missing.
+        """
+        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, self.OPTIONAL_FIELDS)
+
+    async def ajudge(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+        instructions: Mapping[str, str] | None = None,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> Judgement:
+        """Score one sample with ``instructions`` (default: the metric's own).
+
+        Returns a :class:`Judgement` whose ``score`` is the answer's score (a float in
+        ``score_range``). ``sample_index`` and ``temperature`` as in
+        :meth:`AspectCritic.ajudge <promptevolver.judge.aspect_critic.AspectCritic.ajudge>`.
+
+        Never raises for LLM trouble: failed calls and unusable answers become a failed
+        :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field,
+        ValueError when neither the call nor the metric has an LLM.
+        """
+        client = self.client(llm)
+        prompt = self.prompt_for(self.PROMPT_NAME, instructions)
+        answer = await ask(
+            client,
+            prompt,
+            prompt.render(self.prompt_inputs(inputs)),
+            sample_index=sample_index,
+            temperature=self.temperature if temperature is None else temperature,
+            max_reasks=self.max_reasks,
+        )
+        if answer.output is None:
+            return answer.failure()
+        return Judgement(score=float(answer.output.score), reason=answer.output.reason, raw=answer.raw)
+
+
+def _check(
+    name: str,
+    definition: str,
+    low: float,
+    high: float,
+    discrete: bool,
+    rubrics: Mapping[float, str] | None,
+    max_reasks: int,
+) -> None:
+    check_judge_arguments(name, definition, max_reasks)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"score_range must be (low, high) with low < high, got ({low:g}, {high:g})")
+    if discrete and not (low.is_integer() and high.is_integer()):
+        raise ValueError(f"a discrete score_range needs whole numbers, got ({low:g}, {high:g})")
+    outside = sorted(float(k) for k in (rubrics or {}) if not low <= float(k) <= high)
+    if outside:
+        raise ValueError(f"rubric levels {outside} lie outside score_range ({low:g}, {high:g})")

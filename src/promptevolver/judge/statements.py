@@ -1,0 +1,213 @@
+"""A metric with two prompts: a statement extractor feeding a per-statement verifier.
+
+:class:`StatementSupport` scores a response as the fraction of its statements that the
+retrieved contexts support, as Ragas' ``Faithfulness``: the **extractor**
+(``statement_generator_prompt``) breaks the response into self-contained statements; the
+**verifier** (``n_l_i_statement_prompt``) gives each statement a verdict (1 = supported, 0 = not)
+with a reason, in one call for all of them. The score is supported / statements, in [0, 1].
+Prompt names, input fields (``question``/``answer``, ``context``/``statements``) and output
+fields are Ragas', so Ragas faithfulness annotations are read as they are; both instructions are
+what an optimizer rewrites (a candidate maps each prompt name to its instruction).
+
+One evaluation makes two LLM calls (plus re-asks): a malformed answer, or a verifier answer whose
+verdict count differs from the statements it was given, is re-asked, then the evaluation fails
+naming the prompt. An extraction with no statement leaves the fraction undefined (Ragas gives NaN):
+a failed evaluation with cause ``parse``, never a score. ``Judgement.details["outputs"]`` holds each
+prompt's parsed output (see :class:`~promptevolver.judge.protocol.Judgement`), so an optimizer can
+tell which prompt a disagreement comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from promptevolver.judge.asking import UnusableAnswer, ask, output_dict
+from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
+from promptevolver.judge.prompts import Prompt
+from promptevolver.judge.protocol import OUTPUTS, Judgement
+from promptevolver.llm.base import LLMClient
+
+__all__ = ["StatementSupport", "StatementVerdict", "Statements", "Verdicts"]
+
+
+class Statements(BaseModel):
+    """The extractor's answer: the response as self-contained statements."""
+
+    statements: list[str] = Field(description="The generated statements")
+
+
+class StatementVerdict(BaseModel):
+    """The verifier's verdict on one statement."""
+
+    statement: str = Field(description="the original statement, word-by-word")
+    reason: str = Field(description="the reason of the verdict")
+    verdict: Literal[0, 1] = Field(description="the verdict (0/1) of the faithfulness")
+
+
+class Verdicts(BaseModel):
+    """The verifier's answer: one verdict per statement, in the order given."""
+
+    statements: list[StatementVerdict]
+
+
+EXTRACTOR_SEED = (
+    "Given a question and an answer, analyze the complexity of each sentence in the answer. Break down "
+    "each sentence into one or more fully understandable statements. Ensure that no pronouns are used in "
+    "any statement."
+)
+VERIFIER_SEED = (
+    "Your task is to judge a series of statements against a given context. For each statement, return it "
+    "word for word with a reason and verdict 1 if it meets the criterion below, 0 if it does not.\n"
+    "Criteria Definition: {definition}"
+)
+DEFAULT_DEFINITION = "the statement can be directly inferred from the context."
+
+
+class StatementSupport(PromptSet):
+    """Fraction of a response's statements supported by its contexts (see the module docstring).
+
+    Args:
+        name: the metric's name (the key of its annotations), e.g. ``faithfulness``.
+        definition: when a statement counts as supported; the verifier's seed instruction embeds it.
+        llm: default client for :meth:`ajudge`.
+        max_reasks: times each prompt's malformed answer is re-asked (≥ 0).
+        temperature: sampling temperature of judge calls.
+
+    Raises:
+        ValueError: an empty name or definition, or ``max_reasks`` < 0.
+    """
+
+    EXTRACTOR = "statement_generator_prompt"
+    VERIFIER = "n_l_i_statement_prompt"
+    REQUIRED_FIELDS = ("user_input", "response", "retrieved_contexts")
+
+    def __init__(
+        self,
+        *,
+        name: str = "faithfulness",
+        definition: str = DEFAULT_DEFINITION,
+        llm: LLMClient | None = None,
+        max_reasks: int = 1,
+        temperature: float = 0.0,
+    ) -> None:
+        check_judge_arguments(name, definition, max_reasks)
+        self.name = name
+        self.definition = definition
+        self.llm = llm
+        self.max_reasks = max_reasks
+        self.temperature = temperature
+        verifier = VERIFIER_SEED.format(definition=definition)
+        self._prompts: dict[str, Prompt[Any]] = {
+            self.EXTRACTOR: Prompt(self.EXTRACTOR, EXTRACTOR_SEED, Statements),
+            self.VERIFIER: Prompt(self.VERIFIER, verifier, Verdicts),
+        }
+
+    def __repr__(self) -> str:
+        return f"StatementSupport(name={self.name!r}, definition={self.definition!r})"
+
+    @property
+    def calls_per_evaluation(self) -> int:
+        """LLM calls one evaluation makes when every answer parses: 2 (extract, verify)."""
+        return 2
+
+    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The sample fields the prompts read: ``user_input``, ``response``, ``retrieved_contexts``.
+
+        Raises:
+            AnnotationError: one of them is missing or empty.
+        """
+        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, ())
+
+    @staticmethod
+    def extractor_inputs(fields: Mapping[str, Any]) -> dict[str, Any]:
+        """The extractor's inputs (Ragas' names) from the metric's fields."""
+        return {"question": fields["user_input"], "answer": fields["response"]}
+
+    @staticmethod
+    def verifier_inputs(fields: Mapping[str, Any], statements: Sequence[str]) -> dict[str, Any]:
+        """The verifier's inputs (Ragas' names): the contexts joined by newlines, the statements."""
+        contexts = fields["retrieved_contexts"]
+        context = contexts if isinstance(contexts, str) else "\n".join(str(c) for c in contexts)
+        return {"context": context, "statements": list(statements)}
+
+    async def ajudge(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+        instructions: Mapping[str, str] | None = None,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> Judgement:
+        """Extract the statements, verify them, and score the supported fraction.
+
+        Returns a :class:`Judgement` with ``score`` in [0, 1], a ``reason`` naming the unsupported
+        statements with the verifier's reasons, and ``details``::
+
+            {"outputs": {"statement_generator_prompt": {"statements": [...]},
+                         "n_l_i_statement_prompt": {"statements": [{"statement", "reason", "verdict"}]}},
+             "statements": 4, "supported": 3}
+
+        Both calls send ``sample_index`` (re-asks add their attempt number). Never raises for LLM
+        trouble: a failed call or an unusable answer of either prompt is a failed
+        :class:`Judgement` whose error names the prompt. Raises :class:`AnnotationError` for a
+        sample missing a required field, ValueError when neither the call nor the metric has an LLM.
+        """
+        client = self.client(llm)
+        fields = self.prompt_inputs(inputs)
+        temperature = self.temperature if temperature is None else temperature
+        extractor = self.prompt_for(self.EXTRACTOR, instructions)
+        extracted = await ask(
+            client,
+            extractor,
+            extractor.render(self.extractor_inputs(fields)),
+            sample_index=sample_index,
+            temperature=temperature,
+            max_reasks=self.max_reasks,
+        )
+        if extracted.output is None:
+            return extracted.failure(f"{self.EXTRACTOR}: ")
+        statements = [s for s in extracted.output.statements if s.strip()]
+        outputs: dict[str, Any] = {self.EXTRACTOR: output_dict(extracted.output)}
+        if not statements:
+            error = f"{self.EXTRACTOR}: no statements extracted, the supported fraction is undefined"
+            empty = {OUTPUTS: outputs}
+            return Judgement(score=None, raw=extracted.raw, error=error, cause="parse", details=empty)
+        verifier = self.prompt_for(self.VERIFIER, instructions)
+        verified = await ask(
+            client,
+            verifier,
+            verifier.render(self.verifier_inputs(fields, statements)),
+            sample_index=sample_index,
+            temperature=temperature,
+            max_reasks=self.max_reasks,
+            check=_one_verdict_each(len(statements)),
+        )
+        if verified.output is None:
+            return verified.failure(f"{self.VERIFIER}: ")
+        outputs[self.VERIFIER] = output_dict(verified.output)
+        verdicts = verified.output.statements
+        supported = sum(v.verdict for v in verdicts)
+        details: dict[str, Any] = {OUTPUTS: outputs, "statements": len(verdicts), "supported": supported}
+        return Judgement(
+            score=supported / len(verdicts), reason=_reason(verdicts), raw=verified.raw, details=details
+        )
+
+
+def _one_verdict_each(n: int) -> Any:
+    def check(output: Verdicts) -> None:
+        if len(output.statements) != n:
+            raise UnusableAnswer(f"expected {n} verdicts, one per statement, got {len(output.statements)}")
+
+    return check
+
+
+def _reason(verdicts: Sequence[StatementVerdict]) -> str:
+    """``k of n statements supported`` and, for each unsupported one, the statement and why."""
+    supported = sum(v.verdict for v in verdicts)
+    unsupported = [f"{v.statement!r}: {v.reason}" for v in verdicts if not v.verdict]
+    head = f"{supported} of {len(verdicts)} statements supported"
+    return head + (f"; not supported: {'; '.join(unsupported)}" if unsupported else ".")

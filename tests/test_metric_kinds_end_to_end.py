@@ -1,0 +1,76 @@
+"""``promptevolver optimize`` on the bundled rubric and two-prompt configs: MSELoss minimised, the
+chosen candidate never worse than the seed on held-out samples, both prompts optimized, the run
+directory complete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from promptevolver import UnusableSamplesWarning
+from promptevolver.cli import main
+from promptevolver.config.build import build_llm, build_metric, load_dataset
+from promptevolver.config.models import load_run_config
+from promptevolver.evaluation.agreement import agreement_of
+from promptevolver.evaluation.evaluator import Evaluator
+
+from .conftest import ROOT
+
+RUBRIC = ROOT / "configs" / "helpfulness_rubric.yaml"
+STATEMENTS = ROOT / "configs" / "faithfulness_statements.yaml"
+
+
+def optimize(config: Path, out: Path, *overrides: str) -> dict:
+    args = ["optimize", str(config), "--output", str(out)]
+    for item in overrides:
+        args += ["--set", item]
+    assert main(args) == 0
+    return dict(json.loads((out / "result.json").read_text()))
+
+
+@pytest.mark.parametrize("config", [RUBRIC, STATEMENTS], ids=["rubric", "statements"])
+def test_a_numeric_metric_is_optimized_with_mse_and_never_chosen_worse_than_the_seed(tmp_path, config):
+    result = optimize(config, tmp_path / "run")
+    assert result["loss"] == {"name": "MSELoss", "reduction": "mean", "higher_is_better": False}
+    seed, best = result["scores"]["seed"], result["scores"]["best"]
+    assert best["validation"] <= seed["validation"]
+    assert best["train"] < seed["train"], "the search found a lower train MSE"
+    assert result["best_instructions"].keys() == result["seed_instructions"].keys()
+    assert result["usage"]["llm_calls"]["judge"] > 0 and result["usage"]["llm_calls"]["meta"] > 0
+    assert [u["reason"] for u in result["split"]["unusable"]] == [
+        "rejected sample of a non-binary metric without a target"
+    ] * len(result["split"]["unusable"])
+    assert result["split"]["unusable"], "the bundled files hold rejected samples without a target"
+    for name in ("report.md", "report.html", "best_instructions.json", "apply_best.py"):
+        assert (tmp_path / "run" / name).is_file()
+
+
+def test_the_two_prompt_metric_improves_both_prompts_and_its_score_is_reproducible(tmp_path):
+    result = optimize(STATEMENTS, tmp_path / "a")
+    changed = {n for n, text in result["best_instructions"].items() if text != result["seed_instructions"][n]}
+    assert changed == {"statement_generator_prompt", "n_l_i_statement_prompt"}
+    again = optimize(STATEMENTS, tmp_path / "b")
+    assert again["best_instructions"] == result["best_instructions"]
+    assert again["scores"] == result["scores"] and again["usage"]["llm_calls"] == result["usage"]["llm_calls"]
+
+
+def test_the_chosen_rubric_instructions_score_lower_mse_when_judged_again(tmp_path):
+    """The result's validation MSE is what a fresh judge with the best instructions gets there."""
+    result = optimize(RUBRIC, tmp_path / "run")
+    config = load_run_config(RUBRIC)
+    with pytest.warns(UnusableSamplesWarning, match="non-binary metric without a target"):
+        dataset = load_dataset(config)
+    llm = build_llm(config.llm, dataset=dataset, random_seed=result["random_seed"])
+    evaluator = Evaluator(metric=build_metric(config.metric), llm=llm, dataset=dataset, max_concurrency=8)
+    positions = result["split"]["validation_positions"]
+    figures = {}
+    for who in ("seed", "best"):
+        judged = asyncio.run(evaluator.evaluate(result[f"{who}_instructions"], positions))
+        figures[who] = agreement_of(judged, positions, dataset.labels(), binary=False)
+        assert figures[who].mse == pytest.approx(result["scores"][who]["validation"])
+    assert figures["best"].mse is not None and figures["seed"].mse is not None
+    assert figures["best"].mse < figures["seed"].mse
+    assert figures["best"].ordinal and figures["best"].within_one is not None
