@@ -158,9 +158,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--figure",
-        choices=("accuracy", "f1", "cohen_kappa"),
-        default="accuracy",
-        help="agreement figure of --fail-under and of the confidence interval (default: accuracy)",
+        choices=("accuracy", "f1", "cohen_kappa", "within_one", "exact", "weighted_kappa"),
+        default=None,
+        help="agreement figure of --fail-under and of the confidence interval (default: accuracy for "
+        "a binary metric, within_one for ordinal scores)",
     )
     ev.add_argument(
         "--max-failed",
@@ -355,7 +356,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from promptevolver.config.build import load_dataset
     from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
-    from promptevolver.runs.gate import check_gate, interval_of
+    from promptevolver.runs.gate import check_gate, default_figure, interval_of
 
     config = _load_config(args.config, args)
     instructions = rundir.load_instructions(args.instructions)
@@ -372,9 +373,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     gate = None
     if args.fail_under is not None:
         gate = check_gate(
-            a, threshold=args.fail_under, figure=args.figure, max_failure_rate=args.max_failed, rng=rng
+            a,
+            card.pairs,
+            threshold=args.fail_under,
+            figure=args.figure,
+            max_failure_rate=args.max_failed,
+            rng=rng,
         )
-    interval = interval_of(a, args.figure, rng=rng) if a.binary and a.n else None
+    figure = args.figure or default_figure(a)
+    interval = gate.interval if gate is not None else figure and interval_of(a, figure, card.pairs, rng=rng)
     if args.json:
         extra = {"interval": interval and vars(interval), "gate": gate and gate.to_dict()}
         print(json.dumps({**card.to_dict(), **extra}))

@@ -40,8 +40,8 @@ def test_wilson_refuses_impossible_arguments(successes, n, confidence):
         wilson_interval(successes, n, confidence=confidence)
 
 
-def _accuracy(t: np.ndarray, p: np.ndarray) -> float:
-    return float(np.mean(t == p))
+def _accuracy(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return np.mean(t == p, axis=-1)
 
 
 def test_bootstrap_brackets_the_estimate_and_repeats_with_the_seed():
@@ -53,8 +53,22 @@ def test_bootstrap_brackets_the_estimate_and_repeats_with_the_seed():
     assert first[0] < _accuracy(np.array(t), np.array(p)) < first[1]
 
 
+def test_bootstrap_agrees_with_wilson_on_a_proportion_and_works_in_blocks():
+    t = [1.0] * 200
+    p = [1.0] * 170 + [0.0] * 30
+    boot = bootstrap_interval(_accuracy, t, p, rng=np.random.default_rng(0), resamples=4000)
+    wilson = wilson_interval(170, 200)
+    assert boot is not None and boot == pytest.approx(wilson, abs=0.015)
+    big_t, big_p = t * 100, p * 100  # 20,000 pairs: resampled in blocks, not one 2000 x 20000 array
+    big = bootstrap_interval(_accuracy, big_t, big_p, rng=np.random.default_rng(0), resamples=200)
+    assert big is not None and big[0] < 0.85 < big[1] and big[1] - big[0] < 0.02
+
+
 def test_bootstrap_is_none_when_the_statistic_is_mostly_undefined():
-    assert bootstrap_interval(lambda t, p: None, [1.0, 0.0], [1.0, 0.0], rng=np.random.default_rng(0)) is None
+    undefined = bootstrap_interval(
+        lambda t, p: np.full(len(t), np.nan), [1.0, 0.0], [1.0, 0.0], rng=np.random.default_rng(0)
+    )
+    assert undefined is None
 
 
 def test_bootstrap_refuses_unequal_inputs():

@@ -12,7 +12,7 @@ from promptevolver.errors import ConfigError
 from promptevolver.evaluation.agreement import agreement, agreement_of
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.fake import ScriptedLLM
-from promptevolver.runs import evaluate
+from promptevolver.runs import evaluate, gate
 from promptevolver.runs.gate import check_gate, interval_of
 from promptevolver.testing import assert_agreement
 
@@ -25,11 +25,15 @@ def _binary(correct: int, wrong: int):
     return agreement([1.0] * (correct + wrong), [1.0] * correct + [0.0] * wrong, binary=True)
 
 
+def _pairs(t, p):
+    return list(zip(map(float, t), map(float, p)))
+
+
 def test_the_gate_passes_at_the_threshold_and_fails_below_with_the_interval():
     a = _binary(17, 3)
-    passed = check_gate(a, threshold=0.85, rng=RNG)
+    passed = check_gate(a, (), threshold=0.85, rng=RNG)
     assert passed.passed and passed.reason.startswith("judge gate passed: accuracy 0.850 >= 0.85 on 20")
-    failed = check_gate(a, threshold=0.9, rng=RNG)
+    failed = check_gate(a, (), threshold=0.9, rng=RNG)
     assert not failed.passed
     assert (
         failed.reason == "judge gate failed: accuracy 0.850 < 0.9 on 20 samples (95% CI 0.640-0.948, Wilson)"
@@ -39,16 +43,16 @@ def test_the_gate_passes_at_the_threshold_and_fails_below_with_the_interval():
 def test_failures_fail_the_gate_unless_allowed():
     judged = {i: Judgement(1.0) for i in range(9)} | {9: Judgement(None, error="x", cause="parse")}
     a = agreement_of(judged, list(range(10)), [1.0] * 10, binary=True)
-    strict = check_gate(a, threshold=0.5, rng=RNG)
+    strict = check_gate(a, (), threshold=0.5, rng=RNG)
     assert not strict.passed
     assert "1 of 10 evaluations failed (parse 1), more than the 0% allowed" in strict.reason
-    assert check_gate(a, threshold=0.5, max_failure_rate=0.1, rng=RNG).passed
+    assert check_gate(a, (), threshold=0.5, max_failure_rate=0.1, rng=RNG).passed
 
 
 def test_nothing_measured_fails_with_n_a_and_the_causes():
     judged = {i: Judgement(None, error="x", cause="timeout") for i in range(3)}
     a = agreement_of(judged, [0, 1, 2], [1.0] * 3, binary=True)
-    result = check_gate(a, threshold=0.5, max_failure_rate=0.9, rng=RNG)
+    result = check_gate(a, (), threshold=0.5, max_failure_rate=0.9, rng=RNG)
     assert not result.passed and result.value is None and result.interval is None
     assert (
         result.reason == "judge gate failed: accuracy n/a: every one of the 3 evaluations failed (timeout 3)"
@@ -56,18 +60,45 @@ def test_nothing_measured_fails_with_n_a_and_the_causes():
 
 
 def test_kappa_and_f1_get_a_bootstrap_interval_around_the_estimate():
-    a = agreement([1, 1, 1, 0, 0, 0, 1, 0, 1, 1] * 3, [1, 1, 0, 0, 0, 1, 1, 0, 1, 1] * 3, binary=True)
+    t, p = [1, 1, 1, 0, 0, 0, 1, 0, 1, 1] * 3, [1, 1, 0, 0, 0, 1, 1, 0, 1, 1] * 3
+    a = agreement(t, p, binary=True)
     for figure in ("f1", "cohen_kappa"):
-        interval = interval_of(a, figure, rng=np.random.default_rng(0))
+        interval = interval_of(a, figure, _pairs(t, p), rng=np.random.default_rng(0))
         assert interval is not None and interval.method == "bootstrap"
         assert interval.low < getattr(a, figure) < interval.high
 
 
-def test_the_gate_refuses_numeric_metrics_and_unknown_figures():
-    with pytest.raises(ConfigError, match="binary metric"):
-        check_gate(agreement([0.1], [0.2], binary=False), threshold=0.5, rng=RNG)
-    with pytest.raises(ConfigError, match="unknown agreement figure"):
-        check_gate(_binary(1, 0), threshold=0.5, figure="auc", rng=RNG)
+def test_the_vectorised_statistics_equal_the_reported_figures():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        t = rng.integers(0, 2, 25).astype(float)
+        p = np.where(rng.random(25) < 0.8, t, 1 - t)
+        a = agreement(t, p, binary=True)
+        assert gate._f1(t[None], p[None])[0] == pytest.approx(a.f1)
+        assert gate._kappa(t[None], p[None])[0] == pytest.approx(a.cohen_kappa, nan_ok=True)
+        scores_t = rng.integers(1, 6, 25).astype(float)
+        scores_p = np.clip(scores_t + rng.integers(-2, 3, 25), 1, 5)
+        numeric = agreement(scores_t, scores_p, binary=False, ordinal=True)
+        assert gate._weighted_kappa(scores_t[None], scores_p[None])[0] == pytest.approx(
+            numeric.weighted_kappa
+        )
+
+
+def test_ordinal_scores_are_gated_on_within_one_with_its_wilson_interval():
+    t, p = [1, 2, 3, 4, 5] * 4, [1, 3, 3, 2, 5] * 4
+    a = agreement(t, p, binary=False)
+    result = check_gate(a, _pairs(t, p), threshold=0.7, rng=RNG)
+    assert result.figure == "within_one" and result.passed and result.interval is not None
+    assert result.interval.method == "wilson"
+    kappa = check_gate(a, _pairs(t, p), threshold=0.99, figure="weighted_kappa", rng=RNG)
+    assert not kappa.passed and kappa.interval is not None and kappa.interval.method == "bootstrap"
+
+
+def test_the_gate_refuses_continuous_scores_and_figures_that_do_not_apply():
+    with pytest.raises(ConfigError, match="continuous scores have only errors"):
+        check_gate(agreement([0.1, 0.5], [0.2, 0.5], binary=False), (), threshold=0.5, rng=RNG)
+    with pytest.raises(ConfigError, match="'within_one' does not apply to a binary metric"):
+        check_gate(_binary(1, 0), (), threshold=0.5, figure="within_one", rng=RNG)
 
 
 # --- the command line -----------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
 
 
 def bootstrap_interval(
-    statistic: Callable[[np.ndarray, np.ndarray], float | None],
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
     y_true: Sequence[float],
     y_pred: Sequence[float],
     *,
@@ -62,10 +62,17 @@ def bootstrap_interval(
     resamples: int = 2000,
     confidence: float = 0.95,
 ) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of ``statistic(y_true, y_pred)`` over resampled pairs.
+    """Percentile bootstrap interval of a statistic over resampled (human, judge) pairs.
 
-    Resamples where the statistic is undefined (it returns None or NaN, e.g. kappa when every
-    label falls in one class) are left out; None when fewer than half are defined.
+    Args:
+        statistic: vectorised over resamples: given two arrays of shape (resamples, n), the
+            labels and predictions of each resample, it returns the statistic of each row,
+            shape (resamples,); NaN where it is undefined (e.g. kappa when every label falls in
+            one class). Undefined resamples are left out.
+        rng: the draws (same generator state, same interval).
+
+    Returns:
+        (low, high); None when fewer than half the resamples are defined.
 
     Raises:
         ValueError: unequal or empty inputs, ``resamples`` < 100, or ``confidence`` outside (0, 1).
@@ -76,9 +83,13 @@ def bootstrap_interval(
     if resamples < 100:
         raise ValueError(f"resamples must be >= 100, got {resamples}")
     _z(confidence)
-    draws = rng.integers(0, len(t), size=(resamples, len(t)))
-    values = [statistic(t[idx], p[idx]) for idx in draws]
-    defined = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+    chunk = max(1, 2_000_000 // len(t))  # resamples per block: bounded memory on large sets
+    values = []
+    for start in range(0, resamples, chunk):
+        draws = rng.integers(0, len(t), size=(min(chunk, resamples - start), len(t)))
+        values.append(np.asarray(statistic(t[draws], p[draws]), dtype=np.float64))
+    found = np.concatenate(values)
+    defined = found[~np.isnan(found)]
     if len(defined) < resamples / 2:
         return None
     tail = (1.0 - confidence) / 2 * 100

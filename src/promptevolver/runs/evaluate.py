@@ -13,7 +13,7 @@ that run optimized another metric than the config's (``evaluate`` warns).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class Scorecard:
         metric: the metric's name; split: ``all`` or ``validation``.
         agreement: the figures (see :class:`~promptevolver.evaluation.agreement.Agreement`).
         judge_calls: LLM calls made (cache hits excluded); usage: the client's full usage.
+        pairs: the measured (human label, judge score) pairs, in sample order (failed evaluations
+            left out): what the figures and their confidence intervals are computed from.
     """
 
     metric: str
@@ -44,6 +46,7 @@ class Scorecard:
     agreement: Agreement
     judge_calls: int
     usage: dict[str, Any]
+    pairs: tuple[tuple[float, float], ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""
@@ -156,10 +159,14 @@ async def score_instructions(
     evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)
     judged = await evaluator.evaluate(instructions, chosen)
     figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary")
+    pairs = tuple(
+        (float(labels[p] or 0.0), float(score)) for p in chosen if (score := judged[p].score) is not None
+    )
     return Scorecard(
         metric=config.metric.name,
         split="all" if positions is None else "validation",
         agreement=figures,
         judge_calls=llm.usage.judge_calls,
         usage=llm.usage.to_dict(),
+        pairs=pairs,
     )

@@ -4,31 +4,47 @@
 :func:`promptevolver.testing.assert_agreement` measure a judge's agreement with the config's
 annotations (:mod:`promptevolver.runs.evaluate`) and apply :func:`check_gate`:
 
-* the gate fails when the figure (``accuracy``, ``f1`` or ``cohen_kappa``) is below the threshold;
+* the gate fails when the figure is below the threshold. Figures (higher is better): for a
+  binary metric ``accuracy`` (the default), ``f1``, ``cohen_kappa``; for scores on an ordinal
+  scale (a 1-5 rubric) ``within_one`` (the default), ``exact``, ``weighted_kappa``. Continuous
+  scores have only errors (MSE, MAE, lower is better): no gate;
 * it fails when more than ``max_failure_rate`` of the evaluations failed (default 0: a judge
   that cannot answer is not measured, and failures are never scored as verdicts), or when the
   figure could not be measured at all (``n/a``, with the causes);
 * every verdict carries the figure's confidence interval (:func:`interval_of`), because a
   score on a few dozen annotations is noisy: on 20 samples an accuracy of 0.85 has a 95%
-  interval of about 0.64–0.95.
+  interval of about 0.64-0.95.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score, f1_score
 
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation.agreement import Agreement
 from promptevolver.evaluation.intervals import bootstrap_interval, wilson_interval
 
-__all__ = ["FIGURES", "GateResult", "Interval", "check_gate", "interval_of"]
+__all__ = [
+    "BINARY_FIGURES",
+    "FIGURES",
+    "ORDINAL_FIGURES",
+    "GateResult",
+    "Interval",
+    "check_gate",
+    "interval_of",
+]
 
-#: The agreement figures a gate can apply to (all in [0, 1] or [-1, 1], higher is better).
-FIGURES = ("accuracy", "f1", "cohen_kappa")
+#: Gate figures of a binary metric (all higher-is-better; the first is the default).
+BINARY_FIGURES = ("accuracy", "f1", "cohen_kappa")
+#: Gate figures of scores on an ordinal scale (higher-is-better; the first is the default).
+ORDINAL_FIGURES = ("within_one", "exact", "weighted_kappa")
+FIGURES = BINARY_FIGURES + ORDINAL_FIGURES
+#: Figures that are shares of samples (a proportion: the Wilson interval applies).
+_PROPORTIONS = ("accuracy", "exact", "within_one")
 
 
 @dataclass(frozen=True)
@@ -48,49 +64,84 @@ class Interval:
         return f"{self.confidence:.0%} CI {self.low:.3f}-{self.high:.3f}, {method}"
 
 
-def interval_of(
-    agreement: Agreement, figure: str, *, rng: np.random.Generator, confidence: float = 0.95
-) -> Interval | None:
-    """The confidence interval of ``figure`` of a binary ``agreement``; None when nothing was
-    measured or the figure is undefined on most resamples.
+def default_figure(agreement: Agreement) -> str | None:
+    """``accuracy`` for a binary metric, ``within_one`` for ordinal scores, None for continuous ones."""
+    if agreement.binary:
+        return BINARY_FIGURES[0]
+    return ORDINAL_FIGURES[0] if agreement.ordinal else None
 
-    Accuracy gets the Wilson interval; F1 and Cohen's kappa a percentile bootstrap over the
-    (human, judge) pairs of the confusion matrix, drawn from ``rng``.
+
+def interval_of(
+    agreement: Agreement,
+    figure: str,
+    pairs: Sequence[tuple[float, float]],
+    *,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+) -> Interval | None:
+    """The confidence interval of ``figure``; None when nothing was measured or the figure is
+    undefined on most resamples.
+
+    Shares of samples (accuracy, exact, within one) get the Wilson interval; F1 and the kappas a
+    percentile bootstrap over the measured ``pairs`` (human label, judge score), drawn from ``rng``.
 
     Raises:
-        ValueError: an unknown ``figure`` or a numeric (non-binary) agreement.
+        ConfigError: ``figure`` does not apply to this agreement (see :data:`FIGURES`).
     """
-    _check_figure(figure)
-    if not agreement.binary or agreement.confusion is None:
-        raise ValueError("confidence intervals are for binary agreement figures")
-    if agreement.n == 0:
+    _check_figure(agreement, figure)
+    value = getattr(agreement, figure)
+    if agreement.n == 0 or value is None:
         return None
-    (tn, fp), (fn, tp) = agreement.confusion
-    if figure == "accuracy":
-        low, high = wilson_interval(tn + tp, agreement.n, confidence=confidence)
+    if figure in _PROPORTIONS:
+        low, high = wilson_interval(round(value * agreement.n), agreement.n, confidence=confidence)
         return Interval(figure, low, high, confidence, "wilson")
-    human = [0.0] * (tn + fp) + [1.0] * (fn + tp)
-    judge = [0.0] * tn + [1.0] * fp + [0.0] * fn + [1.0] * tp
+    human, judge = zip(*pairs)
     found = bootstrap_interval(_STATISTICS[figure], human, judge, rng=rng, confidence=confidence)
     return None if found is None else Interval(figure, found[0], found[1], confidence, "bootstrap")
 
 
-def _check_figure(figure: str) -> None:
-    if figure not in FIGURES:
-        raise ValueError(f"unknown agreement figure {figure!r}; known: {', '.join(FIGURES)}")
+def _check_figure(agreement: Agreement, figure: str) -> None:
+    allowed = BINARY_FIGURES if agreement.binary else ORDINAL_FIGURES if agreement.ordinal else ()
+    if figure not in allowed:
+        kind = "a binary metric" if agreement.binary else "ordinal scores" if agreement.ordinal else None
+        if kind is None:
+            raise ConfigError(
+                "the judge gate needs a figure where higher is better: continuous scores have only "
+                "errors (MSE, MAE); gate a binary metric or scores on an ordinal scale"
+            )
+        raise ConfigError(f"figure {figure!r} does not apply to {kind}; use one of {', '.join(allowed)}")
 
 
-def _f1(t: np.ndarray, p: np.ndarray) -> float:
-    return float(f1_score(t, p, zero_division=1.0))
+# Each statistic takes arrays of shape (resamples, n) and returns shape (resamples,), NaN where
+# undefined; they are the closed forms of the figures in evaluation/agreement.py (tests check).
+def _f1(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    tp = np.sum((t == 1) & (p == 1), axis=1)
+    wrong = np.sum(t != p, axis=1)
+    return np.where(2 * tp + wrong == 0, 1.0, 2 * tp / np.maximum(2 * tp + wrong, 1))
 
 
-def _kappa(t: np.ndarray, p: np.ndarray) -> float | None:
-    if len(set(t.tolist()) | set(p.tolist())) < 2:
-        return None  # every label and verdict in one class: kappa is undefined
-    return float(cohen_kappa_score(t, p))
+def _kappa(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    observed = np.mean(t == p, axis=1)
+    rt, rp = t.mean(axis=1), p.mean(axis=1)
+    chance = rt * rp + (1 - rt) * (1 - rp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
 
 
-_STATISTICS = {"f1": _f1, "cohen_kappa": _kappa}
+def _weighted_kappa(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Quadratic-weighted kappa over equally spaced levels: 1 - E[(t-p)^2] / E[(t-p')^2], p'
+    independent of t (levels nobody used add nothing to either sum)."""
+    apart = np.mean((t - p) ** 2, axis=1)
+    chance = t.var(axis=1) + p.var(axis=1) + (t.mean(axis=1) - p.mean(axis=1)) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(chance > 0, 1 - apart / chance, np.nan)
+
+
+_STATISTICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "f1": _f1,
+    "cohen_kappa": _kappa,
+    "weighted_kappa": _weighted_kappa,
+}
 
 
 @dataclass(frozen=True)
@@ -122,45 +173,46 @@ class GateResult:
 
 def check_gate(
     agreement: Agreement,
+    pairs: Sequence[tuple[float, float]],
     *,
     threshold: float,
-    figure: str = "accuracy",
+    figure: str | None = None,
     max_failure_rate: float = 0.0,
     rng: np.random.Generator,
 ) -> GateResult:
     """Apply the gate (see the module docstring) to a measured ``agreement``.
 
     Args:
+        pairs: the measured (human label, judge score) pairs behind ``agreement`` (for the
+            bootstrap interval of F1 and the kappas).
         threshold: the least acceptable ``figure``.
+        figure: see :data:`FIGURES`; None: ``accuracy`` (binary) or ``within_one`` (ordinal).
         max_failure_rate: share of evaluations that may fail, in [0, 1).
-        rng: draws of the bootstrap interval (F1, kappa).
+        rng: draws of the bootstrap interval.
 
     Raises:
-        ConfigError: a numeric (non-binary) agreement, an unknown ``figure``, or
-            ``max_failure_rate`` outside [0, 1).
+        ConfigError: continuous scores (no higher-is-better figure), a figure that does not apply,
+            or ``max_failure_rate`` outside [0, 1).
     """
-    if not agreement.binary:
-        raise ConfigError("the judge gate needs a binary metric (loss.type: binary): it checks agreement")
-    if figure not in FIGURES:
-        raise ConfigError(f"unknown agreement figure {figure!r}; known: {', '.join(FIGURES)}")
+    chosen = figure or default_figure(agreement) or "accuracy"
+    _check_figure(agreement, chosen)
     if not 0.0 <= max_failure_rate < 1.0:
         raise ConfigError(f"max_failure_rate must be in [0, 1), got {max_failure_rate}")
-    value: float | None = getattr(agreement, figure)
-    interval = interval_of(agreement, figure, rng=rng) if agreement.n else None
-    total = agreement.n + agreement.failures
-    passed, why = _verdict(agreement, figure, value, threshold, max_failure_rate)
+    value: float | None = getattr(agreement, chosen)
+    interval = interval_of(agreement, chosen, pairs, rng=rng)
+    passed, why = _verdict(agreement, chosen, value, threshold, max_failure_rate)
     ci = f" ({interval.text()})" if interval is not None else ""
     head = "judge gate passed" if passed else "judge gate failed"
     return GateResult(
         passed=passed,
-        figure=figure,
+        figure=chosen,
         threshold=threshold,
         value=value,
         interval=interval,
         n=agreement.n,
         failures=agreement.failures,
         max_failure_rate=max_failure_rate,
-        reason=f"{head}: {why.format(ci=ci, total=total)}",
+        reason=f"{head}: {why.format(ci=ci, total=agreement.n + agreement.failures)}",
     )
 
 

@@ -35,7 +35,7 @@ def assert_agreement(
     *,
     at_least: float,
     instructions: str | Path | Mapping[str, str] | None = None,
-    figure: str = "accuracy",
+    figure: str | None = None,
     run: str | Path | None = None,
     max_failure_rate: float = 0.0,
     overrides: Sequence[str] = (),
@@ -47,7 +47,8 @@ def assert_agreement(
         at_least: the least acceptable ``figure``.
         instructions: a run directory, a result.json, a JSON file of prompt name → instruction,
             or that mapping itself; None: the config's judge as it is (its seed instructions).
-        figure: ``accuracy``, ``f1`` or ``cohen_kappa``.
+        figure: ``accuracy``, ``f1`` or ``cohen_kappa`` (binary metrics; default ``accuracy``),
+            ``within_one``, ``exact`` or ``weighted_kappa`` (ordinal scores; default ``within_one``).
         run: score the validation samples of this run directory (default: every usable sample).
         max_failure_rate: share of evaluations that may fail, in [0, 1) (default 0).
         overrides: ``KEY.PATH=VALUE`` changes to a config file, as ``--set`` (e.g.
@@ -68,7 +69,12 @@ def assert_agreement(
     card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
     rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
     result = check_gate(
-        card.agreement, threshold=at_least, figure=figure, max_failure_rate=max_failure_rate, rng=rng
+        card.agreement,
+        card.pairs,
+        threshold=at_least,
+        figure=figure,
+        max_failure_rate=max_failure_rate,
+        rng=rng,
     )
     if not result.passed:
         raise AssertionError(f"{cfg.metric.name}: {result.reason}")
