@@ -179,7 +179,8 @@ def test_valid_seeds_load_and_reach_the_optimizer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("random_seed", -1), ("random_seed", True), ("n_samples", 0)]  # text_words: unused
+    ("field", "value"),
+    [("random_seed", -1), ("random_seed", True), ("n_samples", 0)],  # text_words: unused
 )
 def test_synthetic_spec_refuses_what_numpy_would(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field):

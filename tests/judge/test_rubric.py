@@ -32,7 +32,7 @@ def answer(score: Any, reason: str = "ok") -> str:
 def test_it_is_a_metric_with_one_ragas_named_prompt_and_a_seed_that_states_the_scale():
     metric = rubric(rubrics={1: "useless", 5: "complete and correct"})
     assert isinstance(metric, Metric) and metric.calls_per_evaluation == 1
-    (name, instruction), = metric.get_instructions().items()
+    ((name, instruction),) = metric.get_instructions().items()
     assert name == "single_turn_simple_criteria_prompt"
     assert "from 1 (worst) to 5 (best)" in instruction and "How helpful" in instruction
     assert "- score 1: useless" in instruction and "- score 5: complete and correct" in instruction

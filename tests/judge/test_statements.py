@@ -59,7 +59,8 @@ def test_the_extractor_sees_question_and_answer_and_the_verifier_the_context_and
     llm = ScriptedLLM([extracted(STATEMENTS), verified([1, 1])])
     judge(llm, instructions={VER: "Be strict."})
     (ex_instruction, ex_inputs), (ver_instruction, ver_inputs) = (
-        split_rendered(r.messages) for r in llm.requests  # type: ignore[misc]
+        split_rendered(r.messages)
+        for r in llm.requests  # type: ignore[misc]
     )
     assert ex_inputs == {"question": INPUTS["user_input"], "answer": INPUTS["response"]}
     assert ex_instruction.startswith("Given a question and an answer")

@@ -39,13 +39,28 @@ class Flaky:
         self.failing = False  # every judge call fails with a 500
         self.fail_every = 0  # fail the n-th, 2n-th, ... request of each body (0: never)
         self.seen: Counter[str] = Counter()
+        self.in_flight = 0
         self.bodies: dict[str, dict[str, Any]] = {}
 
     def __call__(self, body: dict[str, Any]) -> str:
         key = _key(body)
         with self.lock:
             self.seen[key] += 1
+            self.in_flight += 1
             nth = self.seen[key]
+        try:
+            return self._answer(body, key, nth)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def settle(self, timeout_s: float = 10.0) -> None:
+        """Wait until no request is being answered (those in flight at an interrupt finish)."""
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def _answer(self, body: dict[str, Any], key: str, nth: int) -> str:
         judge = "verdict" in json.dumps(body.get("response_format") or {})
         if (self.failing and judge) or (self.fail_every and nth % self.fail_every == 1):
             raise RuntimeError("upstream model crashed")
@@ -153,7 +168,7 @@ def test_an_interrupted_run_resumes_without_repeating_an_answered_call(synthetic
     with LocalOpenAIServer(flaky, models=["sim"]) as server:
         with pytest.raises(KeyboardInterrupt):
             _optimize(server, dataset, metric, tmp_path, callbacks=(InterruptAt(generation, 1),))
-        time.sleep(0.2)  # let the server finish the requests that were in flight at the interrupt
+        flaky.settle()  # the requests in flight at the interrupt are answered (to nobody)
         before = Counter(flaky.answered)
         resumed = _optimize(server, dataset, metric, tmp_path, resume=True)
     with LocalOpenAIServer(Flaky(dataset), models=["sim"]) as clean_server:

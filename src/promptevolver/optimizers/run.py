@@ -239,7 +239,8 @@ class SearchRun:
         for p in self.train:
             j = self.evaluator.lookup(candidate.instructions, p)
             if j is not None:
-                out[p] = {"reason": j.reason, "verdict": j.score} if not j.failed else {"error": j.error}
+                key = "verdict" if self.dataset.is_binary else "score"
+                out[p] = {"reason": j.reason, key: j.score} if not j.failed else {"error": j.error}
         return out
 
     # --- reporting -------------------------------------------------------------------------------

@@ -264,8 +264,6 @@ class _Plan:
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
         left = 1 + wrong_before
-        if not self.binary:  # any deviation from a numeric label is a failure to learn from
-            left = float(offspring_count(self.cfg, self.n_train))
         plans = min(offspring_count(self.cfg, self.n_train), left) if self.meta_per_plan() else 0.0
         kept = plans * self.model.keep_rate * self.model.novelty ** (g - 1)
         return {

@@ -133,12 +133,18 @@ class MetaContext:
         human's verdict (and reason, when the human wrote or accepted one), and optionally the
         current judge's output."""
         sample = self.dataset.samples[position]
-        expected: dict[str, Any] = {}
         approved = sample.expected_output(prompt_name)
+        if len(self.metric.get_prompts()) > 1:  # one prompt of several: its own input and output
+            annotation = sample.prompts.get(prompt_name)
+            inputs = dict(annotation.prompt_input) if annotation and annotation.prompt_input else None
+            inputs = inputs or self.metric.prompt_inputs(sample.metric_input)
+            return Example(inputs=inputs, expected=dict(approved or {}), judged=judged)
+        expected: dict[str, Any] = {}
         if approved and approved.get("reason"):
             expected["reason"] = approved["reason"]
         label = self.labels[position]
-        expected["verdict"] = int(label) if label is not None and float(label).is_integer() else label
+        key = "verdict" if self.dataset.is_binary else "score"
+        expected[key] = int(label) if label is not None and float(label).is_integer() else label
         return Example(
             inputs=self.metric.prompt_inputs(sample.metric_input), expected=expected, judged=judged
         )

@@ -123,13 +123,38 @@ def normalize(instruction: str) -> str:
     return " ".join(instruction.split())
 
 
+#: What a binary judge prompt returns, in the words of the meta-prompts.
+BINARY_OUTPUT = "a reason and a verdict (1 = yes, 0 = no)"
+
+
+def describe_output(schema: dict[str, Any] | None) -> str:
+    """What a judge prompt returns, in words, from its JSON schema (default: a binary verdict)."""
+    properties = (schema or {}).get("properties") or {}
+    if not properties:
+        return BINARY_OUTPUT
+    parts = [
+        f"{name} ({field.get('description', field.get('type', 'value'))})"
+        for name, field in properties.items()
+    ]
+    return "a JSON object with " + ", ".join(parts)
+
+
 async def reverse_engineer(
-    llm: LLMClient, *, metric_name: str, examples: Sequence[Example], temperature: float, sample_index: int
+    llm: LLMClient,
+    *,
+    metric_name: str,
+    examples: Sequence[Example],
+    temperature: float,
+    sample_index: int,
+    prompt_name: str | None = None,
+    output: str = BINARY_OUTPUT,
 ) -> OperatorOutcome:
-    """Infer an instruction from ``examples`` (one meta call, operation ``reverse_engineer``)."""
+    """Infer an instruction from ``examples`` (one meta call, operation ``reverse_engineer``);
+    ``prompt_name`` names the prompt of a metric of several, ``output`` says what it returns."""
     lines = "\n".join(ex.line() for ex in examples)
+    which = f"`{metric_name}`" if prompt_name is None else f"`{metric_name}` (its prompt `{prompt_name}`)"
     user = (
-        f"The judge `{metric_name}` reads an input and returns a reason and a verdict (1 = yes, 0 = no).\n"
+        f"The judge {which} reads an input and returns {output}.\n"
         f"Infer the instruction that makes a judge produce exactly these expected outputs.\n\n"
         f"{EXAMPLES}\n{lines}\n\n{ANSWER}\n{_INSTRUCTION_ANSWER}"
     )

@@ -50,13 +50,16 @@ class ReverseEngineering:
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         instructions = {}
-        for name in ctx.metric.get_prompts():
+        prompts = ctx.metric.get_prompts()
+        for name, prompt in prompts.items():
             out = await ops.reverse_engineer(
                 ctx.llm,
                 metric_name=ctx.metric.name,
                 examples=[ctx.example(p, name) for p in plan.positions],
                 temperature=ctx.config.meta_temperature,
                 sample_index=plan.slot,
+                prompt_name=name if len(prompts) > 1 else None,
+                output=ops.describe_output(prompt.json_schema()) if len(prompts) > 1 else ops.BINARY_OUTPUT,
             )
             if out.value is None:
                 return Child(plan, None, rejected=out.rejected)
