@@ -15,7 +15,6 @@ Conventions (every command):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -23,13 +22,15 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-# Commands import their modules when they run: `--help` and `estimate` need no matplotlib.
+# Commands import what they need when they run: `--help` loads no pydantic, YAML, numpy,
+# scikit-learn, matplotlib or openai (benchmarks/results/startup.md has the figures).
 from promptevolver import __version__, rundir
-from promptevolver.config.models import RunConfig, load_run_config
-from promptevolver.config.overrides import OverrideError, apply_overrides
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
+
+if TYPE_CHECKING:
+    from promptevolver.config.models import RunConfig
 
 __all__ = ["main"]
 
@@ -39,6 +40,9 @@ _EXAMPLES = {
   promptevolver optimize configs/helpfulness.yaml -o runs/help --seed 7 --set optimizer.generations=6
   promptevolver optimize --resume runs/ac                    # after Ctrl-C
   promptevolver optimize --resume runs/ac --set optimizer.generations=8   # extend a finished run
+  promptevolver optimize configs/answer_correctness.yaml -o runs/ac --force   # start runs/ac over
+
+DIR is never overwritten silently: a run there, interrupted or finished, needs --resume or --force.
 
 writes DIR/result.json, DIR/report.html (open it in a browser), DIR/report.md,
 DIR/best_instructions.json and DIR/apply_best.py""",
@@ -47,9 +51,13 @@ DIR/best_instructions.json and DIR/apply_best.py""",
   promptevolver evaluate configs/answer_correctness.yaml -i runs/ac/best_instructions.json --json
   promptevolver evaluate configs/answer_correctness.yaml -i runs/ac/result.json --split validation
 
---instructions takes a result.json (its best_instructions) or a JSON object prompt name -> instruction.
---split validation scores the run's held-out samples (the run directory of --run, or of the
-instructions file).""",
+  promptevolver evaluate configs/answer_correctness.yaml -i runs/ac --fail-under 0.85   # judge gate (CI)
+
+--instructions takes a run directory, a result.json (its best_instructions) or a JSON object
+prompt name -> instruction. Instructions from a run are scored on that run's validation samples
+(its train samples were learned from); --split all scores every usable sample.
+--fail-under X exits 1 with a one-line reason when the agreement (--figure) is below X or an
+evaluation failed (--max-failed allows a share); the confidence interval is printed beside it.""",
     "estimate": """examples:
   promptevolver estimate configs/synthetic_200.yaml
   promptevolver estimate configs/helpfulness.yaml --json
@@ -122,15 +130,46 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--output", "-o", type=Path, metavar="DIR", help="run directory to write")
     opt.add_argument("--resume", type=Path, metavar="DIR", help="continue the interrupted run in DIR")
     opt.add_argument("--seed", type=_seed, default=None, help="override the config's random_seed")
+    opt.add_argument(
+        "--force",
+        action="store_true",
+        help="start afresh in DIR even if it holds a run (its run files are removed)",
+    )
 
     ev = command("evaluate", "score given instructions on a config's annotations", overridable)
     ev.add_argument("config", type=Path, help="YAML run config (annotations, judge, LLM)")
     ev.add_argument(
         "--instructions", "-i", type=Path, required=True, metavar="FILE", help="instructions JSON"
     )
-    ev.add_argument("--split", choices=("all", "validation"), default="all", help="samples to score")
+    ev.add_argument(
+        "--split",
+        choices=("all", "validation"),
+        default=None,
+        help="samples to score (default: a run's validation samples when the instructions come from a "
+        "run, else all usable samples)",
+    )
     ev.add_argument("--run", type=Path, metavar="DIR", help="run whose validation split to use")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="X",
+        help="judge gate: exit 1 when the agreement figure is below X (or when evaluations failed)",
+    )
+    ev.add_argument(
+        "--figure",
+        choices=("accuracy", "f1", "cohen_kappa", "within_one", "exact", "weighted_kappa"),
+        default=None,
+        help="agreement figure of --fail-under and of the confidence interval (default: accuracy for "
+        "a binary metric, within_one for ordinal scores)",
+    )
+    ev.add_argument(
+        "--max-failed",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="share of failed evaluations the gate tolerates (default 0)",
+    )
 
     est = command(
         "estimate", "expected LLM calls, tokens and cost of a config, without calling an LLM", overridable
@@ -148,6 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--output", "-o", type=Path, required=True, metavar="DIR", help="directory for runs and the summary"
     )
+    bench.add_argument("--force", action="store_true", help="run afresh where DIR already holds runs")
     return parser
 
 
@@ -178,6 +218,8 @@ def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> 
 
 def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """The ``--set`` overrides as an edit of the raw config mapping (None without any)."""
+    from promptevolver.config.overrides import apply_overrides
+
     overrides = list(getattr(args, "overrides", []))
     return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
 
@@ -188,6 +230,8 @@ def _with_seed(config: RunConfig, args: argparse.Namespace) -> RunConfig:
 
 
 def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
+    from promptevolver.config.models import load_run_config
+
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
 
@@ -199,53 +243,43 @@ def _f(value: float | None) -> str:
 # --- optimize --------------------------------------------------------------------------------------
 
 
-def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
+def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
+    """The config, the run directory, and where the config came from (for messages)."""
+    sets = "".join(f" --set {o}" for o in getattr(args, "overrides", []))
+    if args.force and args.resume is not None:
+        raise UsageError("--force starts a run afresh; it does not go with --resume")
     if args.resume is not None:
         run_dir = _directory(args.resume, "--resume")
         if args.config is not None:
-            return _load_config(args.config, args), run_dir
-        return _with_seed(rundir.read_config(run_dir, edit=_edit(args)), args), run_dir
+            return _load_config(args.config, args), run_dir, f"{args.config}{sets}"
+        config = _with_seed(rundir.read_config(run_dir, edit=_edit(args)), args)
+        return config, run_dir, f"{run_dir / rundir.CONFIG_FILE}{sets}"
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
-    return _load_config(args.config, args), _directory(args.output, "--output")
-
-
-def _generation_printer(args: argparse.Namespace) -> Callable[[Any], None]:
-    def show(event: Any) -> None:
-        if event.kind == "generation_end":
-            d = event.data
-            _say(
-                args,
-                f"generation {event.generation}: best train {_f(d.get('best_train'))}, "
-                f"mean {_f(d.get('mean_train'))}; "
-                f"calls so far {d['judge_calls']} judge + {d['meta_calls']} meta",
-                verbose_only=True,
-            )
-
-    return show
+    return _load_config(args.config, args), _directory(args.output, "--output"), f"{args.config}{sets}"
 
 
 def _optimize(args: argparse.Namespace) -> int:
     from promptevolver.runs.optimize import execute
 
-    config, run_dir = _run_config(args)
-    progress = not args.quiet and not args.verbose and sys.stderr.isatty()
+    config, run_dir, source = _run_config(args)
+    progress = _progress(args, config)
     try:
         result = execute(
             config,
             run_dir,
             resume=args.resume is not None,
-            progress=progress,
-            callbacks=[_generation_printer(args)],
+            force=args.force,
+            callbacks=[] if args.quiet else [progress],
+            source=source,
+            log=lambda line: _say(args, line),
         )
     except KeyboardInterrupt:
-        print(
-            f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
-            f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}",
-            file=sys.stderr,
-        )
+        progress.close()
+        print(_interrupted(Path(run_dir)), file=sys.stderr)
         return 130
     except LLMUnusableError as exc:
+        progress.close()
         if args.debug:
             raise
         print(
@@ -254,11 +288,39 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        progress.close()
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
 
 
+def _interrupted(run_dir: Path) -> str:
+    """The line after Ctrl-C: how to continue, or that there is nothing to continue from."""
+    if (run_dir / rundir.CHECKPOINT_FILE).is_file():
+        return (
+            f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
+            f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}"
+        )
+    return f"promptevolver: interrupted before the run's first checkpoint in {run_dir}: nothing to resume"
+
+
+def _progress(args: argparse.Namespace, config: RunConfig, *, prefix: str = "") -> Any:
+    """A :class:`~promptevolver.runs.progress.CallProgress` on stderr: a bar on a terminal, plain
+    lines (each starting with ``prefix``) otherwise."""
+    from promptevolver.runs.progress import CallProgress
+
+    return CallProgress(
+        bar=sys.stderr.isatty(),
+        write=lambda line: print(prefix + line, file=sys.stderr, flush=True),
+        generations=config.effective_optimizer().generations,
+        verbose=args.verbose,
+        label=prefix.rstrip(": "),
+    )
+
+
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
+    from promptevolver.runs.outcome import choice_line, stop_line
+
     s, calls = result.scores, result.usage["llm_calls"]
     name = result.loss.get("metric", result.loss["name"])
     print(
@@ -269,8 +331,11 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
     )
     if quiet:
         return
-    chosen = "the seed" if not result.improved else f"candidate {result.best_id}"
-    print(f"stop reason: {result.stop_reason}; chosen: {chosen}")
+    print(choice_line(result))
+    print(stop_line(result))
+    note = (result.split or {}).get("note")
+    if note:
+        print(f"note: {note}")
     print(f"result written to {run_dir / rundir.RESULT_FILE}")
     print(f"report: {run_dir / rundir.REPORT_HTML} (open it in a browser) and {run_dir / rundir.REPORT_MD}")
     print(
@@ -284,39 +349,69 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
 # --- evaluate --------------------------------------------------------------------------------------
 
 
-def _validation_run(args: argparse.Namespace) -> Path:
-    if args.run is not None:
-        return Path(args.run)
-    if args.instructions.is_dir():
-        return Path(args.instructions)
-    if (args.instructions.parent / rundir.RESULT_FILE).is_file():
-        return args.instructions.parent
-    raise UsageError("--split validation needs the run directory: pass --run DIR")
-
-
 def _evaluate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    import numpy as np
+
     from promptevolver.config.build import load_dataset
-    from promptevolver.runs.evaluate import score_instructions, validation_positions
+    from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
+    from promptevolver.runs.gate import check_gate, default_figure, interval_of
 
     config = _load_config(args.config, args)
     instructions = rundir.load_instructions(args.instructions)
+    run_dir = run_of(args.instructions, args.run)
+    split = args.split or ("validation" if run_dir is not None else "all")
+    if split == "validation" and run_dir is None:
+        raise UsageError("--split validation needs the run directory: pass --run DIR")
+    if run_dir is not None and (mismatch := other_metric(run_dir, config)):
+        warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
-    positions = validation_positions(_validation_run(args), dataset) if args.split == "validation" else None
+    positions = validation_positions(run_dir, dataset) if split == "validation" and run_dir else None
     card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
+    gate = None
+    if args.fail_under is not None:
+        gate = check_gate(
+            a,
+            card.pairs,
+            threshold=args.fail_under,
+            figure=args.figure,
+            max_failure_rate=args.max_failed,
+            rng=rng,
+        )
+    figure = args.figure or default_figure(a)
+    interval = gate.interval if gate is not None else figure and interval_of(a, figure, card.pairs, rng=rng)
     if args.json:
-        print(json.dumps(card.to_dict()))
-        return 0
-    a = card.agreement
-    where = "all usable samples" if card.split == "all" else "the run's validation samples"
-    if not args.quiet:
-        print(f"{card.metric}: {args.instructions} on {where} ({a.n})")
-    print(a.summary())
-    if not args.quiet:
-        if a.confusion is not None:
-            (tn, fp), (fn, tp) = a.confusion
-            print(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
-        print(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
+        extra = {"interval": interval and vars(interval), "gate": gate and gate.to_dict()}
+        print(json.dumps({**card.to_dict(), **extra}))
+    else:
+        _print_scorecard(args, card, interval, run_dir)
+    if gate is not None:
+        print(f"promptevolver: {gate.reason}", file=sys.stderr)
+        return 0 if gate.passed else 1
     return 0
+
+
+def _print_scorecard(args: argparse.Namespace, card: Any, interval: Any, run_dir: Path | None) -> None:
+    a = card.agreement
+    count = a.n + a.failures
+    if card.split == "all":
+        where = f"all usable samples ({count})"
+    else:
+        where = f"the validation samples of {run_dir} ({count}; --split all for every usable sample)"
+    if not args.quiet:
+        print(f"{card.metric}: {args.instructions} on {where}")
+    print(a.summary())
+    if args.quiet:
+        return
+    if interval is not None:
+        value = getattr(a, interval.figure)
+        print(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")
+    if a.confusion is not None and a.n:
+        (tn, fp), (fn, tp) = a.confusion
+        print(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
+    print(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
 
 
 # --- estimate --------------------------------------------------------------------------------------
@@ -355,9 +450,29 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _cost_text(cost: float | None, config: RunConfig) -> str:
+    llms = [config.llm] + ([config.reflection_llm] if config.reflection_llm is not None else [])
     if cost is None:
-        return f"unknown (no price for {config.llm.priced_model!r} in llm.prices)"
-    return f"${cost:,.4f}" + (" (simulated LLM)" if config.llm.provider == "fake" and cost == 0 else "")
+        unpriced = [llm.priced_model for llm in llms if llm.provider != "fake" and llm.price() is None]
+        return (
+            f"unknown (no price for {', '.join(map(repr, unpriced))} in llm.prices or the price table: set "
+            "llm.prices, USD per 1M tokens, e.g. llm.prices: {MODEL: {prompt: 0.15, completion: 0.6}})"
+        )
+    if all(llm.provider == "fake" for llm in llms) and cost == 0:
+        return f"${cost:,.4f} (simulated LLM)"
+    sources = []
+    for llm in llms:
+        found = llm.price()
+        if found is not None:
+            price, source = found
+            sources.append(
+                f"{llm.priced_model}: {_usd(price.prompt)} prompt, {_usd(price.completion)} completion "
+                f"per 1M tokens, from the {source}"
+            )
+    return f"${cost:,.4f}" + (f" ({'; '.join(sources)})" if sources else "")
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:.2f}" if round(amount, 2) == amount else f"${amount:g}"
 
 
 # --- report and bench ------------------------------------------------------------------------------
@@ -375,10 +490,19 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from promptevolver.runs.bench import run_benchmarks, to_markdown
 
-    overrides = list(args.overrides)
-    edit = (lambda raw: apply_overrides(raw, overrides)) if overrides else None
-    output = _directory(args.output, "--output")
-    summary = run_benchmarks(args.configs, output, log=lambda line: _say(args, line), edit=edit)
+    def progress(label: str, config: RunConfig) -> list[Any]:
+        if args.quiet:
+            return []
+        return [_progress(args, config, prefix=f"{label}: ")]
+
+    summary = run_benchmarks(
+        args.configs,
+        _directory(args.output, "--output"),
+        log=lambda line: _say(args, line),
+        edit=_edit(args),
+        force=args.force,
+        callbacks=progress,
+    )
     print(to_markdown(summary))
     return 0
 
@@ -415,6 +539,16 @@ def _console(args: argparse.Namespace) -> Iterator[None]:
             logger.setLevel(level)
 
 
+def _is_usage_error(exc: BaseException) -> bool:
+    """A command line that parses but makes no sense (exit code 2): a :class:`UsageError` or a
+    malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
+    if isinstance(exc, UsageError):
+        return True
+    from promptevolver.config.overrides import OverrideError
+
+    return isinstance(exc, OverrideError)
+
+
 def _one_line(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 
@@ -429,10 +563,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _console(args):
         try:
             return _COMMANDS[args.command](args)
-        except (UsageError, OverrideError) as exc:
-            print(f"promptevolver {args.command}: error: {_one_line(exc)} (see --help)", file=sys.stderr)
-            return 2
-        except (PromptEvolverError, OSError) as exc:
+        except (UsageError, PromptEvolverError, OSError) as exc:
+            if _is_usage_error(exc):
+                print(f"promptevolver {args.command}: error: {_one_line(exc)} (see --help)", file=sys.stderr)
+                return 2
             if args.debug:
                 raise
             print(f"promptevolver: error: {_one_line(exc)}", file=sys.stderr)

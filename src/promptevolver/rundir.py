@@ -31,16 +31,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-from pydantic import ValidationError
-
-from promptevolver.config.models import MetricConfig, RunConfig, format_validation_error, load_run_config
 from promptevolver.errors import ConfigError, RunDirError
+
+if TYPE_CHECKING:  # imported where used: the file names and JSON readers load no pydantic or YAML
+    from promptevolver.config.models import MetricConfig, RunConfig
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
@@ -55,13 +55,17 @@ __all__ = [
     "REPORT_HTML",
     "REPORT_MD",
     "RESULT_FILE",
+    "RUN_FILES",
     "check_format_version",
+    "clear_run",
     "load_instructions",
     "metric_config_near",
+    "prompt_name_near",
     "read_config",
     "read_json",
     "read_result",
     "result_path",
+    "run_status",
     "write_atomic",
     "write_json",
     "write_result",
@@ -81,6 +85,22 @@ APPLY_SNIPPET_FILE = "apply_best.py"
 FORMAT_VERSION = 2
 #: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
 FORMAT_VERSION_KEY = "format_version"
+#: Every file (and the plots folder) a run writes into its directory: what ``--force`` removes.
+RUN_FILES = (
+    CONFIG_FILE,
+    CHECKPOINT_FILE,
+    JOURNAL_FILE,
+    BEST_SO_FAR_FILE,
+    RESULT_FILE,
+    REPORT_MD,
+    REPORT_HTML,
+    PLOTS_DIR,
+    BEST_INSTRUCTIONS_FILE,
+    APPLY_SNIPPET_FILE,
+)
+#: What a directory holds, for ``optimize -o DIR``: ``new`` (no run file in it), ``interrupted``
+#: (a run started and left no result.json) or ``finished`` (a result.json).
+RunStatus = Literal["new", "interrupted", "finished"]
 #: Keys every result.json has had since release 0.1, with their JSON types.
 _RESULT_KEYS: dict[str, type] = {
     "metric": str,
@@ -136,7 +156,39 @@ def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
     return write_json(path, {FORMAT_VERSION_KEY: FORMAT_VERSION, **result}, indent=2)
 
 
+def clear_run(directory: str | Path) -> list[Path]:
+    """Remove the run files (:data:`RUN_FILES`) of ``directory``; return what was removed.
+
+    Other files in the folder are left alone. Used by ``optimize --force``, so that a new run
+    never leaves a stale result.json or report next to its own files.
+
+    Raises:
+        OSError: a file cannot be removed.
+    """
+    removed = []
+    for name in RUN_FILES:
+        path = Path(directory) / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(path)
+    return removed
+
+
 # --- reading -------------------------------------------------------------------------------------
+
+
+def run_status(directory: str | Path) -> RunStatus:
+    """What ``directory`` holds (see :data:`RunStatus`); a missing folder is ``new``."""
+    d = Path(directory)
+    if (d / RESULT_FILE).is_file():
+        return "finished"
+    if any((d / name).exists() for name in (CONFIG_FILE, CHECKPOINT_FILE, JOURNAL_FILE)):
+        return "interrupted"
+    return "new"
 
 
 def read_json(path: str | Path, *, what: str = "file") -> Any:
@@ -228,6 +280,8 @@ def read_config(
         RunDirError: ``run_dir`` has no config.yaml (it is not a run directory).
         ConfigError: the config.yaml is not valid (naming file and key path).
     """
+    from promptevolver.config.models import load_run_config
+
     directory = Path(run_dir)
     if not (directory / CONFIG_FILE).is_file():
         raise RunDirError(f"{directory}: not a run directory (no {CONFIG_FILE} in it)")
@@ -241,6 +295,11 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
     Raises:
         ConfigError: the config.yaml exists but its metric block is missing or invalid.
     """
+    import yaml
+    from pydantic import ValidationError
+
+    from promptevolver.config.models import MetricConfig, format_validation_error
+
     p = Path(path)
     config = (p if p.is_dir() else p.parent) / CONFIG_FILE
     if not config.is_file():
@@ -252,6 +311,27 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
         raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
+
+
+def prompt_name_near(path: str | Path) -> str | None:
+    """The judge's ``prompt_name`` recorded in the run's config.yaml next to ``path`` (a run
+    directory or a file in one); None without a config.yaml or a recorded name.
+
+    Raises:
+        ConfigError: the config.yaml is not valid YAML.
+    """
+    import yaml
+
+    p = Path(path)
+    config = (p if p.is_dir() else p.parent) / CONFIG_FILE
+    if not config.is_file():
+        return None
+    try:
+        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
+    name = raw.get("prompt_name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def load_instructions(path: str | Path) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,8 +152,9 @@ def test_metric_annotation_indexing_iteration_and_len(tmp_path: Path) -> None:
     path = write_json(tmp_path / "both.json", {"answer_correctness": ac_raw, "helpfulness": help_raw})
     multi = MetricAnnotation.from_json(path)
 
-    assert len(multi) == len(ac_raw) + len(help_raw)
-    assert [m.name for m in multi] == ["answer_correctness", "helpfulness"]
+    assert len(multi) == 2 and multi.n_samples == len(ac_raw) + len(help_raw)
+    assert list(multi) == ["answer_correctness", "helpfulness"]
+    assert [m.name for m in multi.values()] == ["answer_correctness", "helpfulness"]
     assert multi["helpfulness"].name == "helpfulness"
     assert len(multi["helpfulness"]) == len(help_raw)
     assert multi["answer_correctness"].samples == multi.root["answer_correctness"]
@@ -162,7 +164,7 @@ def test_metric_annotation_indexing_iteration_and_len(tmp_path: Path) -> None:
         multi["faithfulness"]
     assert str(path) in str(info.value) and "'faithfulness'" in str(info.value)
     assert "faithfulness" not in multi and "helpfulness" in multi
-    assert all(m.source == str(path) for m in multi)
+    assert all(m.source == str(path) for m in multi.values())
     assert multi["helpfulness"].source == str(path)
 
     only = MetricAnnotation.from_json(path, metric_name="helpfulness")
@@ -745,3 +747,23 @@ def test_train_test_split_default_stratifies_on_the_human_label(helpfulness: Sin
     counts = {value: test.labels().count(value) for value in set(labels)}
     for value, count in counts.items():
         assert abs(count - 7 * labels.count(value) / len(labels)) < 1
+
+
+def test_metric_annotation_is_a_read_only_mapping_of_metric_names(tmp_path: Path) -> None:
+    _, ac_raw = raw_samples(AC_FILE)
+    _, help_raw = raw_samples(HELP_FILE)
+    path = write_json(tmp_path / "both.json", {"answer_correctness": ac_raw, "helpfulness": help_raw})
+    multi = MetricAnnotation.from_json(path)
+
+    assert isinstance(multi, Mapping)
+    assert list(multi.keys()) == ["answer_correctness", "helpfulness"] == list(multi.root)
+    assert [(name, m.name, len(m)) for name, m in multi.items()] == [
+        ("answer_correctness", "answer_correctness", len(ac_raw)),
+        ("helpfulness", "helpfulness", len(help_raw)),
+    ]
+    assert dict(multi) == {name: multi[name] for name in multi.root}
+    assert multi.get("helpfulness") == multi["helpfulness"] and multi.get("faithfulness") is None
+    assert len(multi.keys()) == len(multi.values()) == len(multi) == 2
+    with pytest.raises(TypeError):
+        multi["faithfulness"] = multi["helpfulness"]  # type: ignore[index]
+    assert MetricAnnotation.from_json(path) == multi  # Ragas' classmethod and equality kept

@@ -365,8 +365,8 @@ def test_to_evaluation_dataset_holds_the_metric_inputs(path: Path) -> None:
 def test_metric_annotation_to_evaluation_dataset_concatenates_metrics(two_metrics: Path) -> None:
     multi = MetricAnnotation.from_json(two_metrics)
     evaluation = multi.to_evaluation_dataset()
-    assert len(evaluation) == len(multi)
-    assert evaluation.to_list() == [t for m in multi for t in m.to_evaluation_dataset().to_list()]
+    assert len(evaluation) == multi.n_samples
+    assert evaluation.to_list() == [t for m in multi.values() for t in m.to_evaluation_dataset().to_list()]
 
 
 def test_evaluation_dataset_fields_aliases_and_extras() -> None:
@@ -413,7 +413,7 @@ def test_ragas_call_shapes(two_metrics: Path) -> None:
     """The calls Ragas' optimizer and users make, with Ragas' positional signatures."""
     multi = MetricAnnotation.from_json(two_metrics, None)
     dataset = multi["helpfulness"]
-    assert len(multi) == len(multi["answer_correctness"]) + len(dataset)
+    assert multi.n_samples == len(multi["answer_correctness"]) + len(dataset)  # Ragas' len(multi)
     assert len(dataset.sample(5, "metric_output")) == 5
     assert len(dataset.sample(5)) == 5
     batches = dataset.batch(4, True)

@@ -11,6 +11,7 @@ from promptevolver.config.build import build_llm
 from promptevolver.config.models import DEFAULT_CACHE, LLMConfig, load_run_config
 from promptevolver.errors import ConfigError
 from promptevolver.llm import CachedLLM, CacheError, OpenAIClient, Price, SimulatedJudgeLLM
+from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE, PRICE_TABLE_SOURCES, table_price
 
 PRICES = {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6}}
 
@@ -48,8 +49,28 @@ def test_fake_provider_is_priced_under_its_name(ac_dataset) -> None:
 
 def test_no_prices_means_no_cost_and_no_limits(monkeypatch: pytest.MonkeyPatch, ac_dataset) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-config")
-    client = build_llm(openai_config(), dataset=ac_dataset, random_seed=1)
+    client = build_llm(openai_config(model="my-local-model"), dataset=ac_dataset, random_seed=1)
     assert isinstance(client, OpenAIClient) and client.price is None and not client.throttle.active
+
+
+def test_a_listed_model_is_priced_from_the_table_and_llm_prices_overrides_it(
+    monkeypatch: pytest.MonkeyPatch, ac_dataset
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-config")
+    listed = build_llm(openai_config(), dataset=ac_dataset, random_seed=1)
+    assert isinstance(listed, OpenAIClient) and listed.price == PRICE_TABLE["gpt-4o-mini"]
+    assert openai_config().price() == (PRICE_TABLE["gpt-4o-mini"], f"price table of {PRICE_TABLE_DATE}")
+    mine = {"gpt-4o-mini": {"prompt": 9, "completion": 9}}
+    overridden = build_llm(openai_config(prices=mine), dataset=ac_dataset, random_seed=1)
+    assert isinstance(overridden, OpenAIClient) and overridden.price == Price(prompt=9, completion=9)
+    assert LLMConfig().price() is None  # the simulated judge: free unless priced in llm.prices
+
+
+def test_the_price_table_is_dated_sourced_and_exact_by_name() -> None:
+    assert len(PRICE_TABLE_DATE) == 7 and PRICE_TABLE_SOURCES
+    assert all(p.completion >= p.prompt > 0 for p in PRICE_TABLE.values())
+    assert table_price("gpt-4o-mini") == PRICE_TABLE["gpt-4o-mini"]
+    assert table_price("gpt-4o-2024-05-13") is None and table_price(None) is None
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,10 @@ def test_run_level_settings_reach_the_optimizer(tmp_path: Path) -> None:
 
 
 def test_the_dumped_config_says_each_setting_once_and_loads_back(tmp_path: Path) -> None:
-    config = load_run_config(_write(tmp_path, random_seed=9, budget={"max_calls": 500}))
+    shutil.copy(AC_FILE, tmp_path / "data.json")
+    config = load_run_config(
+        _write(tmp_path, dataset=str(tmp_path / "data.json"), random_seed=9, budget={"max_calls": 500})
+    )
     run_dir = tmp_path / "runs" / "one"
     run_dir.mkdir(parents=True)
     dumped = config.dump(relative_to=run_dir)
@@ -54,3 +58,13 @@ def test_the_dumped_config_says_each_setting_once_and_loads_back(tmp_path: Path)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(dumped), encoding="utf-8")
     again = load_run_config(run_dir / "config.yaml")
     assert again.dataset == config.dataset and again.effective_optimizer() == config.effective_optimizer()
+
+
+def test_the_dataset_is_stored_relative_in_one_tree_and_absolute_across_trees(tmp_path: Path) -> None:
+    data = tmp_path / "project" / "data.json"
+    data.parent.mkdir()
+    shutil.copy(AC_FILE, data)
+    config = load_run_config(_write(tmp_path, dataset=str(data)))
+    assert config.dump(relative_to=tmp_path / "project" / "runs" / "a")["dataset"] == "../../data.json"
+    elsewhere = Path(Path(tmp_path.anchor) / "elsewhere-than-tmp")  # shares only the root with tmp_path
+    assert config.dump(relative_to=elsewhere)["dataset"] == str(data.resolve())

@@ -82,7 +82,7 @@ def test_failed_evaluations_are_left_out_and_counted_never_scored():
 
 def test_nothing_measured_gives_no_figures():
     a = agreement_of({0: Judgement(None)}, [0], [3.0], binary=False)
-    assert a == Agreement(binary=False, n=0, failures=1)
-    assert a.summary() == "MSE n/a | MAE n/a | n 0, 1 failed"
+    assert a == Agreement(binary=False, n=0, failures=1, failure_causes={"error": 1})
+    assert a.summary() == "MSE n/a | MAE n/a | n 0, 1 failed (error 1)"
     with pytest.raises(ValueError, match="no human label"):
         agreement_of({0: Judgement(1.0)}, [0], [None], binary=False)

@@ -543,3 +543,13 @@ def test_a_call_budget_holds_with_three_judges(ac_dataset):
     except BudgetExceededError:
         return  # refused up front: fine
     assert sum(result.usage["llm_calls"].values()) <= 150
+
+
+def test_the_wrapped_metric_may_be_given_positionally_as_in_the_wrapper_it_mirrors():
+    critic = AspectCritic(name="answer_correctness", definition=AC_DEFINITION)
+    by_position = JudgeEnsemble(critic, num_judges=3)
+    by_keyword = JudgeEnsemble(metric=critic, num_judges=3)
+    assert by_position.metric is critic is by_keyword.metric
+    assert by_position.get_instructions() == by_keyword.get_instructions() == critic.get_instructions()
+    with pytest.raises(TypeError):
+        JudgeEnsemble(critic, 3)  # the options stay keyword-only

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 
 import pytest
+import yaml
 
+from promptevolver.cli import main
+from promptevolver.errors import RunDirError
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.runs import bench
 from promptevolver.runs.bench import summarize_config, to_markdown
 
-from ..rundirs import AC_CONFIG, leftovers
+from ..rundirs import AC_CONFIG, SYNTHETIC, leftovers
 
 
 def _result(seed_validation: float | None, best_validation: float | None) -> OptimizationResult:
@@ -59,7 +62,39 @@ def test_the_summary_is_written_atomically(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", full_disk)
-    monkeypatch.setattr(bench, "execute", lambda config, directory: _result(0.5, 0.75))
+    monkeypatch.setattr(bench, "execute", lambda config, directory, **_: _result(0.5, 0.75))
     with pytest.raises(OSError, match="No space left"):
         bench.run_benchmarks([AC_CONFIG], tmp_path)
     assert (tmp_path / "summary.json").read_text() == "{}" and leftovers(tmp_path) == []
+
+
+def test_a_rerun_into_taken_run_directories_is_refused_before_any_run(tmp_path, monkeypatch):
+    taken = tmp_path / "answer_correctness" / "seed-3"
+    taken.mkdir(parents=True)
+    (taken / "result.json").write_text("{}")
+    ran: list[tuple[object, bool]] = []
+
+    def fake(config, directory, *, force=False, callbacks=()):
+        ran.append((directory, force))
+        return _result(0.5, 0.75)
+
+    monkeypatch.setattr(bench, "execute", fake)
+    with pytest.raises(
+        RunDirError, match=r"1 run directory of this benchmark already holds a run.*seed-3.*--force"
+    ):
+        bench.run_benchmarks([AC_CONFIG], tmp_path)
+    assert ran == [] and not (tmp_path / "summary.json").exists()
+    bench.run_benchmarks([AC_CONFIG], tmp_path, force=True)
+    assert len(ran) == 5 and all(force for _, force in ran)
+
+
+def test_bench_shows_each_runs_progress_with_its_label(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**SYNTHETIC, "seeds": [0, 1]}))
+    assert main(["bench", str(config), "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    for seed in (0, 1):
+        assert any(
+            line.startswith(f"tiny seed {seed}: seed and initial population: 1 of at most") for line in err
+        )
+        assert any(line.startswith(f"tiny seed {seed}: done: ") for line in err)

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from promptevolver.cli import main
 from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, InsufficientDataError
 from promptevolver.llm.base import BaseLLMClient
+from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.runs.estimate import estimate
 
@@ -118,8 +120,29 @@ def test_prices_give_a_cost_and_an_unpriced_real_model_an_unknown_one():
     priced = _synthetic(llm={"provider": "fake", "prices": {"fake": {"prompt": 1.0, "completion": 2.0}}})
     e = estimate(priced)
     assert e.cost_usd == pytest.approx((e.prompt_tokens * 1.0 + e.completion_tokens * 2.0) / 1e6, rel=1e-3)
-    unpriced = _synthetic(llm={"provider": "openai", "model": "gpt-4o-mini"})
+    unpriced = _synthetic(llm={"provider": "openai", "model": "my-local-model"})
     assert estimate(unpriced).cost_usd is None
+
+
+def test_a_common_model_is_priced_from_the_dated_table(capsys):
+    listed = estimate(_synthetic(llm={"provider": "openai", "model": "gpt-4o-mini"}))
+    price = PRICE_TABLE["gpt-4o-mini"]
+    expected = (listed.prompt_tokens * price.prompt + listed.completion_tokens * price.completion) / 1e6
+    assert listed.cost_usd == pytest.approx(expected, rel=1e-3)
+    argv = [
+        "estimate",
+        str(ROOT / "configs" / "answer_correctness.yaml"),
+        "-q",
+        "--set",
+        "llm.provider=openai",
+    ]
+    assert main([*argv, "--set", "llm.model=gpt-4o-mini"]) == 0
+    assert f"per 1M tokens, from the price table of {PRICE_TABLE_DATE})" in capsys.readouterr().out
+    assert main([*argv, "--set", "llm.model=my-local-model"]) == 0
+    assert (
+        "cost: unknown (no price for 'my-local-model' in llm.prices or the price table"
+        in capsys.readouterr().out
+    )
 
 
 def test_options_that_remove_work_remove_calls():

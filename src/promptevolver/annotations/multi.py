@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pydantic import PrivateAttr, model_validator
@@ -15,12 +15,15 @@ from promptevolver.annotations.single import SingleMetricAnnotation, _Sourced, _
 from promptevolver.errors import AnnotationKeyError
 
 
-class MetricAnnotation(_Sourced):
+class MetricAnnotation(_Sourced, Mapping[str, SingleMetricAnnotation]):
     """Annotations of several metrics: ``root`` maps a metric name to its samples (Ragas' shape).
 
-    ``m["name"]`` gives a :class:`SingleMetricAnnotation` (sharing the samples and the source
-    file); iteration yields one per metric, in file order; ``len`` counts samples over all
-    metrics (as Ragas). Each metric has a label kind, binary or numeric
+    A read-only ``Mapping[str, SingleMetricAnnotation]``, like a dict of metric name →
+    annotations: ``m["name"]`` gives a :class:`SingleMetricAnnotation` (sharing the samples and
+    the source file); ``keys()``, ``values()``, ``items()``, ``get()``, ``in`` and iteration go
+    over the metrics in file order, and ``len`` counts the metrics (a Mapping's length; Ragas'
+    ``len`` counted samples, which :attr:`n_samples` gives). Ragas' ``root``, ``from_json`` and
+    indexing work as in Ragas. Each metric has a label kind, binary or numeric
     (:mod:`~promptevolver.annotations.labels`; :attr:`kinds`), checked when the set is built or
     loaded.
     """
@@ -61,7 +64,7 @@ class MetricAnnotation(_Sourced):
         annotations = cls.model_construct(root={name: samples for name, (samples, _) in metrics.items()})
         annotations._kinds = {name: label_kind for name, (_, label_kind) in metrics.items()}  # validated
         annotations._with_source(path)
-        for dataset in annotations:
+        for dataset in annotations.values():
             _warn_unusable(dataset)
         return annotations
 
@@ -77,7 +80,9 @@ class MetricAnnotation(_Sourced):
         Raises:
             AnnotationError: a metric input that is not a single-turn sample.
         """
-        return EvaluationDataset(samples=[t for dataset in self for t in dataset.to_evaluation_dataset()])
+        return EvaluationDataset(
+            samples=[t for dataset in self.values() for t in dataset.to_evaluation_dataset()]
+        )
 
     def __getitem__(self, key: str) -> SingleMetricAnnotation:
         """The samples of metric ``key``. Raises AnnotationKeyError (a KeyError) when absent."""
@@ -93,8 +98,14 @@ class MetricAnnotation(_Sourced):
         return key in self.root
 
     def __len__(self) -> int:
-        """Number of samples over all metrics (as Ragas)."""
-        return sum(len(samples) for samples in self.root.values())
+        """Number of metrics (see :attr:`n_samples` for the samples)."""
+        return len(self.root)
 
-    def __iter__(self) -> Iterator[SingleMetricAnnotation]:  # type: ignore[override]
-        return (self[name] for name in self.root)
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+        """The metric names, in file order (a Mapping's keys)."""
+        return iter(self.root)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples over all metrics (what Ragas' ``len`` counts)."""
+        return sum(len(samples) for samples in self.root.values())

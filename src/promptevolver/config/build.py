@@ -11,6 +11,7 @@ from typing import Literal
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import LLMConfig, LossConfig, MetricConfig, RunConfig, SyntheticSource
+from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.aspect_critic import AspectCritic
@@ -27,7 +28,7 @@ from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset"]
+__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -59,14 +60,35 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     return dataset
 
 
+def resolve_prompt(config: RunConfig, dataset: SingleMetricAnnotation) -> PromptMatch:
+    """The judge's prompt names for ``dataset``: ``config.prompt_name`` checked against the file's
+    prompt keys, or chosen from them (:func:`~promptevolver.config.prompt_match.match_prompt`);
+    only an aspect critic's one prompt takes the file's name.
+
+    Raises:
+        ConfigError: ``prompt_name`` is not in the file or cannot name this judge's prompt, the
+            file has several prompts and none is the judge's, or a fixed-name prompt of the judge
+            is missing from the file (the message lists the keys).
+    """
+    judge = build_judge(config.metric)
+    return match_prompt(
+        dataset,
+        config.prompt_name,
+        judge_prompts=list(judge.get_prompts()),
+        renamable=isinstance(judge, AspectCritic),
+    )
+
+
 #: A single judge of ours.
 Judge = AspectCritic | RubricJudge | StatementSupport
 
 
-def build_judge(config: MetricConfig, *, temperature: float = 0.0) -> Judge:
+def build_judge(config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None) -> Judge:
     """The single judge ``config`` describes (never an ensemble): by ``config.type``, an
     AspectCritic, a RubricJudge or a StatementSupport. ``temperature`` (the LLM's) applies unless
-    ``config.temperature`` is set."""
+    ``config.temperature`` is set; ``prompt_name`` names an aspect critic's prompt
+    (:func:`resolve_prompt`; None: ``AspectCritic.PROMPT_NAME``; the other judges' prompts keep
+    their names)."""
     if config.temperature is not None:
         temperature = config.temperature
     name, definition = config.name, config.definition
@@ -81,13 +103,14 @@ def build_judge(config: MetricConfig, *, temperature: float = 0.0) -> Judge:
         )
     if config.type == "statement_support":
         return StatementSupport(name=name, definition=definition, temperature=temperature)
-    return AspectCritic(name=name, definition=definition, temperature=temperature)
+    prompt = prompt_name or AspectCritic.PROMPT_NAME
+    return AspectCritic(name=name, definition=definition, temperature=temperature, prompt_name=prompt)
 
 
-def build_metric(config: MetricConfig, *, temperature: float = 0.0) -> Metric:
-    """The judge ``config`` describes (:func:`build_judge`), wrapped in a :class:`JudgeEnsemble`
-    when ``config.is_ensemble``."""
-    judge = build_judge(config, temperature=temperature)
+def build_metric(config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None) -> Metric:
+    """The judge ``config`` describes (:func:`build_judge`, ``prompt_name`` included), wrapped in a
+    :class:`JudgeEnsemble` when ``config.is_ensemble``."""
+    judge = build_judge(config, temperature=temperature, prompt_name=prompt_name)
     if not config.is_ensemble:
         return judge
     return JudgeEnsemble(
@@ -105,24 +128,30 @@ def build_loss(config: LossConfig) -> Loss:
     return BinaryMetricLoss(metric=config.metric)
 
 
-def build_llm(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> LLMClient:
-    """The client for ``config``: the simulated judge over ``dataset``, or an OpenAI client;
+def build_llm(
+    config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None = None
+) -> LLMClient:
+    """The client for ``config``: the simulated judge over ``dataset`` (reading the original
+    verdicts under ``prompt_name``, default ``AspectCritic.PROMPT_NAME``), or an OpenAI client;
     wrapped in a :class:`CachedLLM` when ``config.cache`` names a file.
 
     Raises:
         ConfigError: ``provider: openai`` and the key's environment variable is unset.
         CacheError: the cache file cannot be opened (before any call is made).
     """
-    client = _build_client(config, dataset=dataset, random_seed=random_seed)
+    client = _build_client(config, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
     return client if config.cache is None else CachedLLM(inner=client, path=config.cache)
 
 
-def _build_client(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int) -> BaseLLMClient:
+def _build_client(
+    config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None
+) -> BaseLLMClient:
     price = _price(config)
     if config.provider == "fake":
         return SimulatedMetricsLLM(
             dataset=dataset,
             random_seed=random_seed,
+            prompt_name=prompt_name or AspectCritic.PROMPT_NAME,
             noise=config.noise,
             max_concurrency=config.max_concurrency,
             price=price,
@@ -151,5 +180,6 @@ def _build_client(config: LLMConfig, *, dataset: SingleMetricAnnotation, random_
 
 
 def _price(config: LLMConfig) -> Price | None:
-    entry = config.prices.get(config.priced_model)
-    return None if entry is None else Price(prompt=entry.prompt, completion=entry.completion)
+    """``llm.prices``, else the price table's entry for the model (:meth:`LLMConfig.price`)."""
+    found = config.price()
+    return None if found is None else found[0]

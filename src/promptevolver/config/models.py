@@ -28,6 +28,7 @@ from pydantic import (
 
 from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
+from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -293,7 +294,9 @@ class LLMConfig(_Strict):
     together; also the optimizer's ``max_concurrency``).
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
     ``prices``: model name → price (USD per 1M tokens); when given, it must price this ``model``
-    (``fake`` for the simulated provider without a model) and calls add to ``usage.cost_usd``.
+    (``fake`` for the simulated provider without a model). Without it, an ``openai`` model listed
+    in :data:`promptevolver.llm.pricing.PRICE_TABLE` (common models, dated) is priced from there;
+    priced calls add to ``usage.cost_usd`` (see :meth:`price`).
     ``structured_output`` (openai only): ``auto`` negotiates json_schema → json_object → prompt
     with the server; a fixed mode is used as is. ``judge_max_tokens`` / ``meta_max_tokens``
     (openai only): completion-token caps of judge and meta calls (null: the server's default).
@@ -327,6 +330,18 @@ class LLMConfig(_Strict):
     def priced_model(self) -> str:
         """The name looked up in ``prices``: ``model``, or the provider name without one."""
         return self.model or self.provider
+
+    def price(self) -> tuple[Price, str] | None:
+        """This LLM's price and where it comes from (``config's llm.prices`` or ``price table of
+        <date>``); None when neither prices it (its cost is unknown).
+
+        The simulated provider is priced only by ``llm.prices`` (its calls cost nothing otherwise).
+        """
+        entry = self.prices.get(self.priced_model)
+        if entry is not None:
+            return Price(prompt=entry.prompt, completion=entry.completion), "config's llm.prices"
+        listed = table_price(self.model) if self.provider == "openai" else None
+        return None if listed is None else (listed, f"price table of {PRICE_TABLE_DATE}")
 
     @model_validator(mode="after")
     def _model_for_openai(self) -> LLMConfig:
@@ -457,7 +472,9 @@ class RunConfig(_Strict):
 
     ``dataset`` is a Ragas annotation file (relative paths are relative to the config file) or
     ``{synthetic: {n_samples: ..., ...}}``; ``metric_name`` picks one metric of a multi-metric
-    file (default: the metric's ``name``); ``seeds`` are the random seeds a benchmark runs
+    file (default: the metric's ``name``); ``prompt_name`` picks the prompt of the file whose
+    instruction the judge is (default: the file's only prompt, see
+    :mod:`promptevolver.config.prompt_match`); ``seeds`` are the random seeds a benchmark runs
     (default: ``[random_seed]``).
 
     Every setting has one place: the run's ``random_seed`` and ``budget`` at the top level, the
@@ -468,6 +485,7 @@ class RunConfig(_Strict):
 
     dataset: Path | SyntheticSource
     metric_name: str | None = None
+    prompt_name: str | None = Field(None, min_length=1)
     seeds: list[Seed] | None = Field(None, min_length=1)
     metric: MetricConfig
     llm: LLMConfig = LLMConfig()
@@ -517,14 +535,24 @@ class RunConfig(_Strict):
     def dump(self, *, relative_to: Path | None = None) -> dict[str, Any]:
         """The config as a YAML-ready dict, each setting once: the effective ``random_seed`` and
         ``budget`` at the top level, none of :data:`RUN_LEVEL_KEYS` under ``optimizer``; a dataset
-        file path relative to ``relative_to`` (the folder the dict will be written to) if given."""
+        file path relative to ``relative_to`` (the folder the dict will be written to) if given
+        and both are in one tree below the root (else absolute)."""
         effective = self.effective_optimizer()
         data = self.model_dump(mode="json", exclude={"optimizer": set(RUN_LEVEL_KEYS)})
         data["random_seed"] = effective.random_seed
         data["budget"] = effective.budget.model_dump(mode="json")
         if isinstance(self.dataset, Path) and relative_to is not None:
-            data["dataset"] = os.path.relpath(self.dataset.resolve(), Path(relative_to).resolve())
+            data["dataset"] = _portable(self.dataset, Path(relative_to))
         return data
+
+
+def _portable(path: Path, folder: Path) -> str:
+    """``path`` relative to ``folder`` when both sit in one tree below the filesystem root (a
+    repository and its ``runs/``: they move together), else absolute (``/tmp/run`` and a file in
+    ``/home``: a relative path would climb to the root and break when either moves)."""
+    target, base = path.resolve(), folder.resolve()
+    common = Path(os.path.commonpath([target, base]))
+    return str(target) if common == Path(common.anchor) else os.path.relpath(target, base)
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:

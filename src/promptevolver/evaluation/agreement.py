@@ -7,15 +7,17 @@
   levels from the lowest to the highest value seen (Cohen 1968; levels no one used add nothing).
 
 All figures come from :mod:`sklearn.metrics`. A failed evaluation is not a prediction: it is left
-out of every figure and counted in ``failures`` (as in fitness).
+out of every figure and counted in ``failures``, by cause (``failure_causes``); when every
+evaluation failed, every figure is None (``n/a``), never a score.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +42,7 @@ class Agreement:
     Attributes:
         binary: True for 0/1 verdicts (accuracy, F1, kappa, confusion), False for numeric scores.
         n: samples scored (failed evaluations excluded); failures: failed evaluations left out.
+        failure_causes: cause → count of those failures (``parse``, ``timeout``, ``http 503``...).
         accuracy: share of equal verdicts, in [0, 1] (binary; higher is better).
         f1: F1 of class 1, in [0, 1] (binary; 1.0 when neither side has a positive).
         cohen_kappa: chance-corrected agreement in [-1, 1] (binary); None when undefined (every
@@ -69,6 +72,7 @@ class Agreement:
     within_one: float | None = None
     weighted_kappa: float | None = None
     levels: list[float] | None = None
+    failure_causes: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,7 +90,14 @@ class Agreement:
                     f" | exact {_f(self.exact)} | within one {_f(self.within_one)}"
                     f" | weighted kappa {_f(self.weighted_kappa, 2)}"
                 )
-        return f"{figures} | n {self.n}, {self.failures} failed"
+        return f"{figures} | n {self.n}, {self.failures} failed{self.causes_text()}"
+
+    def causes_text(self) -> str:
+        """`` (parse 2, timeout 1)`` — the failures by cause, most frequent first; empty without any."""
+        if not self.failure_causes:
+            return ""
+        ranked = sorted(self.failure_causes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return " (" + ", ".join(f"{cause} {count}" for cause, count in ranked) + ")"
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -173,7 +184,8 @@ def agreement_of(
 ) -> Agreement:
     """:func:`agreement` of ``judgements`` (position → judgement) at ``positions`` against the
     human ``labels`` (indexed by position; every one at ``positions`` must be set). Failed
-    evaluations are left out and counted; when every one failed, ``n`` is 0 and every figure None.
+    evaluations are left out and counted by cause; when every one failed, ``n`` is 0 and every
+    figure None.
 
     Raises:
         KeyError: a position without a judgement.
@@ -181,17 +193,19 @@ def agreement_of(
     """
     if not positions:
         raise ValueError("no positions to score")
-    y_true, y_pred, failures = [], [], 0
+    y_true, y_pred, causes = [], [], Counter[str]()
     for p in positions:
         label = labels[p]
         if label is None:
             raise ValueError(f"sample {p} has no human label")
-        score = judgements[p].score
-        if score is None:
-            failures += 1
+        judged = judgements[p]
+        if judged.score is None:
+            causes[judged.cause or "error"] += 1
             continue
         y_true.append(float(label))
-        y_pred.append(score)
+        y_pred.append(judged.score)
+    failures, found = sum(causes.values()), dict(causes)
     if not y_true:
-        return Agreement(binary=binary, n=0, failures=failures)
-    return agreement(y_true, y_pred, binary=binary, failures=failures, ordinal=ordinal)
+        return Agreement(binary=binary, n=0, failures=failures, failure_causes=found)
+    figures = agreement(y_true, y_pred, binary=binary, failures=failures, ordinal=ordinal)
+    return replace(figures, failure_causes=found)

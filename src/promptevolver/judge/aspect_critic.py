@@ -19,7 +19,7 @@ from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pic
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
-from promptevolver.rundir import load_instructions, metric_config_near
+from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
 
 __all__ = ["AspectCritic", "AspectCriticOutput"]
 
@@ -47,9 +47,12 @@ class AspectCritic(PromptSet):
         max_reasks: how many times a malformed answer is re-asked (with the parse error shown)
             before the evaluation is recorded as failed.
         temperature: sampling temperature of judge calls.
+        prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas' name): the
+            key under which the annotation file keeps its traces and the humans' corrected reasons,
+            so it must match the file's (see :mod:`promptevolver.config.prompt_match`).
 
     Raises:
-        ValueError: empty ``name`` or ``definition``, or ``max_reasks`` < 0.
+        ValueError: empty ``name``, ``definition`` or ``prompt_name``, or ``max_reasks`` < 0.
     """
 
     PROMPT_NAME = "single_turn_aspect_critic_prompt"
@@ -64,17 +67,19 @@ class AspectCritic(PromptSet):
         llm: LLMClient | None = None,
         max_reasks: int = 1,
         temperature: float = 0.0,
+        prompt_name: str = PROMPT_NAME,
     ) -> None:
         check_judge_arguments(name, definition, max_reasks)
+        if not prompt_name.strip():
+            raise ValueError("prompt_name must not be empty")
+        self.prompt_name = prompt_name
         self.name = name
         self.definition = definition
         self.llm = llm
         self.max_reasks = max_reasks
         self.temperature = temperature
         seed = SEED_TEMPLATE.format(definition=definition)
-        self._prompts: dict[str, Prompt[Any]] = {
-            self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, AspectCriticOutput)
-        }
+        self._prompts: dict[str, Prompt[Any]] = {prompt_name: Prompt(prompt_name, seed, AspectCriticOutput)}
 
     @property
     def calls_per_evaluation(self) -> int:
@@ -100,7 +105,8 @@ class AspectCritic(PromptSet):
                 (e.g. ``best_instructions.json``); see :func:`promptevolver.runs.export.load_instructions`.
             name, definition: the judge's; default: those of the run's ``config.yaml`` next to
                 ``path``.
-            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``).
+            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``,
+                ``prompt_name``; default: the run's, from its config.yaml next to ``path``).
 
         Raises:
             ConfigError: unreadable instructions, or no name/definition given and no config.yaml
@@ -113,6 +119,8 @@ class AspectCritic(PromptSet):
             if config is None:
                 raise ConfigError(f"{path}: pass name= and definition= (no config.yaml next to it)")
             name, definition = name or config.name, definition or config.definition
+        if "prompt_name" not in kwargs and (recorded := prompt_name_near(path)) is not None:
+            kwargs["prompt_name"] = recorded
         metric = cls(name=name, definition=definition, **kwargs)
         metric.set_instructions(instructions)
         return metric
@@ -144,7 +152,7 @@ class AspectCritic(PromptSet):
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
         """
         client = self.client(llm)
-        prompt = self.prompt_for(self.PROMPT_NAME, instructions)
+        prompt = self.prompt_for(self.prompt_name, instructions)
         messages = prompt.render(self.prompt_inputs(inputs))
         temperature = self.temperature if temperature is None else temperature
         answer = await ask(

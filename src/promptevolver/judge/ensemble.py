@@ -78,7 +78,8 @@ class JudgeEnsemble(BatchEvaluation):
     """Several judges of one metric, aggregated; a :class:`~promptevolver.judge.aspect_critic.Metric` itself.
 
     Args:
-        metric: the wrapped judge (see :class:`Metric`); its prompts are this ensemble's.
+        metric: the wrapped judge (see :class:`Metric`), positional or keyword; its prompts are
+            this ensemble's.
         num_judges: judge calls per evaluation (≥ 1); judge ``i`` sends ``sample_index=i``.
         aggregation_method: ``majority`` (binary verdicts; a tie gives 0), ``mean``, ``median``,
             ``min`` or ``max`` (numeric scores); see :data:`AGGREGATIONS`.
@@ -99,8 +100,8 @@ class JudgeEnsemble(BatchEvaluation):
 
     def __init__(
         self,
-        *,
         metric: Metric,
+        *,
         num_judges: int = 1,
         aggregation_method: str = "majority",
         name: str | None = None,

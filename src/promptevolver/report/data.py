@@ -126,6 +126,12 @@ class RunFacts:
     def labels(self) -> list[float | None]:
         return [] if self.dataset is None else self.dataset.labels()
 
+    @property
+    def prompt_name(self) -> str:
+        """The judge's prompt name in this run (the key of its instructions; it is also the
+        annotation file's key of the humans' reasons)."""
+        return next(iter(self.result.get("seed_instructions") or {}), AspectCritic.PROMPT_NAME)
+
     def disagreements(self, split: str) -> list[Disagreement]:
         """Samples of ``split`` where the best candidate's verdict differs from the human's, in
         sample order (a failed evaluation is no verdict, so it is not a disagreement)."""
@@ -137,7 +143,7 @@ class RunFacts:
         for p in sorted(judged):
             label, j = labels[p], judged[p]
             if label is not None and j.score is not None and _disagrees(j.score, label, self.binary):
-                out.append(_disagreement(split, p, self.dataset.samples[p], label, j))
+                out.append(_disagreement(split, p, self.dataset.samples[p], label, j, self.prompt_name))
         return out
 
 
@@ -146,9 +152,9 @@ def _disagrees(score: float, label: float, binary: bool) -> bool:
 
 
 def _disagreement(
-    split: str, position: int, sample: SampleAnnotation, label: float, j: Judgement
+    split: str, position: int, sample: SampleAnnotation, label: float, j: Judgement, prompt_name: str
 ) -> Disagreement:
-    prompt = sample.prompts.get(AspectCritic.PROMPT_NAME)
+    prompt = sample.prompts.get(prompt_name)
     edited = prompt.edited_output if prompt else None
     if sample.target is not None:
         action = "target"
@@ -156,7 +162,7 @@ def _disagreement(
         action = "edited"
     else:
         action = "accepted" if sample.is_accepted else "rejected without an edit"
-    approved = sample.expected_output(AspectCritic.PROMPT_NAME) or {}
+    approved = sample.expected_output(prompt_name) or {}
     reason = approved.get("reason")
     return Disagreement(
         split=split,
@@ -303,8 +309,14 @@ async def _judge(
     positions: Sequence[int],
     random_seed: int,
 ) -> dict[int, Judgement]:
-    llm = build_llm(config.llm.model_copy(update={"cache": None}), dataset=dataset, random_seed=random_seed)
-    metric = build_metric(config.metric, temperature=config.llm.temperature)
+    prompt = next(iter(instructions)) if config.metric.type == "aspect_critic" else None  # renamable
+    llm = build_llm(
+        config.llm.model_copy(update={"cache": None}),
+        dataset=dataset,
+        random_seed=random_seed,
+        prompt_name=prompt,
+    )
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     evaluator = Evaluator(metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency)
     return await evaluator.evaluate(instructions, positions)
 

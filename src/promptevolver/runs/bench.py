@@ -11,6 +11,10 @@ Columns: seed and best validation score (mean ± std over seeds), best train sco
 meta LLM calls, tokens (prompt + completion) and wall time in seconds (per seed, mean). A score a
 run did not measure (None) is left out of the mean and counted in ``unmeasured``; with none
 measured the figure is ``n/a``. Both summary files are written atomically.
+
+Run directories are never clobbered: before any run, every target directory is checked, and if
+some already hold a run the benchmark stops naming them, unless ``force`` (each is then started
+afresh, as ``optimize --force``).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from promptevolver.config.models import load_run_config
+from promptevolver.config.models import RunConfig, load_run_config
+from promptevolver.errors import RunDirError
+from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.rundir import write_atomic, write_json
+from promptevolver.rundir import run_status, write_atomic, write_json
 from promptevolver.runs.optimize import execute
 
 __all__ = ["machine", "run_benchmarks", "summarize_config"]
@@ -81,23 +87,33 @@ def run_benchmarks(
     *,
     log: Callable[[str], None] = lambda _: None,
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    force: bool = False,
+    callbacks: Callable[[str, RunConfig], Sequence[Callback]] | None = None,
 ) -> dict[str, Any]:
     """Run every config over its seeds and write the run directories and the summary.
 
-    ``edit`` changes each raw config mapping before validation (the CLI's ``--set``).
+    ``edit`` changes each raw config mapping before validation (the CLI's ``--set``); ``force``
+    starts afresh in run directories that already hold a run; ``callbacks(label, config)`` gives
+    each run's optimizer callbacks (``label``: ``"<config> seed <s>"``; e.g. progress).
 
     Raises:
+        RunDirError: without ``force``, some run directories already hold a run (before any run).
         ConfigError, AnnotationError, BudgetExceededError: as for one run (the first failure stops).
     """
     out = Path(output)
+    plan = [(Path(path).stem, load_run_config(path, edit=edit)) for path in configs]
+    dirs = {(name, seed): out / name / f"seed-{seed}" for name, config in plan for seed in _seeds(config)}
+    taken = [str(d) for d in dirs.values() if run_status(d) != "new"]
+    if taken and not force:
+        raise RunDirError(_taken(taken))
     rows = []
-    for path in configs:
-        config = load_run_config(path, edit=edit)
-        name = Path(path).stem
+    for name, config in plan:
         runs = []
-        for seed in config.seeds or [config.effective_optimizer().random_seed]:
+        for seed in _seeds(config):
             started = time.perf_counter()
-            result = execute(config.model_copy(update={"random_seed": seed}), out / name / f"seed-{seed}")
+            seeded = config.model_copy(update={"random_seed": seed})
+            extra = callbacks(f"{name} seed {seed}", seeded) if callbacks is not None else ()
+            result = execute(seeded, dirs[(name, seed)], force=force, callbacks=extra)
             runs.append((seed, result, time.perf_counter() - started))
             seed_val, best_val = (result.scores[who].get("validation") for who in ("seed", "best"))
             log(f"{name} seed {seed}: validation {_f(seed_val)} -> {_f(best_val)}")
@@ -106,6 +122,20 @@ def run_benchmarks(
     write_json(out / "summary.json", summary, indent=2)
     write_atomic(out / "summary.md", to_markdown(summary))
     return summary
+
+
+def _taken(taken: Sequence[str]) -> str:
+    some = ", ".join(taken[:3]) + (", ..." if len(taken) > 3 else "")
+    which = (
+        "1 run directory of this benchmark already holds"
+        if len(taken) == 1
+        else f"{len(taken)} run directories of this benchmark already hold"
+    )
+    return f"{which} a run ({some}); nothing was run. Choose another --output, or rerun them with --force"
+
+
+def _seeds(config: RunConfig) -> list[int]:
+    return config.seeds or [config.effective_optimizer().random_seed]
 
 
 def _f(value: float | None) -> str:

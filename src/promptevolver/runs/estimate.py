@@ -45,8 +45,9 @@ are rendered by the real operators against a recorder that answers locally.
   completions the annotated prompt outputs; meta-prompts are rendered by the operators with
   annotated examples, averaged over the metric's prompts. Counted as the client counts them:
   whitespace words for the simulated LLM, characters / 4 for real providers.
-* *Cost*: tokens × ``llm.prices`` (meta calls at ``reflection_llm.prices`` when set); 0 for the
-  simulated LLM; None (unknown) for a real model without a price.
+* *Cost*: tokens × the LLM's price, from ``llm.prices`` or else the dated price table of common
+  models (:mod:`promptevolver.llm.pricing`; meta calls at the reflection LLM's when set); 0 for
+  the simulated LLM; None (unknown) for a real model priced by neither.
 
 Limits: the model knows how much there is to learn, not how hard it is, so a run can stop
 earlier or later than expected; :attr:`Estimate.max_calls` bounds a run that never stops early.
@@ -61,7 +62,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import build_metric, load_dataset
+from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge.protocol import Metric
@@ -150,9 +151,10 @@ def estimate_dataset(
     config: RunConfig, dataset: SingleMetricAnnotation, *, model: CostModel | None = None
 ) -> Estimate:
     """:func:`estimate` for the config's ``dataset``, already loaded. Raises as :func:`estimate`."""
-    plan = _Plan.of(config, dataset, model or CostModel())
+    prompt_name = resolve_prompt(config, dataset).rename  # the file's name of an aspect critic's prompt
+    plan = _Plan.of(config, dataset, model or CostModel(), prompt_name)
     phases = plan.phases()
-    tokens = _Tokens.of(config, dataset, plan)
+    tokens = _Tokens.of(config, dataset, plan, prompt_name)
     judge = sum(p["judge_calls"] for p in phases)
     meta = sum(p["meta_calls"] for p in phases)
     prompt, completion, cost = tokens.totals(phases)
@@ -191,7 +193,9 @@ class _Plan:
     noise: float
 
     @classmethod
-    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel) -> _Plan:
+    def of(
+        cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel, prompt_name: str | None
+    ) -> _Plan:
         cfg = config.effective_optimizer()
         labels = dataset.labels()
         usable = [i for i, y in enumerate(labels) if y is not None]
@@ -202,7 +206,7 @@ class _Plan:
                 metric=dataset.name,
             )
         n_train, n_val = split_sizes(len(usable), cfg)
-        metric = build_metric(config.metric)
+        metric = build_metric(config.metric, prompt_name=prompt_name)
         binary = config.loss.type == "binary"
         prompt = _only_prompt(metric)
         wrong = sum(_disagrees(dataset, i, labels[i], prompt, binary) for i in usable)
@@ -425,8 +429,10 @@ class _Tokens:
     meta_price: tuple[float, float] | None
 
     @classmethod
-    def of(cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan) -> _Tokens:
-        metric = build_metric(config.metric)
+    def of(
+        cls, config: RunConfig, dataset: SingleMetricAnnotation, plan: _Plan, prompt_name: str | None
+    ) -> _Tokens:
+        metric = build_metric(config.metric, prompt_name=prompt_name)
         examples = _examples(dataset, metric)
         judge = _judge_tokens(dataset, metric, _counter(config.llm))
         meta_count = _counter(config.reflection_llm or config.llm)
@@ -475,10 +481,11 @@ def _counter(llm: LLMConfig) -> Callable[[str], int]:
 
 
 def _price(llm: LLMConfig) -> tuple[float, float] | None:
-    """USD per 1M (prompt, completion) tokens: the config's price, 0 for the simulated LLM, else None."""
-    entry = llm.prices.get(llm.priced_model)
-    if entry is not None:
-        return entry.prompt, entry.completion
+    """USD per 1M (prompt, completion) tokens: ``llm.prices`` or the price table
+    (:meth:`LLMConfig.price`), 0 for the simulated LLM, else None."""
+    found = llm.price()
+    if found is not None:
+        return found[0].prompt, found[0].completion
     return (0.0, 0.0) if llm.provider == "fake" else None
 
 

@@ -4,25 +4,29 @@
 example a previous run's best) and returns the agreement figures a report shows. Samples: all
 usable ones, or the validation samples of a run (``result.json``'s ``split.validation_positions``),
 so that a run's held-out score can be checked again, on another LLM for instance.
+
+:func:`run_of` finds the run the instructions come from (``evaluate`` then defaults to its
+validation samples: its train samples were learned from), and :func:`other_metric` says when
+that run optimized another metric than the config's (``evaluate`` warns).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import build_llm, build_metric, load_dataset
+from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
-from promptevolver.errors import ConfigError
+from promptevolver.errors import ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
 from promptevolver.llm.preflight import preflight
-from promptevolver.rundir import read_result, result_path
+from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, metric_config_near, read_result, result_path
 
-__all__ = ["Scorecard", "score_instructions", "validation_positions"]
+__all__ = ["Scorecard", "other_metric", "run_of", "score_instructions", "validation_positions"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class Scorecard:
         metric: the metric's name; split: ``all`` or ``validation``.
         agreement: the figures (see :class:`~promptevolver.evaluation.agreement.Agreement`).
         judge_calls: LLM calls made (cache hits excluded); usage: the client's full usage.
+        pairs: the measured (human label, judge score) pairs, in sample order (failed evaluations
+            left out): what the figures and their confidence intervals are computed from.
     """
 
     metric: str
@@ -40,6 +46,7 @@ class Scorecard:
     agreement: Agreement
     judge_calls: int
     usage: dict[str, Any]
+    pairs: tuple[tuple[float, float], ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""
@@ -77,6 +84,46 @@ def validation_positions(run_dir: str | Path, dataset: SingleMetricAnnotation) -
     return list(positions)
 
 
+def run_of(instructions: str | Path, run: str | Path | None = None) -> Path | None:
+    """The run directory behind an ``evaluate``: ``run`` if given, else ``instructions`` when it
+    is a run directory or a file inside one (next to a result.json); None for a plain file."""
+    if run is not None:
+        return Path(run)
+    path = Path(instructions)
+    folder = path if path.is_dir() else path.parent
+    return folder if (folder / RESULT_FILE).is_file() else None
+
+
+def other_metric(run_dir: str | Path, config: RunConfig) -> str | None:
+    """A warning when the run in ``run_dir`` optimized another metric (name or definition) than
+    ``config.metric``; None when they match or the run does not say.
+
+    Raises:
+        ConfigError: the run's config.yaml exists but its metric block is invalid.
+    """
+    theirs = metric_config_near(run_dir)
+    name = theirs.name if theirs is not None else _result_metric(run_dir)
+    ours = config.metric
+    if name is not None and name != ours.name:
+        return (
+            f"the instructions were optimized for metric {name!r} ({run_dir}), but are scored against "
+            f"the config's metric {ours.name!r}"
+        )
+    if theirs is not None and theirs.definition != ours.definition:
+        return (
+            f"the instructions were optimized for another definition of {ours.name!r} "
+            f"({Path(run_dir) / CONFIG_FILE}) than the config's"
+        )
+    return None
+
+
+def _result_metric(run_dir: str | Path) -> str | None:
+    try:
+        return read_result(run_dir).get("metric")
+    except RunDirError:
+        return None
+
+
 def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> None:
     unknown = sorted(set(instructions) - set(known))
     if unknown:
@@ -95,24 +142,31 @@ async def score_instructions(
     Uses the config's metric, LLM (with its cache) and loss type (binary or numeric).
 
     Raises:
-        ConfigError: instructions for a prompt the judge does not have; an OpenAI config whose
-            key is not set.
+        ConfigError: instructions for a prompt the judge does not have (its prompt is named after
+            the annotation file's, :func:`~promptevolver.config.build.resolve_prompt`); an unknown
+            ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """
     data = dataset if dataset is not None else load_dataset(config)
-    metric = build_metric(config.metric, temperature=config.llm.temperature)
+    prompt = resolve_prompt(config, data).rename
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
-    llm = build_llm(config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed)
+    seed = config.effective_optimizer().random_seed
+    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
     await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
     evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)
     judged = await evaluator.evaluate(instructions, chosen)
     figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary")
+    pairs = tuple(
+        (float(labels[p] or 0.0), float(score)) for p in chosen if (score := judged[p].score) is not None
+    )
     return Scorecard(
         metric=config.metric.name,
         split="all" if positions is None else "validation",
         agreement=figures,
         judge_calls=llm.usage.judge_calls,
         usage=llm.usage.to_dict(),
+        pairs=pairs,
     )

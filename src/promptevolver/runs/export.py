@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from promptevolver.config.models import MetricConfig
+from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,
     BEST_INSTRUCTIONS_FILE,
@@ -42,6 +43,9 @@ def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
     items = "".join(f"    {name!r}: {text!r},\n" for name, text in instructions.items())
     ensemble = metric.is_ensemble
     judge, kwargs = metric.judge_source()
+    named = [n for n in instructions if n != AspectCritic.PROMPT_NAME]  # a file's own prompt name
+    if judge == "AspectCritic" and len(instructions) == 1 and named:
+        kwargs["prompt_name"] = named[0]
     arguments = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
     lines = [
         f'"""Apply the optimized instructions to the {metric.name} judge (written by promptevolver).',

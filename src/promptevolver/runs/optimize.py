@@ -7,19 +7,22 @@ exports (:mod:`promptevolver.runs.export`) and the report (:mod:`promptevolver.r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
 
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
+from promptevolver.errors import CheckpointError
+from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.report.write import write_report
-from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, write_atomic
+from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, clear_run, write_atomic
 from promptevolver.runs.export import write_exports
+from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 
@@ -50,31 +53,75 @@ def execute(
     run_dir: str | Path,
     *,
     resume: bool = False,
+    force: bool = False,
     progress: bool = False,
     callbacks: Sequence[Callback] = (),
+    source: str | Path | None = None,
+    log: Callable[[str], None] = lambda _: None,
 ) -> OptimizationResult:
     """Build everything ``config`` names, optimize, and write the run directory.
 
-    Writes config.yaml first, a checkpoint after every generation, and at the end result.json,
-    the exports and the report. ``callbacks`` receive the optimizer's events.
+    Writes config.yaml first (with the judge's ``prompt_name`` matched to the annotation file's
+    prompt keys, :func:`~promptevolver.config.build.resolve_prompt`; ``log`` gets a line naming
+    it unless it is the judge's usual name), a checkpoint after every generation, and at the end
+    result.json, the exports and the report. ``callbacks`` receive the optimizer's events.
+
+    A run directory is never clobbered (:mod:`promptevolver.runs.resume`): a new run refuses one
+    holding an interrupted or finished run unless ``force`` (then its run files are removed
+    first); ``resume`` needs a checkpoint and a config that keeps the search the same, and
+    ``log`` receives a line saying where it resumes and which calls it will not repeat.
+
+    Args:
+        source: where ``config`` was read from, for messages (default: DIR/config.yaml).
 
     Raises:
-        PromptEvolverError: bad data, config, budget or checkpoint (see :mod:`promptevolver.errors`).
+        PromptEvolverError: bad data, config, budget or checkpoint (see :mod:`promptevolver.errors`);
+            RunDirError when ``run_dir`` holds a run this call would lose.
         KeyboardInterrupt: the run was interrupted; the last checkpoint stays valid.
     """
+    directory = Path(run_dir)
+    check_run_dir(directory, resume=resume, force=force)
+    if resume:
+        check_same_search(directory, config, source=source or directory / CONFIG_FILE)
+        log(resume_point(directory).describe(config.effective_optimizer().generations))
+    elif force:
+        clear_run(directory)
     opt_config = config.effective_optimizer()
     dataset = load_dataset(config)
-    llm = build_llm(config.llm, dataset=dataset, random_seed=opt_config.random_seed)
+    match = resolve_prompt(config, dataset)
+    if match.rename not in (None, AspectCritic.PROMPT_NAME) or match.how == "absent":
+        log(match.describe())  # the usual case is named in the outcome ("best instruction for ...")
+    config = config.model_copy(update={"prompt_name": match.rename})  # config.yaml records it
+    seed, prompt = opt_config.random_seed, match.rename
+    llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
     reflection = None
     if config.reflection_llm is not None:
-        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=opt_config.random_seed)
-    metric = build_metric(config.metric, temperature=config.llm.temperature)
+        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     optimizer = GeneticOptimizer(
         metric=metric, llm=llm, reflection_llm=reflection, progress=progress, callbacks=callbacks
     )
-    write_config(run_dir, config)
-    result = optimizer.optimize(dataset, build_loss(config.loss), opt_config, run_dir=run_dir, resume=resume)
-    write_result(run_dir, result)
-    write_exports(run_dir, result.best_instructions, config.metric)
-    write_report(run_dir, dataset=dataset)
+    previous = (directory / CONFIG_FILE).read_text(encoding="utf-8") if resume else None
+    write_config(directory, config)
+    try:
+        result = optimizer.optimize(
+            dataset, build_loss(config.loss), opt_config, run_dir=directory, resume=resume
+        )
+    except CheckpointError as exc:  # the run's own config.yaml stays as it was
+        if previous is not None:
+            write_atomic(directory / CONFIG_FILE, previous)
+        raise CheckpointError(
+            f"{exc} (config: {source or directory / CONFIG_FILE}; dataset: {_dataset_name(config)})"
+        ) from exc
+    write_result(directory, result)
+    write_exports(directory, result.best_instructions, config.metric)
+    write_report(directory, dataset=dataset)
     return result
+
+
+def _dataset_name(config: RunConfig) -> str:
+    return (
+        str(config.dataset)
+        if isinstance(config.dataset, Path)
+        else "synthetic " + str(config.dataset.synthetic.model_dump())
+    )

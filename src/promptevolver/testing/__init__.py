@@ -1,7 +1,9 @@
 """Test and benchmark helpers: a local OpenAI-compatible server with fault injection and the
-dialects of real server products, and a handler that backs it with the simulated judge."""
+dialects of real server products, a handler that backs it with the simulated judge, and
+:func:`assert_agreement`, the judge gate for users' test suites (README "Pin your judge in CI")."""
 
 from promptevolver.testing.dialects import DIALECTS, Dialect, Reply
+from promptevolver.testing.gate import assert_agreement
 from promptevolver.testing.openai_server import Fault, Handler, LocalOpenAIServer
 from promptevolver.testing.simulated_server import request_from_body, simulated_handler
 
@@ -12,6 +14,7 @@ __all__ = [
     "Handler",
     "LocalOpenAIServer",
     "Reply",
+    "assert_agreement",
     "request_from_body",
     "simulated_handler",
 ]

@@ -1,0 +1,114 @@
+"""A finished run in words, for the terminal: which candidate was chosen and why, why it stopped.
+
+The numbers alone can look contradictory (``best train 0.923`` beside ``stop reason:
+perfect_train`` when another candidate got train right but could not be told better than the
+seed on held-out samples, and the seed was kept); :func:`choice_line` and :func:`stop_line` say
+what happened, in the final choice's own words (``final_choice.why``) where the result has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from promptevolver.optimizers.result import OptimizationResult
+
+__all__ = ["choice_line", "stop_line"]
+
+_STOPS = {
+    "generations": "every generation the config asks for ran",
+    "perfect_train": "a candidate reached the best possible train score, so train has nothing left to teach",
+    "patience": "the best train score did not improve for {patience} generation(s) in a row",
+    "exhausted": "every operator plan the population allows had been tried",
+    "budget": "the budget could not pay for another generation and the final choice",
+    "population_size_1": "population_size is 1: the seed is evaluated, nothing else",
+}
+
+
+def choice_line(result: OptimizationResult) -> str:
+    """Which candidate was chosen and why, with its train score against the seed's (the estimates
+    of the summary line, ``scores``); when the seed was kept, why, and what the best other
+    finalist scored on the train samples judged (its lineage entry, beside the seed's). The reason
+    is the final choice's own (``final_choice.why``); a result without one (release 0.2) is
+    explained from its lineage."""
+    lineage = result.lineage
+    if not lineage:
+        return "chosen: n/a (the result records no candidates)"
+    why = (result.final_choice or {}).get("why")
+    if not why:
+        return _from_lineage(result)
+    seed, by_id = lineage[0], {c["id"]: c for c in lineage}
+    if result.improved:
+        best, scores = by_id[result.best_id], result.scores
+        train = _f(scores.get("best", {}).get("train")), _f(scores.get("seed", {}).get("train"))
+        return f"chosen: {_who(best)}: {why}; train {train[0]} against the seed's {train[1]}"
+    rows = [r for r in result.final_choice.get("finalists", []) if r.get("id") in by_id]
+    if not rows:
+        return f"kept the seed: {why}"
+    row = max(rows, key=lambda r: (r.get("delta") is not None, r.get("delta") or 0.0))
+    top, delta = by_id[row["id"]], row.get("delta")
+    on_validation = "" if delta is None else f", and {delta:+.3f} against it on validation"
+    judged = ((result.split or {}).get("judged") or {}).get("train")
+    samples = f"the {judged} train samples judged" if judged else "the train samples judged"
+    return (
+        f"kept the seed: {why}; the best other finalist, {_who(top)}, scored {_f(top['train'])} on "
+        f"{samples} (the seed {_f(seed['train'])}){on_validation}"
+    )
+
+
+def _from_lineage(result: OptimizationResult) -> str:
+    """:func:`choice_line` for a result without ``final_choice``: validation scores of the lineage."""
+    lineage, higher = result.lineage, bool(result.loss.get("higher_is_better", True))
+    seed = lineage[0]
+    n_val = (result.split or {}).get("validation")
+    if result.improved:
+        best = lineage[result.best_id]
+        return (
+            f"chosen: {_who(best)}: validation {_f(best['validation'])} against the seed's "
+            f"{_f(seed['validation'])} on {n_val} held-out samples (train {_f(best['train'])} against "
+            f"{_f(seed['train'])})"
+        )
+    rivals = [c for c in lineage[1:] if c.get("validation") is not None]
+    if not rivals:
+        why = (
+            "no other candidate was made"
+            if len(lineage) == 1
+            else "no other candidate was judged on validation (none was measured well enough on train)"
+        )
+        return f"kept the seed: {why}"
+    top = _best(rivals, higher)
+    verdict = "no better than" if top["validation"] == seed["validation"] else "worse than"
+    return (
+        f"kept the seed: the best other candidate, {_who(top)}, scored train {_f(top['train'])} "
+        f"(the seed {_f(seed['train'])}) but validation {_f(top['validation'])}, {verdict} the seed's "
+        f"{_f(seed['validation'])} on {n_val} held-out samples (a tie keeps the seed)"
+    )
+
+
+def stop_line(result: OptimizationResult) -> str:
+    """Why the search stopped, after how many generations, in words (``stop_reason`` in brackets)."""
+    reason = result.stop_reason
+    patience = (result.config or {}).get("patience")
+    words = _STOPS.get(reason, reason).format(patience=patience)
+    generations = max((h.get("generation", 0) for h in result.history), default=0)
+    after = "after the initial population" if generations == 0 else f"after generation {generations}"
+    return f"stopped {after}: {words} ({reason})"
+
+
+def _best(candidates: Sequence[Mapping[str, Any]], higher: bool) -> Mapping[str, Any]:
+    sign = 1.0 if higher else -1.0
+
+    def key(c: Mapping[str, Any]) -> tuple[float, float, int]:
+        train = c.get("train")
+        return sign * c["validation"], -float("inf") if train is None else sign * train, -c["id"]
+
+    return max(candidates, key=key)
+
+
+def _who(c: Mapping[str, Any]) -> str:
+    made = "the seed" if c["id"] == 0 else f"{c['operator'].replace('_', ' ')}, generation {c['generation']}"
+    return f"candidate {c['id']} ({made})"
+
+
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

@@ -1,0 +1,134 @@
+"""Progress of a run over its LLM calls, for people: a bar on a terminal, plain lines elsewhere.
+
+:class:`CallProgress` is an optimizer callback (:mod:`promptevolver.optimizers.events`). It
+counts the run's LLM calls from the ``llm_call`` events, against the cost model's upper bound
+on the run's calls (``bound``, never below the count), through every phase: the seed's
+evaluation and the initial population, each generation, and the final choice on validation.
+
+* On a terminal (``bar=True``): a tqdm bar whose total is that bound, its label the phase, the
+  best train score so far beside it.
+* Elsewhere (a log file, CI): one plain line per phase, per finished generation, and every
+  ``interval_s`` seconds while calls go on; nothing that redraws.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tqdm import tqdm
+
+from promptevolver.optimizers.events import Event
+
+__all__ = ["CallProgress"]
+
+_FIRST_PHASE = "seed and initial population"
+_FINAL_PHASE = "final choice on validation"
+
+
+class CallProgress:
+    """Shows a run's progress over LLM calls (see the module docstring).
+
+    Args:
+        bar: draw a tqdm bar (on a terminal); False: write plain lines.
+        write: where plain lines go (one line per call, no newline; e.g. ``print`` to stderr).
+        interval_s: seconds between plain "still going" lines (> 0).
+        generations: the run's ``optimizer.generations``, shown as "generation 2 of 4".
+        verbose: on a bar, also write a line per finished generation.
+        label: put before the phase on the bar (e.g. ``"helpfulness seed 3"`` in a benchmark).
+        clock: monotonic seconds (injected by tests).
+
+    Raises:
+        ValueError: ``interval_s`` <= 0.
+    """
+
+    def __init__(
+        self,
+        *,
+        bar: bool,
+        write: Callable[[str], None],
+        interval_s: float = 30.0,
+        generations: int | None = None,
+        verbose: bool = False,
+        label: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        self.bar, self.write, self.interval_s = bar, write, interval_s
+        self.generations, self.verbose, self.clock, self.label = generations, verbose, clock, label
+        self.phase = _FIRST_PHASE
+        self.calls, self.bound = 0, 0
+        self._started = clock()
+        self._last_line = self._started
+        self._announced: str | None = None
+        self._tqdm: Any = None
+
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is not None:
+            handler(event)
+
+    def close(self) -> None:
+        """End the bar (idempotent); call it when the run ends, also on errors."""
+        if self._tqdm is not None:
+            self._tqdm.close()
+            self._tqdm = None
+
+    # --- events ---------------------------------------------------------------------------------
+    def _on_llm_call(self, event: Event) -> None:
+        self.calls, self.bound = int(event.data["calls"]), int(event.data["bound"])
+        if self.bar:
+            self._draw()
+            return
+        now = self.clock()
+        if self._announced != self.phase:
+            self._announced, self._last_line = self.phase, now
+            self.write(f"{self.phase}: {self._count()}")
+        elif now - self._last_line >= self.interval_s:
+            self._last_line = now
+            self.write(f"{self.phase}: {self._count()}")
+
+    def _on_generation_start(self, event: Event) -> None:
+        of = f" of {self.generations}" if self.generations is not None else ""
+        self.phase = f"generation {event.generation}{of}"
+
+    def _on_generation_end(self, event: Event) -> None:
+        d = event.data
+        done = "initial population" if event.generation == 0 else f"generation {event.generation}"
+        line = f"{done} done: best train {_f(d.get('best_train'))}, mean {_f(d.get('mean_train'))}"
+        if self._tqdm is not None:
+            self._tqdm.set_postfix_str(f"best train {_f(d.get('best_train'))}")
+        if not self.bar:
+            self.write(f"{line}; {self._count()}")
+        elif self.verbose:
+            tqdm.write(line)
+        self.phase = _FINAL_PHASE  # until the next generation starts
+
+    def _on_stop(self, event: Event) -> None:
+        if not self.bar and self.calls:
+            self.write(f"done: {self.calls:,} LLM calls ({self._elapsed()})")
+        self.close()
+
+    # --- output ---------------------------------------------------------------------------------
+    def _draw(self) -> None:
+        desc = f"{self.label}: {self.phase}" if self.label else self.phase
+        if self._tqdm is None:
+            self._tqdm = tqdm(total=self.bound, initial=self.calls, unit="call", desc=desc, leave=False)
+            return
+        if self._tqdm.total != self.bound:
+            self._tqdm.total = self.bound
+        if self._tqdm.desc != desc:
+            self._tqdm.set_description_str(desc, refresh=False)
+        self._tqdm.update(self.calls - self._tqdm.n)
+
+    def _count(self) -> str:
+        return f"{self.calls:,} of at most {self.bound:,} LLM calls ({self._elapsed()})"
+
+    def _elapsed(self) -> str:
+        return f"{self.clock() - self._started:.0f} s"
+
+
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

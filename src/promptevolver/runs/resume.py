@@ -1,0 +1,202 @@
+"""Before ``optimize`` writes into a run directory: never clobber a run, and say where a resume
+picks up.
+
+* :func:`check_run_dir` — a new run refuses a directory holding an interrupted run (pointing to
+  ``--resume``) or a finished one (pointing to another ``--output``, ``--resume`` to extend it, or
+  ``--force``); a resume refuses a directory without a checkpoint ("not a run directory").
+* :func:`check_same_search` — a resume refuses a config that changes the search (everything but
+  ``generations``, ``patience`` and ``budget``), naming the checkpoint, the config file and each
+  value, before anything is written.
+* :class:`ResumePoint` — what the checkpoint and the journal hold, in a sentence: the step the
+  run resumes after and the LLM calls it will not make again.
+
+The checkpoint's format is :mod:`promptevolver.optimizers.checkpoint`'s; this module only reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from promptevolver import rundir
+from promptevolver.config.models import RunConfig
+from promptevolver.errors import CheckpointError, RunDirError
+from promptevolver.optimizers import checkpoint
+from promptevolver.optimizers.checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
+
+__all__ = ["RESUMABLE_CHANGES", "ResumePoint", "check_run_dir", "check_same_search", "resume_point"]
+
+
+def check_run_dir(run_dir: str | Path, *, resume: bool, force: bool = False) -> None:
+    """Refuse to write a run into ``run_dir`` where that would lose one (see the module docstring).
+
+    Args:
+        resume: continue the run in ``run_dir`` (it must have a checkpoint).
+        force: start afresh even over an interrupted or finished run (its run files are removed
+            by the caller, :func:`promptevolver.rundir.clear_run`).
+
+    Raises:
+        RunDirError: one line saying what ``run_dir`` holds and the command that continues it.
+    """
+    d = Path(run_dir)
+    if resume:
+        if not (d / rundir.CHECKPOINT_FILE).is_file():
+            raise RunDirError(_not_resumable(d))
+        return
+    status = rundir.run_status(d)
+    if force or status == "new":
+        return
+    if status == "interrupted":
+        raise RunDirError(
+            f"{d} holds an interrupted run{_where(d)}; continue it with: promptevolver optimize "
+            f"--resume {d} (or start it over with --force)"
+        )
+    raise RunDirError(
+        f"{d} holds a finished run ({d / rundir.RESULT_FILE}); nothing was changed. Write to another "
+        f"--output, extend it with: promptevolver optimize --resume {d} --set optimizer.generations=N, "
+        "or overwrite it with --force"
+    )
+
+
+def _not_resumable(d: Path) -> str:
+    if not d.is_dir():
+        return f"{d}: not a run directory (no such folder)"
+    if (d / rundir.CONFIG_FILE).is_file():
+        return (
+            f"{d}: the run wrote no {rundir.CHECKPOINT_FILE}, so there is nothing to resume; start it again"
+        )
+    return f"{d}: not a run directory (no {rundir.CHECKPOINT_FILE} or {rundir.CONFIG_FILE} in it)"
+
+
+def _where(d: Path) -> str:
+    try:
+        data = checkpoint.load(d)
+    except CheckpointError:
+        return ""
+    return f" (its checkpoint: {_step(data['state'], data['config'].get('generations'))})"
+
+
+def check_same_search(run_dir: str | Path, config: RunConfig, *, source: str | Path) -> None:
+    """Refuse to resume ``run_dir`` with a ``config`` (read from ``source``) that changes the
+    search: only :data:`RESUMABLE_CHANGES` may differ from the checkpoint's config.
+
+    Raises:
+        CheckpointError: naming the checkpoint, ``source`` and each changed value.
+    """
+    path = Path(run_dir) / rundir.CHECKPOINT_FILE
+    theirs: dict[str, Any] = checkpoint.load(run_dir)["config"]
+    ours = config.effective_optimizer().model_dump(mode="json")
+    changed = [
+        f"{key} {_show(theirs.get(key))} -> {_show(value)}"
+        for key, value in ours.items()
+        if key not in RESUMABLE_CHANGES and theirs.get(key) != value
+    ]
+    if changed:
+        raise CheckpointError(
+            f"{path}: {source} changes the search ({', '.join(changed)}); only "
+            f"{', '.join(sorted(RESUMABLE_CHANGES))} may change on --resume. Resume with the run's "
+            f"own {rundir.CONFIG_FILE} (promptevolver optimize --resume {run_dir}) or start a new run"
+        )
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resume picks up.
+
+    Attributes:
+        run_dir: the run directory.
+        generation: generations finished after the initial population (0: none, or only it).
+        candidates: candidates the checkpoint holds (0: not even the initial population finished).
+        judgements: successful judge evaluations kept (not asked again; failed ones are).
+        journaled: answers of the interrupted step in the journal (replayed, not sent again).
+        stop_reason: the stop reason of a finished run being extended, else None.
+    """
+
+    run_dir: Path
+    generation: int
+    candidates: int
+    judgements: int
+    journaled: int
+    stop_reason: str | None
+
+    def describe(self, generations: int) -> str:
+        """One line for the terminal; ``generations``: the resumed run's ``optimizer.generations``."""
+        if self.stop_reason:
+            head = (
+                f"extending the finished run in {self.run_dir} (it stopped after generation "
+                f"{self.generation}: {self.stop_reason}) up to generation {generations}"
+            )
+            if self.stop_reason in _FINAL or generations <= self.generation:
+                head += " (its stop reason still holds: expect no new generation)"
+        elif self.candidates == 0:
+            head = f"resuming {self.run_dir} from its start (the initial population had not finished)"
+        else:
+            head = f"resuming {self.run_dir} {_after(self.generation)} of {generations}"
+        kept = [
+            f"{self.candidates} candidates and {self.judgements} judgements kept" if self.candidates else "",
+            f"{self.journaled} answers of the interrupted step replayed from {rundir.JOURNAL_FILE}"
+            if self.journaled
+            else "",
+        ]
+        said = "; ".join(k for k in kept if k)
+        return f"{head}: {said}; none of these LLM calls is made again" if said else head
+
+
+#: Stop reasons that more generations do not lift.
+_FINAL = {"perfect_train", "exhausted", "population_size_1"}
+
+
+def _after(generation: int) -> str:
+    return (
+        "after the initial population, generation 0" if generation == 0 else f"after generation {generation}"
+    )
+
+
+def _step(state: dict[str, Any], generations: Any) -> str:
+    if not state.get("candidates"):
+        return "before the initial population finished"
+    if state.get("generation", 0) == 0:
+        return "after the initial population"
+    return f"after generation {state['generation']} of {generations}"
+
+
+def resume_point(run_dir: str | Path) -> ResumePoint:
+    """What the checkpoint and journal of ``run_dir`` hold (see :class:`ResumePoint`).
+
+    Raises:
+        CheckpointError: no checkpoint, or one of another format version.
+    """
+    data = checkpoint.load(run_dir)
+    state = data["state"]
+    return ResumePoint(
+        run_dir=Path(run_dir),
+        generation=int(state.get("generation", 0)),
+        candidates=len(state.get("candidates", [])),
+        judgements=len(data.get("memo", [])),
+        journaled=_answers_after(Path(run_dir) / rundir.JOURNAL_FILE, int(data.get("journal_entries", 0))),
+        stop_reason=state.get("stop_reason"),
+    )
+
+
+def _answers_after(journal: Path, entry: int) -> int:
+    """Answered calls in the journal from line ``entry`` on (a torn last line ends the count, as
+    :mod:`promptevolver.llm.journal` reads it)."""
+    if not journal.is_file():
+        return 0
+    answers = number = 0
+    with journal.open(encoding="utf-8") as fh:
+        for raw in fh:
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                break
+            if isinstance(line, dict) and "key" in line and "op" in line:
+                answers += int(number >= entry and "text" in line)
+                number += 1
+    return answers

@@ -1,0 +1,100 @@
+"""Pin your judge in CI: fail a test when its agreement with your annotations drops.
+
+:func:`assert_agreement` is the pytest face of ``promptevolver evaluate CONFIG --instructions
+FILE --fail-under X``: the same measurement (:mod:`promptevolver.runs.evaluate`) and the same
+gate (:mod:`promptevolver.runs.gate`), raising :class:`AssertionError` with the gate's one-line
+reason, confidence interval included::
+
+    from promptevolver.testing import assert_agreement
+
+    def test_judge_agrees_with_our_annotations():
+        assert_agreement("configs/answer_correctness.yaml", instructions="judge/best_instructions.json",
+                         at_least=0.85)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
+from promptevolver.config.models import RunConfig, load_run_config
+from promptevolver.config.overrides import apply_overrides
+from promptevolver.rundir import load_instructions
+from promptevolver.runs.evaluate import score_instructions, validation_positions
+from promptevolver.runs.gate import GateResult, check_gate
+
+__all__ = ["assert_agreement"]
+
+
+def assert_agreement(
+    config: str | Path | RunConfig,
+    *,
+    at_least: float,
+    instructions: str | Path | Mapping[str, str] | None = None,
+    figure: str | None = None,
+    run: str | Path | None = None,
+    max_failure_rate: float = 0.0,
+    overrides: Sequence[str] = (),
+) -> GateResult:
+    """Measure the judge's agreement with the config's annotations; fail below ``at_least``.
+
+    Args:
+        config: a run config file (or a loaded :class:`RunConfig`): annotations, judge, LLM.
+        at_least: the least acceptable ``figure``.
+        instructions: a run directory, a result.json, a JSON file of prompt name → instruction,
+            or that mapping itself; None: the config's judge as it is (its seed instructions).
+        figure: ``accuracy``, ``f1`` or ``cohen_kappa`` (binary metrics; default ``accuracy``),
+            ``within_one``, ``exact`` or ``weighted_kappa`` (ordinal scores; default ``within_one``).
+        run: score the validation samples of this run directory (default: every usable sample).
+        max_failure_rate: share of evaluations that may fail, in [0, 1) (default 0).
+        overrides: ``KEY.PATH=VALUE`` changes to a config file, as ``--set`` (e.g.
+            ``llm.model=gpt-4o-mini``).
+
+    Returns:
+        The gate's :class:`~promptevolver.runs.gate.GateResult` (it passed).
+
+    Raises:
+        AssertionError: the gate failed; the message is its one-line reason with the interval.
+        ConfigError, AnnotationError, RunDirError: the config, annotations or files are unusable.
+        RuntimeError: called from a running event loop (call it from a plain, synchronous test).
+    """
+    cfg = _config(config, overrides)
+    dataset = load_dataset(cfg)
+    chosen = _instructions(cfg, instructions, resolve_prompt(cfg, dataset).rename)
+    positions = validation_positions(run, dataset) if run is not None else None
+    card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
+    rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
+    result = check_gate(
+        card.agreement,
+        card.pairs,
+        threshold=at_least,
+        figure=figure,
+        max_failure_rate=max_failure_rate,
+        rng=rng,
+    )
+    if not result.passed:
+        raise AssertionError(f"{cfg.metric.name}: {result.reason}")
+    return result
+
+
+def _config(config: str | Path | RunConfig, overrides: Sequence[str]) -> RunConfig:
+    if isinstance(config, RunConfig):
+        if overrides:
+            raise ValueError("overrides apply to a config file; change a RunConfig with model_copy")
+        return config
+    edit = (lambda raw: apply_overrides(raw, list(overrides))) if overrides else None
+    return load_run_config(config, edit=edit)
+
+
+def _instructions(
+    config: RunConfig, given: str | Path | Mapping[str, str] | None, prompt: str | None
+) -> dict[str, str]:
+    if given is None:
+        return build_metric(config.metric, prompt_name=prompt).get_instructions()
+    if isinstance(given, Mapping):
+        return dict(given)
+    return load_instructions(given)

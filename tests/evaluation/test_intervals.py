@@ -1,0 +1,76 @@
+"""Confidence intervals: Wilson for accuracy, percentile bootstrap for F1 and kappa."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptevolver.evaluation.intervals import bootstrap_interval, wilson_interval
+
+Z95 = 1.959963984540054
+
+
+def test_wilson_at_zero_successes_has_the_closed_form_upper_bound():
+    low, high = wilson_interval(0, 10)
+    assert low == 0.0 and high == pytest.approx(Z95**2 / (10 + Z95**2))
+
+
+def test_wilson_is_symmetric_in_successes_and_failures():
+    low, high = wilson_interval(3, 17)
+    mirror_low, mirror_high = wilson_interval(14, 17)
+    assert (low, high) == pytest.approx((1 - mirror_high, 1 - mirror_low))
+
+
+def test_wilson_narrows_with_more_samples_and_widens_with_confidence():
+    small, large = wilson_interval(17, 20), wilson_interval(1700, 2000)
+    assert small[1] - small[0] > 5 * (large[1] - large[0])
+    assert wilson_interval(17, 20, confidence=0.99)[0] < small[0]
+
+
+def test_wilson_covers_the_true_proportion_about_as_often_as_it_claims():
+    rng = np.random.default_rng(7)
+    n, p = 20, 0.85
+    hits = [lo <= p <= hi for lo, hi in (wilson_interval(int(k), n) for k in rng.binomial(n, p, 4000))]
+    assert 0.92 <= np.mean(hits) <= 0.99
+
+
+@pytest.mark.parametrize(("successes", "n", "confidence"), [(3, 2, 0.95), (1, 0, 0.95), (1, 2, 1.0)])
+def test_wilson_refuses_impossible_arguments(successes, n, confidence):
+    with pytest.raises(ValueError):
+        wilson_interval(successes, n, confidence=confidence)
+
+
+def _accuracy(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return np.mean(t == p, axis=-1)
+
+
+def test_bootstrap_brackets_the_estimate_and_repeats_with_the_seed():
+    t = [1.0] * 15 + [0.0] * 5
+    p = [1.0] * 13 + [0.0] * 2 + [0.0] * 4 + [1.0]
+    first = bootstrap_interval(_accuracy, t, p, rng=np.random.default_rng(0))
+    again = bootstrap_interval(_accuracy, t, p, rng=np.random.default_rng(0))
+    assert first is not None and first == again
+    assert first[0] < _accuracy(np.array(t), np.array(p)) < first[1]
+
+
+def test_bootstrap_agrees_with_wilson_on_a_proportion_and_works_in_blocks():
+    t = [1.0] * 200
+    p = [1.0] * 170 + [0.0] * 30
+    boot = bootstrap_interval(_accuracy, t, p, rng=np.random.default_rng(0), resamples=4000)
+    wilson = wilson_interval(170, 200)
+    assert boot is not None and boot == pytest.approx(wilson, abs=0.015)
+    big_t, big_p = t * 100, p * 100  # 20,000 pairs: resampled in blocks, not one 2000 x 20000 array
+    big = bootstrap_interval(_accuracy, big_t, big_p, rng=np.random.default_rng(0), resamples=200)
+    assert big is not None and big[0] < 0.85 < big[1] and big[1] - big[0] < 0.02
+
+
+def test_bootstrap_is_none_when_the_statistic_is_mostly_undefined():
+    undefined = bootstrap_interval(
+        lambda t, p: np.full(len(t), np.nan), [1.0, 0.0], [1.0, 0.0], rng=np.random.default_rng(0)
+    )
+    assert undefined is None
+
+
+def test_bootstrap_refuses_unequal_inputs():
+    with pytest.raises(ValueError, match="equal"):
+        bootstrap_interval(_accuracy, [1.0], [1.0, 0.0], rng=np.random.default_rng(0))

@@ -1,0 +1,85 @@
+"""Progress over LLM calls: plain lines without a terminal, a bar on one, through every phase."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from promptevolver.config.models import RunConfig
+from promptevolver.optimizers.events import Event
+from promptevolver.runs.optimize import execute
+from promptevolver.runs.progress import CallProgress
+
+from ..rundirs import SYNTHETIC
+
+COUNT = re.compile(r"([\d,]+) of at most ([\d,]+) LLM calls")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _call(calls: int, bound: int = 100, generation: int = 0) -> Event:
+    return Event("llm_call", generation, {"operation": "judge", "calls": calls, "bound": bound})
+
+
+def test_plain_lines_name_each_phase_once_then_every_interval():
+    lines: list[str] = []
+    clock = Clock()
+    progress = CallProgress(bar=False, write=lines.append, interval_s=10, generations=2, clock=clock)
+    for calls in range(1, 6):
+        clock.now += 1
+        progress(_call(calls))
+    assert lines == ["seed and initial population: 1 of at most 100 LLM calls (1 s)"]
+    clock.now = 12
+    progress(_call(6))
+    assert lines[-1] == "seed and initial population: 6 of at most 100 LLM calls (12 s)"
+    progress(Event("generation_end", 0, {"best_train": 0.5, "mean_train": 0.25}))
+    progress(Event("generation_start", 1, {}))
+    progress(_call(7, generation=1))
+    assert lines[-2:] == [
+        "initial population done: best train 0.500, mean 0.250; 6 of at most 100 LLM calls (12 s)",
+        "generation 1 of 2: 7 of at most 100 LLM calls (12 s)",
+    ]
+    progress(Event("generation_end", 1, {"best_train": 0.75, "mean_train": None}))
+    progress(_call(8, generation=1))
+    assert lines[-1].startswith("final choice on validation: 8 of at most 100")
+    progress(Event("stop", 1, {"reason": "generations"}))
+    assert lines[-1] == "done: 8 LLM calls (12 s)"
+
+
+def test_interval_must_be_positive():
+    with pytest.raises(ValueError, match="interval_s"):
+        CallProgress(bar=False, write=print, interval_s=0)
+
+
+def test_the_bar_counts_calls_against_the_bound_and_follows_a_raised_bound(capsys):
+    progress = CallProgress(bar=True, write=print, generations=1)
+    progress(_call(1, bound=10))
+    progress(_call(4, bound=10))
+    bar = progress._tqdm
+    assert (bar.n, bar.total, bar.desc) == (4, 10, "seed and initial population")
+    progress(Event("generation_start", 1, {}))
+    progress(_call(12, bound=12))  # the bound never sits below the count
+    assert (bar.n, bar.total, bar.desc) == (12, 12, "generation 1 of 1")
+    progress(Event("stop", 1, {}))
+    assert progress._tqdm is None
+    assert "seed and initial population:  10%" in capsys.readouterr().err
+
+
+def test_a_real_run_reports_every_phase_and_never_counts_past_the_bound(tmp_path):
+    lines: list[str] = []
+    progress = CallProgress(bar=False, write=lines.append, interval_s=1e-9, generations=2)
+    result = execute(RunConfig.model_validate(SYNTHETIC), tmp_path / "run", callbacks=[progress])
+    phases = {line.split(":")[0] for line in lines}
+    assert {"seed and initial population", "generation 1 of 2", "final choice on validation"} <= phases
+    counts = [tuple(int(x.replace(",", "")) for x in m.groups()) for m in map(COUNT.search, lines) if m]
+    assert counts and all(calls <= bound for calls, bound in counts)
+    assert [c for c, _ in counts] == sorted(c for c, _ in counts)
+    total = result.usage["llm_calls"]["judge"] + result.usage["llm_calls"]["meta"]
+    assert lines[-1].startswith(f"done: {total} LLM calls")

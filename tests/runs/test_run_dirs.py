@@ -1,0 +1,232 @@
+"""Run directories are never clobbered: what a new run, a rerun, --force and --resume do to one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+import yaml
+
+from promptevolver import rundir
+from promptevolver.cli import main
+from promptevolver.config.models import load_run_config
+from promptevolver.errors import CheckpointError, RunDirError
+from promptevolver.optimizers.events import Event
+from promptevolver.runs.optimize import execute
+from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
+
+from ..rundirs import AC_CONFIG, SYNTHETIC
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _interrupt_after(calls: int):
+    """A callback that presses Ctrl-C (a real SIGINT, as a terminal sends) once ``calls`` LLM calls
+    were answered; asyncio.run cancels the run and raises KeyboardInterrupt."""
+    sent = []
+
+    def callback(event: Event) -> None:
+        if event.kind == "llm_call" and event.data["calls"] >= calls and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return callback
+
+
+@pytest.fixture
+def synthetic_config(tmp_path) -> Path:
+    path = tmp_path / "synthetic.yaml"
+    path.write_text(yaml.safe_dump(SYNTHETIC))
+    return path
+
+
+def _interrupted(tmp_path: Path, config_path: Path, after_calls: int) -> Path:
+    directory = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        execute(load_run_config(config_path), directory, callbacks=[_interrupt_after(after_calls)])
+    return directory
+
+
+# --- what a directory holds ----------------------------------------------------------------------
+
+
+def test_run_status_of_new_interrupted_and_finished_directories(tmp_path, kept_seed):
+    assert rundir.run_status(tmp_path / "missing") == "new"
+    (tmp_path / "notes.txt").write_text("mine")
+    assert rundir.run_status(tmp_path) == "new"  # other files are not a run
+    (tmp_path / rundir.CONFIG_FILE).write_text("{}")
+    assert rundir.run_status(tmp_path) == "interrupted"
+    assert rundir.run_status(kept_seed) == "finished"
+
+
+def test_clear_run_removes_run_files_only(tmp_path, kept_seed):
+    copy = tmp_path / "copy"
+    shutil.copytree(kept_seed, copy)
+    (copy / "notes.txt").write_text("mine")
+    removed = rundir.clear_run(copy)
+    assert {p.name for p in removed} >= {rundir.RESULT_FILE, rundir.CHECKPOINT_FILE, rundir.PLOTS_DIR}
+    assert [p.name for p in copy.iterdir()] == ["notes.txt"]
+
+
+# --- a new run ------------------------------------------------------------------------------------
+
+
+def test_rerunning_into_an_interrupted_run_says_so_and_points_to_resume(tmp_path, synthetic_config, capsys):
+    directory = _interrupted(tmp_path, synthetic_config, 60)
+    before = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    assert main(["optimize", str(synthetic_config), "-o", str(directory)]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "interrupted run" in line and f"promptevolver optimize --resume {directory}" in line
+    assert "--force" in line
+    assert {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()} == before
+
+
+def test_rerunning_into_a_finished_run_is_refused_and_changes_nothing(tmp_path, kept_seed, capsys):
+    copy = tmp_path / "finished"
+    shutil.copytree(kept_seed, copy)
+    before = (copy / rundir.RESULT_FILE).read_bytes()
+    assert main(["optimize", str(AC_CONFIG), "-o", str(copy), "-q"]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "finished run" in line and "--force" in line and f"--resume {copy}" in line
+    assert (copy / rundir.RESULT_FILE).read_bytes() == before
+
+
+def test_force_starts_afresh_and_leaves_no_stale_file(tmp_path, kept_seed):
+    copy = tmp_path / "forced"
+    shutil.copytree(kept_seed, copy)
+    (copy / rundir.RESULT_FILE).write_text('{"stale": true}')
+    (copy / rundir.PLOTS_DIR / "stale.png").write_bytes(b"x")
+    (copy / "notes.txt").write_text("mine")
+    assert main(["optimize", str(AC_CONFIG), "-o", str(copy), "-q", "--force"]) == 0
+    assert "stale" not in json.loads((copy / rundir.RESULT_FILE).read_text())
+    assert not (copy / rundir.PLOTS_DIR / "stale.png").exists()
+    assert (copy / "notes.txt").read_text() == "mine"
+
+
+def test_force_does_not_go_with_resume(tmp_path, capsys):
+    assert main(["optimize", "--resume", str(tmp_path), "--force"]) == 2
+    assert "--force" in _one_line(capsys.readouterr().err)
+
+
+# --- resuming -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_config", [False, True])
+def test_resuming_a_folder_that_is_no_run_says_so_and_writes_nothing(tmp_path, with_config, capsys):
+    nope = tmp_path / "nope"
+    argv = ["optimize", *([str(AC_CONFIG)] if with_config else []), "--resume", str(nope)]
+    assert main(argv) == 1
+    assert "not a run directory" in _one_line(capsys.readouterr().err)
+    assert not nope.exists()
+
+
+def test_check_run_dir_names_a_run_that_never_checkpointed(tmp_path):
+    (tmp_path / rundir.CONFIG_FILE).write_text("{}")
+    with pytest.raises(RunDirError, match="wrote no checkpoint.json"):
+        check_run_dir(tmp_path, resume=True)
+
+
+def test_resume_point_counts_what_will_not_be_asked_again(tmp_path, synthetic_config):
+    directory = _interrupted(tmp_path, synthetic_config, 120)
+    data = json.loads((directory / rundir.CHECKPOINT_FILE).read_text())
+    lines = [json.loads(x) for x in (directory / rundir.JOURNAL_FILE).read_text().splitlines()]
+    after = [x for x in lines[data["journal_entries"] :] if "text" in x]
+    point = resume_point(directory)
+    assert point.judgements == len(data["memo"]) and point.candidates == len(data["state"]["candidates"])
+    assert point.journaled == len(after) > 0
+    text = point.describe(generations=2)
+    assert f"{len(after)} answers of the interrupted step replayed from journal.jsonl" in text
+    assert "none of these LLM calls is made again" in text
+
+
+def test_resume_prints_where_it_resumed_and_finishes_like_an_uninterrupted_run(
+    tmp_path, synthetic_config, capsys
+):
+    directory = _interrupted(tmp_path, synthetic_config, 120)
+    point = resume_point(directory)
+    assert main(["optimize", "--resume", str(directory)]) == 0
+    err = capsys.readouterr().err
+    assert point.describe(generations=2) in err.splitlines()
+    whole = tmp_path / "whole"
+    assert main(["optimize", str(synthetic_config), "-o", str(whole), "-q"]) == 0
+    resumed, fresh = (json.loads((d / rundir.RESULT_FILE).read_text()) for d in (directory, whole))
+    assert resumed["best_instructions"] == fresh["best_instructions"]
+    assert resumed["usage"]["llm_calls"] == fresh["usage"]["llm_calls"]
+
+
+def test_a_resume_that_changes_the_search_is_refused_naming_files_and_values(tmp_path, kept_seed, capsys):
+    copy = tmp_path / "resumed"
+    shutil.copytree(kept_seed, copy)
+    before = (copy / rundir.CONFIG_FILE).read_bytes()
+    argv = ["optimize", "--resume", str(copy), "--set", "optimizer.population_size=9"]
+    assert main(argv) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert str(copy / rundir.CHECKPOINT_FILE) in line and str(copy / rundir.CONFIG_FILE) in line
+    assert "population_size 6 -> 9" in line
+    assert (copy / rundir.CONFIG_FILE).read_bytes() == before
+
+
+def test_check_same_search_allows_the_resumable_changes(kept_seed):
+    config = rundir.read_config(kept_seed)
+    longer = config.model_copy(
+        update={"optimizer": config.optimizer.model_copy(update={"generations": 9, "patience": 5})}
+    )
+    check_same_search(kept_seed, longer, source="x.yaml")
+    other = config.model_copy(update={"optimizer": config.optimizer.model_copy(update={"elite_count": 2})})
+    with pytest.raises(CheckpointError, match="x.yaml changes the search"):
+        check_same_search(kept_seed, other, source="x.yaml")
+
+
+def test_a_checkpoint_of_other_data_names_the_files_and_keeps_the_runs_config(tmp_path, kept_seed, capsys):
+    copy = tmp_path / "other-data"
+    shutil.copytree(kept_seed, copy)
+    before = (copy / rundir.CONFIG_FILE).read_bytes()
+    other = tmp_path / "other.yaml"
+    raw = yaml.safe_load(before)
+    raw["dataset"] = str((AC_CONFIG.parent / "../benchmarks/data/annotated_data.json").resolve())
+    raw["metric_name"] = "helpfulness"
+    other.write_text(yaml.safe_dump(raw))
+    assert main(["optimize", str(other), "--resume", str(copy)]) == 1
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "another dataset or loss" in line and str(other) in line and "annotated_data.json" in line
+    assert (copy / rundir.CONFIG_FILE).read_bytes() == before
+
+
+def test_ctrl_c_points_to_resume_only_when_there_is_a_checkpoint(
+    tmp_path, synthetic_config, monkeypatch, capsys
+):
+    from promptevolver.runs import optimize
+
+    def interrupted(config):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(optimize, "load_dataset", interrupted)
+        assert main(["optimize", str(synthetic_config), "-o", str(tmp_path / "early"), "-q"]) == 130
+    assert _one_line(capsys.readouterr().err).endswith(
+        "before the run's first checkpoint in " + str(tmp_path / "early") + ": nothing to resume"
+    )
+    assert rundir.run_status(tmp_path / "early") == "new"  # a plain rerun starts it
+    late = tmp_path / "late"
+    with monkeypatch.context() as patch:
+        patch.setattr(optimize, "GeneticOptimizer", _interrupting(optimize.GeneticOptimizer))
+        assert main(["optimize", str(synthetic_config), "-o", str(late), "-q"]) == 130
+    assert _one_line(capsys.readouterr().err).endswith(
+        f"continue with: promptevolver optimize --resume {late}"
+    )
+
+
+def _interrupting(cls):
+    def build(**kwargs):
+        kwargs["callbacks"] = [*kwargs.get("callbacks", ()), _interrupt_after(30)]
+        return cls(**kwargs)
+
+    return build
