@@ -188,3 +188,31 @@ def test_several_prompts_stop_the_run_with_one_line_and_prompt_name_settles_it(t
     assert list(json.loads((tmp_path / "y" / "result.json").read_text())["best_instructions"]) == ["second"]
     assert main(["estimate", str(config), "-q"]) == 1
     assert "set prompt_name" in _one_line(capsys.readouterr().err)
+
+
+# --- Python callers build the judge themselves ----------------------------------------------------
+
+
+@pytest.mark.parametrize("names", [("my_prompt",), ("a", "b")])
+def test_python_optimize_refuses_a_judge_whose_prompt_is_not_in_the_file(tmp_path, names):
+    """A default AspectCritic on a file whose trace key differs would lose every corrected reason:
+    the optimizer refuses before any LLM call, and naming the file's prompt makes it run."""
+    from promptevolver import BinaryMetricLoss, GeneticOptimizer
+    from promptevolver.llm.base import BaseLLMClient
+
+    data = SingleMetricAnnotation.from_json(_renamed(tmp_path, *names))
+
+    class Refuse(BaseLLMClient):
+        async def _send(self, request):
+            raise AssertionError("an LLM call before the prompt names were checked")
+
+    judge = AspectCritic(name=data.name, definition="Is the response correct?")
+    with pytest.raises(ConfigError) as err:
+        GeneticOptimizer(metric=judge, llm=Refuse()).optimize(dataset=data, loss=BinaryMetricLoss())
+    message = str(err.value)
+    assert DEFAULT in message and all(n in message for n in names) and "prompt_name" in message
+    named = AspectCritic(name=data.name, definition="Is the response correct?", prompt_name=names[0])
+    assert list(named.get_prompts()) == [names[0]]
+    from promptevolver.optimizers.split import check_prompt_names
+
+    check_prompt_names(data, named)  # no error: the humans' reasons are found

@@ -174,3 +174,25 @@ def test_offspring_worse_on_the_minibatch_are_not_fully_judged():
     n_train = result.split["train"]
     assert result.usage["llm_calls"]["judge"] == n_train + 6 * len(offspring) + result.split["validation"]
     assert result.operator_stats["screened_out"] == len(offspring)
+
+
+@pytest.mark.parametrize("held", ["checkpoint.json", "journal.jsonl"])
+def test_a_new_run_never_overwrites_a_run_directory(learning_dataset, tmp_path, held):
+    """Without resume, a directory holding a run's checkpoint or journal is refused untouched;
+    a resume without a checkpoint writes nothing."""
+    with pytest.raises(CheckpointError):
+        _optimizer(learning_dataset).optimize(
+            dataset=learning_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path, resume=True
+        )
+    assert list(tmp_path.iterdir()) == []
+    _optimizer(learning_dataset).optimize(
+        dataset=learning_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path
+    )
+    for other in {"checkpoint.json", "journal.jsonl"} - {held}:
+        (tmp_path / other).unlink()
+    before = (tmp_path / held).read_bytes()
+    with pytest.raises(FileExistsError, match=held):
+        _optimizer(learning_dataset).optimize(
+            dataset=learning_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path
+        )
+    assert (tmp_path / held).read_bytes() == before

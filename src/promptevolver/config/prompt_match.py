@@ -114,7 +114,8 @@ def match_prompt(
     if missing:
         raise ConfigError(
             f"{where}: the judge's prompt(s) {missing} are not in the file ({present}); its prompts must "
-            "keep the names the annotations were made with"
+            "keep the names the annotations were made with (an aspect critic takes the file's name: "
+            "prompt_name in the config, AspectCritic(prompt_name=...) in Python)"
         )
     return PromptMatch(own, "only" if len(keys) == 1 else "default", keys)
 

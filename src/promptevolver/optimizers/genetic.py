@@ -128,6 +128,8 @@ class GeneticOptimizer(Optimizer):
 
         Raises:
             ValueError: no metric or llm set, or ``resume`` without ``run_dir``.
+            FileExistsError: ``run_dir`` holds a run (its checkpoint or journal) and ``resume``
+                is False: nothing is overwritten; resume it, or choose or empty the directory.
             InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable annotations.
             AnnotationError: a usable sample lacks a field the metric needs (names the sample).
             BudgetExceededError: the budget cannot pay for the initial population and one generation.
@@ -139,15 +141,16 @@ class GeneticOptimizer(Optimizer):
         """
         if resume and run_dir is None:
             raise ValueError("resume=True needs run_dir")
+        if not resume and run_dir is not None:
+            _refuse_to_overwrite(Path(run_dir))
+        saved = checkpoint.load(run_dir) if resume and run_dir is not None else None  # before any write
         journal = None if run_dir is None else Journal(Path(run_dir) / rundir.JOURNAL_FILE, fresh=not resume)
         try:
             run = self._start(dataset, loss, _coerce(config), journal)  # data errors before any call
             await preflight(self.llm, self.reflection_llm)
-            if resume:
+            if saved is not None:
                 assert run_dir is not None
-                checkpoint.restore(
-                    run, checkpoint.load(run_dir), source=Path(run_dir) / rundir.CHECKPOINT_FILE
-                )
+                checkpoint.restore(run, saved, source=Path(run_dir) / rundir.CHECKPOINT_FILE)
                 self._check_budget(run, upfront=False)
                 await self._repair(run)
             else:
@@ -315,3 +318,12 @@ def _coerce(config: Mapping[str, Any] | GeneticConfig | None) -> GeneticConfig:
     if isinstance(config, GeneticConfig):
         return config
     return GeneticConfig.model_validate(dict(config or {}))
+
+
+def _refuse_to_overwrite(run_dir: Path) -> None:
+    held = [name for name in (rundir.CHECKPOINT_FILE, rundir.JOURNAL_FILE) if (run_dir / name).exists()]
+    if held:
+        raise FileExistsError(
+            f"{run_dir} holds a run ({', '.join(held)}): resume=True continues it; a new run needs "
+            "another run_dir (or remove those files)"
+        )

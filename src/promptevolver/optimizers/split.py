@@ -29,6 +29,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
+from promptevolver.config.prompt_match import match_prompt
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge.protocol import Metric
 
@@ -37,6 +38,7 @@ __all__ = [
     "SMALL_VALIDATION",
     "Split",
     "check_inputs",
+    "check_prompt_names",
     "make_split",
     "split_sizes",
     "validation_count",
@@ -135,12 +137,25 @@ def make_split(
             metric=dataset.name,
         )
     check_inputs(dataset, metric, usable)
+    check_prompt_names(dataset, metric)
     if len(usable) < config.small_data:
         return Split(list(usable), [], len(usable), "out-of-bag")
     n_val = validation_count(len(usable), config.validation_fraction)
     keys = [labels[i] if strata is None else strata[i] for i in usable]
     train, val = sampling.stratified_split(keys, n_val, rng)
     return Split([usable[i] for i in train], [usable[i] for i in val], len(usable))
+
+
+def check_prompt_names(dataset: SingleMetricAnnotation, metric: Metric) -> None:
+    """Raise before any LLM call if the file keeps prompt traces under other names than the
+    judge's prompts: the humans' corrected reasons would be silently lost (Python callers build
+    the judge themselves; the CLI matches names when it builds the judge).
+
+    Raises:
+        ConfigError: naming the file, the judge's prompt names and the prompts present, and
+            ``AspectCritic(prompt_name=...)`` as the way to name the file's prompt.
+    """
+    match_prompt(dataset, None, judge_prompts=list(metric.get_prompts()), renamable=False)
 
 
 def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Sequence[int]) -> None:
