@@ -250,7 +250,9 @@ def run_ours(
     result = optimizer.optimize(
         dataset=dataset,
         loss=BinaryMetricLoss(metric="accuracy"),
-        config={"population_size": pop, "random_seed": seed},
+        # small_data 0: always the held-out split (never out-of-bag), so that both sides learn
+        # from the same train samples and are scored on the same validation samples
+        config={"population_size": pop, "random_seed": seed, "small_data": 0},
     )
     wall = time.perf_counter() - start
     usage = result.usage
@@ -637,7 +639,7 @@ def markdown(report: dict[str, Any]) -> str:
         "SingleMetricAnnotation of the train samples only) and are scored identically: our `Evaluator` +",
         "`SimulatedJudgeLLM(dataset=full file, random_seed=seed)` + `BinaryMetricLoss(accuracy)` on the same",
         "validation positions. Calls and tokens are those each optimizer made (scoring calls uncounted).",
-        "Ours: `population_size=P, random_seed=seed`, defaults otherwise (generations 4, patience 2, ...).",
+        "Ours: `population_size=P, random_seed=seed, small_data=0` (always the held-out split), defaults otherwise (generations 4, patience 2, ...).",
         f"Ragas: `population_size=P`, {RAGAS_CONFIG}; one generation by design.",
         "",
         "| file | method | pop | seed validation | best validation | judge calls | meta calls | total calls "
