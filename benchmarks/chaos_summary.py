@@ -129,7 +129,7 @@ def groups(records: list[Row]) -> list[tuple[str, list[Row]]]:
             out.append((f"faults {rate:.0%}, llm.max_attempts {attempts}", rows))
     for mode, what in (("503", "answers 503"), ("closed", "closes its port")):
         out.append((f"server {what} mid-run, back, --resume", _rows(records, "server_down", mode=mode)))
-    out.append(("SIGKILL ×3 + SIGINT ×1 per run, --resume", _rows(records, "kills")))
+    out.append(("SIGKILL ×4 (1 after result.json) + SIGINT ×1 per run, --resume", _rows(records, "kills")))
     for rate in (0.1, 0.3):
         out.append((f"budgets under {rate:.0%} faults", _rows(records, "budget", rate=rate)))
     out.append(("budgets across 4 kills + resumes", _rows(records, "budget_resume")))
