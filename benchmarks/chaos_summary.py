@@ -184,6 +184,23 @@ def budget_table(records: list[Row]) -> list[str]:
     return lines
 
 
+def run_dir_line(records: list[Row]) -> str:
+    """What the run directories held after every stop and kill."""
+    checked = [r for r in records if "files_unparsable" in r]
+    stops = sum(
+        1 for r in checked for x in r.get("sessions", [r.get("first", {})]) if x.get("ended_by") != "itself"
+    )
+    entries = [p.split(": ", 1)[1] for r in checked for p in r["files_unparsable"]]
+    broken = sorted({e for e in entries if not e.endswith("temporary file left behind")})
+    leftovers = sorted({e.split(": ")[0] for e in entries if e.endswith("temporary file left behind")})
+    runs = sum(any(p.endswith("temporary file left behind") for p in r["files_unparsable"]) for r in checked)
+    parsed = "every JSON, YAML and journal file parsed" if not broken else "unparsable: " + "; ".join(broken)
+    left = "no temporary file left"
+    if leftovers:
+        left = f"{len(leftovers)} temporary files left behind ({runs} runs; still there after the resume)"
+    return f"Run directories after {stops} stops and kills: {parsed}; {left}."
+
+
 def markdown(data: dict[str, Any], findings: str = "") -> str:
     records = data["runs"]
     clean = data["clean"]
@@ -216,6 +233,8 @@ def markdown(data: dict[str, Any], findings: str = "") -> str:
         "the kill (the client never read it). *Held-out*: the chosen instructions re-scored on the "
         "validation split by `promptevolver evaluate` against a fault-free server; the clean runs' "
         "spread is the noise (binomial SE on 60 samples ≈ 0.05).",
+        "",
+        run_dir_line(records),
         "",
         "## Budgets",
         "",
