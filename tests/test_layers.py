@@ -18,7 +18,7 @@ LAYERS: list[list[str]] = [
     ["optimizers"],
     ["config.build"],
     ["report", "runs", "integrations"],
-    ["cli", "testing"],
+    ["cli", "__main__", "testing"],
 ]
 
 

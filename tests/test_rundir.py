@@ -206,3 +206,23 @@ def test_every_exported_name_exists_and_callables_are_documented():
     ]
     assert len(names) == len(set(names))  # one name per file, none defined twice
     assert all(f"DIR/{name}" in rundir.__doc__ or f" {name}" in rundir.__doc__ for name in names)
+
+
+def test_leftover_temporary_files_of_a_kill_are_removed_and_nothing_else(tmp_path):
+    """A SIGKILL mid-write leaves ``.NAME.xxxx.tmp`` beside an intact file: a resume (and
+    --force) removes those of the run's own files, and leaves the user's files alone."""
+    from promptevolver import rundir
+
+    plots = tmp_path / rundir.PLOTS_DIR
+    plots.mkdir()
+    ours = [
+        tmp_path / f".{rundir.BEST_INSTRUCTIONS_FILE}.k2j3.tmp",
+        tmp_path / f".{rundir.RESULT_FILE}.a1b2.tmp",
+        plots / ".scores.png.zz.tmp",
+    ]
+    theirs = [tmp_path / ".notes.txt.tmp", tmp_path / "mine.tmp", tmp_path / rundir.RESULT_FILE]
+    for path in ours + theirs:
+        path.write_text("x")
+    assert sorted(rundir.remove_leftovers(tmp_path)) == sorted(ours)
+    assert not any(p.exists() for p in ours) and all(p.exists() for p in theirs)
+    assert rundir.remove_leftovers(tmp_path) == []

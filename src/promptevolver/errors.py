@@ -126,8 +126,11 @@ class LLMError(PromptEvolverError):
 
     :attr:`cause` names the kind of failure for counting (``usage.failures_by_cause``):
     ``http <status>``, ``transport`` (timeout, refused or dropped connection), ``parse`` (an
-    answer that is not the requested JSON) or ``llm`` (anything else).
+    answer that is not the requested JSON) or ``llm`` (anything else). :attr:`retries`: the
+    re-sends made before the call gave up (set by the client; 0 otherwise).
     """
+
+    retries: int = 0
 
     @property
     def cause(self) -> str:

@@ -58,6 +58,7 @@ __all__ = [
     "RUN_FILES",
     "check_format_version",
     "clear_run",
+    "remove_leftovers",
     "load_instructions",
     "metric_config_near",
     "prompt_name_near",
@@ -165,7 +166,7 @@ def clear_run(directory: str | Path) -> list[Path]:
     Raises:
         OSError: a file cannot be removed.
     """
-    removed = []
+    removed = remove_leftovers(directory)
     for name in RUN_FILES:
         path = Path(directory) / name
         if path.is_dir() and not path.is_symlink():
@@ -176,6 +177,22 @@ def clear_run(directory: str | Path) -> list[Path]:
             continue
         removed.append(path)
     return removed
+
+
+def remove_leftovers(directory: str | Path) -> list[Path]:
+    """Remove the temporary files a kill left behind mid-write (``.NAME.*.tmp`` of the run
+    files, in the folder and in its plots folder); return what was removed. The run files
+    themselves are intact: :func:`write_atomic` renames a temporary file only when it is complete.
+
+    Raises:
+        OSError: a file cannot be removed.
+    """
+    folder, plots = Path(directory), Path(directory) / PLOTS_DIR
+    ours = [p for p in folder.glob(".*.tmp") if any(p.name.startswith(f".{n}.") for n in RUN_FILES)]
+    ours += list(plots.glob(".*.tmp")) if plots.is_dir() else []  # the plots folder is all ours
+    for path in ours:
+        path.unlink()
+    return ours
 
 
 # --- reading -------------------------------------------------------------------------------------

@@ -182,6 +182,10 @@ def test_an_interrupted_run_resumes_without_repeating_an_answered_call(synthetic
     lost = sum(flaky.answered.values()) - sum(resumed.usage["llm_calls"].values())
     again = sum(flaky.answered[k] - before[k] for k in before)
     assert before and 0 <= again <= lost <= 16
+    # answers replayed from the journal take no slot and are no round of calls: the resumed run's
+    # waves stay those of the calls it made (each replayed answer counted as a wave before)
+    waves = [(h["waves"], c["waves"]) for h, c in zip(resumed.history, clean.history, strict=True)]
+    assert all(mine <= theirs + 4 for mine, theirs in waves), waves
     assert resumed.usage["llm_calls"] == clean.usage["llm_calls"]
 
 

@@ -196,3 +196,19 @@ def test_a_new_run_never_overwrites_a_run_directory(learning_dataset, tmp_path, 
             dataset=learning_dataset, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path
         )
     assert (tmp_path / held).read_bytes() == before
+
+
+@pytest.mark.parametrize("n_samples", [24, 60])  # out-of-bag and held-out final choices
+def test_resuming_a_finished_run_repeats_the_same_final_choice(tmp_path, n_samples):
+    """The last checkpoint is written after the final choice: a resume from it must draw the
+    same bootstrap, whatever the search's generator did since, and so choose the same."""
+    dataset = generate(SyntheticSpec(n_samples=n_samples, random_seed=1))
+    config = {**CONFIG, "finalists": 2}
+    first = _optimizer(dataset).optimize(
+        dataset=dataset, loss=BinaryMetricLoss(), config=config, run_dir=tmp_path
+    )
+    again = _optimizer(dataset).optimize(
+        dataset=dataset, loss=BinaryMetricLoss(), config=config, run_dir=tmp_path, resume=True
+    )
+    assert len(first.final_choice["finalists"]) >= 1
+    assert again.final_choice == first.final_choice and dict(again) == dict(first)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -84,11 +84,19 @@ class LLMRequest:
 
 @dataclass(frozen=True)
 class Completion:
-    """An LLM answer: its text and token usage (prompt and completion tokens)."""
+    """An LLM answer: its text and token usage (prompt and completion tokens).
+
+    ``cost_usd``, ``retries`` and ``cached`` say what the answer cost as the client counted it
+    (USD; re-sends after transient failures; answered from a response cache), so that a run
+    journal can replay an answer's whole usage on resume.
+    """
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float = 0.0
+    retries: int = 0
+    cached: bool = False
 
 
 _TOTALS = ("prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures", "cost_usd")
@@ -339,15 +347,18 @@ class BaseLLMClient(ABC):
         Raises:
             LLMError: after ``max_attempts`` transient failures, or at once on a permanent one.
         """
+        tries: list[int] = [0]
         try:
-            completion = await self._attempts(request)
-        except LLMError:
+            completion = await self._attempts(request, tries)
+        except LLMError as exc:
             self.usage.record_failure(request.operation)
+            exc.retries = tries[0]
             raise
-        self.usage.record(request.operation, completion, cost_usd=self._cost_usd(completion))
-        return completion
+        cost = self._cost_usd(completion)
+        self.usage.record(request.operation, completion, cost_usd=cost)
+        return replace(completion, cost_usd=cost, retries=tries[0])
 
-    async def _attempts(self, request: LLMRequest) -> Completion:
+    async def _attempts(self, request: LLMRequest, tries: list[int]) -> Completion:
         # The first attempt runs bare; only after a transient failure do the others run under
         # tenacity. Its per-call objects form reference cycles, and with many calls in flight
         # they outlive the young generations: building them for every call made full garbage
@@ -359,8 +370,9 @@ class BaseLLMClient(ABC):
                 raise
             first_wait = self._backoff_s(1, exc)
         self.usage.record_retry(request.operation)
+        tries[0] += 1
         await self.sleep(first_wait)
-        async for attempt in self._retrying(request.operation):
+        async for attempt in self._retrying(request.operation, tries):
             with attempt:
                 return await self._attempt(request)
         raise AssertionError("unreachable: tenacity re-raises the last error")
@@ -397,7 +409,7 @@ class BaseLLMClient(ABC):
             wait = max(wait, min(float(asked), self.retry_max_s))
         return wait
 
-    def _retrying(self, operation: str) -> AsyncRetrying:
+    def _retrying(self, operation: str, tries: list[int]) -> AsyncRetrying:
         """Tenacity's loop for the attempts after the first (attempt_number 1 = the second)."""
 
         def wait(state: RetryCallState) -> float:
@@ -406,6 +418,7 @@ class BaseLLMClient(ABC):
 
         def count_retry(_state: RetryCallState) -> None:
             self.usage.record_retry(operation)
+            tries[0] += 1
 
         return AsyncRetrying(
             retry=retry_if_exception_type(TransientLLMError),

@@ -35,6 +35,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +237,7 @@ class CachedLLM:
         hit = self._get(key)
         if hit is not None:
             self._hits.record_cache_hit(request.operation)
-            return hit
+            return replace(hit, cached=True)
         completion = await self.inner.complete(request)
         if usable_answer(completion.text, request.json_schema):
             self._put(key, completion)

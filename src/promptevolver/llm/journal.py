@@ -70,30 +70,45 @@ class Journal:
         return self._answers.get(key)
 
     def record(self, key: str, operation: str, completion: Completion) -> None:
-        """Append an answered call."""
-        self._write(
-            {
-                "key": key,
-                "op": operation,
-                "text": completion.text,
-                "pt": completion.prompt_tokens,
-                "ct": completion.completion_tokens,
-            }
-        )
+        """Append an answered call with what it cost: tokens, USD, retries, or a cache hit."""
+        line: dict[str, Any] = {
+            "key": key,
+            "op": operation,
+            "text": completion.text,
+            "pt": completion.prompt_tokens,
+            "ct": completion.completion_tokens,
+        }
+        if completion.cost_usd:
+            line["usd"] = completion.cost_usd
+        if completion.retries:
+            line["retries"] = completion.retries
+        if completion.cached:
+            line["cached"] = True
+        self._write(line)
 
-    def record_failure(self, key: str, operation: str, cause: str) -> None:
-        """Append a call that gave up (it will be sent again on resume)."""
-        self._write({"key": key, "op": operation, "failed": cause})
+    def record_failure(self, key: str, operation: str, cause: str, retries: int = 0) -> None:
+        """Append a call that gave up after ``retries`` re-sends (it will be sent again on resume)."""
+        line: dict[str, Any] = {"key": key, "op": operation, "failed": cause}
+        if retries:
+            line["retries"] = retries
+        self._write(line)
 
     def usage_since(self, entry: int) -> Usage:
-        """Usage of the journal lines from number ``entry`` on: the calls of an interrupted step
-        (answered calls with their tokens; failed calls)."""
+        """Usage of the journal lines from number ``entry`` on: the calls of an interrupted step,
+        as the client counted them (answered calls with their tokens and cost, cache hits, failed
+        calls, and the retries of both)."""
         usage = Usage()
         for line in self._lines[entry:]:
-            if "text" in line:
-                usage.record(line["op"], Completion(line["text"], line["pt"], line["ct"]))
+            op = line["op"]
+            for _ in range(int(line.get("retries", 0))):
+                usage.record_retry(op)
+            if "failed" in line:
+                usage.record_failure(op)
+            elif line.get("cached"):
+                usage.record_cache_hit(op)
             else:
-                usage.record_failure(line["op"])
+                completion = Completion(line["text"], line["pt"], line["ct"])
+                usage.record(op, completion, cost_usd=float(line.get("usd", 0.0)))
         return usage
 
     def sync(self) -> None:
@@ -130,7 +145,7 @@ class _Journaled:
         try:
             completion = await self.inner.complete(request)
         except LLMError as exc:
-            self.journal.record_failure(key, request.operation, exc.cause)
+            self.journal.record_failure(key, request.operation, exc.cause, exc.retries)
             raise
         self.journal.record(key, request.operation, completion)
         return completion

@@ -54,7 +54,12 @@ from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers.strategies import budget, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
-from promptevolver.optimizers.strategies.final_choice import PairedChoice, held_out, out_of_bag
+from promptevolver.optimizers.strategies.final_choice import (
+    PairedChoice,
+    final_choice_rng,
+    held_out,
+    out_of_bag,
+)
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
@@ -144,6 +149,8 @@ class GeneticOptimizer(Optimizer):
         if not resume and run_dir is not None:
             _refuse_to_overwrite(Path(run_dir))
         saved = checkpoint.load(run_dir) if resume and run_dir is not None else None  # before any write
+        if saved is not None and run_dir is not None:
+            rundir.remove_leftovers(run_dir)  # half-written temporary files of a killed session
         journal = None if run_dir is None else Journal(Path(run_dir) / rundir.JOURNAL_FILE, fresh=not resume)
         try:
             run = self._start(dataset, loss, _coerce(config), journal)  # data errors before any call
@@ -287,7 +294,7 @@ class GeneticOptimizer(Optimizer):
             run.end_step()
             focus = run.validation_focus
             compare = held_out(run.state.seed, focus.weight_array(focus.positions))
-        best = choice.choose(finalists, compare, run.state.rng)
+        best = choice.choose(finalists, compare, final_choice_rng(run.config.random_seed))
         run.final_choice = {"regime": run.split.regime, **choice.report}
         run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
         return OptimizationResult.from_run(run, best)

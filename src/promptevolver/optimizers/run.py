@@ -76,10 +76,11 @@ class SearchRun:
         self.journal = journal
         self.meter = BudgetMeter(config.budget, self.usage)  # every request checked as it is sent
         llm, reflection_llm = self.meter.wrap(llm), self.meter.wrap(reflection_llm)
-        if journal is not None:  # answers recorded as they arrive, replayed on resume (no budget)
-            llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)
         self.limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
-        self.llm, self.reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
+        llm, reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
+        if journal is not None:  # answers recorded as they arrive, replayed on resume: a replay
+            llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)  # takes no slot
+        self.llm, self.reflection_llm = llm, reflection_llm
         if events.callbacks:  # an ``llm_call`` event after each answered call
             self.llm, self.reflection_llm = _Announced(self.llm, self), _Announced(self.reflection_llm, self)
         self.usage_start = [c.usage.copy() for c in self.clients]

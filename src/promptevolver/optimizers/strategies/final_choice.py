@@ -35,10 +35,20 @@ from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.strategies import selection
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "Comparison", "PairedChoice", "held_out", "out_of_bag"]
+__all__ = ["BOOTSTRAP_RESAMPLES", "Comparison", "PairedChoice", "final_choice_rng", "held_out", "out_of_bag"]
+
+#: Stream of the final choice's bootstrap, apart from the search's generator (see final_choice_rng).
+FINAL_CHOICE_STREAM = 0xF1A1
 
 #: Resamples of the paired bootstrap.
 BOOTSTRAP_RESAMPLES = 2000
+
+
+def final_choice_rng(random_seed: int) -> np.random.Generator:
+    """The final choice's own generator, from the run's ``random_seed`` alone: the bootstrap draws
+    the same resamples however far the search's generator has advanced, so a resume after the
+    last checkpoint (which is written after the choice) repeats the same choice."""
+    return np.random.default_rng((random_seed, FINAL_CHOICE_STREAM))
 
 
 class PairedChoice:

@@ -1,0 +1,60 @@
+"""The run journal replays an interrupted step's usage exactly as the client counted it: answered
+calls with tokens and cost, retries of answered and failed calls, failures, cache hits. A resume
+that lost any of them would loosen a cost budget and under-report the run."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from promptevolver.errors import PermanentLLMError, TransientLLMError
+from promptevolver.llm import Price, ScriptedLLM
+from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm.cache import CachedLLM
+from promptevolver.llm.journal import Journal
+
+
+def _request(text: str, operation: str) -> LLMRequest:
+    return LLMRequest(messages=(ChatMessage("user", text),), operation=operation)
+
+
+SCRIPT = [
+    "first answer",  # judge: answered at once
+    TransientLLMError("busy", status=503),
+    TransientLLMError("busy", status=429),
+    "after two retries",  # feedback: answered after 2 retries
+    TransientLLMError("busy", status=503),
+    PermanentLLMError("refused", status=400),  # rewrite: gave up after 1 retry
+]
+
+
+@pytest.mark.parametrize("priced", [True, False])
+def test_usage_since_equals_what_the_client_counted(tmp_path, priced):
+    price = Price(prompt=2.0, completion=10.0) if priced else None
+    inner = ScriptedLLM(list(SCRIPT), price=price, max_attempts=3)
+    inner.sleep = _no_wait
+    cached = CachedLLM(inner=inner, path=tmp_path / "cache.sqlite")
+    journal = Journal(tmp_path / "journal.jsonl", fresh=True)
+    client = journal.wrap(cached)
+    requests = [_request("one two", "judge"), _request("three", "feedback"), _request("four", "rewrite")]
+
+    async def session() -> None:
+        for r in requests:
+            try:
+                await client.complete(r)
+            except PermanentLLMError:
+                pass
+        await client.complete(requests[0])  # a cache hit: no call, no tokens, no cost
+
+    asyncio.run(session())
+    journal.close()
+    counted = cached.usage.to_dict()
+    replayed = Journal(tmp_path / "journal.jsonl", fresh=False).usage_since(0).to_dict()
+    assert counted["retries"] == 3 and counted["failures"] == 1 and counted["cache_hits"] == 1
+    assert (counted["cost_usd"] > 0) == priced
+    assert replayed == counted
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
