@@ -4,23 +4,12 @@
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
 remembered, it negotiates the structured-output mode and the token-cap field the server accepts
 (:mod:`promptevolver.llm.negotiation`); :meth:`OpenAIClient.preflight` checks server, key and model
-with one cheap call (:mod:`promptevolver.llm.preflight`). It is the only module that imports the
-SDK, and SDK errors are translated into :mod:`promptevolver.errors` here:
-
-=========================================================  =========================================
-SDK error                                                  raised as
-=========================================================  =========================================
-``RateLimitError`` (429)                                   ``TransientLLMError(status=429,
-                                                           retry_after=<Retry-After seconds>)``
-``APIStatusError`` with status 408, 409 or ≥ 500           ``TransientLLMError(status=...)``
-``APITimeoutError``, ``APIConnectionError``                ``TransientLLMError(status=None)``
-a 200 answer whose body is not a chat completion           ``TransientLLMError(status=None)``
-any other ``APIStatusError`` (400, 401, 403, 404, 422...)  ``PermanentLLMError(status=...)``
-400/422/500 refusing ``response_format`` or the token      re-sent at once in the next mode or with
-field (see :mod:`~promptevolver.llm.negotiation`)           the other field (no retry spent); a
-                                                           refusal with nothing left to try is a
-                                                           ``PermanentLLMError(status=...)``
-=========================================================  =========================================
+with one cheap call (:mod:`promptevolver.llm.preflight`). SDK errors are translated into
+:mod:`promptevolver.errors` by :mod:`promptevolver.llm.openai_errors` (its docstring has the table);
+a 200 answer whose body is not a chat completion is a ``TransientLLMError(status=None)``, and a
+400/422/500 refusing ``response_format`` or the token field is re-sent at once in the next mode or
+with the other field (no retry spent; see :mod:`~promptevolver.llm.negotiation`). Only this module
+and the ``openai_*`` modules it uses import the SDK.
 
 The SDK's own retries are disabled (``max_retries=0``): the base class retries transient errors
 with tenacity. Error messages and ``repr`` never contain the API key, and show ``base_url`` with
@@ -30,11 +19,8 @@ its userinfo and query values redacted (:mod:`promptevolver.llm.redaction`).
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import math
 import os
-import time
 import warnings
 import weakref
 from typing import Any
@@ -56,13 +42,12 @@ from promptevolver.llm.negotiation import (
     rejects_token_param,
     response_format,
 )
+from promptevolver.llm.openai_errors import body_text, error_text, retry_after_s, translate
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 
-__all__ = ["OpenAIClient"]
+__all__ = ["OpenAIClient", "retry_after_s"]
 
-#: Statuses below 500 that are worth retrying: request timeout and conflict (lock contention).
-RETRYABLE_4XX = frozenset({408, 409})
 #: Path of the chat-completions endpoint, relative to ``base_url``.
 CHAT_PATH = "/chat/completions"
 #: Path of the model list, relative to ``base_url``.
@@ -239,7 +224,7 @@ class OpenAIClient(BaseLLMClient):
                 )
                 return
             except openai.APIStatusError as exc:
-                text = _error_text(exc)
+                text = error_text(exc)
                 if rejects_token_param(exc.status_code, text, sent) and self.negotiation.switch_token_param(
                     sent, exc.status_code
                 ):
@@ -261,7 +246,7 @@ class OpenAIClient(BaseLLMClient):
             return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
         if not isinstance(exc, openai.APIStatusError):
             return PermanentLLMError(f"{self._where()}: {self._redact(str(exc))}")
-        status, text = exc.status_code, self._redact(server_message(_body_text(exc)))
+        status, text = exc.status_code, self._redact(server_message(body_text(exc)))
         if status in (401, 403):
             return PermanentLLMError(
                 checks.auth_message(url, self.api_key_source, status, text), status=status
@@ -317,7 +302,7 @@ class OpenAIClient(BaseLLMClient):
 
     def _adapts_to(self, exc: openai.APIStatusError, with_format: bool, mode: Mode, sent: TokenParam) -> bool:
         """Whether the refusal ``exc`` changed (or had changed) what to send: then re-send."""
-        status, text = exc.status_code, _error_text(exc)
+        status, text = exc.status_code, error_text(exc)
         if with_format and rejects_response_format(status, text):
             return self.negotiation.step_down(mode, status)
         if rejects_token_param(status, text, sent):
@@ -395,29 +380,20 @@ class OpenAIClient(BaseLLMClient):
             self._probe_locks = {loop_id: asyncio.Lock()}
         return self._probe_locks[loop_id]
 
-    # -- error translation -----------------------------------------------------------------------
+    # -- errors ----------------------------------------------------------------------------------
 
     def _translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
-        detail = server_message(_body_text(exc)) if isinstance(exc, openai.APIStatusError) else str(exc)
-        text = f"{self._where()}: " + self._redact(
-            f"HTTP {exc.status_code}: {detail}" if isinstance(exc, openai.APIStatusError) else detail
-        )
-        if isinstance(exc, openai.APITimeoutError):
-            return TransientLLMError(f"{text} (timeout after {self.timeout_s:g} s)")
-        if isinstance(exc, openai.APIConnectionError):
-            return TransientLLMError(text)
-        if not isinstance(exc, openai.APIStatusError):
-            return PermanentLLMError(text)
-        status = exc.status_code
-        if refused and rejects_response_format(status, _error_text(exc)):
+        """``exc`` as our error (:func:`~promptevolver.llm.openai_errors.translate`); ``refused``:
+        the request carried a ``response_format``."""
+        hint = None
+        if refused:
             hint = (
                 f"the server refuses structured output {self.negotiation.mode!r}"
                 f" (llm.structured_output: {self.negotiation.requested}; 'auto' negotiates a mode it accepts)"
             )
-            return PermanentLLMError(f"{text}; {hint}", status=status)
-        if status == 429 or status >= 500 or status in RETRYABLE_4XX:
-            return TransientLLMError(text, status=status, retry_after=retry_after_s(exc.response.headers))
-        return PermanentLLMError(text, status=status)
+        return translate(
+            exc, where=self._where(), redact=self._redact, timeout_s=self.timeout_s, format_hint=hint
+        )
 
     def _where(self) -> str:
         return f"OpenAI-compatible call (model {self.model!r}, base_url {self.display_url!r})"
@@ -444,40 +420,3 @@ def _split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
         return base_url, {}
     root = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
     return root, dict(parse_qsl(parts.query, keep_blank_values=True))
-
-
-def _error_text(exc: openai.APIStatusError) -> str:
-    """Everything an error answer says, for recognising refusals: the SDK's message and the raw
-    body (which holds what a non-OpenAI error shape says, e.g. LM Studio's ``{"error": "..."}``)."""
-    return f"{exc} {_body_text(exc)}"
-
-
-def _body_text(exc: openai.APIStatusError) -> str:
-    try:
-        return exc.response.text
-    except Exception:  # a streamed or closed response: nothing more to read
-        return ""
-
-
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date), or None."""
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        seconds: float | None
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            seconds = _http_date_delay(value) if divisor == 1.0 else None
-        if seconds is not None and math.isfinite(seconds):
-            return max(seconds, 0.0)
-    return None
-
-
-def _http_date_delay(value: str) -> float | None:
-    try:
-        parsed = email.utils.parsedate_tz(value)
-        return None if parsed is None else float(email.utils.mktime_tz(parsed) - time.time())
-    except (TypeError, ValueError, OverflowError):
-        return None
