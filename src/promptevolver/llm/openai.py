@@ -19,19 +19,17 @@ its userinfo and query values redacted (:mod:`promptevolver.llm.redaction`).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import warnings
 import weakref
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 from openai import AsyncOpenAI
 
-from promptevolver.errors import ConfigError, LLMError, PermanentLLMError, TransientLLMError
+from promptevolver.errors import ConfigError, LLMError, PermanentLLMError
 from promptevolver.llm import preflight as checks
-from promptevolver.llm.base import JUDGE_OPERATION, BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.error_bodies import names_missing_model, server_message
 from promptevolver.llm.negotiation import (
     Mode,
@@ -40,18 +38,14 @@ from promptevolver.llm.negotiation import (
     TokenParam,
     rejects_response_format,
     rejects_token_param,
-    response_format,
 )
 from promptevolver.llm.openai_errors import body_text, error_text, retry_after_s, translate
+from promptevolver.llm.openai_wire import CHAT_PATH, MODELS_PATH, chat_params, parse_completion, split_query
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 
 __all__ = ["OpenAIClient", "retry_after_s"]
 
-#: Path of the chat-completions endpoint, relative to ``base_url``.
-CHAT_PATH = "/chat/completions"
-#: Path of the model list, relative to ``base_url``.
-MODELS_PATH = "/models"
 #: The SDK's API root when no ``base_url`` is given (nor ``OPENAI_BASE_URL``).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
@@ -287,7 +281,14 @@ class OpenAIClient(BaseLLMClient):
         # so this loop runs at most len(LADDER) + 1 times.
         while True:
             mode, token_param = self.negotiation.mode, self.negotiation.token_param
-            params = self._params(request, mode, token_param)
+            params = chat_params(
+                request,
+                model=self.model,
+                mode=mode,
+                token_param=token_param,
+                judge_max_tokens=self.judge_max_tokens,
+                meta_max_tokens=self.meta_max_tokens,
+            )
             try:
                 completion = await self._create(params)
             except openai.APIStatusError as exc:
@@ -315,54 +316,12 @@ class OpenAIClient(BaseLLMClient):
         # and response model, which cost ~1 ms of CPU per call and halved throughput at
         # max_concurrency 32 (benchmarks/bench_llm_throughput.py).
         body = await self._client().post(CHAT_PATH, cast_to=bytes, body=params)
-        return self._completion(body)
-
-    def _params(self, request: LLMRequest, mode: Mode, token_param: TokenParam) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.to_dict() for m in request.messages],
-            "temperature": request.temperature,
-        }
-        cap = request.max_tokens
-        if cap is None:
-            cap = self.judge_max_tokens if request.operation == JUDGE_OPERATION else self.meta_max_tokens
-        if cap is not None:
-            params[token_param] = cap
-        if request.seed is not None:
-            params["seed"] = request.seed
-        if request.json_schema is not None:
-            fmt = response_format(mode, request.json_schema)
-            if fmt is not None:
-                params["response_format"] = fmt
-        return params
-
-    def _completion(self, body: bytes) -> Completion:
-        """The answer in a chat-completion response body.
-
-        Raises:
-            TransientLLMError: the body is not JSON or not a chat completion (e.g. a proxy's
-                HTML error page with status 200, or a cut-off body).
-        """
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise TransientLLMError(f"{self._where()}: the response body is not JSON") from None
-        choices = data.get("choices") if isinstance(data, dict) else None
-        first = choices[0] if isinstance(choices, list) and choices else None
-        message = first.get("message") if isinstance(first, dict) else None
-        if not isinstance(message, dict):
-            raise TransientLLMError(f"{self._where()}: the response is not a chat completion")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return Completion(
-            text=str(message.get("content") or ""),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
+        return parse_completion(body, where=self._where())
 
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
         if self._sdk is None or self._sdk_loop is None or self._sdk_loop() is not loop:
-            root, query = _split_query(self.base_url)
+            root, query = split_query(self.base_url)
             self._sdk = AsyncOpenAI(
                 api_key=self._api_key,
                 base_url=root,
@@ -408,15 +367,3 @@ def _setting(structured_output: StructuredOutput | bool) -> StructuredOutput:
     if structured_output is False:
         return "prompt"
     return structured_output
-
-
-def _split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
-    """``base_url`` without its query string, and the query's parameters (sent with every request:
-    the SDK would otherwise glue request paths after the query)."""
-    if base_url is None:
-        return None, {}
-    parts = urlsplit(base_url)
-    if not parts.query:
-        return base_url, {}
-    root = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-    return root, dict(parse_qsl(parts.query, keep_blank_values=True))
