@@ -4,7 +4,7 @@
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
 remembered, it negotiates the structured-output mode and the token-cap field the server accepts
 (:mod:`promptevolver.llm.negotiation`); :meth:`OpenAIClient.preflight` checks server, key and model
-with one cheap call (:mod:`promptevolver.llm.preflight`). SDK errors are translated into
+with one cheap call (:mod:`promptevolver.llm.openai_preflight`). SDK errors are translated into
 :mod:`promptevolver.errors` by :mod:`promptevolver.llm.openai_errors` (its docstring has the table);
 a 200 answer whose body is not a chat completion is a ``TransientLLMError(status=None)``, and a
 400/422/500 refusing ``response_format`` or the token field is re-sent at once in the next mode or
@@ -27,10 +27,8 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from promptevolver.errors import ConfigError, LLMError, PermanentLLMError
-from promptevolver.llm import preflight as checks
+from promptevolver.errors import ConfigError, LLMError
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
-from promptevolver.llm.error_bodies import names_missing_model, server_message
 from promptevolver.llm.negotiation import (
     Mode,
     Negotiation,
@@ -39,8 +37,9 @@ from promptevolver.llm.negotiation import (
     rejects_response_format,
     rejects_token_param,
 )
-from promptevolver.llm.openai_errors import body_text, error_text, retry_after_s, translate
-from promptevolver.llm.openai_wire import CHAT_PATH, MODELS_PATH, chat_params, parse_completion, split_query
+from promptevolver.llm.openai_errors import error_text, retry_after_s, translate
+from promptevolver.llm.openai_preflight import Server, check_server
+from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion, split_query
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 
@@ -48,8 +47,6 @@ __all__ = ["OpenAIClient", "retry_after_s"]
 
 #: The SDK's API root when no ``base_url`` is given (nor ``OPENAI_BASE_URL``).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
-PREFLIGHT_TIMEOUT_S = 15.0
 
 
 class OpenAIClient(BaseLLMClient):
@@ -120,17 +117,8 @@ class OpenAIClient(BaseLLMClient):
             tokens_per_minute=tokens_per_minute,
             price=price,
         )
-        if not timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
-        for name, cap in (("judge_max_tokens", judge_max_tokens), ("meta_max_tokens", meta_max_tokens)):
-            if cap is not None and cap < 1:
-                raise ValueError(f"{name} must be >= 1 token or None, got {cap}")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise ConfigError(
-                f"no API key for model {model!r}: pass api_key or set the OPENAI_API_KEY environment "
-                "variable (any non-empty value works for local servers that ignore keys)"
-            )
+        _check_limits(timeout_s, judge_max_tokens=judge_max_tokens, meta_max_tokens=meta_max_tokens)
+        key = _api_key(model, api_key)
         self.model = model
         self.base_url = base_url
         self.display_url = redact_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
@@ -183,78 +171,21 @@ class OpenAIClient(BaseLLMClient):
         """
         if self._preflight_done:
             return
-        offered = await self._listed_models()
-        if offered is None or self.model not in offered:
-            await self._ping_chat(offered)
-            if offered:
-                warnings.warn(
-                    checks.unlisted_model_message(self.model, self.display_url, offered), stacklevel=2
-                )
+        warning = await check_server(self._server())
+        if warning is not None:
+            warnings.warn(warning, stacklevel=2)
         self._preflight_done = True
 
-    async def _listed_models(self) -> list[str] | None:
-        """The server's model ids, or None when it has no usable model list."""
-        try:
-            body = await self._client().get(MODELS_PATH, cast_to=bytes, options=self._preflight_options())
-        except openai.APIStatusError as exc:
-            if exc.status_code in (401, 403):
-                raise self._preflight_error(exc) from None
-            return None  # no /models here (404, 405, ...) or a broken one: the chat call decides
-        except openai.OpenAIError as exc:
-            raise self._preflight_error(exc) from None
-        return checks.model_ids(body)
-
-    async def _ping_chat(self, offered: list[str] | None) -> None:
-        params = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": "Say OK."}],
-            self.negotiation.token_param: 1,
-        }
-        for _ in range(2):  # a second time only with the other token field
-            sent: TokenParam = self.negotiation.token_param
-            try:
-                await self._client().post(
-                    CHAT_PATH, cast_to=bytes, body=params, options=self._preflight_options()
-                )
-                return
-            except openai.APIStatusError as exc:
-                text = error_text(exc)
-                if rejects_token_param(exc.status_code, text, sent) and self.negotiation.switch_token_param(
-                    sent, exc.status_code
-                ):
-                    params[self.negotiation.token_param] = params.pop(sent)
-                    continue
-                raise self._preflight_error(exc, offered=offered) from None
-            except openai.OpenAIError as exc:
-                raise self._preflight_error(exc) from None
-
-    def _preflight_options(self) -> Any:
-        return {"timeout": min(self.timeout_s, PREFLIGHT_TIMEOUT_S), "max_retries": 0}
-
-    def _preflight_error(self, exc: openai.OpenAIError, *, offered: list[str] | None = None) -> LLMError:
-        url = self.display_url
-        if isinstance(exc, openai.APITimeoutError):
-            timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
-            return PermanentLLMError(checks.unreachable_message(url, f"no answer within {timeout:g} s"))
-        if isinstance(exc, openai.APIConnectionError):
-            return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
-        if not isinstance(exc, openai.APIStatusError):
-            return PermanentLLMError(f"{self._where()}: {self._redact(str(exc))}")
-        status, text = exc.status_code, self._redact(server_message(body_text(exc)))
-        if status in (401, 403):
-            return PermanentLLMError(
-                checks.auth_message(url, self.api_key_source, status, text), status=status
-            )
-        if status in (400, 404) and names_missing_model(text, self.model):
-            return PermanentLLMError(checks.model_not_found_message(self.model, url, offered), status=status)
-        if status == 404:
-            return PermanentLLMError(
-                f"no chat-completions endpoint at {url}{CHAT_PATH} (404): check base_url "
-                "(it usually ends in /v1)",
-                status=status,
-            )
-        return PermanentLLMError(
-            f"the server at {url} refused a 1-token test call ({status}): {text}", status=status
+    def _server(self) -> Server:
+        return Server(
+            sdk=self._client(),
+            model=self.model,
+            url=self.display_url,
+            key_source=self.api_key_source,
+            timeout_s=self.timeout_s,
+            where=self._where(),
+            redact=self._redact,
+            negotiation=self.negotiation,
         )
 
     # -- the seam --------------------------------------------------------------------------------
@@ -344,14 +275,12 @@ class OpenAIClient(BaseLLMClient):
     def _translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
         """``exc`` as our error (:func:`~promptevolver.llm.openai_errors.translate`); ``refused``:
         the request carried a ``response_format``."""
-        hint = None
-        if refused:
-            hint = (
-                f"the server refuses structured output {self.negotiation.mode!r}"
-                f" (llm.structured_output: {self.negotiation.requested}; 'auto' negotiates a mode it accepts)"
-            )
         return translate(
-            exc, where=self._where(), redact=self._redact, timeout_s=self.timeout_s, format_hint=hint
+            exc,
+            where=self._where(),
+            redact=self._redact,
+            timeout_s=self.timeout_s,
+            negotiation=self.negotiation if refused else None,
         )
 
     def _where(self) -> str:
@@ -367,3 +296,23 @@ def _setting(structured_output: StructuredOutput | bool) -> StructuredOutput:
     if structured_output is False:
         return "prompt"
     return structured_output
+
+
+def _check_limits(timeout_s: float, *, judge_max_tokens: int | None, meta_max_tokens: int | None) -> None:
+    """Raises ValueError: ``timeout_s`` ≤ 0 seconds, or a token cap < 1."""
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
+    for name, cap in (("judge_max_tokens", judge_max_tokens), ("meta_max_tokens", meta_max_tokens)):
+        if cap is not None and cap < 1:
+            raise ValueError(f"{name} must be >= 1 token or None, got {cap}")
+
+
+def _api_key(model: str, api_key: str | None) -> str:
+    """``api_key``, else ``OPENAI_API_KEY``; raises ConfigError when both are unset or empty."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise ConfigError(
+            f"no API key for model {model!r}: pass api_key or set the OPENAI_API_KEY environment "
+            "variable (any non-empty value works for local servers that ignore keys)"
+        )
+    return key

@@ -27,7 +27,7 @@ import openai
 
 from promptevolver.errors import LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm.error_bodies import server_message
-from promptevolver.llm.negotiation import rejects_response_format
+from promptevolver.llm.negotiation import Negotiation, rejects_response_format
 
 __all__ = ["RETRYABLE_4XX", "body_text", "error_text", "retry_after_s", "translate"]
 
@@ -41,7 +41,7 @@ def translate(
     where: str,
     redact: Callable[[str], str],
     timeout_s: float,
-    format_hint: str | None = None,
+    negotiation: Negotiation | None = None,
 ) -> LLMError:
     """Our error for the SDK error ``exc`` (see the table above).
 
@@ -49,8 +49,8 @@ def translate(
         where: the call's description, the start of the message (shown as is).
         redact: removes secrets from what the server or SDK said.
         timeout_s: the request timeout in seconds, named after a timeout.
-        format_hint: when the request carried a ``response_format``, the sentence appended if the
-            server refused it.
+        negotiation: when the request carried a ``response_format``, the client's negotiation,
+            named in a hint if the server refused it.
     """
     text = f"{where}: " + redact(_detail(exc))
     if isinstance(exc, openai.APITimeoutError):
@@ -60,8 +60,8 @@ def translate(
     if not isinstance(exc, openai.APIStatusError):
         return PermanentLLMError(text)
     status = exc.status_code
-    if format_hint is not None and rejects_response_format(status, error_text(exc)):
-        return PermanentLLMError(f"{text}; {format_hint}", status=status)
+    if negotiation is not None and rejects_response_format(status, error_text(exc)):
+        return PermanentLLMError(f"{text}; {_format_hint(negotiation)}", status=status)
     if status == 429 or status >= 500 or status in RETRYABLE_4XX:
         return TransientLLMError(text, status=status, retry_after=retry_after_s(exc.response.headers))
     return PermanentLLMError(text, status=status)
@@ -72,6 +72,14 @@ def _detail(exc: openai.OpenAIError) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {server_message(body_text(exc))}"
     return str(exc)
+
+
+def _format_hint(negotiation: Negotiation) -> str:
+    """What to do about a refused structured-output mode: the setting to change."""
+    return (
+        f"the server refuses structured output {negotiation.mode!r}"
+        f" (llm.structured_output: {negotiation.requested}; 'auto' negotiates a mode it accepts)"
+    )
 
 
 def error_text(exc: openai.APIStatusError) -> str:
