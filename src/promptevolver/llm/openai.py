@@ -3,13 +3,18 @@
 :class:`OpenAIClient` talks to any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
 remembered, it negotiates the structured-output mode and the token-cap field the server accepts
-(:mod:`promptevolver.llm.negotiation`); :meth:`OpenAIClient.preflight` checks server, key and model
-with one cheap call (:mod:`promptevolver.llm.openai_preflight`). SDK errors are translated into
-:mod:`promptevolver.errors` by :mod:`promptevolver.llm.openai_errors` (its docstring has the table);
-a 200 answer whose body is not a chat completion is a ``TransientLLMError(status=None)``, and a
-400/422/500 refusing ``response_format`` or the token field is re-sent at once in the next mode or
-with the other field (no retry spent; see :mod:`~promptevolver.llm.negotiation`). Only this module
-and the ``openai_*`` modules it uses import the SDK.
+(:mod:`promptevolver.llm.negotiation`): a 400/422/500 refusing ``response_format`` or the token
+field is re-sent at once in the next mode or with the other field (no retry spent). Its parts:
+
+* :mod:`~promptevolver.llm.openai_wire` — request bodies and response parsing (a 200 answer whose
+  body is not a chat completion is a ``TransientLLMError(status=None)``);
+* :mod:`~promptevolver.llm.openai_errors` — SDK errors translated into :mod:`promptevolver.errors`
+  (the table is in its docstring);
+* :mod:`~promptevolver.llm.openai_preflight` — :meth:`OpenAIClient.preflight`: server, key and
+  model checked with one cheap call;
+* :mod:`~promptevolver.llm.openai_sdk` — one SDK client per running event loop.
+
+This module and those (but ``openai_wire``) are the only ones that import the SDK.
 
 The SDK's own retries are disabled (``max_retries=0``): the base class retries transient errors
 with tenacity. Error messages and ``repr`` never contain the API key, and show ``base_url`` with
@@ -21,11 +26,9 @@ from __future__ import annotations
 import asyncio
 import os
 import warnings
-import weakref
 from typing import Any
 
 import openai
-from openai import AsyncOpenAI
 
 from promptevolver.errors import ConfigError, LLMError
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
@@ -39,7 +42,8 @@ from promptevolver.llm.negotiation import (
 )
 from promptevolver.llm.openai_errors import error_text, retry_after_s, translate
 from promptevolver.llm.openai_preflight import Server, check_server
-from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion, split_query
+from promptevolver.llm.openai_sdk import LoopSDK
+from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 
@@ -129,8 +133,7 @@ class OpenAIClient(BaseLLMClient):
         self.negotiation = Negotiation.start(_setting(structured_output))
         self._preflight_done = False
         self._api_key = key
-        self._sdk: AsyncOpenAI | None = None
-        self._sdk_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._sdk = LoopSDK(base_url=base_url, api_key=key, timeout_s=timeout_s)
         self._probe_locks: dict[int, asyncio.Lock] = {}
 
     def __repr__(self) -> str:
@@ -153,9 +156,7 @@ class OpenAIClient(BaseLLMClient):
 
     async def aclose(self) -> None:
         """Close the SDK client (and its connections) of the running event loop, if any."""
-        sdk, self._sdk, self._sdk_loop = self._sdk, None, None
-        if sdk is not None:
-            await sdk.close()
+        await self._sdk.aclose()
 
     # -- preflight -------------------------------------------------------------------------------
 
@@ -178,7 +179,7 @@ class OpenAIClient(BaseLLMClient):
 
     def _server(self) -> Server:
         return Server(
-            sdk=self._client(),
+            sdk=self._sdk.current(),
             model=self.model,
             url=self.display_url,
             key_source=self.api_key_source,
@@ -246,22 +247,8 @@ class OpenAIClient(BaseLLMClient):
         # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
         # and response model, which cost ~1 ms of CPU per call and halved throughput at
         # max_concurrency 32 (benchmarks/bench_llm_throughput.py).
-        body = await self._client().post(CHAT_PATH, cast_to=bytes, body=params)
+        body = await self._sdk.current().post(CHAT_PATH, cast_to=bytes, body=params)
         return parse_completion(body, where=self._where())
-
-    def _client(self) -> AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is None or self._sdk_loop() is not loop:
-            root, query = split_query(self.base_url)
-            self._sdk = AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=root,
-                timeout=self.timeout_s,
-                max_retries=0,
-                default_query=query or None,
-            )
-            self._sdk_loop = weakref.ref(loop)
-        return self._sdk
 
     def _probe_lock(self) -> asyncio.Lock:
         # One lock per running event loop, like the base class's semaphores.
