@@ -235,11 +235,6 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
 
-def _f(value: float | None) -> str:
-    """A score with 3 decimals, or ``n/a`` when it was not measured."""
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 # --- optimize --------------------------------------------------------------------------------------
 
 
@@ -319,31 +314,9 @@ def _progress(args: argparse.Namespace, config: RunConfig, *, prefix: str = "") 
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
-    from promptevolver.runs.outcome import choice_line, stop_line
+    from promptevolver.runs.outcome import outcome_lines
 
-    s, calls = result.scores, result.usage["llm_calls"]
-    name = result.loss.get("metric", result.loss["name"])
-    print(
-        f"{result.metric}: {name} seed train {_f(s['seed'].get('train'))} "
-        f"validation {_f(s['seed'].get('validation'))} | "
-        f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))} | "
-        f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
-    )
-    if quiet:
-        return
-    print(choice_line(result))
-    print(stop_line(result))
-    note = (result.split or {}).get("note")
-    if note:
-        print(f"note: {note}")
-    print(f"result written to {run_dir / rundir.RESULT_FILE}")
-    print(f"report: {run_dir / rundir.REPORT_HTML} (open it in a browser) and {run_dir / rundir.REPORT_MD}")
-    print(
-        f"best instructions: {run_dir / rundir.BEST_INSTRUCTIONS_FILE}; "
-        f"to apply: {run_dir / rundir.APPLY_SNIPPET_FILE}"
-    )
-    for prompt, text in result.best_instructions.items():
-        print(f"\nbest instruction for {prompt}:\n{text}")
+    print("\n".join(outcome_lines(result, run_dir, quiet=quiet)))
 
 
 # --- evaluate --------------------------------------------------------------------------------------
@@ -356,6 +329,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from promptevolver.config.build import load_dataset
     from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
+    from promptevolver.runs.evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs.gate import check_gate, default_figure, interval_of
 
     config = _load_config(args.config, args)
@@ -381,37 +355,21 @@ def _evaluate(args: argparse.Namespace) -> int:
             rng=rng,
         )
     figure = args.figure or default_figure(a)
-    interval = gate.interval if gate is not None else figure and interval_of(a, figure, card.pairs, rng=rng)
-    if args.json:
-        extra = {"interval": interval and vars(interval), "gate": gate and gate.to_dict()}
-        print(json.dumps({**card.to_dict(), **extra}))
+    if gate is not None:
+        interval = gate.interval
     else:
-        _print_scorecard(args, card, interval, run_dir)
+        interval = None if figure is None else interval_of(a, figure, card.pairs, rng=rng)
+    if args.json:
+        print(scorecard_json(card, interval, gate))
+    else:
+        lines = scorecard_lines(
+            card, interval, instructions=args.instructions, run_dir=run_dir, quiet=args.quiet
+        )
+        print("\n".join(lines))
     if gate is not None:
         print(f"promptevolver: {gate.reason}", file=sys.stderr)
         return 0 if gate.passed else 1
     return 0
-
-
-def _print_scorecard(args: argparse.Namespace, card: Any, interval: Any, run_dir: Path | None) -> None:
-    a = card.agreement
-    count = a.n + a.failures
-    if card.split == "all":
-        where = f"all usable samples ({count})"
-    else:
-        where = f"the validation samples of {run_dir} ({count}; --split all for every usable sample)"
-    if not args.quiet:
-        print(f"{card.metric}: {args.instructions} on {where}")
-    print(a.summary())
-    if args.quiet:
-        return
-    if interval is not None:
-        value = getattr(a, interval.figure)
-        print(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")
-    if a.confusion is not None and a.n:
-        (tn, fp), (fn, tp) = a.confusion
-        print(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
-    print(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
 
 
 # --- estimate --------------------------------------------------------------------------------------
@@ -419,60 +377,15 @@ def _print_scorecard(args: argparse.Namespace, card: Any, interval: Any, run_dir
 
 def _estimate(args: argparse.Namespace) -> int:
     from promptevolver.runs.estimate import estimate
+    from promptevolver.runs.estimate_output import estimate_lines
 
     config = _load_config(args.config, args)
     e = estimate(config)
     if args.json:
         print(json.dumps(e.to_dict()))
         return 0
-    cost = _cost_text(e.cost_usd, config)
-    line = (
-        f"expected LLM calls: {e.total_calls:,} ({e.judge_calls:,} judge + {e.meta_calls:,} meta); "
-        f"tokens: {e.prompt_tokens + e.completion_tokens:,}; cost: {cost}"
-    )
-    if args.quiet:
-        print(line)
-        return 0
-    gens = config.effective_optimizer().generations
-    print(f"estimate for {args.config} (no LLM called)")
-    print(
-        f"  split: {e.train} train, {e.validation} validation; the annotated judge disagrees with the "
-        f"humans on {e.seed_error_rate:.1%} of samples (~{e.seed_error_rate * e.train:.1f} train samples)"
-    )
-    print(f"  expected generations: {e.generations} of {gens} (early stopping model)")
-    print(f"  {line}")
-    print(f"  prompt tokens {e.prompt_tokens:,}, completion tokens {e.completion_tokens:,}")
-    print(f"  at most {e.max_calls:,} calls (every generation run, every offspring judged on all of train)")
-    if args.verbose:
-        for p in e.phases:
-            print(f"    {p['phase']:>13}: {p['judge_calls']:>9,.1f} judge, {p['meta_calls']:>6,.1f} meta")
+    print("\n".join(estimate_lines(e, config, source=args.config, quiet=args.quiet, verbose=args.verbose)))
     return 0
-
-
-def _cost_text(cost: float | None, config: RunConfig) -> str:
-    llms = [config.llm] + ([config.reflection_llm] if config.reflection_llm is not None else [])
-    if cost is None:
-        unpriced = [llm.priced_model for llm in llms if llm.provider != "fake" and llm.price() is None]
-        return (
-            f"unknown (no price for {', '.join(map(repr, unpriced))} in llm.prices or the price table: set "
-            "llm.prices, USD per 1M tokens, e.g. llm.prices: {MODEL: {prompt: 0.15, completion: 0.6}})"
-        )
-    if all(llm.provider == "fake" for llm in llms) and cost == 0:
-        return f"${cost:,.4f} (simulated LLM)"
-    sources = []
-    for llm in llms:
-        found = llm.price()
-        if found is not None:
-            price, source = found
-            sources.append(
-                f"{llm.priced_model}: {_usd(price.prompt)} prompt, {_usd(price.completion)} completion "
-                f"per 1M tokens, from the {source}"
-            )
-    return f"${cost:,.4f}" + (f" ({'; '.join(sources)})" if sources else "")
-
-
-def _usd(amount: float) -> str:
-    return f"${amount:.2f}" if round(amount, 2) == amount else f"${amount:g}"
 
 
 # --- report and bench ------------------------------------------------------------------------------

@@ -17,8 +17,9 @@
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     └── BudgetExceededError            a call would exceed the configured budget
 
-Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai.py``, the one
-module that imports the SDK. Messages never contain API keys.
+Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai_errors.py``, at
+the boundary of the OpenAI client (``llm/openai*.py``, the only modules that import the SDK).
+Messages never contain API keys.
 """
 
 from __future__ import annotations

@@ -3,24 +3,18 @@
 :class:`OpenAIClient` talks to any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
 remembered, it negotiates the structured-output mode and the token-cap field the server accepts
-(:mod:`promptevolver.llm.negotiation`); :meth:`OpenAIClient.preflight` checks server, key and model
-with one cheap call (:mod:`promptevolver.llm.preflight`). It is the only module that imports the
-SDK, and SDK errors are translated into :mod:`promptevolver.errors` here:
+(:mod:`promptevolver.llm.negotiation`): a 400/422/500 refusing ``response_format`` or the token
+field is re-sent at once in the next mode or with the other field (no retry spent). Its parts:
 
-=========================================================  =========================================
-SDK error                                                  raised as
-=========================================================  =========================================
-``RateLimitError`` (429)                                   ``TransientLLMError(status=429,
-                                                           retry_after=<Retry-After seconds>)``
-``APIStatusError`` with status 408, 409 or ≥ 500           ``TransientLLMError(status=...)``
-``APITimeoutError``, ``APIConnectionError``                ``TransientLLMError(status=None)``
-a 200 answer whose body is not a chat completion           ``TransientLLMError(status=None)``
-any other ``APIStatusError`` (400, 401, 403, 404, 422...)  ``PermanentLLMError(status=...)``
-400/422/500 refusing ``response_format`` or the token      re-sent at once in the next mode or with
-field (see :mod:`~promptevolver.llm.negotiation`)           the other field (no retry spent); a
-                                                           refusal with nothing left to try is a
-                                                           ``PermanentLLMError(status=...)``
-=========================================================  =========================================
+* :mod:`~promptevolver.llm.openai_wire` — request bodies and response parsing (a 200 answer whose
+  body is not a chat completion is a ``TransientLLMError(status=None)``);
+* :mod:`~promptevolver.llm.openai_errors` — SDK errors translated into :mod:`promptevolver.errors`
+  (the table is in its docstring);
+* :mod:`~promptevolver.llm.openai_preflight` — :meth:`OpenAIClient.preflight`: server, key and
+  model checked with one cheap call;
+* :mod:`~promptevolver.llm.openai_sdk` — one SDK client per running event loop.
+
+This module and those (but ``openai_wire``) are the only ones that import the SDK.
 
 The SDK's own retries are disabled (``max_retries=0``): the base class retries transient errors
 with tenacity. Error messages and ``repr`` never contain the API key, and show ``base_url`` with
@@ -30,23 +24,14 @@ its userinfo and query values redacted (:mod:`promptevolver.llm.redaction`).
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import json
-import math
 import os
-import time
 import warnings
-import weakref
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
-from openai import AsyncOpenAI
 
-from promptevolver.errors import ConfigError, LLMError, PermanentLLMError, TransientLLMError
-from promptevolver.llm import preflight as checks
-from promptevolver.llm.base import JUDGE_OPERATION, BaseLLMClient, Completion, LLMRequest
-from promptevolver.llm.error_bodies import names_missing_model, server_message
+from promptevolver.errors import ConfigError, LLMError
+from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.negotiation import (
     Mode,
     Negotiation,
@@ -54,23 +39,18 @@ from promptevolver.llm.negotiation import (
     TokenParam,
     rejects_response_format,
     rejects_token_param,
-    response_format,
 )
+from promptevolver.llm.openai_errors import error_text, retry_after_s, translate
+from promptevolver.llm.openai_preflight import Server, check_server
+from promptevolver.llm.openai_sdk import LoopSDK
+from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 
-__all__ = ["OpenAIClient"]
+__all__ = ["OpenAIClient", "retry_after_s"]
 
-#: Statuses below 500 that are worth retrying: request timeout and conflict (lock contention).
-RETRYABLE_4XX = frozenset({408, 409})
-#: Path of the chat-completions endpoint, relative to ``base_url``.
-CHAT_PATH = "/chat/completions"
-#: Path of the model list, relative to ``base_url``.
-MODELS_PATH = "/models"
 #: The SDK's API root when no ``base_url`` is given (nor ``OPENAI_BASE_URL``).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
-PREFLIGHT_TIMEOUT_S = 15.0
 
 
 class OpenAIClient(BaseLLMClient):
@@ -141,17 +121,8 @@ class OpenAIClient(BaseLLMClient):
             tokens_per_minute=tokens_per_minute,
             price=price,
         )
-        if not timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
-        for name, cap in (("judge_max_tokens", judge_max_tokens), ("meta_max_tokens", meta_max_tokens)):
-            if cap is not None and cap < 1:
-                raise ValueError(f"{name} must be >= 1 token or None, got {cap}")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise ConfigError(
-                f"no API key for model {model!r}: pass api_key or set the OPENAI_API_KEY environment "
-                "variable (any non-empty value works for local servers that ignore keys)"
-            )
+        _check_limits(timeout_s, judge_max_tokens=judge_max_tokens, meta_max_tokens=meta_max_tokens)
+        key = _api_key(model, api_key)
         self.model = model
         self.base_url = base_url
         self.display_url = redact_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
@@ -162,8 +133,7 @@ class OpenAIClient(BaseLLMClient):
         self.negotiation = Negotiation.start(_setting(structured_output))
         self._preflight_done = False
         self._api_key = key
-        self._sdk: AsyncOpenAI | None = None
-        self._sdk_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._sdk = LoopSDK(base_url=base_url, api_key=key, timeout_s=timeout_s)
         self._probe_locks: dict[int, asyncio.Lock] = {}
 
     def __repr__(self) -> str:
@@ -186,9 +156,7 @@ class OpenAIClient(BaseLLMClient):
 
     async def aclose(self) -> None:
         """Close the SDK client (and its connections) of the running event loop, if any."""
-        sdk, self._sdk, self._sdk_loop = self._sdk, None, None
-        if sdk is not None:
-            await sdk.close()
+        await self._sdk.aclose()
 
     # -- preflight -------------------------------------------------------------------------------
 
@@ -204,78 +172,21 @@ class OpenAIClient(BaseLLMClient):
         """
         if self._preflight_done:
             return
-        offered = await self._listed_models()
-        if offered is None or self.model not in offered:
-            await self._ping_chat(offered)
-            if offered:
-                warnings.warn(
-                    checks.unlisted_model_message(self.model, self.display_url, offered), stacklevel=2
-                )
+        warning = await check_server(self._server())
+        if warning is not None:
+            warnings.warn(warning, stacklevel=2)
         self._preflight_done = True
 
-    async def _listed_models(self) -> list[str] | None:
-        """The server's model ids, or None when it has no usable model list."""
-        try:
-            body = await self._client().get(MODELS_PATH, cast_to=bytes, options=self._preflight_options())
-        except openai.APIStatusError as exc:
-            if exc.status_code in (401, 403):
-                raise self._preflight_error(exc) from None
-            return None  # no /models here (404, 405, ...) or a broken one: the chat call decides
-        except openai.OpenAIError as exc:
-            raise self._preflight_error(exc) from None
-        return checks.model_ids(body)
-
-    async def _ping_chat(self, offered: list[str] | None) -> None:
-        params = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": "Say OK."}],
-            self.negotiation.token_param: 1,
-        }
-        for _ in range(2):  # a second time only with the other token field
-            sent: TokenParam = self.negotiation.token_param
-            try:
-                await self._client().post(
-                    CHAT_PATH, cast_to=bytes, body=params, options=self._preflight_options()
-                )
-                return
-            except openai.APIStatusError as exc:
-                text = _error_text(exc)
-                if rejects_token_param(exc.status_code, text, sent) and self.negotiation.switch_token_param(
-                    sent, exc.status_code
-                ):
-                    params[self.negotiation.token_param] = params.pop(sent)
-                    continue
-                raise self._preflight_error(exc, offered=offered) from None
-            except openai.OpenAIError as exc:
-                raise self._preflight_error(exc) from None
-
-    def _preflight_options(self) -> Any:
-        return {"timeout": min(self.timeout_s, PREFLIGHT_TIMEOUT_S), "max_retries": 0}
-
-    def _preflight_error(self, exc: openai.OpenAIError, *, offered: list[str] | None = None) -> LLMError:
-        url = self.display_url
-        if isinstance(exc, openai.APITimeoutError):
-            timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
-            return PermanentLLMError(checks.unreachable_message(url, f"no answer within {timeout:g} s"))
-        if isinstance(exc, openai.APIConnectionError):
-            return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
-        if not isinstance(exc, openai.APIStatusError):
-            return PermanentLLMError(f"{self._where()}: {self._redact(str(exc))}")
-        status, text = exc.status_code, self._redact(server_message(_body_text(exc)))
-        if status in (401, 403):
-            return PermanentLLMError(
-                checks.auth_message(url, self.api_key_source, status, text), status=status
-            )
-        if status in (400, 404) and names_missing_model(text, self.model):
-            return PermanentLLMError(checks.model_not_found_message(self.model, url, offered), status=status)
-        if status == 404:
-            return PermanentLLMError(
-                f"no chat-completions endpoint at {url}{CHAT_PATH} (404): check base_url "
-                "(it usually ends in /v1)",
-                status=status,
-            )
-        return PermanentLLMError(
-            f"the server at {url} refused a 1-token test call ({status}): {text}", status=status
+    def _server(self) -> Server:
+        return Server(
+            sdk=self._sdk.current(),
+            model=self.model,
+            url=self.display_url,
+            key_source=self.api_key_source,
+            timeout_s=self.timeout_s,
+            where=self._where(),
+            redact=self._redact,
+            negotiation=self.negotiation,
         )
 
     # -- the seam --------------------------------------------------------------------------------
@@ -302,7 +213,14 @@ class OpenAIClient(BaseLLMClient):
         # so this loop runs at most len(LADDER) + 1 times.
         while True:
             mode, token_param = self.negotiation.mode, self.negotiation.token_param
-            params = self._params(request, mode, token_param)
+            params = chat_params(
+                request,
+                model=self.model,
+                mode=mode,
+                token_param=token_param,
+                judge_max_tokens=self.judge_max_tokens,
+                meta_max_tokens=self.meta_max_tokens,
+            )
             try:
                 completion = await self._create(params)
             except openai.APIStatusError as exc:
@@ -317,7 +235,7 @@ class OpenAIClient(BaseLLMClient):
 
     def _adapts_to(self, exc: openai.APIStatusError, with_format: bool, mode: Mode, sent: TokenParam) -> bool:
         """Whether the refusal ``exc`` changed (or had changed) what to send: then re-send."""
-        status, text = exc.status_code, _error_text(exc)
+        status, text = exc.status_code, error_text(exc)
         if with_format and rejects_response_format(status, text):
             return self.negotiation.step_down(mode, status)
         if rejects_token_param(status, text, sent):
@@ -329,64 +247,8 @@ class OpenAIClient(BaseLLMClient):
         # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
         # and response model, which cost ~1 ms of CPU per call and halved throughput at
         # max_concurrency 32 (benchmarks/bench_llm_throughput.py).
-        body = await self._client().post(CHAT_PATH, cast_to=bytes, body=params)
-        return self._completion(body)
-
-    def _params(self, request: LLMRequest, mode: Mode, token_param: TokenParam) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.to_dict() for m in request.messages],
-            "temperature": request.temperature,
-        }
-        cap = request.max_tokens
-        if cap is None:
-            cap = self.judge_max_tokens if request.operation == JUDGE_OPERATION else self.meta_max_tokens
-        if cap is not None:
-            params[token_param] = cap
-        if request.seed is not None:
-            params["seed"] = request.seed
-        if request.json_schema is not None:
-            fmt = response_format(mode, request.json_schema)
-            if fmt is not None:
-                params["response_format"] = fmt
-        return params
-
-    def _completion(self, body: bytes) -> Completion:
-        """The answer in a chat-completion response body.
-
-        Raises:
-            TransientLLMError: the body is not JSON or not a chat completion (e.g. a proxy's
-                HTML error page with status 200, or a cut-off body).
-        """
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise TransientLLMError(f"{self._where()}: the response body is not JSON") from None
-        choices = data.get("choices") if isinstance(data, dict) else None
-        first = choices[0] if isinstance(choices, list) and choices else None
-        message = first.get("message") if isinstance(first, dict) else None
-        if not isinstance(message, dict):
-            raise TransientLLMError(f"{self._where()}: the response is not a chat completion")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return Completion(
-            text=str(message.get("content") or ""),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
-
-    def _client(self) -> AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        if self._sdk is None or self._sdk_loop is None or self._sdk_loop() is not loop:
-            root, query = _split_query(self.base_url)
-            self._sdk = AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=root,
-                timeout=self.timeout_s,
-                max_retries=0,
-                default_query=query or None,
-            )
-            self._sdk_loop = weakref.ref(loop)
-        return self._sdk
+        body = await self._sdk.current().post(CHAT_PATH, cast_to=bytes, body=params)
+        return parse_completion(body, where=self._where())
 
     def _probe_lock(self) -> asyncio.Lock:
         # One lock per running event loop, like the base class's semaphores.
@@ -395,29 +257,18 @@ class OpenAIClient(BaseLLMClient):
             self._probe_locks = {loop_id: asyncio.Lock()}
         return self._probe_locks[loop_id]
 
-    # -- error translation -----------------------------------------------------------------------
+    # -- errors ----------------------------------------------------------------------------------
 
     def _translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
-        detail = server_message(_body_text(exc)) if isinstance(exc, openai.APIStatusError) else str(exc)
-        text = f"{self._where()}: " + self._redact(
-            f"HTTP {exc.status_code}: {detail}" if isinstance(exc, openai.APIStatusError) else detail
+        """``exc`` as our error (:func:`~promptevolver.llm.openai_errors.translate`); ``refused``:
+        the request carried a ``response_format``."""
+        return translate(
+            exc,
+            where=self._where(),
+            redact=self._redact,
+            timeout_s=self.timeout_s,
+            negotiation=self.negotiation if refused else None,
         )
-        if isinstance(exc, openai.APITimeoutError):
-            return TransientLLMError(f"{text} (timeout after {self.timeout_s:g} s)")
-        if isinstance(exc, openai.APIConnectionError):
-            return TransientLLMError(text)
-        if not isinstance(exc, openai.APIStatusError):
-            return PermanentLLMError(text)
-        status = exc.status_code
-        if refused and rejects_response_format(status, _error_text(exc)):
-            hint = (
-                f"the server refuses structured output {self.negotiation.mode!r}"
-                f" (llm.structured_output: {self.negotiation.requested}; 'auto' negotiates a mode it accepts)"
-            )
-            return PermanentLLMError(f"{text}; {hint}", status=status)
-        if status == 429 or status >= 500 or status in RETRYABLE_4XX:
-            return TransientLLMError(text, status=status, retry_after=retry_after_s(exc.response.headers))
-        return PermanentLLMError(text, status=status)
 
     def _where(self) -> str:
         return f"OpenAI-compatible call (model {self.model!r}, base_url {self.display_url!r})"
@@ -434,50 +285,21 @@ def _setting(structured_output: StructuredOutput | bool) -> StructuredOutput:
     return structured_output
 
 
-def _split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:
-    """``base_url`` without its query string, and the query's parameters (sent with every request:
-    the SDK would otherwise glue request paths after the query)."""
-    if base_url is None:
-        return None, {}
-    parts = urlsplit(base_url)
-    if not parts.query:
-        return base_url, {}
-    root = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-    return root, dict(parse_qsl(parts.query, keep_blank_values=True))
+def _check_limits(timeout_s: float, *, judge_max_tokens: int | None, meta_max_tokens: int | None) -> None:
+    """Raises ValueError: ``timeout_s`` ≤ 0 seconds, or a token cap < 1."""
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
+    for name, cap in (("judge_max_tokens", judge_max_tokens), ("meta_max_tokens", meta_max_tokens)):
+        if cap is not None and cap < 1:
+            raise ValueError(f"{name} must be >= 1 token or None, got {cap}")
 
 
-def _error_text(exc: openai.APIStatusError) -> str:
-    """Everything an error answer says, for recognising refusals: the SDK's message and the raw
-    body (which holds what a non-OpenAI error shape says, e.g. LM Studio's ``{"error": "..."}``)."""
-    return f"{exc} {_body_text(exc)}"
-
-
-def _body_text(exc: openai.APIStatusError) -> str:
-    try:
-        return exc.response.text
-    except Exception:  # a streamed or closed response: nothing more to read
-        return ""
-
-
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date), or None."""
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        seconds: float | None
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            seconds = _http_date_delay(value) if divisor == 1.0 else None
-        if seconds is not None and math.isfinite(seconds):
-            return max(seconds, 0.0)
-    return None
-
-
-def _http_date_delay(value: str) -> float | None:
-    try:
-        parsed = email.utils.parsedate_tz(value)
-        return None if parsed is None else float(email.utils.mktime_tz(parsed) - time.time())
-    except (TypeError, ValueError, OverflowError):
-        return None
+def _api_key(model: str, api_key: str | None) -> str:
+    """``api_key``, else ``OPENAI_API_KEY``; raises ConfigError when both are unset or empty."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise ConfigError(
+            f"no API key for model {model!r}: pass api_key or set the OPENAI_API_KEY environment "
+            "variable (any non-empty value works for local servers that ignore keys)"
+        )
+    return key

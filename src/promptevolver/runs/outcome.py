@@ -4,16 +4,20 @@ The numbers alone can look contradictory (``best train 0.923`` beside ``stop rea
 perfect_train`` when another candidate got train right but could not be told better than the
 seed on held-out samples, and the seed was kept); :func:`choice_line` and :func:`stop_line` say
 what happened, in the final choice's own words (``final_choice.why``) where the result has them.
+:func:`outcome_lines` is what ``promptevolver optimize`` prints at the end: the scores, those two
+lines, where the run's files are, and the best instructions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from promptevolver import rundir
 from promptevolver.optimizers.result import OptimizationResult
 
-__all__ = ["choice_line", "stop_line"]
+__all__ = ["choice_line", "outcome_lines", "stop_line"]
 
 _STOPS = {
     "generations": "every generation the config asks for ran",
@@ -23,6 +27,41 @@ _STOPS = {
     "budget": "the budget could not pay for another generation and the final choice",
     "population_size_1": "population_size is 1: the seed is evaluated, nothing else",
 }
+
+
+def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = False) -> list[str]:
+    """What ``optimize`` prints when a run ends: the seed's and the best candidate's scores with
+    the LLM calls (``n/a`` for a score not measured); unless ``quiet``, also why the best was
+    chosen and the run stopped, the files written in ``run_dir`` and the best instructions."""
+    s, calls = result.scores, result.usage["llm_calls"]
+    name = result.loss.get("metric", result.loss["name"])
+    lines = [
+        f"{result.metric}: {name} seed train {_f(s['seed'].get('train'))} "
+        f"validation {_f(s['seed'].get('validation'))} | "
+        f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))} | "
+        f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
+    ]
+    if quiet:
+        return lines
+    lines += [choice_line(result), stop_line(result)]
+    note = (result.split or {}).get("note")
+    if note:
+        lines.append(f"note: {note}")
+    return (
+        lines
+        + _files(run_dir)
+        + [f"\nbest instruction for {prompt}:\n{text}" for prompt, text in result.best_instructions.items()]
+    )
+
+
+def _files(run_dir: Path) -> list[str]:
+    """Where a finished run's result, report and best instructions are."""
+    return [
+        f"result written to {run_dir / rundir.RESULT_FILE}",
+        f"report: {run_dir / rundir.REPORT_HTML} (open it in a browser) and {run_dir / rundir.REPORT_MD}",
+        f"best instructions: {run_dir / rundir.BEST_INSTRUCTIONS_FILE}; "
+        f"to apply: {run_dir / rundir.APPLY_SNIPPET_FILE}",
+    ]
 
 
 def choice_line(result: OptimizationResult) -> str:

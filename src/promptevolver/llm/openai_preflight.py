@@ -1,0 +1,161 @@
+"""The preflight of an OpenAI-compatible server: is it reachable, does it take the key, serve the model?
+
+:func:`check_server` makes one cheap call with no retries: ``GET /models``; when that endpoint is
+absent or does not list the model, a 1-token chat call decides (sent again once with the other
+token-cap field if the server refuses the first). Failures become one-line
+:class:`~promptevolver.errors.PermanentLLMError` messages made by :mod:`promptevolver.llm.preflight`,
+with the URL and the server's words redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from promptevolver.errors import LLMError, PermanentLLMError
+from promptevolver.llm import preflight as checks
+from promptevolver.llm.error_bodies import names_missing_model, server_message
+from promptevolver.llm.negotiation import Negotiation, TokenParam, rejects_token_param
+from promptevolver.llm.openai_errors import body_text, error_text
+from promptevolver.llm.openai_wire import CHAT_PATH, MODELS_PATH
+
+__all__ = ["PREFLIGHT_TIMEOUT_S", "Server", "check_server"]
+
+#: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
+PREFLIGHT_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Server:
+    """What a preflight needs of a client.
+
+    Attributes:
+        sdk: the SDK client to call (not shown in ``repr``).
+        model: the model name to look for.
+        url: ``base_url`` as it may be shown (redacted).
+        key_source: where the API key came from, named when the key is refused.
+        timeout_s: the client's request timeout in seconds (capped at :data:`PREFLIGHT_TIMEOUT_S`).
+        where: the client's description, the start of an unexpected error's message.
+        redact: removes secrets from what the server or SDK said (not shown in ``repr``).
+        negotiation: the client's negotiation; a refused token field is switched in it.
+    """
+
+    sdk: AsyncOpenAI = field(repr=False)
+    model: str
+    url: str
+    key_source: str
+    timeout_s: float
+    where: str
+    redact: Callable[[str], str] = field(repr=False)
+    negotiation: Negotiation
+
+    @property
+    def preflight_timeout_s(self) -> float:
+        """Seconds each preflight request may take."""
+        return min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
+
+
+async def check_server(server: Server) -> str | None:
+    """Check that ``server`` is reachable, accepts the key and serves the model.
+
+    Returns:
+        A warning to give when the server does not list the model but answered a chat call for
+        it (it may serve another model under that name); else None.
+
+    Raises:
+        PermanentLLMError: one line naming the cause: unreachable server or timeout, key refused
+            (401/403), model not found, or any other refusal of the chat call.
+    """
+    offered = await listed_models(server)
+    if offered is not None and server.model in offered:
+        return None
+    await ping_chat(server, offered)
+    return checks.unlisted_model_message(server.model, server.url, offered) if offered else None
+
+
+async def listed_models(server: Server) -> list[str] | None:
+    """The server's model ids, or None when it has no usable model list.
+
+    Raises:
+        PermanentLLMError: the server is unreachable, or refuses the key (401/403).
+    """
+    try:
+        body = await server.sdk.get(MODELS_PATH, cast_to=bytes, options=_options(server))
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            raise preflight_error(server, exc) from None
+        return None  # no /models here (404, 405, ...) or a broken one: the chat call decides
+    except openai.OpenAIError as exc:
+        raise preflight_error(server, exc) from None
+    return checks.model_ids(body)
+
+
+async def ping_chat(server: Server, offered: list[str] | None) -> None:
+    """Send a 1-token chat call; on a refused token field, once more with the other field.
+
+    Args:
+        offered: the models the server lists (None: no list), named when the model is not found.
+
+    Raises:
+        PermanentLLMError: any failure of the call (see :func:`preflight_error`).
+    """
+    negotiation = server.negotiation
+    params = {
+        "model": server.model,
+        "messages": [{"role": "user", "content": "Say OK."}],
+        negotiation.token_param: 1,
+    }
+    for _ in range(2):  # a second time only with the other token field
+        sent: TokenParam = negotiation.token_param
+        try:
+            await server.sdk.post(CHAT_PATH, cast_to=bytes, body=params, options=_options(server))
+            return
+        except openai.APIStatusError as exc:
+            if rejects_token_param(exc.status_code, error_text(exc), sent) and negotiation.switch_token_param(
+                sent, exc.status_code
+            ):
+                params[negotiation.token_param] = params.pop(sent)
+                continue
+            raise preflight_error(server, exc, offered=offered) from None
+        except openai.OpenAIError as exc:
+            raise preflight_error(server, exc) from None
+
+
+def _options(server: Server) -> Any:
+    """The SDK request options of a preflight call: a short timeout and no retries."""
+    return {"timeout": server.preflight_timeout_s, "max_retries": 0}
+
+
+def preflight_error(server: Server, exc: openai.OpenAIError, *, offered: list[str] | None = None) -> LLMError:
+    """The one-line error for a failed preflight call (messages of :mod:`promptevolver.llm.preflight`)."""
+    url = server.url
+    if isinstance(exc, openai.APITimeoutError):
+        reason = f"no answer within {server.preflight_timeout_s:g} s"
+        return PermanentLLMError(checks.unreachable_message(url, reason))
+    if isinstance(exc, openai.APIConnectionError):
+        return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
+    if not isinstance(exc, openai.APIStatusError):
+        return PermanentLLMError(f"{server.where}: {server.redact(str(exc))}")
+    return _refusal(server, exc.status_code, server.redact(server_message(body_text(exc))), offered)
+
+
+def _refusal(server: Server, status: int, text: str, offered: list[str] | None) -> LLMError:
+    """The error for an error answer with ``status`` saying ``text`` (redacted)."""
+    url = server.url
+    if status in (401, 403):
+        return PermanentLLMError(checks.auth_message(url, server.key_source, status, text), status=status)
+    if status in (400, 404) and names_missing_model(text, server.model):
+        return PermanentLLMError(checks.model_not_found_message(server.model, url, offered), status=status)
+    if status == 404:
+        return PermanentLLMError(
+            f"no chat-completions endpoint at {url}{CHAT_PATH} (404): check base_url "
+            "(it usually ends in /v1)",
+            status=status,
+        )
+    return PermanentLLMError(
+        f"the server at {url} refused a 1-token test call ({status}): {text}", status=status
+    )

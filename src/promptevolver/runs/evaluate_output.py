@@ -1,0 +1,57 @@
+"""``promptevolver evaluate`` on the terminal: a :class:`~promptevolver.runs.evaluate.Scorecard` shown.
+
+:func:`scorecard_lines` says which samples were scored, the agreement, its confidence interval,
+the confusion matrix of a binary metric and the LLM calls; :func:`scorecard_json` is the one JSON
+object of ``--json`` (the scorecard, the interval and the gate's verdict).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from promptevolver.runs.evaluate import Scorecard
+
+if TYPE_CHECKING:
+    from promptevolver.runs.gate import GateResult, Interval
+
+__all__ = ["scorecard_json", "scorecard_lines"]
+
+
+def scorecard_lines(
+    card: Scorecard,
+    interval: Interval | None,
+    *,
+    instructions: Path,
+    run_dir: Path | None,
+    quiet: bool = False,
+) -> list[str]:
+    """The lines ``evaluate`` prints for ``card`` (instructions from ``instructions``; samples of
+    ``run_dir`` for the validation split); only the agreement summary when ``quiet``."""
+    a = card.agreement
+    if quiet:
+        return [a.summary()]
+    lines = [f"{card.metric}: {instructions} on {_samples(card, run_dir)}", a.summary()]
+    if interval is not None:
+        value = getattr(a, interval.figure)
+        lines.append(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")
+    if a.confusion is not None and a.n:
+        (tn, fp), (fn, tp) = a.confusion
+        lines.append(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
+    lines.append(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
+    return lines
+
+
+def _samples(card: Scorecard, run_dir: Path | None) -> str:
+    """Which samples were scored, and how many (failed evaluations included)."""
+    count = card.agreement.n + card.agreement.failures
+    if card.split == "all":
+        return f"all usable samples ({count})"
+    return f"the validation samples of {run_dir} ({count}; --split all for every usable sample)"
+
+
+def scorecard_json(card: Scorecard, interval: Interval | None, gate: GateResult | None) -> str:
+    """``--json``: the scorecard's figures with ``interval`` and ``gate`` (null when not made)."""
+    extra = {"interval": interval and vars(interval), "gate": gate and gate.to_dict()}
+    return json.dumps({**card.to_dict(), **extra})
