@@ -404,8 +404,12 @@ class OpenAIClient(BaseLLMClient):
         )
         if isinstance(exc, openai.APITimeoutError):
             return TransientLLMError(f"{text} (timeout after {self.timeout_s:g} s)")
-        if isinstance(exc, openai.APIConnectionError):
-            return TransientLLMError(text)
+        if isinstance(
+            exc, openai.APIConnectionError
+        ):  # the OS's reason: "Connection error (connection refused)"
+            return TransientLLMError(
+                f"{text.rstrip('.')} ({self._redact(checks.cause_of_connection_error(exc))})"
+            )
         if not isinstance(exc, openai.APIStatusError):
             return PermanentLLMError(text)
         status = exc.status_code
