@@ -25,6 +25,7 @@ from tenacity import (
 )
 
 from promptevolver.errors import LLMError, TransientLLMError
+from promptevolver.llm.attempts import AttemptWatch, current_watch
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import Throttle, estimate_tokens
 
@@ -96,6 +97,7 @@ _BY_OPERATION = (
     "calls_by_operation",
     "retries_by_operation",
     "failures_by_operation",
+    "failures_by_cause",
     "cache_hits_by_operation",
     "prompt_tokens_by_operation",
     "completion_tokens_by_operation",
@@ -128,11 +130,15 @@ class Usage:
         prompt_tokens, completion_tokens: tokens of answered calls, as the provider counted them.
         cache_hits: requests answered from a response cache (no LLM call, no tokens, no cost).
         retries: re-sends after a transient failure (each one an extra request to the provider).
-        failures: calls that gave up (after their retries, or at once on a permanent error).
+        failures: calls that gave up (after their retries, or at once on a permanent error) and,
+            in a run's usage, judge evaluations that failed although every call was answered (an
+            answer still malformed after the re-ask: ``parse``); each failure counted once.
         cost_usd: cost of answered calls in US dollars, from the client's
             :class:`~promptevolver.llm.pricing.Price` (0.0 when it has none).
         retries_by_operation, failures_by_operation, cache_hits_by_operation: the three
             counters above split by operation (operation name → count).
+        failures_by_cause: ``failures`` split by cause (:attr:`LLMError.cause
+            <promptevolver.errors.LLMError.cause>`: ``http 503``, ``transport``, ``parse``... → count).
         prompt_tokens_by_operation, completion_tokens_by_operation, cost_usd_by_operation:
             tokens and cost (USD) split by operation.
 
@@ -149,6 +155,7 @@ class Usage:
     cost_usd: float = 0.0
     retries_by_operation: dict[str, int] = field(default_factory=dict)
     failures_by_operation: dict[str, int] = field(default_factory=dict)
+    failures_by_cause: dict[str, int] = field(default_factory=dict)
     cache_hits_by_operation: dict[str, int] = field(default_factory=dict)
     prompt_tokens_by_operation: dict[str, int] = field(default_factory=dict)
     completion_tokens_by_operation: dict[str, int] = field(default_factory=dict)
@@ -169,10 +176,11 @@ class Usage:
         self.retries += 1
         _bump(self.retries_by_operation, operation)
 
-    def record_failure(self, operation: str) -> None:
-        """Count one call of ``operation`` that gave up."""
+    def record_failure(self, operation: str, cause: str) -> None:
+        """Count one call of ``operation`` that gave up, or one failed evaluation, by ``cause``."""
         self.failures += 1
         _bump(self.failures_by_operation, operation)
+        _bump(self.failures_by_cause, cause)
 
     def record_cache_hit(self, operation: str) -> None:
         """Count one request of ``operation`` answered from a cache."""
@@ -223,6 +231,7 @@ class Usage:
             "cost_usd": round(self.cost_usd, 9),
             "retries_by_operation": dict(sorted(self.retries_by_operation.items())),
             "failures_by_operation": dict(sorted(self.failures_by_operation.items())),
+            "failures_by_cause": dict(sorted(self.failures_by_cause.items())),
             "cache_hits_by_operation": dict(sorted(self.cache_hits_by_operation.items())),
             "prompt_tokens_by_operation": dict(sorted(self.prompt_tokens_by_operation.items())),
             "completion_tokens_by_operation": dict(sorted(self.completion_tokens_by_operation.items())),
@@ -256,7 +265,9 @@ class BaseLLMClient(ABC):
 
     One call of :meth:`complete` is: up to ``max_attempts`` attempts; each attempt takes a
     concurrency slot, waits for the rate limits (:class:`~promptevolver.llm.ratelimit.Throttle`),
-    then calls ``_send`` once; between attempts it sleeps the backoff outside the slot.
+    then calls ``_send`` once; between attempts it sleeps the backoff outside the slot. Inside a
+    :func:`~promptevolver.llm.attempts.watched` call, each attempt is told to the watch, which
+    may end the call during a backoff (it then fails with its last attempt's error).
 
     Args:
         max_attempts: attempts per call including the first (≥ 1); only
@@ -341,8 +352,8 @@ class BaseLLMClient(ABC):
         """
         try:
             completion = await self._attempts(request)
-        except LLMError:
-            self.usage.record_failure(request.operation)
+        except LLMError as exc:
+            self.usage.record_failure(request.operation, exc.cause)
             raise
         self.usage.record(request.operation, completion, cost_usd=self._cost_usd(completion))
         return completion
@@ -352,17 +363,17 @@ class BaseLLMClient(ABC):
         # tenacity. Its per-call objects form reference cycles, and with many calls in flight
         # they outlive the young generations: building them for every call made full garbage
         # collections frequent enough to cost ~15% of throughput (bench_llm_throughput.py).
+        call = _Call(self, request, current_watch())
         try:
-            return await self._attempt(request)
+            return await call.attempt()
         except TransientLLMError as exc:
             if self.max_attempts == 1:
                 raise
             first_wait = self._backoff_s(1, exc)
-        self.usage.record_retry(request.operation)
-        await self.sleep(first_wait)
-        async for attempt in self._retrying(request.operation):
+        await call.pause(first_wait)
+        async for attempt in self._retrying(call):
             with attempt:
-                return await self._attempt(request)
+                return await call.attempt()
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def _attempt(self, request: LLMRequest) -> Completion:
@@ -397,22 +408,23 @@ class BaseLLMClient(ABC):
             wait = max(wait, min(float(asked), self.retry_max_s))
         return wait
 
-    def _retrying(self, operation: str) -> AsyncRetrying:
-        """Tenacity's loop for the attempts after the first (attempt_number 1 = the second)."""
+    def _retrying(self, call: _Call) -> AsyncRetrying:
+        """Tenacity's loop for the attempts after the first (attempt_number 1 = the second); a
+        retry is counted as it is sent, after its backoff."""
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             return self._backoff_s(state.attempt_number + 1, exc)
 
         def count_retry(_state: RetryCallState) -> None:
-            self.usage.record_retry(operation)
+            self.usage.record_retry(call.request.operation)
 
         return AsyncRetrying(
             retry=retry_if_exception_type(TransientLLMError),
             stop=stop_after_attempt(self.max_attempts - 1),
             wait=wait,
-            before_sleep=count_retry,
-            sleep=self.sleep,
+            before=count_retry,
+            sleep=call.pause,
             reraise=True,
         )
 
@@ -422,3 +434,33 @@ class BaseLLMClient(ABC):
         if loop_id not in self._semaphores:
             self._semaphores = {loop_id: asyncio.Semaphore(self.max_concurrency)}
         return self._semaphores[loop_id]
+
+
+class _Call:
+    """One call's attempts: each one told to the run's :class:`~promptevolver.llm.attempts.AttemptWatch`
+    (if the call is watched), and the backoff between them cut short when the watch gives up."""
+
+    __slots__ = ("client", "last", "request", "watch")
+
+    def __init__(self, client: BaseLLMClient, request: LLMRequest, watch: AttemptWatch | None) -> None:
+        self.client, self.request, self.watch = client, request, watch
+        self.last: LLMError | None = None
+
+    async def attempt(self) -> Completion:
+        try:
+            completion = await self.client._attempt(self.request)
+        except LLMError as exc:
+            self.last = exc
+            if self.watch is not None:
+                self.watch.attempted(exc)
+            raise
+        if self.watch is not None:
+            self.watch.attempted(None)
+        return completion
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep the backoff; raise the last attempt's error when the watch gives the call up."""
+        if self.watch is None:
+            await self.client.sleep(seconds)
+        elif not await self.watch.pause(seconds, self.client.sleep) and self.last is not None:
+            raise self.last

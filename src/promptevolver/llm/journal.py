@@ -93,7 +93,7 @@ class Journal:
             if "text" in line:
                 usage.record(line["op"], Completion(line["text"], line["pt"], line["ct"]))
             else:
-                usage.record_failure(line["op"])
+                usage.record_failure(line["op"], line["failed"])
         return usage
 
     def sync(self) -> None:
