@@ -292,6 +292,7 @@ def usage_figures(result: dict[str, Any]) -> dict[str, Any]:
         "calls": sum(u["llm_calls"].values()),
         "retries": u["retries"],
         "failures": u["failures"],
+        "parse_failures": (u.get("failures_by_cause") or {}).get("parse", 0),
         "tokens": u["prompt_tokens"] + u["completion_tokens"],
         "cost_usd": u["cost_usd"],
         "lineage_failures": sum(c.get("failures") or 0 for c in result.get("lineage", [])),
@@ -303,7 +304,8 @@ def misreported(result: dict[str, Any], t: dict[str, Any]) -> dict[str, Any]:
     """What result.json's usage says minus what the server did (0 everywhere: reported right)."""
     usage = usage_figures(result)
     return {
-        "failures_misreported": usage["failures"] - t["given_up"],
+        "failures_misreported": usage["failures"] - usage["parse_failures"] - t["given_up"],
+        "parse_failures_misreported": usage["parse_failures"] - t["judge_parse_failures"],
         "retries_misreported": usage["retries"] - (t["http_faults"] - t["given_up"]),
         "calls_misreported": usage["calls"] - t["answered"],
         "tokens_misreported": usage["tokens"] - t["tokens"],

@@ -57,3 +57,18 @@ def test_usage_since_equals_what_the_client_counted(tmp_path, priced):
 
 async def _no_wait(seconds: float) -> None:
     return None
+
+
+def test_an_unusable_answer_is_counted_but_never_replayed(tmp_path):
+    """A judge answer without the requested JSON failed its evaluation: on resume that request is
+    asked again (a replay would fail it again forever), while its call still counts."""
+    schema = {"type": "object", "required": ["verdict"]}
+    judge = LLMRequest(messages=(ChatMessage("user", "judge this"),), json_schema=schema)
+    inner = ScriptedLLM(["no json here", '{"verdict": 1}'])
+    journal = Journal(tmp_path / "journal.jsonl", fresh=True)
+    asyncio.run(journal.wrap(inner).complete(judge))
+    journal.close()
+    resumed = Journal(tmp_path / "journal.jsonl", fresh=False)
+    assert resumed.usage_since(0).total_calls == 1
+    answer = asyncio.run(resumed.wrap(inner).complete(judge))
+    assert answer.text == '{"verdict": 1}' and len(inner.requests) == 2 and resumed.replayed == 0

@@ -48,7 +48,7 @@ def test_usage_add_sub_copy_keep_every_counter() -> None:
     a = Usage()
     a.record("judge", Completion("x", 10, 2), cost_usd=0.5)
     a.record_retry("judge")
-    a.record_failure("rewrite")
+    a.record_failure("rewrite", "http 503")
     a.record_cache_hit("judge")
     b = a.copy()
     b.record("rewrite", Completion("y", 5, 5), cost_usd=0.25)
@@ -58,6 +58,7 @@ def test_usage_add_sub_copy_keep_every_counter() -> None:
     assert (diff.retries, diff.failures, diff.cache_hits) == (0, 0, 0)
     total = a + b
     assert total.retries_by_operation == {"judge": 2} and total.failures_by_operation == {"rewrite": 2}
+    assert total.failures_by_cause == {"http 503": 2} and diff.failures_by_cause == {}
     assert total.cache_hits_by_operation == {"judge": 2} and total.cache_hits == 2
     assert a.calls_by_operation == {"judge": 1}  # operands unchanged
     assert Usage(**asdict(b)) == b  # a checkpoint can round-trip it
@@ -100,6 +101,7 @@ def test_failed_calls_cost_nothing_and_are_counted_by_operation() -> None:
         run(client, request(operation="crossover"))
     assert client.usage.cost_usd == 0.0
     assert client.usage.failures_by_operation == {"crossover": 1} and client.usage.total_calls == 0
+    assert client.usage.failures_by_cause == {"llm": 1}
 
 
 def test_attempts_are_bounded_and_every_retry_counted() -> None:

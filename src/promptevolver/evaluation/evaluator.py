@@ -21,10 +21,14 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Judgement, Metric
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm.base import JUDGE_OPERATION, LLMClient, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 
-__all__ = ["Evaluator", "Observer", "Score", "candidate_key", "score"]
+__all__ = ["EVALUATION_CAUSES", "Evaluator", "Observer", "Score", "candidate_key", "score"]
+
+#: Causes of a failed evaluation that no failed call accounts for: every call was answered, but
+#: the answer stayed malformed after the re-ask (``parse``) or a judge ensemble ran out of time.
+EVALUATION_CAUSES = frozenset({"parse", "timeout"})
 
 CandidateKey = tuple[tuple[str, str], ...]
 
@@ -69,6 +73,9 @@ class Evaluator:
         #: Told of every new evaluation (``plan``) and its outcome (``record``).
         self.observer: Observer | None = None
         self.judged = 0
+        #: Evaluations made here that failed with a cause in :data:`EVALUATION_CAUSES` (operation
+        #: ``judge``, by cause); add it to the client's usage, which counts the calls that gave up.
+        self.failures = Usage()
 
     async def evaluate(
         self, instructions: Mapping[str, str], positions: Sequence[int]
@@ -84,6 +91,8 @@ class Evaluator:
             result = await self.metric.ajudge(inputs, llm=self._limited, instructions=instructions)
             self._memo[(key, position)] = result
             self.judged += 1
+            if result.failed and result.cause in EVALUATION_CAUSES:
+                self.failures.record_failure(JUDGE_OPERATION, result.cause)
             if self.observer is not None:
                 self.observer.record(result.cause if result.failed else None, result.error)
 

@@ -25,6 +25,7 @@ from tenacity import (
 )
 
 from promptevolver.errors import LLMError, TransientLLMError
+from promptevolver.llm.attempts import AttemptWatch, current_watch
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import Throttle, estimate_tokens
 
@@ -104,6 +105,7 @@ _BY_OPERATION = (
     "calls_by_operation",
     "retries_by_operation",
     "failures_by_operation",
+    "failures_by_cause",
     "cache_hits_by_operation",
     "prompt_tokens_by_operation",
     "completion_tokens_by_operation",
@@ -136,11 +138,15 @@ class Usage:
         prompt_tokens, completion_tokens: tokens of answered calls, as the provider counted them.
         cache_hits: requests answered from a response cache (no LLM call, no tokens, no cost).
         retries: re-sends after a transient failure (each one an extra request to the provider).
-        failures: calls that gave up (after their retries, or at once on a permanent error).
+        failures: calls that gave up (after their retries, or at once on a permanent error) and,
+            in a run's usage, judge evaluations that failed although every call was answered (an
+            answer still malformed after the re-ask: ``parse``); each failure counted once.
         cost_usd: cost of answered calls in US dollars, from the client's
             :class:`~promptevolver.llm.pricing.Price` (0.0 when it has none).
         retries_by_operation, failures_by_operation, cache_hits_by_operation: the three
             counters above split by operation (operation name → count).
+        failures_by_cause: ``failures`` split by cause (:attr:`LLMError.cause
+            <promptevolver.errors.LLMError.cause>`: ``http 503``, ``transport``, ``parse``... → count).
         prompt_tokens_by_operation, completion_tokens_by_operation, cost_usd_by_operation:
             tokens and cost (USD) split by operation.
 
@@ -157,6 +163,7 @@ class Usage:
     cost_usd: float = 0.0
     retries_by_operation: dict[str, int] = field(default_factory=dict)
     failures_by_operation: dict[str, int] = field(default_factory=dict)
+    failures_by_cause: dict[str, int] = field(default_factory=dict)
     cache_hits_by_operation: dict[str, int] = field(default_factory=dict)
     prompt_tokens_by_operation: dict[str, int] = field(default_factory=dict)
     completion_tokens_by_operation: dict[str, int] = field(default_factory=dict)
@@ -177,10 +184,11 @@ class Usage:
         self.retries += 1
         _bump(self.retries_by_operation, operation)
 
-    def record_failure(self, operation: str) -> None:
-        """Count one call of ``operation`` that gave up."""
+    def record_failure(self, operation: str, cause: str) -> None:
+        """Count one call of ``operation`` that gave up, or one failed evaluation, by ``cause``."""
         self.failures += 1
         _bump(self.failures_by_operation, operation)
+        _bump(self.failures_by_cause, cause)
 
     def record_cache_hit(self, operation: str) -> None:
         """Count one request of ``operation`` answered from a cache."""
@@ -231,6 +239,7 @@ class Usage:
             "cost_usd": round(self.cost_usd, 9),
             "retries_by_operation": dict(sorted(self.retries_by_operation.items())),
             "failures_by_operation": dict(sorted(self.failures_by_operation.items())),
+            "failures_by_cause": dict(sorted(self.failures_by_cause.items())),
             "cache_hits_by_operation": dict(sorted(self.cache_hits_by_operation.items())),
             "prompt_tokens_by_operation": dict(sorted(self.prompt_tokens_by_operation.items())),
             "completion_tokens_by_operation": dict(sorted(self.completion_tokens_by_operation.items())),
@@ -264,7 +273,9 @@ class BaseLLMClient(ABC):
 
     One call of :meth:`complete` is: up to ``max_attempts`` attempts; each attempt takes a
     concurrency slot, waits for the rate limits (:class:`~promptevolver.llm.ratelimit.Throttle`),
-    then calls ``_send`` once; between attempts it sleeps the backoff outside the slot.
+    then calls ``_send`` once; between attempts it sleeps the backoff outside the slot. Inside a
+    :func:`~promptevolver.llm.attempts.watched` call, each attempt is told to the watch, which
+    may end the call during a backoff (it then fails with its last attempt's error).
 
     Args:
         max_attempts: attempts per call including the first (≥ 1); only
@@ -347,34 +358,32 @@ class BaseLLMClient(ABC):
         Raises:
             LLMError: after ``max_attempts`` transient failures, or at once on a permanent one.
         """
-        tries: list[int] = [0]
+        call = _Call(self, request, current_watch())
         try:
-            completion = await self._attempts(request, tries)
+            completion = await self._attempts(call)
         except LLMError as exc:
-            self.usage.record_failure(request.operation)
-            exc.retries = tries[0]
+            self.usage.record_failure(request.operation, exc.cause)
+            exc.retries = call.retries
             raise
         cost = self._cost_usd(completion)
         self.usage.record(request.operation, completion, cost_usd=cost)
-        return replace(completion, cost_usd=cost, retries=tries[0])
+        return replace(completion, cost_usd=cost, retries=call.retries)
 
-    async def _attempts(self, request: LLMRequest, tries: list[int]) -> Completion:
+    async def _attempts(self, call: _Call) -> Completion:
         # The first attempt runs bare; only after a transient failure do the others run under
         # tenacity. Its per-call objects form reference cycles, and with many calls in flight
         # they outlive the young generations: building them for every call made full garbage
         # collections frequent enough to cost ~15% of throughput (bench_llm_throughput.py).
         try:
-            return await self._attempt(request)
+            return await call.attempt()
         except TransientLLMError as exc:
             if self.max_attempts == 1:
                 raise
             first_wait = self._backoff_s(1, exc)
-        self.usage.record_retry(request.operation)
-        tries[0] += 1
-        await self.sleep(first_wait)
-        async for attempt in self._retrying(request.operation, tries):
+        await call.pause(first_wait)
+        async for attempt in self._retrying(call):
             with attempt:
-                return await self._attempt(request)
+                return await call.attempt()
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def _attempt(self, request: LLMRequest) -> Completion:
@@ -409,23 +418,24 @@ class BaseLLMClient(ABC):
             wait = max(wait, min(float(asked), self.retry_max_s))
         return wait
 
-    def _retrying(self, operation: str, tries: list[int]) -> AsyncRetrying:
-        """Tenacity's loop for the attempts after the first (attempt_number 1 = the second)."""
+    def _retrying(self, call: _Call) -> AsyncRetrying:
+        """Tenacity's loop for the attempts after the first (attempt_number 1 = the second); a
+        retry is counted as it is sent, after its backoff."""
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             return self._backoff_s(state.attempt_number + 1, exc)
 
         def count_retry(_state: RetryCallState) -> None:
-            self.usage.record_retry(operation)
-            tries[0] += 1
+            self.usage.record_retry(call.request.operation)
+            call.retries += 1
 
         return AsyncRetrying(
             retry=retry_if_exception_type(TransientLLMError),
             stop=stop_after_attempt(self.max_attempts - 1),
             wait=wait,
-            before_sleep=count_retry,
-            sleep=self.sleep,
+            before=count_retry,
+            sleep=call.pause,
             reraise=True,
         )
 
@@ -435,3 +445,34 @@ class BaseLLMClient(ABC):
         if loop_id not in self._semaphores:
             self._semaphores = {loop_id: asyncio.Semaphore(self.max_concurrency)}
         return self._semaphores[loop_id]
+
+
+class _Call:
+    """One call's attempts: each one told to the run's :class:`~promptevolver.llm.attempts.AttemptWatch`
+    (if the call is watched), and the backoff between them cut short when the watch gives up."""
+
+    __slots__ = ("client", "last", "request", "retries", "watch")
+
+    def __init__(self, client: BaseLLMClient, request: LLMRequest, watch: AttemptWatch | None) -> None:
+        self.client, self.request, self.watch = client, request, watch
+        self.last: LLMError | None = None
+        self.retries = 0  # re-sends made so far
+
+    async def attempt(self) -> Completion:
+        try:
+            completion = await self.client._attempt(self.request)
+        except LLMError as exc:
+            self.last = exc
+            if self.watch is not None:
+                self.watch.attempted(exc)
+            raise
+        if self.watch is not None:
+            self.watch.attempted(None)
+        return completion
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep the backoff; raise the last attempt's error when the watch gives the call up."""
+        if self.watch is None:
+            await self.client.sleep(seconds)
+        elif not await self.watch.pause(seconds, self.client.sleep) and self.last is not None:
+            raise self.last

@@ -6,7 +6,9 @@ is appended to ``DIR/journal.jsonl`` the moment it arrives (one JSON line: reque
 operation, text, token counts), and each call that gave up is recorded with its cause. On
 ``--resume`` the search repeats the interrupted step from the checkpoint, deterministically,
 and :class:`Journal` answers every request it has an answer for without a call: nothing
-answered is sent twice, with or without the response cache. Calls that failed are sent again.
+answered is sent twice, with or without the response cache. Calls that failed are sent again,
+and so are requests whose answer lacked the requested JSON (the evaluation they failed is retried,
+as the response cache never stores such an answer either).
 
 Keys are :func:`~promptevolver.llm.cache.cache_key` of the client's identity and the request. A
 line cut off by a kill is ignored on load. Lines are flushed as written (the operating system
@@ -23,7 +25,7 @@ from typing import IO, Any
 
 from promptevolver.errors import LLMError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.cache import cache_key
+from promptevolver.llm.cache import cache_key, usable_answer
 
 __all__ = ["Journal"]
 
@@ -46,7 +48,7 @@ class Journal:
         self._answers: dict[str, Completion] = {}
         self._lines: list[dict[str, Any]] = [] if fresh else _read(self.path)
         for line in self._lines:
-            if "text" in line:
+            if "text" in line and not line.get("unusable"):  # an unusable answer is asked again
                 self._answers[line["key"]] = Completion(line["text"], line["pt"], line["ct"])
         self._file: IO[str] = self.path.open("w", encoding="utf-8")
         for line in self._lines:  # rewritten whole: a line torn by a kill is dropped, not appended to
@@ -69,8 +71,10 @@ class Journal:
         (answers of this session are never replayed: a fresh run makes every call)."""
         return self._answers.get(key)
 
-    def record(self, key: str, operation: str, completion: Completion) -> None:
-        """Append an answered call with what it cost: tokens, USD, retries, or a cache hit."""
+    def record(self, key: str, operation: str, completion: Completion, *, usable: bool = True) -> None:
+        """Append an answered call with what it cost: tokens, USD, retries, or a cache hit.
+        ``usable`` False (an answer without the requested JSON): counted, never replayed, so the
+        evaluation it failed is asked again on resume, as the cache does."""
         line: dict[str, Any] = {
             "key": key,
             "op": operation,
@@ -84,6 +88,8 @@ class Journal:
             line["retries"] = completion.retries
         if completion.cached:
             line["cached"] = True
+        if not usable:
+            line["unusable"] = True
         self._write(line)
 
     def record_failure(self, key: str, operation: str, cause: str, retries: int = 0) -> None:
@@ -103,7 +109,7 @@ class Journal:
             for _ in range(int(line.get("retries", 0))):
                 usage.record_retry(op)
             if "failed" in line:
-                usage.record_failure(op)
+                usage.record_failure(op, line["failed"])
             elif line.get("cached"):
                 usage.record_cache_hit(op)
             else:
@@ -147,7 +153,9 @@ class _Journaled:
         except LLMError as exc:
             self.journal.record_failure(key, request.operation, exc.cause, exc.retries)
             raise
-        self.journal.record(key, request.operation, completion)
+        self.journal.record(
+            key, request.operation, completion, usable=usable_answer(completion.text, request.json_schema)
+        )
         return completion
 
 

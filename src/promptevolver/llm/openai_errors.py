@@ -28,6 +28,7 @@ import openai
 from promptevolver.errors import LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm.error_bodies import server_message
 from promptevolver.llm.negotiation import Negotiation, rejects_response_format
+from promptevolver.llm.preflight import cause_of_connection_error
 
 __all__ = ["RETRYABLE_4XX", "body_text", "error_text", "retry_after_s", "translate"]
 
@@ -55,8 +56,8 @@ def translate(
     text = f"{where}: " + redact(_detail(exc))
     if isinstance(exc, openai.APITimeoutError):
         return TransientLLMError(f"{text} (timeout after {timeout_s:g} s)")
-    if isinstance(exc, openai.APIConnectionError):
-        return TransientLLMError(text)
+    if isinstance(exc, openai.APIConnectionError):  # the OS's reason: "Connection error (connection refused)"
+        return TransientLLMError(f"{text.rstrip('.')} ({redact(cause_of_connection_error(exc))})")
     if not isinstance(exc, openai.APIStatusError):
         return PermanentLLMError(text)
     status = exc.status_code

@@ -56,7 +56,7 @@ def adopt(run: SearchRun, children: Sequence[Child]) -> list[Candidate]:
         if child.rejected:
             run.state.rejections[f"{plan.operator}: {child.rejected}"] += 1
         run.tally.plan(1)
-        run.tally.record(_meta_failure(child.rejected), child.rejected, check=False)
+        run.tally.record(_meta_failure(child.rejected), child.error or child.rejected, check=False)
         parents = [p.id for p in plan.parents]
         accepted = child.instructions is not None
         run.events.emit(

@@ -24,6 +24,7 @@ from promptevolver.errors import LLMError, LLMUnusableError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
+from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.concurrency import InFlightLimit, waves
 from promptevolver.llm.journal import Journal
@@ -38,7 +39,7 @@ from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import screening, selection
 from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter
-from promptevolver.optimizers.strategies.failures import FailureTally
+from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
 
 __all__ = ["SearchRun"]
 
@@ -76,6 +77,9 @@ class SearchRun:
         self.journal = journal
         self.meter = BudgetMeter(config.budget, self.usage)  # every request checked as it is sent
         llm, reflection_llm = self.meter.wrap(llm), self.meter.wrap(reflection_llm)
+        #: Sees every attempt (retries included): a dead server stops the run in seconds.
+        self.watch = ServerWatch(on_dead=self._dead_server)
+        llm, reflection_llm = watched(llm, self.watch), watched(reflection_llm, self.watch)
         self.limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
         llm, reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
         if journal is not None:  # answers recorded as they arrive, replayed on resume: a replay
@@ -114,7 +118,13 @@ class SearchRun:
 
     # --- steps and the failure policy ------------------------------------------------------------
     def begin_step(self, step: str, *, count_parse: bool = False) -> None:
-        """Count this step's evaluations and failures afresh (see :mod:`.strategies.failures`)."""
+        """Count this step's evaluations and failures afresh (see :mod:`.strategies.failures`).
+
+        Raises:
+            LLMUnusableError: the policy said stop since the last step ended.
+        """
+        if self.tally.stopped is not None:
+            raise self.tally.stopped
         rate = self.config.max_failure_rate
         self.tally = FailureTally(
             max_failure_rate=rate, step=step, count_parse=count_parse, on_stop=self._stop_sending
@@ -123,6 +133,10 @@ class SearchRun:
 
     def _stop_sending(self, error: LLMUnusableError) -> None:
         self.limit.close(StoppedError(f"not sent: the run is stopping ({error.cause})"))
+        self.watch.stop()
+
+    def _dead_server(self, what: str, cause: str, count: int, of: int, example: str) -> None:
+        self.tally.stop(what, cause, count, of, example)
 
     def end_step(self) -> None:
         """Apply the failure policy to the whole step.
@@ -282,8 +296,9 @@ class SearchRun:
         return not self.meter.spent and self.budget.allows(calls.generation, reserve=calls.final)
 
     def usage(self) -> Usage:
-        """LLM usage of this run (before a resume included)."""
-        total = self.state.usage_before.copy()
+        """LLM usage of this run (before a resume included); its failures include the judge
+        evaluations that failed on answered calls (:attr:`Evaluator.failures`)."""
+        total = self.state.usage_before + self.evaluator.failures
         for client, before in zip(self.clients, self.usage_start):
             total = total + (client.usage - before)
         return total

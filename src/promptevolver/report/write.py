@@ -520,6 +520,11 @@ def _lineage(facts: RunFacts) -> Section:
     return Section("Lineage of the chosen candidate", [intro, Table(headers, rows)])
 
 
+def _by_cause(usage: dict[str, Any]) -> str:
+    causes = usage.get("failures_by_cause") or {}
+    return " (" + ", ".join(f"{c}: {n}" for c, n in sorted(causes.items())) + ")" if causes else ""
+
+
 def _usage(facts: RunFacts) -> Section:
     u = facts.result["usage"]
     extra = [k for k in ("prompt_tokens", "completion_tokens", "cost_usd") if f"{k}_by_operation" in u]
@@ -542,7 +547,7 @@ def _usage(facts: RunFacts) -> Section:
             f"cost: {_cost(u)}"
             + ("" if u.get("cost_usd") else " (no prices in the config, or a free simulated LLM)"),
             f"cache hits: {u.get('cache_hits', 0)}; retries: {u.get('retries', 0)}; "
-            f"failed calls: {u.get('failures', 0)}",
+            f"failures: {u.get('failures', 0)}{_by_cause(u)}",
         ]
     )
     blocks: list[Any] = [Table(headers, rows), totals]

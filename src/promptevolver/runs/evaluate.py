@@ -167,6 +167,6 @@ async def score_instructions(
         split="all" if positions is None else "validation",
         agreement=figures,
         judge_calls=llm.usage.judge_calls,
-        usage=llm.usage.to_dict(),
+        usage=(llm.usage + evaluator.failures).to_dict(),
         pairs=pairs,
     )

@@ -62,12 +62,14 @@ class Plan:
 
 @dataclass
 class Child:
-    """An operator's product before it becomes a candidate: instructions, or a rejection reason."""
+    """An operator's product before it becomes a candidate: instructions, or a rejection reason
+    (and, when a meta call failed, the LLM error's own text in ``error``)."""
 
     plan: Plan
     instructions: dict[str, str] | None
     feedback: list[str] = field(default_factory=list)
     rejected: str | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -79,10 +79,12 @@ class Example:
 
 @dataclass(frozen=True)
 class OperatorOutcome:
-    """What an operator produced: ``value`` (an instruction, or feedback items) or a rejection."""
+    """What an operator produced: ``value`` (an instruction, or feedback items) or a rejection;
+    ``error``: the LLM error's own text when the call failed (``rejected`` is ``llm error: <cause>``)."""
 
     value: str | list[str] | None
     rejected: str | None = None
+    error: str | None = None
 
 
 def _request(operation: str, user: str, temperature: float, sample_index: int) -> LLMRequest:
@@ -90,26 +92,27 @@ def _request(operation: str, user: str, temperature: float, sample_index: int) -
     return LLMRequest(messages, temperature=temperature, operation=operation, sample_index=sample_index)
 
 
-async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any] | None, str | None]:
+async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any] | None, OperatorOutcome]:
+    """The answer's JSON object, or None and the rejection (the outcome is only read then)."""
     try:
         text = (await llm.complete(request)).text
     except LLMError as exc:
-        return None, f"llm error: {exc.cause}"
+        return None, OperatorOutcome(None, f"llm error: {exc.cause}", f"{type(exc).__name__}: {exc}")
     if not text.strip():
-        return None, "empty answer"
+        return None, OperatorOutcome(None, "empty answer")
     if text.count("```") % 2 == 1:
-        return None, "truncated answer (unclosed code fence)"
+        return None, OperatorOutcome(None, "truncated answer (unclosed code fence)")
     try:
-        return extract_json_object(text), None
+        return extract_json_object(text), OperatorOutcome(None)
     except OutputParseError as exc:
-        return None, f"unparseable answer: {exc}"
+        return None, OperatorOutcome(None, f"unparseable answer: {exc}")
 
 
 def _instruction_from(
-    data: dict[str, Any] | None, why: str | None, parents: Sequence[str]
+    data: dict[str, Any] | None, why: OperatorOutcome, parents: Sequence[str]
 ) -> OperatorOutcome:
     if data is None:
-        return OperatorOutcome(None, why)
+        return why
     text = data.get("instruction")
     if not isinstance(text, str) or not text.strip():
         return OperatorOutcome(None, "no instruction in answer")
@@ -189,7 +192,7 @@ async def feedback(
     )
     data, why = await _ask_json(llm, _request("feedback", user, temperature, sample_index))
     if data is None:
-        return OperatorOutcome(None, why)
+        return why
     items = data.get("feedback")
     if not isinstance(items, list):
         return OperatorOutcome(None, "no feedback list in answer")

@@ -109,7 +109,7 @@ class Mutation:
                 sample_index=plan.slot,
             )
             if fb.value is None:
-                return Child(plan, None, rejected=fb.rejected)
+                return Child(plan, None, rejected=fb.rejected, error=fb.error)
             items = list(fb.value)
             out = await ops.rewrite(
                 ctx.llm,
@@ -119,7 +119,7 @@ class Mutation:
                 sample_index=plan.slot,
             )
             if out.value is None:
-                return Child(plan, None, items, rejected=out.rejected)
+                return Child(plan, None, items, rejected=out.rejected, error=out.error)
             instructions[name], notes = str(out.value), notes + items
         return Child(plan, instructions, notes)
 

@@ -62,6 +62,6 @@ class ReverseEngineering:
                 output=ops.describe_output(prompt.json_schema()) if len(prompts) > 1 else ops.BINARY_OUTPUT,
             )
             if out.value is None:
-                return Child(plan, None, rejected=out.rejected)
+                return Child(plan, None, rejected=out.rejected, error=out.error)
             instructions[name] = str(out.value)
         return Child(plan, instructions)

@@ -11,32 +11,58 @@ requested form cannot do the job); in later steps an unparseable answer is the c
 only failed calls count (transport, HTTP status, timeouts). A request the budget refused is not an
 LLM failure (the search stops on ``budget``). The policy stops the run when
 
-* failures exceed ``max_failure_rate`` of what the step attempted (checked as outcomes arrive once
-  at least :data:`MIN_ATTEMPTS` were attempted, and at the end of the step), or
-* :data:`RUN_OF_FAILURES` evaluations in a row failed on transport or server errors (a server that
-  stopped answering: fail fast instead of retrying every remaining call).
+* the step's failure share is above ``max_failure_rate`` with confidence: the lower end of the
+  95 % Wilson score interval of failures / attempted exceeds it (E. B. Wilson, JASA 22:209–212,
+  1927; :func:`~promptevolver.evaluation.intervals.wilson_interval`). Checked as outcomes arrive
+  once at least :data:`MIN_ATTEMPTS` were attempted, and at the end of the step over at least
+  :data:`MIN_STEP_ATTEMPTS`. A bare share stopped healthy runs by chance: at 30 % faults with
+  two attempts per call, 5 failed of a step's 22 (23 %, lower bound 10 %) while 5.5 % of the
+  run's calls failed (benchmarks/results/chaos.md, finding 8); a dead server (22 of 22: bound
+  85 %) or a judge that cannot answer (8 of 8: 68 %) still stops at once; or
+* :data:`RUN_OF_FAILURES` *attempts* in a row, retries included, failed on the server side
+  (transport, timeout, HTTP 5xx) with none answered in between (:class:`ServerWatch`, which sees
+  every attempt through :mod:`promptevolver.llm.attempts`): a server that stopped answering
+  stops the run within two rounds of attempts (a second or two with 16 in flight) instead of
+  after every call's retries (27–29 s when 32 *calls* in a row had to give up). A 429 neither
+  counts nor resets the run (the server is alive, asking us to wait). By chance, 32 failures in a
+  row at a 30 % fault rate happen with probability 0.3^32 ≈ 2e-17 per attempt.
 
-The message names the dominant cause with a sample of the error text (the clients remove
-secrets from their messages) and how to continue once it is fixed.
+Once the run is to stop, requests not yet sent are refused, calls waiting in a retry's backoff
+give up at once with their last error, and those in flight finish and are recorded. The message
+names the dominant cause with a sample of the error text, redacted again
+(:func:`~promptevolver.llm.redaction.redact_text`; the clients remove secrets from their
+messages), and how to continue once it is fixed.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from promptevolver.errors import LLMUnusableError
+from promptevolver.errors import LLMError, LLMUnusableError
+from promptevolver.evaluation.intervals import wilson_interval
+from promptevolver.llm.redaction import redact_text
 
-__all__ = ["MIN_ATTEMPTS", "MIN_STEP_ATTEMPTS", "RUN_OF_FAILURES", "FailureTally"]
+__all__ = [
+    "CONFIDENCE",
+    "MIN_ATTEMPTS",
+    "MIN_STEP_ATTEMPTS",
+    "RUN_OF_FAILURES",
+    "FailureTally",
+    "ServerWatch",
+]
 
 #: Attempts a step needs before its failure share is checked mid-step.
 MIN_ATTEMPTS = 20
 #: Attempts a step needs for its failure share to count at its end (one failed meta call of two
 #: says little; the seed's evaluation has at least this many samples).
 MIN_STEP_ATTEMPTS = 8
-#: Consecutive transport/server failures that stop a run at once.
+#: Consecutive failed attempts on the server side, none answered in between, that stop a run.
 RUN_OF_FAILURES = 32
-_SERVER_SIDE = ("transport", "http 5", "http 429", "timeout")
+#: Two-sided confidence of the Wilson interval whose lower end must exceed ``max_failure_rate``.
+CONFIDENCE = 0.95
+_SERVER_SIDE = ("transport", "http 5", "timeout")
 _QUOTE = 240
 
 
@@ -47,6 +73,7 @@ class FailureTally:
         max_failure_rate: the share of a step's attempts that may fail, in [0, 1).
         step: what the step is, for the message (``"the seed's train evaluation"``...).
         count_parse: whether unparseable answers count as failures (the seed's evaluation).
+        on_stop: told once when the policy says stop (the run stops sending requests).
     """
 
     def __init__(
@@ -67,7 +94,6 @@ class FailureTally:
         self.failed = 0
         self.causes: Counter[str] = Counter()
         self.examples: dict[str, str] = {}
-        self._run = 0
 
     def plan(self, n: int) -> None:
         """``n`` more attempts are under way in this step."""
@@ -80,19 +106,26 @@ class FailureTally:
         sending requests; those in flight finish and are recorded); :meth:`check` raises it.
         """
         if cause is None or cause in ("budget", "stopped") or (cause == "parse" and not self.count_parse):
-            self._run = 0
             return
         self.failed += 1
         self.causes[cause] += 1
         self.examples.setdefault(cause, error or "")
-        self._run = self._run + 1 if cause.startswith(_SERVER_SIDE) else 0
+        if check and self.stopped is None and self.attempted >= MIN_ATTEMPTS and self._too_many():
+            self.stop(self._share(), *self.causes.most_common(1)[0], self.failed, self.examples[cause])
+
+    def stop(self, what: str, cause: str, count: int, of: int, example: str) -> None:
+        """Stop the run because ``what``: ``count`` of ``of`` failures had the dominant ``cause``,
+        ``example`` is one's error text (no-op once stopped)."""
         if self.stopped is not None:
             return
-        if self._run >= RUN_OF_FAILURES:
-            self._stop(f"{self._run} evaluations in a row failed")
-        elif check and self.attempted >= MIN_ATTEMPTS and self._too_many():
-            self._stop(self._share())
-        if self.stopped is not None and self.on_stop is not None:
+        self.stopped = LLMUnusableError(
+            f"the LLM cannot do the job: in {self.step}, {what}; dominant cause {cause} "
+            f"({count} of {of}){_quoted(example)}",
+            cause=cause,
+            failures=self.failed,
+            attempted=self.attempted,
+        )
+        if self.on_stop is not None:
             self.on_stop(self.stopped)
 
     def check(self) -> None:
@@ -102,29 +135,79 @@ class FailureTally:
             LLMUnusableError: it said stop, now or while outcomes arrived.
         """
         if self.stopped is None and self.attempted >= MIN_STEP_ATTEMPTS and self._too_many():
-            self._stop(self._share())
+            cause, count = self.causes.most_common(1)[0]
+            self.stop(self._share(), cause, count, self.failed, self.examples[cause])
         if self.stopped is not None:
             raise self.stopped
 
     def _too_many(self) -> bool:
-        return self.failed > self.max_failure_rate * self.attempted
+        if not self.failed:
+            return False
+        low, _ = wilson_interval(min(self.failed, self.attempted), self.attempted, confidence=CONFIDENCE)
+        return low > self.max_failure_rate
 
     def _share(self) -> str:
         return (
             f"{self.failed} of {self.attempted} evaluations failed (more than "
-            f"max_failure_rate={self.max_failure_rate:g})"
+            f"max_failure_rate={self.max_failure_rate:g}, at {CONFIDENCE:.0%} confidence)"
         )
 
-    def _stop(self, what: str) -> None:
-        cause, count = self.causes.most_common(1)[0]
-        example = " ".join(self.examples.get(cause, "").split())
-        if len(example) > _QUOTE:
-            example = example[:_QUOTE] + "…"
-        quoted = f": {example}" if example else ""
-        self.stopped = LLMUnusableError(
-            f"the LLM cannot do the job: in {self.step}, {what}; dominant cause {cause} "
-            f"({count} of {self.failed}){quoted}",
-            cause=cause,
-            failures=self.failed,
-            attempted=self.attempted,
-        )
+
+class ServerWatch:
+    """Watches every attempt of a run's calls for a server that stopped answering (an
+    :class:`~promptevolver.llm.attempts.AttemptWatch`).
+
+    Args:
+        on_dead: called once :data:`RUN_OF_FAILURES` attempts in a row failed on the server
+            side, with (what happened, dominant cause, its count, attempts in the run, an error
+            text of that cause).
+    """
+
+    def __init__(self, *, on_dead: Callable[[str, str, int, int, str], None]) -> None:
+        self.on_dead = on_dead
+        #: Failed server-side attempts since the last answered one, by cause.
+        self.run: Counter[str] = Counter()
+        self.examples: dict[str, str] = {}
+        #: Set by :meth:`stop`: calls in backoff give up, none retries.
+        self.stopped = False
+        self._sleeping: set[asyncio.Future[None]] = set()
+
+    def attempted(self, error: LLMError | None) -> None:
+        if error is None:
+            self.run.clear()
+            return
+        cause = error.cause
+        if not cause.startswith(_SERVER_SIDE):
+            return  # a 429 or a client-side refusal: the server is alive
+        self.run[cause] += 1
+        self.examples[cause] = str(error)
+        total = self.run.total()
+        if total == RUN_OF_FAILURES and not self.stopped:
+            dominant, count = self.run.most_common(1)[0]
+            what = f"{total} attempts in a row failed, retries included, and none was answered"
+            self.on_dead(what, dominant, count, total, self.examples[dominant])
+
+    async def pause(self, seconds: float, sleep: Callable[[float], Awaitable[None]]) -> bool:
+        if self.stopped:
+            return False
+        nap: asyncio.Future[None] = asyncio.ensure_future(sleep(seconds))
+        self._sleeping.add(nap)
+        try:
+            await asyncio.wait({nap})  # a cancellation of the call itself propagates from here
+        finally:
+            self._sleeping.discard(nap)
+            nap.cancel()
+        return not self.stopped
+
+    def stop(self) -> None:
+        """No call retries from now on: those waiting in a backoff wake and give up."""
+        self.stopped = True
+        for nap in list(self._sleeping):
+            nap.cancel()
+
+
+def _quoted(example: str) -> str:
+    example = redact_text(" ".join(example.split()))
+    if len(example) > _QUOTE:
+        example = example[:_QUOTE] + "…"
+    return f": {example}" if example else ""

@@ -1,0 +1,173 @@
+"""A server that dies mid-run stops the run after a bounded number of attempts, retries in
+backoff give up at once, a flaky but healthy server never stops a run, and the stop message
+quotes the server's or the OS's own words without secrets (real HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import socket
+import threading
+from typing import Any
+
+import pytest
+
+from promptevolver import BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
+from promptevolver.errors import LLMUnusableError, TransientLLMError
+from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.llm import OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
+from promptevolver.llm.attempts import watched
+from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.optimizers import OptimizationResult
+from promptevolver.optimizers.events import Event
+from promptevolver.optimizers.operators import meta_prompts
+from promptevolver.optimizers.strategies.failures import RUN_OF_FAILURES, ServerWatch
+from promptevolver.testing import LocalOpenAIServer, simulated_handler
+
+CONCURRENCY = 16
+CONFIG = {"population_size": 4, "generations": 3, "random_seed": 5, "patience": 5}
+SECRET = "hunter2-query-secret"
+
+
+class Dying:
+    """The simulated judge; once ``dead``, every request fails (HTTP 500) and is counted."""
+
+    def __init__(self, dataset: SingleMetricAnnotation, *, flaky_share: float = 0.0) -> None:
+        self.answer = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=1, noise=0.0))
+        self.lock = threading.Lock()
+        self.dead = False
+        self.after_death = 0
+        self.flaky_share = flaky_share  # fail this share of attempts, drawn per (body, attempt)
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        key = json.dumps(body, sort_keys=True)
+        with self.lock:
+            if self.dead:
+                self.after_death += 1
+                raise RuntimeError("upstream model crashed")
+            nth = self.seen[key] = self.seen.get(key, 0) + 1
+        draw = int(hashlib.sha256(f"{key}{nth}".encode()).hexdigest(), 16) % 1000 / 1000
+        if draw < self.flaky_share:
+            raise RuntimeError("transient hiccup")
+        return self.answer(body)
+
+
+def _optimize(
+    base_url: str, dataset: SingleMetricAnnotation, metric: AspectCritic, on_event: Any = None
+) -> OptimizationResult:
+    async def main() -> OptimizationResult:
+        client = OpenAIClient(
+            model="sim",
+            base_url=f"{base_url}?api-key={SECRET}",
+            api_key="sk-test-dead-server",
+            max_attempts=4,
+            retry_initial_s=0.05,
+            retry_max_s=0.2,
+            timeout_s=5.0,
+            max_concurrency=CONCURRENCY,
+        )
+        async with client as llm:
+            callbacks = [on_event] if on_event is not None else []
+            optimizer = GeneticOptimizer(metric=metric, llm=llm, callbacks=callbacks)
+            config = {**CONFIG, "max_concurrency": CONCURRENCY}
+            return await optimizer.aoptimize(dataset=dataset, loss=BinaryMetricLoss(), config=config)
+
+    return asyncio.run(main())
+
+
+def _after_calls(n: int, act: Any) -> Any:
+    """An event callback that calls ``act()`` once, at the ``n``-th answered LLM call."""
+    count = [0]
+
+    def on_event(event: Event) -> None:
+        if event.kind == "llm_call":
+            count[0] += 1
+            if count[0] == n:
+                act()
+
+    return on_event
+
+
+@pytest.mark.parametrize("answered_first", [1, 25])
+def test_a_server_failing_everything_stops_the_run_without_retrying_every_call(
+    ac_dataset, ac_metric, answered_first
+):
+    server_side = Dying(ac_dataset)
+    with LocalOpenAIServer(server_side, models=["sim"]) as server, pytest.raises(LLMUnusableError) as stop:
+        _optimize(
+            server.base_url,
+            ac_dataset,
+            ac_metric,
+            _after_calls(answered_first, lambda: setattr(server_side, "dead", True)),
+        )
+    # the run of failed attempts that decides the stop, plus those already in flight; calls in
+    # backoff give up instead of retrying (without the attempt rule: 32 calls x 4 attempts)
+    assert RUN_OF_FAILURES <= server_side.after_death <= RUN_OF_FAILURES + CONCURRENCY
+    message = str(stop.value)
+    assert "attempts in a row failed" in message and "dominant cause http 500" in message
+    assert "upstream model crashed" in message  # the server's own words
+    assert "sk-test-dead-server" not in message and SECRET not in message
+
+
+def test_a_closed_port_is_reported_with_the_os_reason_and_no_secret():
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async def main() -> TransientLLMError:
+        url = f"http://user:{SECRET}@127.0.0.1:{port}/v1?api-key={SECRET}"
+        async with OpenAIClient(
+            model="sim", base_url=url, api_key="sk-test-dead-server", max_attempts=1
+        ) as llm:
+            with pytest.raises(TransientLLMError) as failed:
+                await llm.complete(LLMRequest((ChatMessage("user", "hi"),)))
+            return failed.value
+
+    error = asyncio.run(main())
+    assert error.cause == "transport" and "connection refused" in str(error).lower()
+    assert "sk-test-dead-server" not in str(error) and SECRET not in str(error)
+
+
+def test_a_flaky_but_answering_server_never_stops_the_run(ac_dataset, ac_metric):
+    flaky = Dying(ac_dataset, flaky_share=0.3)
+    with LocalOpenAIServer(flaky, models=["sim"]) as server:
+        result = _optimize(server.base_url, ac_dataset, ac_metric)
+    assert result.usage["retries"] > 0 and len(result.history) >= 1
+
+
+def test_a_call_waiting_in_backoff_gives_up_with_its_error_when_the_watch_stops():
+    async def main() -> tuple[ScriptedLLM, BaseException | None]:
+        llm = ScriptedLLM([TransientLLMError("busy", status=503)] * 4, max_attempts=4, retry_initial_s=3600.0)
+        llm.retry_max_s = 3600.0
+        watch = ServerWatch(on_dead=lambda *args: None)
+        call = asyncio.ensure_future(watched(llm, watch).complete(LLMRequest(())))
+        await asyncio.sleep(0.05)  # the first attempt failed; the call sleeps an hour's backoff
+        watch.stop()
+        try:
+            await asyncio.wait_for(call, timeout=10)  # a guard against hanging, not a timing check
+        except TransientLLMError as exc:
+            return llm, exc
+        return llm, None
+
+    llm, error = asyncio.run(main())
+    assert isinstance(error, TransientLLMError) and error.status == 503  # its own error, not a new one
+    assert len(llm.requests) == 1 and llm.usage.retries == 0  # never re-sent, no retry counted
+    assert llm.usage.failures_by_cause == {"http 503": 1}
+
+
+def test_a_failed_meta_call_keeps_the_servers_words(ac_dataset):
+    def refuse(body: dict[str, Any]) -> str:
+        raise RuntimeError("meta model overloaded")
+
+    async def main(url: str) -> meta_prompts.OperatorOutcome:
+        async with OpenAIClient(model="sim", base_url=url, api_key="sk-x", max_attempts=1) as llm:
+            return await meta_prompts.rewrite(
+                llm, instruction="Judge it.", feedback_items=["Be strict."], temperature=0.0, sample_index=0
+            )
+
+    with LocalOpenAIServer(refuse, models=["sim"]) as server:
+        out = asyncio.run(main(server.base_url))
+    assert out.value is None and out.rejected == "llm error: http 500"  # the counted reason stays short
+    assert out.error is not None and "meta model overloaded" in out.error
