@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from promptevolver.metrics import AspectCritic
+from promptevolver.judge.aspect_critic import AspectCritic
 
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm.base import ChatMessage, Completion, LLMRequest

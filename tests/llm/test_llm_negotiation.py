@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from promptevolver.metrics import AspectCriticOutput
-from promptevolver.prompts import Prompt
+from promptevolver.judge.aspect_critic import AspectCriticOutput
+from promptevolver.judge.prompts import Prompt
 
 from promptevolver.errors import OutputParseError
 from promptevolver.llm import CachedLLM, ScriptedLLM

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 import yaml
-from promptevolver.metrics import Judgement
 
 from promptevolver import AspectCritic, SingleMetricAnnotation
+from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.openai import OpenAIClient
-from promptevolver.optimizers import operators as ops
+from promptevolver.optimizers.operators import meta_prompts as ops
 
 from ..conftest import AC_DEFINITION, AC_FILE, ROOT
 
