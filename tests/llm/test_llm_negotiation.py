@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from promptevolver.judge.aspect_critic import AspectCriticOutput
-from promptevolver.judge.prompts import Prompt
 
 from promptevolver.errors import OutputParseError
+from promptevolver.judge.aspect_critic import AspectCriticOutput
+from promptevolver.judge.prompts import Prompt
 from promptevolver.llm import CachedLLM, ScriptedLLM
 from promptevolver.llm.error_bodies import server_message
 from promptevolver.llm.negotiation import (
