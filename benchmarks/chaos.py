@@ -176,8 +176,9 @@ def answered(entries: Iterable[Entry]) -> Counter[str]:
 
 
 def given_up(entries: list[Entry], attempts: int) -> int:
-    """Calls the client must have given up on: ``attempts`` HTTP faults in a row for one body
-    (per session; a body's faults are only broken by an answer)."""
+    """Calls the client must have given up on: ``attempts`` HTTP faults in a row for one body, or
+    a run of faults still open when its session ended (the run stopped on a dead server and its
+    calls in backoff gave up early) — per session; a body's faults are only broken by an answer."""
     runs: Counter[tuple[int, str]] = Counter()
     failed = 0
     for e in entries:
@@ -188,7 +189,7 @@ def given_up(entries: list[Entry], attempts: int) -> int:
                 failed, runs[slot] = failed + 1, 0
         else:
             runs[slot] = 0
-    return failed
+    return failed + sum(1 for n in runs.values() if n)
 
 
 def truth(entries: list[Entry], attempts: int) -> dict[str, Any]:
