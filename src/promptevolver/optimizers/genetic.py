@@ -3,16 +3,16 @@
 The loop (:meth:`GeneticOptimizer.aoptimize`), each step a named part with one owner::
 
     split usable samples → train / validation             split.py
-    initial population   = the seed + reverse-engineered   operators/reverse_engineer.py
+    initial population   = the seed + reverse-engineered   phases.py, operators/reverse_engineer.py
                            candidates, screened, judged on train
     each generation:       select parents, plan offspring  operators/ (mutation, crossover), breeder.py
                            → meta calls → drop rejected and duplicate instructions
                            → screen on a minibatch         strategies/screening.py
                            → judge on train → survivors     strategies/selection.py
-                           → record → checkpoint            run.py, checkpoint.py
+                           → record → checkpoint            history.py, checkpoint.py
     stop                 = the first stop condition that   strategies/stopping.py
                            holds (generations, perfect train, patience, exhausted, budget)
-    final choice         = a finalist that beats the seed   strategies/final_choice.py
+    final choice         = a finalist that beats the seed   phases.py, strategies/final_choice.py
                            on validation (paired bootstrap), else the seed
 
 Compared with Ragas' GeneticOptimizer (one pass, seed discarded, crossover partner fixed to
@@ -23,7 +23,6 @@ judges each distinct (candidate, sample) pair once per run.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,17 +33,15 @@ from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.preflight import preflight
-from promptevolver.optimizers import adoption, checkpoint
+from promptevolver.optimizers import adoption, checkpoint, history, phases, views
 from promptevolver.optimizers.base import Optimizer
-from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import offspring_count
 from promptevolver.optimizers.events import Callback, EventBus
-from promptevolver.optimizers.operators.base import Child, Operator
+from promptevolver.optimizers.operators.base import Operator
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.operators.crossover import Crossover
 from promptevolver.optimizers.operators.mutation import Mutation
@@ -54,12 +51,6 @@ from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers.strategies import budget, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
-from promptevolver.optimizers.strategies.final_choice import (
-    PairedChoice,
-    final_choice_rng,
-    held_out,
-    out_of_bag,
-)
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
@@ -159,14 +150,15 @@ class GeneticOptimizer(Optimizer):
                 assert run_dir is not None
                 checkpoint.restore(run, saved, source=Path(run_dir) / rundir.CHECKPOINT_FILE)
                 self._check_budget(run, upfront=False)
-                await self._repair(run)
+                await phases.repair(run)
             else:
                 self._check_budget(run)
                 self._checkpoint(run, run_dir)  # a start to resume from, before the first call
             if not run.state.candidates:
-                await self._initial_population(run)
+                assert self.metric is not None
+                await phases.initial_population(run, self.metric.get_instructions())
                 self._checkpoint(run, run_dir)
-            result = await self._finish(run, await self._evolve(run, run_dir))
+            result = await phases.finish(run, await self._evolve(run, run_dir))
             self._checkpoint(run, run_dir)  # now with the validation judgements, for reports
         finally:
             if journal is not None:
@@ -204,41 +196,6 @@ class GeneticOptimizer(Optimizer):
         else:
             budget.calibrate_reserve(run)
 
-    async def _initial_population(self, run: SearchRun) -> None:
-        """The seed, judged on train while its first offspring are made from the annotations'
-        corrections (the two are independent); the offspring screened against it, then judged.
-
-        Raises:
-            LLMUnusableError: the seed's evaluation or the initial population failed too often.
-        """
-        seed = adoption.new_candidate(run, self.metric.get_instructions(), "seed")  # type: ignore[union-attr]
-        assert seed is not None
-        extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
-        plans = run.breeder.plan_initial(run.breeding_view(), seed, extra, run.state.rng, run.state.slots)
-        run.state.slots += len(plans)
-        run.begin_step("the seed's train evaluation", count_parse=True)
-        made = (
-            await gather_or_cancel([run.breeder.run(plans, run.meta_context([seed])), _judged(run, seed)])
-        )[0]
-        run.end_step()
-        budget.after_seed(run, seed)
-        run.begin_step("the initial population")
-        children = adoption.adopt(run, made)
-        passed = await run.screen(children, {c.id: [seed] for c in children})
-        await run.judge_train(passed)
-        run.end_step()
-        run.state.population = [seed, *passed]
-        run.record(offspring=len(children))
-
-    async def _repair(self, run: SearchRun) -> None:
-        """After a resume: judge again the population's train evaluations that had failed (the
-        checkpoint keeps no failed answer), so their scores cover what the LLM can answer now."""
-        damaged = [c for c in run.state.population if c.train is not None and c.train.failures]
-        if damaged:
-            run.begin_step("re-judging failed evaluations after the resume")
-            await run.judge_train(damaged)
-            run.end_step()
-
     async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
         """Run generations until a stop condition holds; return its reason."""
         with tqdm(
@@ -263,11 +220,11 @@ class GeneticOptimizer(Optimizer):
         run.events.emit("generation_start", state.generation, population=[c.id for c in population])
         count = offspring_count(run.config, len(run.train))
         plans = run.breeder.plan_offspring(
-            run.breeding_view(), count, state.rng, tried=state.tried, first_slot=state.slots
+            views.breeding_view(run), count, state.rng, tried=state.tried, first_slot=state.slots
         )
         state.exhausted, state.slots = not plans, state.slots + len(plans)
         state.tried.update(p.key for p in plans)
-        children = adoption.adopt(run, await run.breeder.run(plans, run.meta_context(population)))
+        children = adoption.adopt(run, await run.breeder.run(plans, views.meta_context(run, population)))
         by_id = {c.id: c for c in state.candidates}
         passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
         await run.judge_train(passed)
@@ -276,43 +233,12 @@ class GeneticOptimizer(Optimizer):
         state.population = selection.survivors(
             population + passed, run.loss, size, elites, min_coverage=run.min_coverage
         )
-        run.record(offspring=len(children))
-
-    async def _finish(self, run: SearchRun, stop_reason: str) -> OptimizationResult:
-        """Judge the seed and the finalists on validation; the best there is the result."""
-        run.state.stop_reason = stop_reason
-        choice = PairedChoice(
-            finalists=run.config.finalists, confidence=run.config.confidence, min_coverage=run.min_coverage
-        )
-        finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
-        run.meter.release_reserve()
-        if run.split.regime == "out-of-bag":
-            compare = out_of_bag(run.state.seed, run.train)
-        else:
-            run.begin_step("the final choice on validation")
-            await run.judge_validation(finalists)
-            run.end_step()
-            focus = run.validation_focus
-            compare = held_out(run.state.seed, focus.weight_array(focus.positions))
-        best = choice.choose(finalists, compare, final_choice_rng(run.config.random_seed))
-        run.final_choice = {"regime": run.split.regime, **choice.report}
-        run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
-        return OptimizationResult.from_run(run, best)
+        history.record_generation(run, offspring=len(children))
 
     @staticmethod
     def _checkpoint(run: SearchRun, run_dir: str | Path | None) -> None:
         if run_dir is not None:
             checkpoint.save(run, run_dir)
-
-
-async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
-    """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
-    on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
-    if run.split.regime == "held-out":
-        await asyncio.gather(run.judge_train([seed]), run.judge_validation([seed]))
-    else:
-        await run.judge_train([seed])
-    return []
 
 
 def _progress_fields(run: SearchRun) -> dict[str, Any]:

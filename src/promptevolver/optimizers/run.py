@@ -2,9 +2,10 @@
 
 :class:`SearchRun` is what the generation loop (:mod:`.genetic`) works on. It registers new
 candidates (dropping duplicates), judges candidates through the run's one evaluator, screens
-offspring on minibatches (the rules are in :mod:`.strategies.screening`), records each
-generation and totals the run's usage. Its :attr:`~SearchRun.state` is a
-:class:`~promptevolver.optimizers.state.SearchState`, the only thing a checkpoint saves.
+offspring on minibatches (the rules are in :mod:`.strategies.screening`) and totals the run's
+usage. What operators see of it is built in :mod:`.views`; its history in :mod:`.history`.
+Its :attr:`~SearchRun.state` is a :class:`~promptevolver.optimizers.state.SearchState`, the
+only thing a checkpoint saves.
 """
 
 from __future__ import annotations
@@ -26,18 +27,17 @@ from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.concurrency import InFlightLimit, waves
+from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.evidence import classify
 from promptevolver.optimizers.focus import make_focus
-from promptevolver.optimizers.operators.base import BreedingView, MetaContext
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import screening, selection
+from promptevolver.optimizers.strategies import screening
 from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter
 from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
 
@@ -175,8 +175,6 @@ class SearchRun:
             self._fingerprint = hashlib.sha256(payload.encode()).hexdigest()
         return self._fingerprint
 
-    # --- candidates ------------------------------------------------------------------------------
-
     # --- judging ---------------------------------------------------------------------------------
     async def judge(
         self, candidates: Sequence[Candidate], positions: Sequence[int], split: str
@@ -223,67 +221,6 @@ class SearchRun:
         judged there already; no events)."""
         judged = await self.evaluator.evaluate(candidate.instructions, positions)
         return score(self.loss, judged, positions, self.labels)
-
-    # --- views for strategies and operators ------------------------------------------------------
-    def breeding_view(self) -> BreedingView:
-        return BreedingView(
-            self.state.population,
-            self.train,
-            self.labels,
-            self.loss,
-            self.config,
-            self.evidence,
-            self.evidence_pool,
-            self.folds,
-            self.prompt_corrections,
-        )
-
-    def meta_context(self, parents: Sequence[Candidate] = ()) -> MetaContext:
-        judged = {c.id: self._judge_outputs(c) for c in parents}
-        return MetaContext(self.reflection_llm, self.metric, self.dataset, self.labels, self.config, judged)
-
-    def _judge_outputs(self, candidate: Candidate) -> dict[int, dict[str, Any]]:
-        """What the judge answered with ``candidate``'s instructions, by train position; for the
-        seed, the annotation's recorded output where it was not judged (marked ``recorded``)."""
-        out: dict[int, dict[str, Any]] = {}
-        if candidate.is_seed:
-            for p in self.split.train:
-                recorded = self.evidence[p].recorded
-                if recorded is not None:
-                    out[p] = {**recorded, "recorded": True}
-        for p in self.train:
-            j = self.evaluator.lookup(candidate.instructions, p)
-            if j is not None:
-                key = "verdict" if self.dataset.is_binary else "score"
-                out[p] = {"reason": j.reason, key: j.score} if not j.failed else {"error": j.error}
-        return out
-
-    # --- reporting -------------------------------------------------------------------------------
-
-    # --- bookkeeping -----------------------------------------------------------------------------
-    def record(self, *, offspring: int) -> None:
-        """Append this generation to the history; update ``best_so_far`` and ``since_improvement``."""
-        state = self.state
-        best = selection.rank(state.population, self.loss, min_coverage=self.min_coverage)[0].train_value()
-        if best is not None and self.loss.better(best, state.best_so_far):
-            state.best_so_far, state.since_improvement = best, 0
-        else:
-            state.since_improvement += 1
-        values = [v for v in (c.train_value() for c in state.population) if v is not None]
-        usage = self.usage()
-        entry = {
-            "generation": state.generation,
-            "best_train": best,
-            "mean_train": float(np.mean(values)) if values else None,
-            "population": len(state.population),
-            "offspring": offspring,
-            "judge_calls": usage.judge_calls,
-            "meta_calls": usage.meta_calls,
-            "waves": waves(self.limit.take_intervals()),
-        }
-        state.history.append(entry)
-        keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
-        self.events.emit("generation_end", state.generation, **{k: entry[k] for k in keys})
 
     def has_unseen_evidence(self) -> bool:
         """Whether a population member's lineage has not yet been shown some correction."""

@@ -1,0 +1,53 @@
+"""One generation's entry in the search's history (``result.json``'s ``history``).
+
+Each entry: ``generation``, ``best_train`` and ``mean_train`` (the population's train scores;
+None where unmeasured), ``population`` and ``offspring`` (counts), ``judge_calls`` and
+``meta_calls`` (the run's totals so far) and ``waves`` (sequential rounds of LLM requests since
+the last entry, :func:`promptevolver.llm.concurrency.waves`: wall time ≈ waves × latency).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from promptevolver.llm.concurrency import waves
+from promptevolver.optimizers.strategies import selection
+
+if TYPE_CHECKING:
+    from promptevolver.optimizers.run import SearchRun
+
+__all__ = ["record_generation"]
+
+
+def record_generation(run: SearchRun, *, offspring: int) -> dict[str, Any]:
+    """Append this generation to ``run.state.history``, update ``best_so_far`` and
+    ``since_improvement`` (what the patience stop reads) and emit ``generation_end``.
+
+    Returns:
+        The appended entry.
+    """
+    state = run.state
+    ranked = selection.rank(state.population, run.loss, min_coverage=run.min_coverage)
+    best = ranked[0].train_value()
+    if best is not None and run.loss.better(best, state.best_so_far):
+        state.best_so_far, state.since_improvement = best, 0
+    else:
+        state.since_improvement += 1
+    values = [v for v in (c.train_value() for c in state.population) if v is not None]
+    usage = run.usage()
+    entry = {
+        "generation": state.generation,
+        "best_train": best,
+        "mean_train": float(np.mean(values)) if values else None,
+        "population": len(state.population),
+        "offspring": offspring,
+        "judge_calls": usage.judge_calls,
+        "meta_calls": usage.meta_calls,
+        "waves": waves(run.limit.take_intervals()),
+    }
+    state.history.append(entry)
+    keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
+    run.events.emit("generation_end", state.generation, **{k: entry[k] for k in keys})
+    return entry
