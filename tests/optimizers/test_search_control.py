@@ -212,3 +212,20 @@ def test_resuming_a_finished_run_repeats_the_same_final_choice(tmp_path, n_sampl
     )
     assert len(first.final_choice["finalists"]) >= 1
     assert again.final_choice == first.final_choice and dict(again) == dict(first)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_history_train_figures_are_estimates_for_the_whole_train_part_like_scores(seed):
+    """A large train part is judged on a focus set that over-represents the corrected samples;
+    the history (the progress line, the fitness plot) reports the same weighted estimate as
+    ``scores``, not the focus set's raw score (0.333 beside a seed train of 0.708 before)."""
+    ds = generate(SyntheticSpec(n_samples=400, random_seed=seed))
+    config = {"random_seed": seed, "population_size": 2, "reverse_engineer": False, "generations": 1}
+    result = _optimizer(ds).optimize(dataset=ds, loss=BinaryMetricLoss(), config=config)
+    assert result.split["judged"]["train"] < result.split["train"]  # a focus set: raw ≠ estimate
+    first = result.history[0]  # generation 0: the seed alone
+    assert first["population"] == 1
+    assert first["best_train"] == pytest.approx(result.scores["seed"]["train"])
+    assert first["mean_train"] == pytest.approx(result.scores["seed"]["train"])
+    seed_entry = next(c for c in result.lineage if c["id"] == 0)
+    assert seed_entry["train"] != pytest.approx(first["best_train"])  # the focus set's raw score

@@ -97,6 +97,24 @@ def test_the_small_data_caveat_sits_in_the_outcome_box(tmp_path):
     assert '<p class="caveat"><strong>Caveat:</strong> small data' in html_outcome
 
 
+def test_small_data_parts_are_named_for_what_they_are_to_the_best_candidate(tmp_path):
+    """Out of bag there is no validation part of its own: the report names the samples the best
+    candidate learned from and the ones it never saw, and says why the lineage shows no
+    validation, instead of "train: 6 samples" beside a split of 18 train."""
+    small = ac_run(tmp_path)
+    result, md = result_of(small), (small / "report.md").read_text()
+    assert result["split"]["regime"] == "out-of-bag"
+    scores = _section(md, "Seed vs best")
+    assert "| train (learned from) |" in scores and "| validation (out of bag) |" in scores
+    assert "| train |" not in scores and "| validation |" not in scores
+    assert "Train (learned from): " in _section(md, "Where the best prompt still disagrees with the humans")
+    assert "Validation is measured only for the finalists" not in md
+    finalists = _section(md, "Finalists")
+    why = result["final_choice"]["why"]
+    assert f"Chosen: #{result['final_choice']['chosen']}, {why}." in finalists
+    assert f"). {why}" not in finalists  # no sentence fragment
+
+
 def test_markdown_has_no_html_leftovers(kept_seed, improved):
     for run in (kept_seed, improved):
         md = (run / "report.md").read_text()

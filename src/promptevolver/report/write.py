@@ -291,7 +291,19 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     label = "original (seed)" if who == "seed" else "optimized (best)"
     figures = _figures(a, facts.binary, ordinal=_ordinal(facts))
     failures = "n/a" if failed is None else str(len(failed))
-    return [label, split, n, _f(_score(facts, who, split)), *figures, failures]
+    return [label, _split_label(facts, split), n, _f(_score(facts, who, split)), *figures, failures]
+
+
+def _out_of_bag(facts: RunFacts) -> bool:
+    return bool((facts.result.get("split") or {}).get("regime") == "out-of-bag")
+
+
+def _split_label(facts: RunFacts, split: str) -> str:
+    """``train`` / ``validation``; small data (out of bag), what those parts are for the best
+    candidate: the samples it learned from and the ones it never saw."""
+    if not _out_of_bag(facts):
+        return split
+    return "train (learned from)" if split == "train" else "validation (out of bag)"
 
 
 _ORDINAL_NOTE = (
@@ -390,7 +402,7 @@ def _disagreements(facts: RunFacts) -> Section:
         found = facts.disagreements(split)
         failed = len(facts.failed.get(("best", split), []))
         judged = len(facts.positions.get(split, [])) - failed
-        summary = f"{split.capitalize()}: {len(found)} of {judged} samples disagree"
+        summary = f"{_split_label(facts, split).capitalize()}: {len(found)} of {judged} samples disagree"
         summary += f"; {failed} could not be judged (failed evaluations, left out)." if failed else "."
         listed = _disagreement_blocks(found)
         if split == "train" and listed:  # held-out samples matter most; train ones stay folded
@@ -492,7 +504,8 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
     )
     intro = Para(
         f"Each finalist was compared with the seed on {where}: Δ is its per-sample agreement minus "
-        f"the seed's, p the probability that it is better (paired bootstrap). {choice.get('why', '')}."
+        f"the seed's, p the probability that it is better (paired bootstrap)."
+        + (f" Chosen: #{chosen}, {choice['why']}." if choice.get("why") else "")
     )
     headers = ["candidate", "operator", "Δ vs seed", "p better", "instruction"]
     return Section("Finalists", [intro, Table(headers, rows)])
@@ -513,9 +526,15 @@ def _lineage(facts: RunFacts) -> Section:
         for s in steps
     ]
     headers = ["candidate", "generation", "operator", "parents", "train", "validation", "feedback applied"]
+    measured = (
+        "Small data (out of bag): no candidate is judged on a validation part of its own; the chosen "
+        "candidate's and the seed's out-of-bag figures are under Seed vs best"
+        if _out_of_bag(facts)
+        else "Validation is measured only for the finalists"
+    )
     intro = Para(
-        "The chosen candidate first, then its parents and their parents. Validation is measured only for "
-        "the finalists; n/a is a score not measured."
+        f"The chosen candidate first, then its parents and their parents. {measured}; n/a is a score "
+        "not measured."
     )
     return Section("Lineage of the chosen candidate", [intro, Table(headers, rows)])
 
