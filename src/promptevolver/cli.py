@@ -39,7 +39,8 @@ _EXAMPLES = {
   promptevolver optimize configs/answer_correctness.yaml --output runs/ac
   promptevolver optimize configs/helpfulness.yaml -o runs/help --seed 7 --set optimizer.generations=6
   promptevolver optimize --resume runs/ac                    # after Ctrl-C
-  promptevolver optimize --resume runs/ac --set optimizer.generations=8   # extend a finished run
+  promptevolver optimize --resume runs/ac --set optimizer.generations=8 --set optimizer.patience=4
+                                                       # extend a finished run
   promptevolver optimize configs/answer_correctness.yaml -o runs/ac --force   # start runs/ac over
 
 DIR is never overwritten silently: a run there, interrupted or finished, needs --resume or --force.

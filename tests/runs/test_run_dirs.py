@@ -230,3 +230,33 @@ def _interrupting(cls):
         return cls(**kwargs)
 
     return build
+
+
+def test_extending_a_run_that_stopped_on_patience_says_patience_must_rise_too(tmp_path, capsys):
+    run = tmp_path / "s200"
+    config = AC_CONFIG.parent / "synthetic_200.yaml"
+    short = ["--set", "optimizer.patience=1", "--set", "optimizer.generations=8", "--seed", "0"]
+    assert main(["optimize", str(config), "-o", str(run), "-q", *short]) == 0
+    first = json.loads((run / rundir.RESULT_FILE).read_text())
+    assert first["stop_reason"] == "patience" and len(first["history"]) < 9
+    capsys.readouterr()
+    assert main(["optimize", "--resume", str(run), "--set", "optimizer.generations=10"]) == 0
+    err = capsys.readouterr().err
+    assert "patience still holds" in err and "--set optimizer.patience=" in err
+    same = json.loads((run / rundir.RESULT_FILE).read_text())
+    assert len(same["history"]) == len(first["history"])  # as the line said: no new generation
+    extend = ["--set", "optimizer.generations=10", "--set", "optimizer.patience=3"]
+    assert main(["optimize", "--resume", str(run), *extend]) == 0
+    assert "still holds" not in capsys.readouterr().err
+    longer = json.loads((run / rundir.RESULT_FILE).read_text())
+    assert len(longer["history"]) > len(first["history"])
+
+
+def test_extending_an_exhausted_search_says_no_generation_will_come(tmp_path, capsys):
+    run = tmp_path / "ac"
+    assert main(["optimize", str(AC_CONFIG), "-o", str(run), "-q", "--seed", "42"]) == 0
+    assert json.loads((run / rundir.CHECKPOINT_FILE).read_text())["state"]["exhausted"]
+    capsys.readouterr()
+    extend = ["--set", "optimizer.generations=6", "--set", "optimizer.patience=4"]
+    assert main(["optimize", "--resume", str(run), *extend]) == 0
+    assert "every operator plan the population allows had been tried" in capsys.readouterr().err

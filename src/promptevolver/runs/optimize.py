@@ -83,7 +83,8 @@ def execute(
     check_run_dir(directory, resume=resume, force=force)
     if resume:
         check_same_search(directory, config, source=source or directory / CONFIG_FILE)
-        log(resume_point(directory).describe(config.effective_optimizer().generations))
+        settings = config.effective_optimizer()
+        log(resume_point(directory).describe(settings.generations, settings.patience))
     elif force:
         clear_run(directory)
     opt_config = config.effective_optimizer()

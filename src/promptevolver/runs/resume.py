@@ -55,8 +55,8 @@ def check_run_dir(run_dir: str | Path, *, resume: bool, force: bool = False) -> 
         )
     raise RunDirError(
         f"{d} holds a finished run ({d / rundir.RESULT_FILE}); nothing was changed. Write to another "
-        f"--output, extend it with: promptevolver optimize --resume {d} --set optimizer.generations=N, "
-        "or overwrite it with --force"
+        f"--output, extend it with: promptevolver optimize --resume {d} --set optimizer.generations=N "
+        "(and optimizer.patience=M if it stopped on patience), or overwrite it with --force"
     )
 
 
@@ -116,6 +116,9 @@ class ResumePoint:
         judgements: successful judge evaluations kept (not asked again; failed ones are).
         journaled: answers of the interrupted step in the journal (replayed, not sent again).
         stop_reason: the stop reason of a finished run being extended, else None.
+        since_improvement: generations in a row without a better best train score (what
+            ``optimizer.patience`` is compared with).
+        exhausted: every operator plan the population allows had been tried.
     """
 
     run_dir: Path
@@ -124,9 +127,12 @@ class ResumePoint:
     judgements: int
     journaled: int
     stop_reason: str | None
+    since_improvement: int = 0
+    exhausted: bool = False
 
-    def describe(self, generations: int) -> str:
-        """One line for the terminal; ``generations``: the resumed run's ``optimizer.generations``."""
+    def describe(self, generations: int, patience: int | None = None) -> str:
+        """One line for the terminal; ``generations`` and ``patience``: the resumed run's
+        ``optimizer.generations`` and ``optimizer.patience`` (None: not checked)."""
         if self.stop_reason:
             head = (
                 f"extending the finished run in {self.run_dir} (it stopped after generation "
@@ -134,6 +140,17 @@ class ResumePoint:
             )
             if self.stop_reason in _FINAL or generations <= self.generation:
                 head += " (its stop reason still holds: expect no new generation)"
+            elif self.exhausted:
+                head += (
+                    " (but every operator plan the population allows had been tried: expect no new "
+                    "generation)"
+                )
+            elif patience is not None and self.since_improvement >= patience:
+                head += (
+                    f" (but patience still holds: {self.since_improvement} generations without a better "
+                    f"train score, patience {patience}; expect no new generation unless you raise it "
+                    f"too, e.g. --set optimizer.patience={self.since_improvement + 2})"
+                )
         elif self.candidates == 0:
             head = f"resuming {self.run_dir} from its start (the initial population had not finished)"
         else:
@@ -181,6 +198,8 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
         judgements=len(data.get("memo", [])),
         journaled=_answers_after(Path(run_dir) / rundir.JOURNAL_FILE, int(data.get("journal_entries", 0))),
         stop_reason=state.get("stop_reason"),
+        since_improvement=int(state.get("since_improvement", 0)),
+        exhausted=bool(state.get("exhausted", False)),
     )
 
 
