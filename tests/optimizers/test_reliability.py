@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import signal
 import threading
 import time
 from collections import Counter
@@ -141,7 +142,10 @@ def test_after_the_server_recovers_resume_completes_and_repeats_no_answered_call
 
 
 class InterruptAt:
-    """Raises KeyboardInterrupt at the ``n``-th train evaluation event of ``generation``."""
+    """Sends this process SIGINT (Ctrl-C) at the ``n``-th train evaluation event of
+    ``generation``: ``asyncio.run`` cancels the run's task and raises KeyboardInterrupt, as it
+    does for a user (a KeyboardInterrupt raised inside a task would skip the cancellation and
+    leave the coroutine to be closed after its loop)."""
 
     def __init__(self, generation: int, n: int = 1) -> None:
         self.generation, self.n, self.count = generation, n, 0
@@ -150,7 +154,7 @@ class InterruptAt:
         if event.kind == "candidate_evaluated" and event.generation == self.generation:
             self.count += 1
             if self.count == self.n:
-                raise KeyboardInterrupt
+                signal.raise_signal(signal.SIGINT)
 
 
 @pytest.fixture(scope="module")

@@ -195,9 +195,15 @@ async def cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def gather_or_cancel(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Results of ``coros`` run concurrently, in order; on the first exception the rest are
-    cancelled and the exception propagates."""
+    cancelled and the exception propagates. A coroutine closed with its event loop gone (a
+    KeyboardInterrupt that ended ``asyncio.run``) only cancels them: nothing can be awaited then."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:
         return list(await asyncio.gather(*tasks))
-    finally:
+    except GeneratorExit:
+        for task in tasks:
+            task.cancel()
+        raise
+    except BaseException:
         await cancel(tasks)
+        raise
