@@ -117,6 +117,17 @@ class Session:
     ended_by: str = "itself"
     stopped_after_s: float | None = None  # from the trigger (server died) to the exit
 
+    def stopped_cleanly(self) -> bool:
+        """Exit 1 with one error line (``promptevolver: error: ...``) and no traceback; the
+        plain progress lines a run prints when not on a terminal are not errors."""
+        said = [line for line in self.stderr if line.startswith("promptevolver:")]
+        return (
+            self.rc == 1
+            and len(said) == 1
+            and said[0].startswith("promptevolver: error:")
+            and not any("Traceback" in line for line in self.stderr)
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rc": self.rc,
@@ -432,7 +443,7 @@ def faults(bench: Bench, seed: int, rate: float, attempts: int) -> dict[str, Any
         "truth": t,
     }
     row["finished"] = session.rc == 0 and result is not None
-    row["stopped_cleanly"] = session.rc == 1 and len(session.stderr) == 1 and result is None
+    row["stopped_cleanly"] = session.stopped_cleanly() and result is None
     row["clean_held_out"] = clean.result["scores"]["best"]["validation"]
     if result is None:
         return bench.record("faults", **row)
@@ -483,9 +494,7 @@ def server_down(bench: Bench, seed: int, mode: str) -> dict[str, Any]:
         "died_at_request": at,
         "first": first.to_dict(),
         "second": second.to_dict(),
-        "stopped_cleanly": first.rc == 1
-        and len(first.stderr) == 1
-        and first.stderr[0].startswith("promptevolver: error:"),
+        "stopped_cleanly": first.stopped_cleanly(),
         "stop_seconds": first.stopped_after_s,
         "requests_after_death": len(after),  # the server saw them (none reach a closed port)
         "last_request_after_death_s": round(max(after), 2) if after else None,
@@ -683,7 +692,7 @@ def budget(bench: Bench, seed: int, rate: float, bound: str, limit: float) -> di
         rate=rate,
         session=session.to_dict(),
         finished=session.rc == 0 and result is not None,
-        stopped_cleanly=session.rc == 1 and len(session.stderr) == 1,
+        stopped_cleanly=session.stopped_cleanly(),
         stop_reason=None if result is None else result["stop_reason"],
     )
     return bench.record("budget", **row)

@@ -36,6 +36,7 @@ __all__ = [
     "InsufficientDataError",
     "LLMUnusableError",
     "LLMError",
+    "NotSentError",
     "OutputParseError",
     "PermanentLLMError",
     "PromptEvolverError",
@@ -137,6 +138,12 @@ class LLMError(PromptEvolverError):
     def cause(self) -> str:
         status = getattr(self, "status", None)
         return f"http {status}" if status is not None else "llm"
+
+
+class NotSentError(LLMError):
+    """A request the run decided not to send (its budget is spent, or the run is stopping): no
+    call was made, so it is never counted as a failed call (``usage.failures``), in the session
+    or after a resume."""
 
 
 class TransientLLMError(LLMError):

@@ -23,6 +23,7 @@ from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Event
 from promptevolver.optimizers.operators import meta_prompts
 from promptevolver.optimizers.strategies.failures import RUN_OF_FAILURES, ServerWatch
+from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import LocalOpenAIServer, simulated_handler
 
 CONCURRENCY = 16
@@ -55,7 +56,13 @@ class Dying:
 
 
 def _optimize(
-    base_url: str, dataset: SingleMetricAnnotation, metric: AspectCritic, on_event: Any = None
+    base_url: str,
+    dataset: SingleMetricAnnotation,
+    metric: AspectCritic,
+    on_event: Any = None,
+    *,
+    run_dir: Any = None,
+    resume: bool = False,
 ) -> OptimizationResult:
     async def main() -> OptimizationResult:
         client = OpenAIClient(
@@ -72,7 +79,9 @@ def _optimize(
             callbacks = [on_event] if on_event is not None else []
             optimizer = GeneticOptimizer(metric=metric, llm=llm, callbacks=callbacks)
             config = {**CONFIG, "max_concurrency": CONCURRENCY}
-            return await optimizer.aoptimize(dataset=dataset, loss=BinaryMetricLoss(), config=config)
+            return await optimizer.aoptimize(
+                dataset=dataset, loss=BinaryMetricLoss(), config=config, run_dir=run_dir, resume=resume
+            )
 
     return asyncio.run(main())
 
@@ -109,6 +118,27 @@ def test_a_server_failing_everything_stops_the_run_without_retrying_every_call(
     assert "attempts in a row failed" in message and "dominant cause http 500" in message
     assert "upstream model crashed" in message  # the server's own words
     assert "sk-test-dead-server" not in message and SECRET not in message
+
+
+@pytest.mark.parametrize("answered_first", [60, 150])
+def test_after_a_dead_server_stop_and_a_resume_only_calls_sent_count_as_failures(
+    ac_metric, tmp_path, answered_first
+):
+    """The requests the stopping run never sent (the run stopping, a spent budget) are not
+    failed calls: after the resume, ``usage.failures`` counts calls that gave up at the server,
+    each with at least one failed attempt there (62 more than that before)."""
+    dataset = generate(SyntheticSpec(n_samples=200, random_seed=0))
+    server_side = Dying(dataset)
+    with LocalOpenAIServer(server_side, models=["sim"]) as server:
+        kill = _after_calls(answered_first, lambda: setattr(server_side, "dead", True))
+        with pytest.raises(LLMUnusableError):
+            _optimize(server.base_url, dataset, ac_metric, kill, run_dir=tmp_path)
+        failed_attempts = server_side.after_death
+        server_side.dead = False
+        result = _optimize(server.base_url, dataset, ac_metric, run_dir=tmp_path, resume=True)
+    usage = result.usage
+    assert set(usage["failures_by_cause"]) <= {"http 500"}, usage["failures_by_cause"]
+    assert 0 < usage["failures"] <= failed_attempts
 
 
 def test_a_closed_port_is_reported_with_the_os_reason_and_no_secret():

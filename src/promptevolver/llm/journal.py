@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from promptevolver.errors import LLMError
+from promptevolver.errors import LLMError, NotSentError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.cache import cache_key, usable_answer
 
@@ -150,6 +150,8 @@ class _Journaled:
             return known
         try:
             completion = await self.inner.complete(request)
+        except NotSentError:
+            raise  # no call was made: nothing to count on resume
         except LLMError as exc:
             self.journal.record_failure(key, request.operation, exc.cause, exc.retries)
             raise

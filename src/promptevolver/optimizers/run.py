@@ -21,7 +21,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
-from promptevolver.errors import LLMError, LLMUnusableError
+from promptevolver.errors import LLMUnusableError, NotSentError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
@@ -302,7 +302,7 @@ def _only_prompt(metric: Metric) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-class StoppedError(LLMError):
+class StoppedError(NotSentError):
     """A request not sent because the run is stopping (cause ``stopped``)."""
 
     @property

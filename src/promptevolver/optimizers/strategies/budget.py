@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.config.models import BudgetConfig
-from promptevolver.errors import BudgetExceededError, ConfigError, LLMError
+from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
@@ -104,7 +104,7 @@ def check_upfront(config: BudgetConfig, calls: PhaseCalls) -> None:
         )
 
 
-class BudgetSpentError(LLMError):
+class BudgetSpentError(NotSentError):
     """A request the budget cannot pay for was not sent (cause ``budget``)."""
 
     @property
