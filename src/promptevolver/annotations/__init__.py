@@ -43,8 +43,10 @@ Layout: :mod:`~promptevolver.annotations.models` (the sample records, field alia
 rule), :mod:`~promptevolver.annotations.io` (reading, validating and writing files),
 :mod:`~promptevolver.annotations.labels` (binary or numeric labels, and their check),
 :mod:`~promptevolver.annotations.single` (:class:`SingleMetricAnnotation`: labels, selection,
-sampling, batches, splits), :mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`)
-and :mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`).
+sampling, batches, splits), :mod:`~promptevolver.annotations.subsets` (the sets its sampling
+methods return), :mod:`~promptevolver.annotations.usable` (samples without a human label),
+:mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`) and
+:mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`).
 """
 
 from promptevolver.annotations.dataset import EvaluationDataset, SingleTurnSample

@@ -296,3 +296,10 @@ def _dump_samples(samples: list[SampleAnnotation]) -> list[dict[str, Any]]:
 def _write_json(path: str | Path, data: Any) -> None:
     with Path(path).open("w", encoding="utf-8") as fh:
         json.dump(data, fh, ensure_ascii=False, indent=2)
+
+
+def _write_jsonl(path: str | Path, records: list[dict[str, Any]]) -> None:
+    """One JSON record a line (UTF-8, non-ASCII kept)."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")

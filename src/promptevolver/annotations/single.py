@@ -3,26 +3,20 @@ labels, selection, sampling, batches and splits; and :class:`_Sourced`, the base
 
 from __future__ import annotations
 
-import json
-import math
-import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar, overload
 
-import numpy as np
 from pydantic import BaseModel, PrivateAttr, model_validator
 
-from promptevolver.annotations import sampling, strata
+from promptevolver.annotations import sampling, strata, subsets
 from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
-from promptevolver.annotations.io import _dump_samples, _load, _write_json
+from promptevolver.annotations.io import _dump_samples, _load, _write_json, _write_jsonl
 from promptevolver.annotations.labels import LabelKind, check_labels
-from promptevolver.annotations.models import (
-    PromptAnnotation,
-    SampleAnnotation,
-    UnusableSample,
-    UnusableSamplesWarning,
-)
+from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation, UnusableSample
+from promptevolver.annotations.usable import unusable_samples
+from promptevolver.annotations.usable import usable_label_array as usable_label_array
+from promptevolver.annotations.usable import warn_unusable as _warn_unusable
 
 #: Sample fields that may serve as a stratify key, besides extra fields and ``metric_input.X``.
 
@@ -115,9 +109,7 @@ class SingleMetricAnnotation(_Sourced):
         :meth:`from_json` takes the name from ``metric_name`` or the file's stem and infers the
         kind, so write to ``<name>.jsonl`` (or pass ``metric_name``, and ``kind`` if inference
         would differ) to read back an equal set."""
-        with Path(path).open("w", encoding="utf-8") as fh:
-            for sample in _dump_samples(self.samples):
-                fh.write(json.dumps(sample, ensure_ascii=False) + "\n")
+        _write_jsonl(path, _dump_samples(self.samples))
 
     def to_evaluation_dataset(self) -> EvaluationDataset:
         """The metric inputs as an :class:`EvaluationDataset`, in sample order (as Ragas).
@@ -163,12 +155,7 @@ class SingleMetricAnnotation(_Sourced):
 
     def unusable_samples(self) -> list[UnusableSample]:
         """(position, reason) of every sample without a human label, in sample order."""
-        binary = self.is_binary
-        return [
-            UnusableSample(i, s.unusable_reason(binary=binary))  # type: ignore[arg-type]
-            for i, s in enumerate(self.samples)
-            if s.target is None and (math.isnan(s.metric_output) or not (binary or s.is_accepted))
-        ]
+        return unusable_samples(self.samples, binary=self.is_binary)
 
     def get_prompt_annotations(self, accepted_only: bool = True) -> dict[str, list[PromptAnnotation]]:
         """Prompt traces grouped by prompt name, in sample order; by default only those of
@@ -219,10 +206,7 @@ class SingleMetricAnnotation(_Sourced):
             ValueError: ``n`` < 0 or ``n`` > ``len(self)``.
             AnnotationKeyError: an unknown ``stratify_key``.
         """
-        keys = [0] * len(self) if stratify_key is None else self.stratify_keys(stratify_key)
-        if not 0 <= n <= len(self):
-            raise ValueError(f"n must be in [0, {len(self)}] (the number of samples), got {n}")
-        return self.select(sampling.stratified_sample(keys, n, sampling.make_rng(random_seed)))
+        return subsets.sample(self, n, stratify_key, random_seed)
 
     def batch(
         self, batch_size: int, drop_last_batch: bool = False, random_seed: sampling.Seed = None
@@ -233,9 +217,7 @@ class SingleMetricAnnotation(_Sourced):
         Raises:
             ValueError: ``batch_size`` < 1.
         """
-        rng = sampling.make_rng(random_seed)
-        batches = sampling.shuffled_batches(len(self), batch_size, rng, drop_last_batch)
-        return [self.select(batch) for batch in batches]
+        return subsets.batches(self, batch_size, drop_last_batch, random_seed)
 
     def stratified_batches(
         self,
@@ -259,11 +241,9 @@ class SingleMetricAnnotation(_Sourced):
             ValueError: ``batch_size`` < 1.
             AnnotationKeyError: an unknown ``stratify_key``.
         """
-        keys = self.stratify_keys(stratify_key)
-        positions = sampling.stratified_batches(
-            keys, batch_size, sampling.make_rng(random_seed), drop_last_batch=drop_last_batch, replace=replace
+        return subsets.stratified_batches(
+            self, batch_size, stratify_key, drop_last_batch, replace, random_seed
         )
-        return [self.select(batch) for batch in positions]
 
     def train_test_split(
         self, test_size: float | int = 0.2, random_seed: sampling.Seed = 42, stratify_key: str | None = None
@@ -278,10 +258,7 @@ class SingleMetricAnnotation(_Sourced):
             ValueError: fewer than 2 samples, or ``test_size`` out of range.
             AnnotationKeyError: an unknown ``stratify_key``.
         """
-        n_test = sampling.split_count(test_size, len(self))
-        keys = self.stratify_keys(stratify_key)
-        train, test = sampling.stratified_split(keys, n_test, sampling.make_rng(random_seed))
-        return self.select(train), self.select(test)
+        return subsets.train_test_split(self, test_size, random_seed, stratify_key)
 
 
 def _trusted(
@@ -291,29 +268,3 @@ def _trusted(
     again: 20,000 checks cost 50 ms)."""
     dataset = SingleMetricAnnotation.model_construct(name=name, samples=samples, kind=kind)
     return dataset._with_source(source)
-
-
-def _warn_unusable(dataset: SingleMetricAnnotation) -> None:
-    unusable = dataset.unusable_samples()
-    if not unusable:
-        return
-    by_reason: dict[str, list[int]] = {}
-    for sample_index, reason in unusable:
-        by_reason.setdefault(reason, []).append(sample_index)
-    details = "; ".join(
-        f"{reason}: samples {indices[:10]}{' …' if len(indices) > 10 else ''}"
-        for reason, indices in by_reason.items()
-    )
-    warnings.warn(
-        f"file {dataset.source}, metric {dataset.name!r}: {len(unusable)} of {len(dataset)} samples have "
-        f"no human label and cannot be learned from ({details}); see unusable_samples()",
-        UnusableSamplesWarning,
-        stacklevel=3,
-    )
-
-
-def usable_label_array(dataset: SingleMetricAnnotation) -> tuple[np.ndarray, np.ndarray]:
-    """(positions, labels) of usable samples as arrays of shape ``(n_usable,)``."""
-    labels = dataset.labels()
-    idx = np.array([i for i, y in enumerate(labels) if y is not None], dtype=np.int64)
-    return idx, np.array([labels[i] for i in idx], dtype=np.float64)

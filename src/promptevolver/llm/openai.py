@@ -6,6 +6,8 @@ remembered, it negotiates the structured-output mode and the token-cap field the
 (:mod:`promptevolver.llm.negotiation`): a 400/422/500 refusing ``response_format`` or the token
 field is re-sent at once in the next mode or with the other field (no retry spent). Its parts:
 
+* :mod:`~promptevolver.llm.openai_chat` — :class:`~promptevolver.llm.openai_chat.NegotiatedChat`:
+  one call sent in the negotiated mode, re-sent on a refusal, SDK errors translated;
 * :mod:`~promptevolver.llm.openai_wire` — request bodies and response parsing (a 200 answer whose
   body is not a chat completion is a ``TransientLLMError(status=None)``);
 * :mod:`~promptevolver.llm.openai_errors` — SDK errors translated into :mod:`promptevolver.errors`
@@ -23,27 +25,18 @@ its userinfo and query values redacted (:mod:`promptevolver.llm.redaction`).
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import os
 import warnings
 from typing import Any
 
-import openai
-
-from promptevolver.errors import ConfigError, LLMError
+from promptevolver.errors import ConfigError
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
-from promptevolver.llm.negotiation import (
-    Mode,
-    Negotiation,
-    StructuredOutput,
-    TokenParam,
-    rejects_response_format,
-    rejects_token_param,
-)
-from promptevolver.llm.openai_errors import error_text, retry_after_s, translate
+from promptevolver.llm.negotiation import Mode, Negotiation, StructuredOutput
+from promptevolver.llm.openai_chat import NegotiatedChat
+from promptevolver.llm.openai_errors import retry_after_s
 from promptevolver.llm.openai_preflight import Server, check_server
 from promptevolver.llm.openai_sdk import LoopSDK
-from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 
@@ -134,7 +127,16 @@ class OpenAIClient(BaseLLMClient):
         self._preflight_done = False
         self._api_key = key
         self._sdk = LoopSDK(base_url=base_url, api_key=key, timeout_s=timeout_s)
-        self._probe_locks: dict[int, asyncio.Lock] = {}
+        self._chat = NegotiatedChat(
+            sdk=self._sdk,
+            negotiation=self.negotiation,
+            model=model,
+            judge_max_tokens=judge_max_tokens,
+            meta_max_tokens=meta_max_tokens,
+            timeout_s=timeout_s,
+            where=self._where(),
+            redact=functools.partial(redact_text, secrets=[key]),
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.display_url!r})"
@@ -192,7 +194,8 @@ class OpenAIClient(BaseLLMClient):
     # -- the seam --------------------------------------------------------------------------------
 
     async def _send(self, request: LLMRequest) -> Completion:
-        """Send ``request`` once, in the negotiated mode, stepping down on a refusal.
+        """Send ``request`` once, in the negotiated mode, stepping down on a refusal
+        (:meth:`NegotiatedChat.send <promptevolver.llm.openai_chat.NegotiatedChat.send>`).
 
         While the structured-output mode is unconfirmed, requests with a schema go one at a time
         (a probe lock), so that the server is asked about each mode once, not by every request
@@ -203,72 +206,9 @@ class OpenAIClient(BaseLLMClient):
             PermanentLLMError: any other error status; a refused structured-output mode or token
                 field with nothing left to try.
         """
-        if request.json_schema is None or self.negotiation.confirmed:
-            return await self._negotiated(request)
-        async with self._probe_lock():
-            return await self._negotiated(request)
+        return await self._chat.send(request)
 
-    async def _negotiated(self, request: LLMRequest) -> Completion:
-        # Each re-send follows a state change (mode down the ladder, token field switched once),
-        # so this loop runs at most len(LADDER) + 1 times.
-        while True:
-            mode, token_param = self.negotiation.mode, self.negotiation.token_param
-            params = chat_params(
-                request,
-                model=self.model,
-                mode=mode,
-                token_param=token_param,
-                judge_max_tokens=self.judge_max_tokens,
-                meta_max_tokens=self.meta_max_tokens,
-            )
-            try:
-                completion = await self._create(params)
-            except openai.APIStatusError as exc:
-                if self._adapts_to(exc, "response_format" in params, mode, token_param):
-                    continue
-                raise self._translate(exc, refused="response_format" in params) from None
-            except openai.OpenAIError as exc:
-                raise self._translate(exc) from None
-            if request.json_schema is not None:
-                self.negotiation.confirm(mode)
-            return completion
-
-    def _adapts_to(self, exc: openai.APIStatusError, with_format: bool, mode: Mode, sent: TokenParam) -> bool:
-        """Whether the refusal ``exc`` changed (or had changed) what to send: then re-send."""
-        status, text = exc.status_code, error_text(exc)
-        if with_format and rejects_response_format(status, text):
-            return self.negotiation.step_down(mode, status)
-        if rejects_token_param(status, text, sent):
-            return self.negotiation.switch_token_param(sent, status)
-        return False
-
-    async def _create(self, params: dict[str, Any]) -> Completion:
-        # ``post`` with ``cast_to=bytes`` is the SDK's documented way to make a raw request: it
-        # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
-        # and response model, which cost ~1 ms of CPU per call and halved throughput at
-        # max_concurrency 32 (benchmarks/bench_llm_throughput.py).
-        body = await self._sdk.current().post(CHAT_PATH, cast_to=bytes, body=params)
-        return parse_completion(body, where=self._where())
-
-    def _probe_lock(self) -> asyncio.Lock:
-        # One lock per running event loop, like the base class's semaphores.
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._probe_locks:
-            self._probe_locks = {loop_id: asyncio.Lock()}
-        return self._probe_locks[loop_id]
-
-    # -- errors ----------------------------------------------------------------------------------
-
-    def _translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
-        """``exc`` as our error (:func:`~promptevolver.llm.openai_errors.translate`); ``refused``:
-        the request carried a ``response_format``."""
-        return translate(
-            exc,
-            where=self._where(),
-            redact=self._redact,
-            timeout_s=self.timeout_s,
-            negotiation=self.negotiation if refused else None,
-        )
+    # -- how calls are named in errors, without secrets ------------------------------------------
 
     def _where(self) -> str:
         return f"OpenAI-compatible call (model {self.model!r}, base_url {self.display_url!r})"

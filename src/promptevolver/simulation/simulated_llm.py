@@ -20,25 +20,12 @@ verdict flips with probability ``p = min(0.5, noise + length + cram + repetition
 The draw is a hash of (seed, whitespace-normalised instruction, sample, ``sample_index``), so
 answers do not depend on call order. A sample unknown to the world gets a hash-drawn verdict.
 
-**Meta calls** (the operators' meta-prompts, recognised by their section headings; unknown
-sections are ignored). The simulated prompt engineer writes only from what the prompt shows:
-
-* a *shown sample* is a JSON line with an ``input`` in any section; the criteria it carries are
-  its world criteria plus generic criteria its shown expected reason names;
-* a carried criterion is *discovered* with probability ``1 - (1 - p_discover) ** m`` (``m`` shown
-  samples carry it), one hash draw per (seed, prompt, criterion) — the prompt's text alone decides,
-  so the same meta-prompt gets the same answer in-process and over HTTP (where ``sample_index``
-  does not travel);
-* reverse engineering writes a task line plus a bullet per discovered criterion (generic first,
-  most evidenced first); feedback names the discovered criteria the current instruction does not
-  name, generic first, at most the number the prompt asks for (none discovered: an empty list);
-  rewrite adds the criteria the feedback names; crossover keeps parent A's other lines and merges
-  both parents' criterion lines without naming a criterion twice. Instructions are written with
-  :mod:`promptevolver.simulation.writer` (at most ``max_terms`` criterion lines).
+**Meta calls** (the operators' meta-prompts) are answered by the simulated prompt engineer,
+:class:`~promptevolver.simulation.engineer.SimulatedEngineer`, over the same world: it writes only
+from what the prompt shows (see :mod:`promptevolver.simulation.engineer`).
 
 Limits: phrases stand for meaning (a paraphrase names nothing, a negated mention still names);
-the engineer never invents a wrong criterion and never drops one; few-shot demonstrations have no
-effect; token counts are whitespace words.
+token counts are whitespace words.
 """
 
 from __future__ import annotations
@@ -47,12 +34,9 @@ import dataclasses
 import functools
 import hashlib
 import json
-import re
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge import prompts as ops
 from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
@@ -60,33 +44,13 @@ from promptevolver.llm.pricing import Price
 from promptevolver.simulation import phrases as ph
 from promptevolver.simulation import writer
 from promptevolver.simulation.criteria import Criterion, Truth, World, mine_world, sample_key
+from promptevolver.simulation.draws import unit
+from promptevolver.simulation.engineer import SimulatedEngineer, sections
 
 __all__ = ["NOISE_REASON", "SimulatedJudgeLLM", "sample_key", "sections"]
 
 #: The reason a judge answer carries when its verdict is a noise flip.
 NOISE_REASON = "Judged on the overall impression of the response."
-_AT_MOST = re.compile(r"at most (\d+)", re.IGNORECASE)
-_METRIC = re.compile(r"judge `([^`]+)`")
-
-
-def _unit(*parts: object) -> float:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def sections(text: str) -> dict[str, str]:
-    """``{"## Heading": body}`` of a meta-prompt: a heading is a line starting with ``## `` at the
-    start or after a blank line (text before the first heading is under ``""``)."""
-    out: dict[str, str] = {}
-    heading, body = "", cast(list[str], [])
-    for line in text.splitlines():
-        if line.startswith("## ") and (not body or not body[-1].strip()):
-            out.setdefault(heading, "\n".join(body).strip())
-            heading, body = line.strip(), []
-        else:
-            body.append(line)
-    out.setdefault(heading, "\n".join(body).strip())
-    return out
 
 
 class SimulatedJudgeLLM(BaseLLMClient):
@@ -228,34 +192,35 @@ class SimulatedJudgeLLM(BaseLLMClient):
         rendered = split_rendered(request.messages)
         if rendered is not None:
             return self._judge(*rendered, request.sample_index)
-        user = request.messages[-1].content
-        parts = sections(user)
-        writers: list[tuple[str, Callable[[str, dict[str, str], int], str]]] = [
-            (ops.FAILING_SAMPLES, self._feedback),
-            (ops.FEEDBACK_TO_APPLY, self._rewrite),
-            (ops.CROSSOVER_PARENT_A, self._crossover),
-            (ops.EXAMPLES, self._reverse_engineer),
-        ]
-        for heading, write in writers:
-            if heading in parts:
-                return write(user, parts, request.sample_index)
-        return json.dumps({"error": "the simulated LLM does not recognise this prompt"})
+        return self.engineer().answer(request.messages[-1].content)
+
+    def engineer(self) -> SimulatedEngineer:
+        """The prompt engineer answering meta calls, over the current world and settings."""
+        return SimulatedEngineer(
+            world=self.world,
+            coverage=self._coverage,
+            named=self.named,
+            random_seed=self.random_seed,
+            p_discover=self.p_discover,
+            max_terms=self.max_terms,
+            metric_name=self.metric_name,
+        )
 
     # --- judge -------------------------------------------------------------------------------
     def _judge(self, instruction: str, inputs: dict[str, Any], sample_index: int) -> str:
         key = sample_key(inputs)
         truth = self.world.samples.get(key)
         normalized = " ".join(instruction.split())
-        if _unit(self.random_seed, "malformed", normalized, key, sample_index) < self.malformed_rate:
+        if unit(self.random_seed, "malformed", normalized, key, sample_index) < self.malformed_rate:
             return '{"reason": "The response is'
         if truth is None:
-            verdict = int(_unit(self.random_seed, "unknown", normalized, key) < 0.5)
+            verdict = int(unit(self.random_seed, "unknown", normalized, key) < 0.5)
             return json.dumps({"reason": "No basis to judge this input.", "verdict": verdict})
         if self.applies(instruction, truth):
             verdict, reason = truth.label, truth.edited_reason or self._applied_reason(instruction, truth)
         else:
             verdict, reason = truth.original, truth.original_reason
-        if _unit(self.random_seed, "noise", normalized, key, sample_index) < self.noise_rate(instruction):
+        if unit(self.random_seed, "noise", normalized, key, sample_index) < self.noise_rate(instruction):
             verdict, reason = 1 - verdict, NOISE_REASON
         return json.dumps({"reason": reason, "verdict": verdict})
 
@@ -263,82 +228,3 @@ class SimulatedJudgeLLM(BaseLLMClient):
         cid = sorted(self.named(instruction) & set(truth.criteria))[0]
         crit = self.world.criteria[cid]
         return f"Verdict {truth.label}: {writer.clause(crit, has_reference=self.world.has_reference)}."
-
-    # --- meta: the prompt engineer -------------------------------------------------------------
-    def _shown(self, parts: dict[str, str]) -> dict[str, int]:
-        """Criterion id -> number of shown samples carrying it."""
-        counts: dict[str, int] = {}
-        for body in parts.values():
-            for line in body.splitlines():
-                item = _json_line(line)
-                if item is None:
-                    continue
-                truth = self.world.samples.get(sample_key(item["input"]))
-                carried = set(truth.criteria) if truth else set()
-                reason = (item.get("expected_output") or {}).get("reason")
-                if isinstance(reason, str):
-                    carried |= {c for c in self.named(reason) if self.world.criteria[c].kind == "generic"}
-                for cid in carried:
-                    counts[cid] = counts.get(cid, 0) + 1
-        return counts
-
-    def _discover(self, user: str, parts: dict[str, str], sample_index: int) -> list[Criterion]:
-        """Criteria learnt from the shown samples, generic first, most evidenced first."""
-        prompt = " ".join(user.split())
-        found = [
-            (cid, m)
-            for cid, m in self._shown(parts).items()
-            if _unit(self.random_seed, "discover", prompt, cid) < 1 - (1 - self.p_discover) ** m
-        ]
-        crits = self.world.criteria
-        found.sort(key=lambda x: (crits[x[0]].kind != "generic", -x[1], x[0]))
-        return [crits[cid] for cid, _ in found]
-
-    def _compose(
-        self, parsed: writer.Parsed, lines: Sequence[tuple[str, frozenset[str]]], added: list[Criterion]
-    ) -> str:
-        return writer.compose(parsed.base, lines, added, self.world, max_criteria=self.max_terms)
-
-    def _reverse_engineer(self, user: str, parts: dict[str, str], sample_index: int) -> str:
-        match = _METRIC.search(user)
-        base = writer.Parsed((writer.task_line(match.group(1) if match else self.metric_name),), ())
-        added = self._discover(user, parts, sample_index)
-        return json.dumps({"instruction": self._compose(base, (), added)})
-
-    def _feedback(self, user: str, parts: dict[str, str], sample_index: int) -> str:
-        named = self.named(parts.get(ops.CURRENT_INSTRUCTION, ""))
-        wanted = [c for c in self._discover(user, parts, sample_index) if c.id not in named]
-        match = _AT_MOST.search(parts.get(ops.ANSWER, "") or user)
-        limit = int(match.group(1)) if match else 3
-        return json.dumps({"feedback": [self.sentence(c) for c in wanted[:limit]]})
-
-    def _rewrite(self, user: str, parts: dict[str, str], sample_index: int) -> str:
-        current = parts.get(ops.CURRENT_INSTRUCTION, "")
-        parsed = writer.parse(current, self._coverage)
-        already = parsed.named()
-        items = [line.lstrip("-*• ").strip() for line in parts.get(ops.FEEDBACK_TO_APPLY, "").splitlines()]
-        added: list[Criterion] = []
-        for item in items:
-            for cid in sorted(self.named(item) - already - {c.id for c in added}):
-                added.append(self.world.criteria[cid])
-        if not added:
-            return json.dumps({"instruction": current})
-        return json.dumps({"instruction": self._compose(parsed, parsed.lines, added)})
-
-    def _crossover(self, user: str, parts: dict[str, str], sample_index: int) -> str:
-        a = writer.parse(parts.get(ops.CROSSOVER_PARENT_A, ""), self._coverage)
-        b = writer.parse(parts.get(ops.CROSSOVER_PARENT_B, ""), self._coverage)
-        return json.dumps({"instruction": self._compose(a, a.lines + b.lines, [])})
-
-
-def _json_line(line: str) -> dict[str, Any] | None:
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        item = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(item, dict) or not isinstance(item.get("input"), dict):
-        return None
-    return item

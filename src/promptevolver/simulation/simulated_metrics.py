@@ -34,7 +34,8 @@ from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm.base import LLMRequest
 from promptevolver.simulation import writer
 from promptevolver.simulation.criteria import World, sample_key
-from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM, _unit
+from promptevolver.simulation.draws import unit
+from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
 from promptevolver.simulation.worlds import (
     EXTRACTOR_PREFIX,
     RUBRIC_PREFIX,
@@ -120,7 +121,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         instruction, inputs = rendered
         instruction = " ".join(instruction.split())
         key, index = sample_key(inputs), request.sample_index
-        if _unit(self.random_seed, "malformed", instruction, key, index) < self.malformed_rate:
+        if unit(self.random_seed, "malformed", instruction, key, index) < self.malformed_rate:
             return '{"reason": "The response is'
         if kind == "score":
             return self._score(instruction, inputs, index)
@@ -135,7 +136,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         return bool(self.named(instruction) & carried)
 
     def _noisy(self, instruction: str, *parts: object) -> bool:
-        return _unit(self.random_seed, "noise", instruction, *parts) < self.noise_rate(instruction)
+        return unit(self.random_seed, "noise", instruction, *parts) < self.noise_rate(instruction)
 
     # --- a score on a scale -------------------------------------------------------------------
     def _score(self, instruction: str, inputs: dict[str, Any], sample_index: int) -> str:
@@ -144,12 +145,12 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         truth = None if world is None else world.truths.get(key)
         if world is None or truth is None:
             low, high = (world.low, world.high) if world else (1.0, 5.0)
-            value = low + round(_unit(self.random_seed, "unknown", instruction, key) * (high - low))
+            value = low + round(unit(self.random_seed, "unknown", instruction, key) * (high - low))
             return json.dumps({"reason": "No basis to judge this input.", "score": value})
         fixed = truth.original != truth.label and self.corrects(instruction, key, RUBRIC_PREFIX)
         value = truth.label if fixed else truth.original
         if self._noisy(instruction, key, sample_index):
-            up = _unit(self.random_seed, "direction", instruction, key, sample_index) < 0.5
+            up = unit(self.random_seed, "direction", instruction, key, sample_index) < 0.5
             moved = value + (world.step if up else -world.step)
             value = moved if world.low <= moved <= world.high else value - (moved - value)
         value = round(value, 6)
@@ -166,7 +167,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         fixed = truth.original != truth.human and self.corrects(instruction, truth.sample, EXTRACTOR_PREFIX)
         statements = list(truth.human if fixed else truth.original)
         if len(statements) > 1 and self._noisy(instruction, key, sample_index):
-            drop = int(_unit(self.random_seed, "drop", instruction, key, sample_index) * len(statements))
+            drop = int(unit(self.random_seed, "drop", instruction, key, sample_index) * len(statements))
             del statements[drop]
         return json.dumps({"statements": statements})
 
@@ -177,7 +178,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         for statement in inputs.get("statements") or []:
             truth = None if self.statements is None else self.statements.verdicts.get((context, statement))
             if truth is None:
-                verdict = int(_unit(self.random_seed, "unknown", instruction, context, statement) < 0.5)
+                verdict = int(unit(self.random_seed, "unknown", instruction, context, statement) < 0.5)
             else:
                 fixed = truth.original != truth.human and self.corrects(
                     instruction, truth.sample, VERIFIER_PREFIX

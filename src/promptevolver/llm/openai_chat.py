@@ -1,0 +1,145 @@
+"""One chat-completions call in the structured-output mode and token-cap field negotiated with the
+server: :class:`NegotiatedChat`, the sending half of :class:`~promptevolver.llm.openai.OpenAIClient`.
+
+A 400/422/500 refusing ``response_format`` or the token field is re-sent at once in the next mode
+or with the other field (no retry spent; :mod:`promptevolver.llm.negotiation` holds the rules and
+the state). While the mode is unconfirmed, requests with a schema go one at a time (a probe lock
+per running event loop), so the server is asked about each mode once, not by every request in
+flight. Every other SDK error is translated (:mod:`promptevolver.llm.openai_errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import openai
+
+from promptevolver.errors import LLMError
+from promptevolver.llm.base import Completion, LLMRequest
+from promptevolver.llm.negotiation import (
+    Mode,
+    Negotiation,
+    TokenParam,
+    rejects_response_format,
+    rejects_token_param,
+)
+from promptevolver.llm.openai_errors import error_text, translate
+from promptevolver.llm.openai_sdk import LoopSDK
+from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion
+
+__all__ = ["NegotiatedChat"]
+
+
+class NegotiatedChat:
+    """Sends chat requests once each, in the negotiated mode, stepping down on a refusal.
+
+    Args:
+        sdk: the SDK client of the running event loop.
+        negotiation: what is known of the server; shared with the client and updated here.
+        model: model name sent with every request.
+        judge_max_tokens, meta_max_tokens: completion-token caps of judge and meta calls that set
+            none (None: the server's default).
+        timeout_s: the per-request timeout in seconds, named in timeout errors.
+        where: names the call in error messages (e.g. model and redacted ``base_url``).
+        redact: removes secrets from a text before it reaches an error message.
+    """
+
+    def __init__(
+        self,
+        *,
+        sdk: LoopSDK,
+        negotiation: Negotiation,
+        model: str,
+        judge_max_tokens: int | None,
+        meta_max_tokens: int | None,
+        timeout_s: float,
+        where: str,
+        redact: Callable[[str], str],
+    ) -> None:
+        self.sdk = sdk
+        self.negotiation = negotiation
+        self.model = model
+        self.judge_max_tokens = judge_max_tokens
+        self.meta_max_tokens = meta_max_tokens
+        self.timeout_s = timeout_s
+        self.where = where
+        self.redact = redact
+        self._probe_locks: dict[int, asyncio.Lock] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, mode={self.negotiation.mode!r})"
+
+    async def send(self, request: LLMRequest) -> Completion:
+        """Send ``request`` once (re-sent at once after a refusal that changed the negotiation).
+
+        Raises:
+            TransientLLMError: 429, 408, 409, 5xx, timeout, connection failure, malformed body.
+            PermanentLLMError: any other error status; a refused structured-output mode or token
+                field with nothing left to try.
+        """
+        if request.json_schema is None or self.negotiation.confirmed:
+            return await self._negotiated(request)
+        async with self._probe_lock():
+            return await self._negotiated(request)
+
+    async def _negotiated(self, request: LLMRequest) -> Completion:
+        # Each re-send follows a state change (mode down the ladder, token field switched once),
+        # so this loop runs at most len(LADDER) + 1 times.
+        while True:
+            mode, token_param = self.negotiation.mode, self.negotiation.token_param
+            params = chat_params(
+                request,
+                model=self.model,
+                mode=mode,
+                token_param=token_param,
+                judge_max_tokens=self.judge_max_tokens,
+                meta_max_tokens=self.meta_max_tokens,
+            )
+            try:
+                completion = await self._create(params)
+            except openai.APIStatusError as exc:
+                if self._adapts_to(exc, "response_format" in params, mode, token_param):
+                    continue
+                raise self.translate(exc, refused="response_format" in params) from None
+            except openai.OpenAIError as exc:
+                raise self.translate(exc) from None
+            if request.json_schema is not None:
+                self.negotiation.confirm(mode)
+            return completion
+
+    def _adapts_to(self, exc: openai.APIStatusError, with_format: bool, mode: Mode, sent: TokenParam) -> bool:
+        """Whether the refusal ``exc`` changed (or had changed) what to send: then re-send."""
+        status, text = exc.status_code, error_text(exc)
+        if with_format and rejects_response_format(status, text):
+            return self.negotiation.step_down(mode, status)
+        if rejects_token_param(status, text, sent):
+            return self.negotiation.switch_token_param(sent, status)
+        return False
+
+    async def _create(self, params: dict[str, Any]) -> Completion:
+        # ``post`` with ``cast_to=bytes`` is the SDK's documented way to make a raw request: it
+        # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
+        # and response model, which cost ~1 ms of CPU per call and halved throughput at
+        # max_concurrency 32 (benchmarks/bench_llm_throughput.py).
+        body = await self.sdk.current().post(CHAT_PATH, cast_to=bytes, body=params)
+        return parse_completion(body, where=self.where)
+
+    def _probe_lock(self) -> asyncio.Lock:
+        # One lock per running event loop, like the base class's semaphores.
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id not in self._probe_locks:
+            self._probe_locks = {loop_id: asyncio.Lock()}
+        return self._probe_locks[loop_id]
+
+    def translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
+        """``exc`` as our error (:func:`~promptevolver.llm.openai_errors.translate`); ``refused``:
+        the request carried a ``response_format`` (the error then says what was negotiated)."""
+        return translate(
+            exc,
+            where=self.where,
+            redact=self.redact,
+            timeout_s=self.timeout_s,
+            negotiation=self.negotiation if refused else None,
+        )
