@@ -35,6 +35,7 @@ GRID = {
     "learn_rate": [0.2, 0.35, 0.5, 0.7, 0.9],
     "unlearnable": [0.0, 0.2, 0.4, 0.6],
     "novelty": [0.7, 0.85, 1.0],
+    "fixes_per_round": [2.0, 4.0, 6.0, 8.0, 12.0, float("inf")],
 }
 
 
