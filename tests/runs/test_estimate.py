@@ -51,9 +51,10 @@ def _actual_calls(config: RunConfig, seed: int) -> int:
     return result.usage["llm_calls"]["judge"] + result.usage["llm_calls"]["meta"]
 
 
-@pytest.mark.parametrize("name", ["answer_correctness", "helpfulness", "synthetic_200"])
+@pytest.mark.parametrize("name", ["answer_correctness", "helpfulness", "synthetic_200", "synthetic_2000"])
 def test_expected_calls_are_within_30_percent_of_actual_runs(name):
-    """The bundled configs: the documented accuracy of the model (CostModel's docstring)."""
+    """The bundled configs: the documented accuracy of the model (CostModel's docstring); a
+    large set with many disagreements takes several rounds to learn (it was 35 % under)."""
     config = load_run_config(ROOT / "configs" / f"{name}.yaml")
     expected = estimate(config).total_calls
     actual = statistics.fmean(_actual_calls(config, seed) for seed in config.seeds or [42])
@@ -69,6 +70,16 @@ def test_the_json_object_has_the_documented_keys_and_adds_up():
     assert e["max_calls"] >= e["total_calls"]
     assert (e["train"], e["validation"]) == (48, 30)  # train judged on its focus set (48 of 70)
     assert [p["phase"] for p in e["phases"]][0] == "initial" and e["phases"][-1]["phase"] == "final"
+
+
+def test_the_split_line_names_the_parts_and_the_samples_judged_in_them(capsys):
+    assert main(["estimate", str(ROOT / "configs" / "synthetic_2000.yaml")]) == 0
+    split = next(line for line in capsys.readouterr().out.splitlines() if "split:" in line)
+    assert "1,400 train (judged on 48), 600 validation (judged on 64)" in split
+    assert main(["estimate", str(ROOT / "configs" / "answer_correctness.yaml")]) == 0
+    split = next(line for line in capsys.readouterr().out.splitlines() if "split:" in line)
+    assert "18 usable annotations, small data" in split and "out-of-bag" in split
+    assert "0 validation" not in split
 
 
 def test_no_llm_is_called_even_inside_a_running_event_loop(monkeypatch):

@@ -120,7 +120,11 @@ class Estimate:
         cost_usd: expected cost in US dollars; None when a real model has no price in the config.
         max_calls: calls of a run that uses every generation and judges every offspring fully.
         generations: expected generations after the initial population (0 to ``generations``).
-        train, validation: split sizes (samples).
+        train, validation: samples each candidate is judged on (the focus sets; validation 0
+            out of bag).
+        usable, train_part, validation_part: usable annotations and the split of them.
+        regime: ``held-out``, or ``out-of-bag`` below ``small_data`` usable annotations (all
+            used to learn and to choose).
         seed_error_rate: share of the judged train samples (the train focus set, which takes the
             disagreements first) whose recorded judge verdict differs from the human label, in [0, 1].
         phases: expected judge and meta calls of ``initial``, each ``generation N``, ``final``.
@@ -138,6 +142,10 @@ class Estimate:
     validation: int
     seed_error_rate: float
     phases: list[dict[str, Any]] = field(default_factory=list)
+    usable: int = 0
+    train_part: int = 0
+    validation_part: int = 0
+    regime: str = "held-out"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every attribute (the object ``estimate --json`` prints)."""
@@ -179,6 +187,10 @@ def estimate_dataset(
         validation=plan.n_val,
         seed_error_rate=round(plan.error_rate, 4),
         phases=[{k: round(v, 1) if isinstance(v, float) else v for k, v in p.items()} for p in phases],
+        usable=plan.usable,
+        train_part=plan.train_part,
+        validation_part=plan.usable - plan.train_part,
+        regime="out-of-bag" if plan.usable < plan.cfg.small_data else "held-out",
     )
 
 
@@ -199,6 +211,8 @@ class _Plan:
     reasons: float
     binary: bool
     noise: float
+    usable: int = 0
+    train_part: int = 0
 
     @classmethod
     def of(
@@ -240,6 +254,8 @@ class _Plan:
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
                 config.metric.num_judges,
             ),
+            usable=len(usable),
+            train_part=part,
         )
 
     @property

@@ -29,8 +29,8 @@ def estimate_lines(
     gens = config.effective_optimizer().generations
     lines = [
         f"estimate for {source} (no LLM called)",
-        f"  split: {e.train} train, {e.validation} validation; the annotated judge disagrees with the "
-        f"humans on {e.seed_error_rate:.1%} of samples (~{e.seed_error_rate * e.train:.1f} train samples)",
+        f"  split: {_split(e)}; the annotated judge disagrees with the humans on "
+        f"{e.seed_error_rate:.1%} of the judged train samples (~{e.seed_error_rate * e.train:.1f})",
         f"  expected generations: {e.generations} of {gens} (early stopping model)",
         f"  {line}",
         f"  prompt tokens {e.prompt_tokens:,}, completion tokens {e.completion_tokens:,}",
@@ -71,3 +71,17 @@ def cost_text(cost: float | None, config: RunConfig) -> str:
 def _usd(amount: float) -> str:
     """USD with 2 decimals when that is exact, else every significant digit."""
     return f"${amount:.2f}" if round(amount, 2) == amount else f"${amount:g}"
+
+
+def _split(e: Estimate) -> str:
+    """The split in words: out of bag (small data), or each part and the samples judged in it."""
+    if e.regime == "out-of-bag":
+        return (
+            f"{e.usable} usable annotations, small data: all used to learn and to choose "
+            "(out-of-bag), no validation calls"
+        )
+    train = f"{e.train_part:,} train" + (f" (judged on {e.train:,})" if e.train < e.train_part else "")
+    val = f"{e.validation_part:,} validation" + (
+        f" (judged on {e.validation:,})" if e.validation < e.validation_part else ""
+    )
+    return f"{train}, {val}"
