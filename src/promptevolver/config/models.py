@@ -8,6 +8,7 @@ relative to the config file.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,6 +30,7 @@ from pydantic import (
 from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
+from promptevolver.llm.redaction import redact_url
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -543,7 +545,21 @@ class RunConfig(_Strict):
         data["budget"] = effective.budget.model_dump(mode="json")
         if isinstance(self.dataset, Path) and relative_to is not None:
             data["dataset"] = _portable(self.dataset, Path(relative_to))
+        if self.llm.base_url is not None:
+            data["llm"]["base_url"] = stored_base_url(self.llm.base_url)
         return data
+
+
+#: An environment variable named in ``llm.base_url`` (``${NAME}``), expanded when the client is built.
+ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def stored_base_url(url: str) -> str:
+    """``url`` as a run directory may keep it: a URL whose secrets come from ``${NAME}``
+    placeholders as written; any other userinfo or query value masked (``***``), so a key in
+    the URL never reaches ``config.yaml`` (a resume then needs the original config, or the key
+    moved into an environment variable)."""
+    return url if ENV_PLACEHOLDER.search(url) else redact_url(url)
 
 
 def _portable(path: Path, folder: Path) -> str:
