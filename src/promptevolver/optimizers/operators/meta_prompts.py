@@ -21,6 +21,7 @@ simulated fake LLM reads them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -116,9 +117,21 @@ def _instruction_from(
     text = data.get("instruction")
     if not isinstance(text, str) or not text.strip():
         return OperatorOutcome(None, "no instruction in answer")
+    if is_placeholder(text):
+        return OperatorOutcome(None, "answer template echoed (placeholder instruction)")
     if any(normalize(text) == normalize(p) for p in parents):
         return OperatorOutcome(None, "unchanged instruction")
     return OperatorOutcome(text.strip())
+
+
+#: A whole answer value that is a template placeholder (``<the new instruction>``, ``<change 1>``):
+#: small models echo the answer format instead of filling it.
+_PLACEHOLDER = re.compile(r"^\s*<[^<>\n]{1,80}>\s*$")
+
+
+def is_placeholder(text: str) -> bool:
+    """Whether ``text`` is only an angle-bracketed placeholder such as the answer template's."""
+    return bool(_PLACEHOLDER.match(text))
 
 
 def normalize(instruction: str) -> str:
@@ -196,7 +209,10 @@ async def feedback(
     items = data.get("feedback")
     if not isinstance(items, list):
         return OperatorOutcome(None, "no feedback list in answer")
-    kept = [str(item).strip() for item in items if str(item).strip()][:max_feedbacks]
+    given = [str(item).strip() for item in items if str(item).strip()]
+    kept = [item for item in given if not is_placeholder(item)][:max_feedbacks]
+    if given and not kept:
+        return OperatorOutcome(None, "answer template echoed (placeholders, no feedback)")
     return OperatorOutcome(kept) if kept else OperatorOutcome(None, "empty feedback")
 
 
