@@ -99,8 +99,10 @@ RUN_FILES = (
     BEST_INSTRUCTIONS_FILE,
     APPLY_SNIPPET_FILE,
 )
-#: What a directory holds, for ``optimize -o DIR``: ``new`` (no run file in it), ``interrupted``
-#: (a run started and left no result.json) or ``finished`` (a result.json).
+#: What a directory holds, for ``optimize -o DIR``: ``new`` (no run in it: no run file, or only
+#: the config and an empty journal of a run that stopped before its first checkpoint, e.g. at the
+#: LLM preflight), ``interrupted`` (a checkpoint or an answered call, no result.json) or
+#: ``finished`` (a result.json).
 RunStatus = Literal["new", "interrupted", "finished"]
 #: Keys every result.json has had since release 0.1, with their JSON types.
 _RESULT_KEYS: dict[str, type] = {
@@ -203,9 +205,20 @@ def run_status(directory: str | Path) -> RunStatus:
     d = Path(directory)
     if (d / RESULT_FILE).is_file():
         return "finished"
-    if any((d / name).exists() for name in (CONFIG_FILE, CHECKPOINT_FILE, JOURNAL_FILE)):
+    if (d / CHECKPOINT_FILE).exists() or _journal_has_entries(d / JOURNAL_FILE):
         return "interrupted"
     return "new"
+
+
+def _journal_has_entries(path: Path) -> bool:
+    """Whether the journal at ``path`` records any call (its first line is enough to tell)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return bool(fh.readline().strip())
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    except (OSError, UnicodeDecodeError):
+        return True  # unreadable: keep it rather than overwrite it
 
 
 def read_json(path: str | Path, *, what: str = "file") -> Any:

@@ -63,8 +63,27 @@ def test_run_status_of_new_interrupted_and_finished_directories(tmp_path, kept_s
     (tmp_path / "notes.txt").write_text("mine")
     assert rundir.run_status(tmp_path) == "new"  # other files are not a run
     (tmp_path / rundir.CONFIG_FILE).write_text("{}")
+    (tmp_path / rundir.JOURNAL_FILE).write_text("")
+    assert rundir.run_status(tmp_path) == "new"  # stopped before its first checkpoint: no call made
+    (tmp_path / rundir.JOURNAL_FILE).write_text('{"key": "k", "op": "judge", "text": "{}"}\n')
+    assert rundir.run_status(tmp_path) == "interrupted"
+    (tmp_path / rundir.JOURNAL_FILE).unlink()
+    (tmp_path / rundir.CHECKPOINT_FILE).write_text("{}")
     assert rundir.run_status(tmp_path) == "interrupted"
     assert rundir.run_status(kept_seed) == "finished"
+
+
+def test_a_run_stopped_by_the_preflight_can_simply_be_run_again(tmp_path, capsys, monkeypatch):
+    """Before: "holds an interrupted run; continue it with --resume", then --resume said
+    "nothing to resume; start it again", and starting again was refused: a loop."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    closed = ["--set", "llm.provider=openai", "--set", "llm.model=m", "--set", "llm.base_url=http://127.0.0.1:9/v1"]
+    run = tmp_path / "pf"
+    for _ in range(2):
+        assert main(["optimize", str(AC_CONFIG), "-o", str(run), *closed]) == 1
+        assert "cannot connect to http://127.0.0.1:9/v1" in _one_line(capsys.readouterr().err)
+    assert main(["optimize", str(AC_CONFIG), "-o", str(run), "-q"]) == 0  # the simulated LLM
+    assert rundir.run_status(run) == "finished"
 
 
 def test_clear_run_removes_run_files_only(tmp_path, kept_seed):

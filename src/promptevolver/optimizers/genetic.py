@@ -254,6 +254,8 @@ def _coerce(config: Mapping[str, Any] | GeneticConfig | None) -> GeneticConfig:
 
 
 def _refuse_to_overwrite(run_dir: Path) -> None:
+    if rundir.run_status(run_dir) == "new":
+        return  # nothing there, or a run that stopped before its first checkpoint
     held = [name for name in (rundir.CHECKPOINT_FILE, rundir.JOURNAL_FILE) if (run_dir / name).exists()]
     if held:
         raise FileExistsError(
