@@ -81,7 +81,7 @@ def misreported(rows: list[Row]) -> str:
     if not measured:
         return "n/a"
     failures = _total(r["failures_misreported"] for r in measured)
-    parse = sum(r["truth"]["judge_parse_failures"] - max(0, r["failures_misreported"] or 0) for r in measured)
+    parse = _total(r.get("parse_failures_misreported") for r in measured)
     retries = _total(r["retries_misreported"] for r in measured)
     calls = sum(abs(r["calls_misreported"] + in_flight(r)) for r in measured)
     cost = sum(abs(r["cost_misreported_usd"]) for r in measured)
@@ -194,10 +194,15 @@ def run_dir_line(records: list[Row]) -> str:
     broken = sorted({e for e in entries if not e.endswith("temporary file left behind")})
     leftovers = sorted({e.split(": ")[0] for e in entries if e.endswith("temporary file left behind")})
     runs = sum(any(p.endswith("temporary file left behind") for p in r["files_unparsable"]) for r in checked)
+    kept = [
+        p for r in checked for p in r["files_unparsable"]
+        if p.endswith("temporary file left behind") and p.startswith("after none")
+    ]
     parsed = "every JSON, YAML and journal file parsed" if not broken else "unparsable: " + "; ".join(broken)
     left = "no temporary file left"
     if leftovers:
-        left = f"{len(leftovers)} temporary files left behind ({runs} runs; still there after the resume)"
+        after = f"{len(kept)} still there after the resume" if kept else "each removed by the resume"
+        left = f"{len(leftovers)} temporary files left behind by a kill ({runs} runs; {after})"
     return f"Run directories after {stops} stops and kills: {parsed}; {left}."
 
 
@@ -224,11 +229,11 @@ def markdown(data: dict[str, Any], findings: str = "") -> str:
         *table(records),
         "",
         "Columns: *misreported* sums |reported − server| over the runs that wrote a result: "
-        "`usage.failures` vs calls that got `max_attempts` HTTP faults in a row; judge evaluations that "
-        "failed on parse (the answer and its re-ask both unusable) and are missing from `usage.failures`; "
-        "`usage.retries` vs the "
+        "`usage.failures` (HTTP) vs calls that gave up (`max_attempts` HTTP faults in a row, or faults "
+        "still open when a stopping run ended); `usage.failures_by_cause.parse` vs judge evaluations "
+        "that failed on parse (the answer and its re-ask both unusable); `usage.retries` vs the "
         "other HTTP faults, answered calls (net of answers a killed client never read), `usage.cost_usd` "
-        "vs the cost of every answer sent (share of it in brackets). *Repeated*: requests for a body the "
+        "vs the cost of every answer sent, those never read included (share of it in brackets). *Repeated*: requests for a body the "
         "server had answered in an earlier session; *in flight*: its answer was sent under 0.5 s before "
         "the kill (the client never read it). *Held-out*: the chosen instructions re-scored on the "
         "validation split by `promptevolver evaluate` against a fault-free server; the clean runs' "
