@@ -128,7 +128,7 @@ def test_optimize_verbose_prints_each_generation_and_quiet_one_line(tmp_path, ca
         == 0
     )
     err = capsys.readouterr().err
-    assert "initial population done: best train" in err
+    assert "initial population done: fitness best" in err
     assert (
         main(
             ["optimize", str(AC_CONFIG), "-o", str(tmp_path / "q"), "-q", "--set", "optimizer.generations=1"]

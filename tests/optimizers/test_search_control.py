@@ -215,17 +215,16 @@ def test_resuming_a_finished_run_repeats_the_same_final_choice(tmp_path, n_sampl
 
 
 @pytest.mark.parametrize("seed", [0, 3])
-def test_history_train_figures_are_estimates_for_the_whole_train_part_like_scores(seed):
-    """A large train part is judged on a focus set that over-represents the corrected samples;
-    the history (the progress line, the fitness plot) reports the same weighted estimate as
-    ``scores``, not the focus set's raw score (0.333 beside a seed train of 0.708 before)."""
+def test_history_fitness_is_the_ranking_score_and_never_falls_with_elites(seed):
+    """History reports fitness on the judged train samples (the focus set), what selection ranks
+    by: with elites kept the best never falls (whole-part estimates of another ranked-first
+    candidate could: 0.896 -> 0.851 between generations). Scores stay whole-part estimates."""
     ds = generate(SyntheticSpec(n_samples=400, random_seed=seed))
-    config = {"random_seed": seed, "population_size": 2, "reverse_engineer": False, "generations": 1}
+    config = {"random_seed": seed, "population_size": 4, "generations": 5, "patience": 5, "elite_count": 1}
     result = _optimizer(ds).optimize(dataset=ds, loss=BinaryMetricLoss(), config=config)
-    assert result.split["judged"]["train"] < result.split["train"]  # a focus set: raw ≠ estimate
-    first = result.history[0]  # generation 0: the seed alone
-    assert first["population"] == 1
-    assert first["best_train"] == pytest.approx(result.scores["seed"]["train"])
-    assert first["mean_train"] == pytest.approx(result.scores["seed"]["train"])
+    assert result.split["judged"]["train"] < result.split["train"]  # a focus set: fitness ≠ estimate
+    best = [h["best_train"] for h in result.history]
+    assert len(best) > 2 and all(b >= a for a, b in zip(best, best[1:])), best
     seed_entry = next(c for c in result.lineage if c["id"] == 0)
-    assert seed_entry["train"] != pytest.approx(first["best_train"])  # the focus set's raw score
+    assert result.history[0]["best_train"] >= seed_entry["train"]  # the seed is in generation 0
+    assert result.scores["seed"]["train"] != pytest.approx(seed_entry["train"])  # estimate vs fitness

@@ -43,7 +43,8 @@ def test_plain_lines_name_each_phase_once_then_every_interval():
     progress(Event("generation_start", 1, {}))
     progress(_call(7, generation=1))
     assert lines[-2:] == [
-        "initial population done: best train 0.500, mean 0.250; 6 of at most 100 LLM calls (12 s)",
+        "initial population done: fitness best 0.500, mean 0.250 (judged train samples); "
+        "6 of at most 100 LLM calls (12 s)",
         "generation 1 of 2: 7 of at most 100 LLM calls (12 s)",
     ]
     progress(Event("generation_end", 1, {"best_train": 0.75, "mean_train": None}))

@@ -1,11 +1,13 @@
 """One generation's entry in the search's history (``result.json``'s ``history``).
 
-Each entry: ``generation``, ``best_train`` and ``mean_train`` (the population's best-ranked and
-mean train scores, as estimates for the whole train part like ``result.json``'s ``scores``: a
-large train part is judged on a focus set weighted by what each sample stands for,
-:mod:`.focus`; None where unmeasured), ``population`` and ``offspring`` (counts), ``judge_calls`` and
-``meta_calls`` (the run's totals so far) and ``waves`` (sequential rounds of LLM requests since
-the last entry, :func:`promptevolver.llm.concurrency.waves`: wall time ≈ waves × latency).
+Each entry: ``generation``; ``best_train`` and ``mean_train``, the population's best and mean
+*fitness* (the loss on the judged train samples, what the search ranks by; with elites kept the
+best never falls; on a large train part those samples are its focus set, :mod:`.focus`, where
+the corrected samples are over-represented, so fitness runs below the whole-part estimates of
+``result.json``'s ``scores``; None where unmeasured); ``population`` and ``offspring`` (counts);
+``judge_calls`` and ``meta_calls`` (the run's totals so far); ``waves`` (sequential rounds of
+LLM requests since the last entry, :func:`promptevolver.llm.concurrency.waves`: wall time ≈
+waves × latency).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from promptevolver.llm.concurrency import waves
-from promptevolver.optimizers.reporting import estimates
 from promptevolver.optimizers.strategies import selection
 
 if TYPE_CHECKING:
@@ -33,16 +34,16 @@ def record_generation(run: SearchRun, *, offspring: int) -> dict[str, Any]:
     """
     state = run.state
     ranked = selection.rank(state.population, run.loss, min_coverage=run.min_coverage)
-    best = ranked[0].train_value()  # on the focus set, as the search ranks
+    best = ranked[0].train_value()
     if best is not None and run.loss.better(best, state.best_so_far):
         state.best_so_far, state.since_improvement = best, 0
     else:
         state.since_improvement += 1
-    values = [v for v in (estimates(run, c)["train"] for c in state.population) if v is not None]
+    values = [v for v in (c.train_value() for c in state.population) if v is not None]
     usage = run.usage()
     entry = {
         "generation": state.generation,
-        "best_train": estimates(run, ranked[0])["train"],
+        "best_train": best,
         "mean_train": float(np.mean(values)) if values else None,
         "population": len(state.population),
         "offspring": offspring,

@@ -6,7 +6,7 @@ on the run's calls (``bound``, never below the count), through every phase: the 
 evaluation and the initial population, each generation, and the final choice on validation.
 
 * On a terminal (``bar=True``): a tqdm bar whose total is that bound, its label the phase, the
-  best train score so far beside it.
+  best fitness so far beside it (the loss on the judged train samples, what the search ranks by).
 * Elsewhere (a log file, CI): one plain line per phase, per finished generation, and every
   ``interval_s`` seconds while calls go on; nothing that redraws.
 """
@@ -97,9 +97,12 @@ class CallProgress:
     def _on_generation_end(self, event: Event) -> None:
         d = event.data
         done = "initial population" if event.generation == 0 else f"generation {event.generation}"
-        line = f"{done} done: best train {_f(d.get('best_train'))}, mean {_f(d.get('mean_train'))}"
+        line = (
+            f"{done} done: fitness best {_f(d.get('best_train'))}, mean {_f(d.get('mean_train'))} "
+            "(judged train samples)"
+        )
         if self._tqdm is not None:
-            self._tqdm.set_postfix_str(f"best train {_f(d.get('best_train'))}")
+            self._tqdm.set_postfix_str(f"best fitness {_f(d.get('best_train'))}")
         if not self.bar:
             self.write(f"{line}; {self._count()}")
         elif self.verbose:
