@@ -138,8 +138,11 @@ class ResumePoint:
                 f"extending the finished run in {self.run_dir} (it stopped after generation "
                 f"{self.generation}: {self.stop_reason}) up to generation {generations}"
             )
-            if self.stop_reason in _FINAL or generations <= self.generation:
-                head += " (its stop reason still holds: expect no new generation)"
+            if generations <= self.generation:
+                head += f" (optimizer.generations must be above {self.generation}: expect no new generation)"
+            elif self.stop_reason in _FINAL:
+                why = _FINAL[self.stop_reason]
+                head += f" (its stop reason still holds: {why}; expect no new generation)"
             elif self.exhausted:
                 head += (
                     " (but every operator plan the population allows had been tried: expect no new "
@@ -165,8 +168,12 @@ class ResumePoint:
         return f"{head}: {said}; none of these LLM calls is made again" if said else head
 
 
-#: Stop reasons that more generations do not lift.
-_FINAL = {"perfect_train", "exhausted", "population_size_1"}
+#: Stop reasons that more generations do not lift, in words.
+_FINAL = {
+    "perfect_train": "nothing is left to learn on train",
+    "exhausted": "every operator plan the population allows had been tried",
+    "population_size_1": "a population of one makes no offspring",
+}
 
 
 def _after(generation: int) -> str:

@@ -8,8 +8,9 @@ The first condition that holds ends the search and gives ``stop_reason``. The de
 * ``perfect_train`` — nothing left to learn: the best train score cannot be improved (e.g.
   accuracy 1.0) and no candidate's lineage has a correction of the annotations left unseen (a
   human's edited reason is evidence even where the verdict was right);
+* ``exhausted`` — the last planning round found no operator plan it had not tried before (before
+  ``patience``: when both hold, more patience would not help);
 * ``patience`` — ``config.patience`` generations in a row without a better best train score;
-* ``exhausted`` — the last planning round found no operator plan it had not tried before;
 * ``budget`` — a request was refused by the budget, or the next generation, with the final
   choice reserved, would not fit in it.
 
@@ -110,8 +111,8 @@ DEFAULT_STOP_CONDITIONS: tuple[StopCondition, ...] = (
     PopulationOfOne(),
     MaxGenerations(),
     PerfectTrain(),
-    Patience(),
     Exhausted(),
+    Patience(),
     BudgetSpent(),
 )
 
