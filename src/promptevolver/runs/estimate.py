@@ -108,6 +108,9 @@ class CostModel:
     judge_noise: float = 0.02
     #: Completion tokens of one feedback item (a meta call's answer).
     feedback_item_words: int = 15
+    #: Words an offspring's instruction has beyond the seed's (the criteria it learned), in every
+    #: judge call made with it (bundled runs: best instructions 26-91 words longer than the seed).
+    instruction_growth_words: int = 50
 
 
 @dataclass(frozen=True)
@@ -450,6 +453,8 @@ class _Tokens:
     """Expected tokens per call of each kind (prompt, completion) and prices per 1M tokens."""
 
     judge: tuple[float, float]
+    judge_offspring: tuple[float, float]
+    seed_judge_calls: float
     meta_initial: tuple[float, float]
     meta_generation: tuple[float, float]
     judge_price: tuple[float, float] | None
@@ -461,7 +466,8 @@ class _Tokens:
     ) -> _Tokens:
         metric = build_metric(config.metric, prompt_name=prompt_name)
         examples = _examples(dataset, metric)
-        judge = _judge_tokens(dataset, metric, _counter(config.llm))
+        judge_count = _counter(config.llm)
+        judge = _judge_tokens(dataset, metric, judge_count)
         meta_count = _counter(config.reflection_llm or config.llm)
         per_prompt = [
             _meta_tokens(instruction, examples, plan, config.metric.name, meta_count)
@@ -471,6 +477,11 @@ class _Tokens:
             op: (_mean(p[op][0] for p in per_prompt), _mean(p[op][1] for p in per_prompt))
             for op in per_prompt[0]
         }
+        growth = judge_count(" ".join(["word"] * plan.model.instruction_growth_words))
+        learns = plan.error_rate > 0 or plan.reasons > 0  # initial offspring: feedback mutations
+        feedback, rewrite = per_op["feedback"], per_op["rewrite"]
+        mutation = ((feedback[0] + rewrite[0]) / 2, (feedback[1] + rewrite[1]) / 2)
+        initial = mutation if learns else per_op["reverse_engineer"]
         mix = _generation_mix(plan.cfg)
         generation = (
             sum(share * per_op[op][0] for op, share in mix.items()),
@@ -478,7 +489,9 @@ class _Tokens:
         )
         return cls(
             judge=judge,
-            meta_initial=per_op["reverse_engineer"],
+            judge_offspring=(judge[0] + growth, judge[1]),
+            seed_judge_calls=float(plan.judges * (plan.n_train + plan.n_val)),
+            meta_initial=initial,
             meta_generation=generation,
             judge_price=_price(config.llm),
             meta_price=_price(config.reflection_llm or config.llm),
@@ -488,10 +501,14 @@ class _Tokens:
         """(prompt tokens, completion tokens, cost in USD or None) of the expected ``phases``."""
         prompt = completion = dollars = 0.0
         priced = self.judge_price is not None and self.meta_price is not None
+        seed_left = self.seed_judge_calls  # the seed's calls carry its own instruction; others a grown one
         for p in phases:
             meta = self.meta_initial if p["phase"] == "initial" else self.meta_generation
+            seed = min(seed_left, p["judge_calls"])
+            seed_left -= seed
             for calls, (pt, ct), price in (
-                (p["judge_calls"], self.judge, self.judge_price),
+                (seed, self.judge, self.judge_price),
+                (p["judge_calls"] - seed, self.judge_offspring, self.judge_price),
                 (p["meta_calls"], meta, self.meta_price),
             ):
                 prompt, completion = prompt + calls * pt, completion + calls * ct
@@ -587,7 +604,12 @@ def _meta_tokens(
 ) -> dict[str, tuple[float, float]]:
     """(prompt, completion) tokens of one call of each meta operation, rendered by the operators."""
     cfg, temp = plan.cfg, plan.cfg.meta_temperature
-    failing = max(1, min(cfg.sample_size, round(plan.error_rate * plan.n_train)))
+    # a mutation shows up to sample_size failing or not-yet-seen corrected samples, and a quarter
+    # as many passing ones for contrast (operators/mutation.py)
+    failing = max(1, min(cfg.sample_size, round(plan.error_rate * plan.n_train + plan.reasons)))
+    if plan.usable < cfg.small_data:  # out of bag: a mutation learns from one of two folds
+        failing = max(1, round(failing / 2))
+    passing = examples[failing : failing + max(1, cfg.sample_size // 4)]
     items = [" ".join(["word"] * plan.model.feedback_item_words)] * cfg.max_feedbacks
     answer = json.dumps({"instruction": instruction})
     calls: dict[str, Callable[[_Recorder], Coroutine[Any, Any, Any]]] = {
@@ -605,6 +627,7 @@ def _meta_tokens(
             max_feedbacks=cfg.max_feedbacks,
             temperature=temp,
             sample_index=0,
+            passing=passing,
         ),
         "rewrite": lambda llm: ops.rewrite(
             llm, instruction=instruction, feedback_items=items, temperature=temp, sample_index=0
