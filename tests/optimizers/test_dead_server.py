@@ -111,11 +111,15 @@ def test_a_server_failing_everything_stops_the_run_without_retrying_every_call(
             ac_metric,
             _after_calls(answered_first, lambda: setattr(server_side, "dead", True)),
         )
-    # the run of failed attempts that decides the stop, plus those already in flight; calls in
-    # backoff give up instead of retrying (without the attempt rule: 32 calls x 4 attempts)
-    assert RUN_OF_FAILURES <= server_side.after_death <= RUN_OF_FAILURES + CONCURRENCY
+    # at most the run of failed attempts that decides the stop plus those already in flight; calls
+    # in backoff give up instead of retrying (without the attempt rule: 32 calls x 4 attempts). The
+    # step's share rule may stop it first, after fewer attempts (when the calls that gave up are
+    # enough evaluations of the step: it depends on how fast the retries come round).
+    assert 0 < server_side.after_death <= RUN_OF_FAILURES + CONCURRENCY
     message = str(stop.value)
-    assert "attempts in a row failed" in message and "dominant cause http 500" in message
+    by_run = "attempts in a row failed" in message and server_side.after_death >= RUN_OF_FAILURES
+    by_share = "evaluations failed (more than max_failure_rate=0.2" in message
+    assert (by_run or by_share) and "dominant cause http 500" in message, message
     assert "upstream model crashed" in message  # the server's own words
     assert "sk-test-dead-server" not in message and SECRET not in message
 
