@@ -88,9 +88,29 @@ class OperatorOutcome:
     error: str | None = None
 
 
+#: The answer schemas of the meta calls, sent as the request's ``json_schema``: a server that takes
+#: structured output (negotiated as for judge calls) then returns the object the prompt asks for,
+#: which small local models otherwise rarely do (llama.cpp constrains its grammar to it).
+INSTRUCTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"instruction": {"type": "string"}},
+    "required": ["instruction"],
+    "additionalProperties": False,
+}
+FEEDBACK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"feedback": {"type": "array", "items": {"type": "string"}}},
+    "required": ["feedback"],
+    "additionalProperties": False,
+}
+
+
 def _request(operation: str, user: str, temperature: float, sample_index: int) -> LLMRequest:
     messages = (ChatMessage("system", _SYSTEM), ChatMessage("user", user))
-    return LLMRequest(messages, temperature=temperature, operation=operation, sample_index=sample_index)
+    schema = FEEDBACK_SCHEMA if operation == "feedback" else INSTRUCTION_SCHEMA
+    return LLMRequest(
+        messages, temperature=temperature, operation=operation, sample_index=sample_index, json_schema=schema
+    )
 
 
 async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any] | None, OperatorOutcome]:
