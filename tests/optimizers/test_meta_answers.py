@@ -60,3 +60,18 @@ def test_echoed_feedback_placeholders_are_rejected_and_real_items_kept():
     assert echoed.value is None and "template echoed" in (echoed.rejected or "")
     mixed = asyncio.run(ask(json.dumps({"feedback": ["<change 1>", "Answer 0 when a date is wrong."]})))
     assert mixed.value == ["Answer 0 when a date is wrong."]
+
+
+def test_a_cut_off_copy_of_the_parent_is_rejected():
+    """SmolLM2 through llama.cpp's grammar: "Judge it. Say" from a parent "Judge it. Say no..."."""
+    llm = ScriptedLLM([json.dumps({"instruction": "Evaluate the input. Use only"})])
+    outcome = asyncio.run(
+        meta_prompts.crossover(
+            llm,
+            parent_a="Evaluate the input. Use only 'Yes' (1) and 'No' (0) as verdict.",
+            parent_b="Answer 1 when the response matches the reference.",
+            temperature=0.0,
+            sample_index=0,
+        )
+    )
+    assert outcome.value is None and outcome.rejected == "truncated copy of a parent instruction"

@@ -141,6 +141,8 @@ def _instruction_from(
         return OperatorOutcome(None, "answer template echoed (placeholder instruction)")
     if any(normalize(text) == normalize(p) for p in parents):
         return OperatorOutcome(None, "unchanged instruction")
+    if any(normalize(p).startswith(normalize(text)) for p in parents):  # a small model's cut-off copy
+        return OperatorOutcome(None, "truncated copy of a parent instruction")
     return OperatorOutcome(text.strip())
 
 
