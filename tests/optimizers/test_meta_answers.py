@@ -75,3 +75,22 @@ def test_a_cut_off_copy_of_the_parent_is_rejected():
         )
     )
     assert outcome.value is None and outcome.rejected == "truncated copy of a parent instruction"
+
+
+@pytest.mark.parametrize(
+    "pruned",
+    [
+        "Evaluate the input.",
+        "Evaluate the input. Use only 'Yes' (1) and 'No' (0) as verdict.\nGive verdict 0 when:",
+    ],
+)
+def test_dropping_whole_trailing_sentences_or_lines_is_an_edit_not_a_truncation(pruned):
+    parent = (
+        "Evaluate the input. Use only 'Yes' (1) and 'No' (0) as verdict.\nGive verdict 0 when:\n"
+        "- the date is wrong"
+    )
+    llm = ScriptedLLM([json.dumps({"instruction": pruned})])
+    outcome = asyncio.run(
+        meta_prompts.rewrite(llm, instruction=parent, feedback_items=["x"], temperature=0.0, sample_index=0)
+    )
+    assert outcome.value == pruned

@@ -141,7 +141,7 @@ def _instruction_from(
         return OperatorOutcome(None, "answer template echoed (placeholder instruction)")
     if any(normalize(text) == normalize(p) for p in parents):
         return OperatorOutcome(None, "unchanged instruction")
-    if any(normalize(p).startswith(normalize(text)) for p in parents):  # a small model's cut-off copy
+    if any(_cut_off(text, p) for p in parents):  # a small model's copy that stopped mid-sentence
         return OperatorOutcome(None, "truncated copy of a parent instruction")
     return OperatorOutcome(text.strip())
 
@@ -154,6 +154,15 @@ _PLACEHOLDER = re.compile(r"^\s*<[^<>\n]{1,80}>\s*$")
 def is_placeholder(text: str) -> bool:
     """Whether ``text`` is only an angle-bracketed placeholder such as the answer template's."""
     return bool(_PLACEHOLDER.match(text))
+
+
+def _cut_off(child: str, parent: str) -> bool:
+    """Whether ``child`` is ``parent`` cut off mid-sentence: a proper prefix of it that ends
+    neither a line nor a sentence (dropping whole trailing lines or sentences is an edit)."""
+    child, parent = child.strip(), parent.strip()
+    if len(child) >= len(parent) or not parent.startswith(child):
+        return False
+    return parent[len(child)] != "\n" and not child.endswith((".", "!", "?", ":", ";"))
 
 
 def normalize(instruction: str) -> str:
