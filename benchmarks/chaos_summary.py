@@ -118,7 +118,10 @@ def stopped(rows: list[Row]) -> str:
         return "-"
     text = f"{sum(bool(r['stopped_cleanly']) for r in stoppers)}/{len(stoppers)}"
     seconds = [r["stop_seconds"] for r in stoppers if r.get("stop_seconds") is not None]
-    return text + (f", in {min(seconds):.0f}–{max(seconds):.0f} s" if seconds else "")
+    if not seconds:
+        return text
+    low, high = f"{min(seconds):.0f}", f"{max(seconds):.0f}"
+    return text + (f", in {low} s" if low == high else f", in {low}–{high} s")
 
 
 def groups(records: list[Row]) -> list[tuple[str, list[Row]]]:
