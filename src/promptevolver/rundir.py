@@ -325,20 +325,16 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
     Raises:
         ConfigError: the config.yaml exists but its metric block is missing or invalid.
     """
-    import yaml
     from pydantic import ValidationError
 
     from promptevolver.config.models import MetricConfig, format_validation_error
 
-    p = Path(path)
-    config = (p if p.is_dir() else p.parent) / CONFIG_FILE
-    if not config.is_file():
+    found = _config_near(path)
+    if found is None:
         return None
+    config, raw = found
     try:
-        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
-        return MetricConfig.model_validate((raw or {}).get("metric"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
+        return MetricConfig.model_validate((raw if isinstance(raw, dict) else {}).get("metric"))
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
 
@@ -350,6 +346,19 @@ def prompt_name_near(path: str | Path) -> str | None:
     Raises:
         ConfigError: the config.yaml is not valid YAML.
     """
+    found = _config_near(path)
+    raw = None if found is None else found[1]
+    name = raw.get("prompt_name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _config_near(path: str | Path) -> tuple[Path, Any] | None:
+    """The config.yaml next to ``path`` (a run directory or a file in one) and its parsed YAML;
+    None when there is none.
+
+    Raises:
+        ConfigError: it is not valid YAML.
+    """
     import yaml
 
     p = Path(path)
@@ -357,11 +366,9 @@ def prompt_name_near(path: str | Path) -> str | None:
     if not config.is_file():
         return None
     try:
-        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+        return config, yaml.safe_load(config.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
-    name = raw.get("prompt_name") if isinstance(raw, dict) else None
-    return name if isinstance(name, str) and name else None
 
 
 def load_instructions(path: str | Path) -> dict[str, str]:

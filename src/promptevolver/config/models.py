@@ -564,8 +564,9 @@ def stored_base_url(url: str) -> str:
 
 def _portable(path: Path, folder: Path) -> str:
     """``path`` relative to ``folder`` when both sit in one tree below the filesystem root (a
-    repository and its ``runs/``: they move together), else absolute (``/tmp/run`` and a file in
-    ``/home``: a relative path would climb to the root and break when either moves)."""
+    repository and its ``runs/``: they move together), else absolute (a run folder and a data
+    file under two different top-level folders: a relative path would climb to the root and
+    break when either moves)."""
     target, base = path.resolve(), folder.resolve()
     common = Path(os.path.commonpath([target, base]))
     return str(target) if common == Path(common.anchor) else os.path.relpath(target, base)

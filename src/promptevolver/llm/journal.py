@@ -27,7 +27,7 @@ from promptevolver.errors import LLMError, NotSentError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.cache import cache_key, usable_answer
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "read_lines"]
 
 
 class Journal:
@@ -46,7 +46,7 @@ class Journal:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._answers: dict[str, Completion] = {}
-        self._lines: list[dict[str, Any]] = [] if fresh else _read(self.path)
+        self._lines: list[dict[str, Any]] = [] if fresh else read_lines(self.path)
         for line in self._lines:
             if "text" in line and not line.get("unusable"):  # an unusable answer is asked again
                 self._answers[line["key"]] = Completion(line["text"], line["pt"], line["ct"])
@@ -161,8 +161,10 @@ class _Journaled:
         return completion
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
-    """The journal's lines; a torn or unreadable line (a kill mid-write) ends the read."""
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The journal's lines at ``path`` (none when there is no file), each a dict with ``key`` and
+    ``op`` and either ``text`` (an answer) or ``failed`` (a call that gave up); a torn or
+    unreadable line (a kill mid-write) ends the read."""
     if not path.is_file():
         return []
     lines = []

@@ -23,6 +23,7 @@ from typing import Any
 from promptevolver import rundir
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
+from promptevolver.llm.journal import read_lines
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
 
@@ -211,18 +212,5 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
 
 
 def _answers_after(journal: Path, entry: int) -> int:
-    """Answered calls in the journal from line ``entry`` on (a torn last line ends the count, as
-    :mod:`promptevolver.llm.journal` reads it)."""
-    if not journal.is_file():
-        return 0
-    answers = number = 0
-    with journal.open(encoding="utf-8") as fh:
-        for raw in fh:
-            try:
-                line = json.loads(raw)
-            except json.JSONDecodeError:
-                break
-            if isinstance(line, dict) and "key" in line and "op" in line:
-                answers += int(number >= entry and "text" in line)
-                number += 1
-    return answers
+    """Answered calls in the journal from line ``entry`` on, read as a resume reads them."""
+    return sum("text" in line for line in read_lines(journal)[entry:])
