@@ -31,6 +31,7 @@ from promptevolver.errors import PromptEvolverError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.judge.aspect_critic import AspectCritic, Judgement
+from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.checkpoint import load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 
@@ -295,10 +296,15 @@ def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int
         return
     assert facts.dataset is not None
     instructions = {"seed": facts.result["seed_instructions"], "best": facts.result["best_instructions"]}
+    prompt = next(iter(instructions["seed"])) if config.metric.type == "aspect_critic" else None  # renamable
+    llm = build_llm(  # built once: the simulated LLM mines its world from the whole dataset
+        config.llm.model_copy(update={"cache": None}),
+        dataset=facts.dataset,
+        random_seed=facts.result["random_seed"],
+        prompt_name=prompt,
+    )
     for (who, split), positions in missing.items():
-        found = asyncio.run(
-            _judge(config, facts.dataset, instructions[who], positions, facts.result["random_seed"])
-        )
+        found = asyncio.run(_judge(config, facts.dataset, instructions[who], positions, llm, prompt))
         facts.judgements[(who, split)].update(found)
 
 
@@ -307,15 +313,9 @@ async def _judge(
     dataset: SingleMetricAnnotation,
     instructions: Mapping[str, str],
     positions: Sequence[int],
-    random_seed: int,
+    llm: LLMClient,
+    prompt: str | None,
 ) -> dict[int, Judgement]:
-    prompt = next(iter(instructions)) if config.metric.type == "aspect_critic" else None  # renamable
-    llm = build_llm(
-        config.llm.model_copy(update={"cache": None}),
-        dataset=dataset,
-        random_seed=random_seed,
-        prompt_name=prompt,
-    )
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     evaluator = Evaluator(metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency)
     return await evaluator.evaluate(instructions, positions)
