@@ -16,6 +16,7 @@ from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
+from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import budget
 from promptevolver.optimizers.strategies.final_choice import (
     PairedChoice,
@@ -67,12 +68,15 @@ async def repair(run: SearchRun) -> None:
 async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     """Judge the seed and the finalists on validation (held out; out of bag: compare them on
     the samples each never learned from); the paired choice there is the result
-    (:class:`~.strategies.final_choice.PairedChoice`)."""
-    run.state.stop_reason = stop_reason
+    (:class:`~.strategies.final_choice.PairedChoice`). An extended run's earlier choice stays a
+    finalist and is replaced only by a finalist that beats it."""
+    state = run.state
+    state.stop_reason = stop_reason
     choice = PairedChoice(
         finalists=run.config.finalists, confidence=run.config.confidence, min_coverage=run.min_coverage
     )
-    finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
+    incumbent = None if state.chosen is None else state.candidates[state.chosen]
+    finalists = choice.candidates(state.seed, state.population, run.loss, incumbent)
     run.meter.release_reserve()
     if run.split.regime == "out-of-bag":
         compare = out_of_bag(run.state.seed, run.train)
@@ -82,10 +86,35 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
         run.end_step()
         focus = run.validation_focus
         compare = held_out(run.state.seed, focus.weight_array(focus.positions))
-    best = choice.choose(finalists, compare, final_choice_rng(run.config.random_seed))
+    rng = final_choice_rng(run.config.random_seed)
+    best = choice.choose(finalists, compare, rng, incumbent=incumbent, alone=_why_alone(state))
+    state.chosen = best.id
     run.final_choice = {"regime": run.split.regime, **choice.report}
     run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return OptimizationResult.from_run(run, best)
+
+
+def _why_alone(state: SearchState) -> str:
+    """Why no candidate besides the seed is left to choose from, from what became of the offspring."""
+    made = state.candidates[1:]
+    screened = sum(c.screened_out for c in made)
+    if not made:
+        rejected = sum(state.rejections.values())
+        if not rejected and not state.duplicates:
+            return "no offspring was made"
+        return (
+            f"no offspring was made ({rejected} operator answers rejected, {state.duplicates} duplicates "
+            "of existing candidates)"
+        )
+    if screened == len(made):
+        return (
+            f"each of the {len(made)} offspring was screened out on its minibatch (none did better than "
+            "its parent there)"
+        )
+    return (
+        f"of the {len(made)} offspring, {screened} were screened out on their minibatch and the others "
+        "had too few measured samples (failed evaluations)"
+    )
 
 
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:

@@ -43,6 +43,7 @@ class SearchState:
         usage_before: LLM usage of the run before a resume (added to the clients' usage).
         elapsed_before: wall-clock seconds of the run before a resume.
         stop_reason: why the search stopped, once it has.
+        chosen: the id of the final choice, once made (an extension keeps it as a finalist).
     """
 
     rng: np.random.Generator
@@ -60,6 +61,7 @@ class SearchState:
     usage_before: Usage = field(default_factory=Usage)
     elapsed_before: float = 0.0
     stop_reason: str | None = None
+    chosen: int | None = None
     _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -98,6 +100,7 @@ class SearchState:
             "usage_before": vars(self.usage_before),
             "elapsed_before": self.elapsed_before,
             "stop_reason": self.stop_reason,
+            "chosen": self.chosen,
         }
 
     @classmethod
@@ -119,6 +122,7 @@ class SearchState:
         state.usage_before = Usage(**data["usage_before"])
         state.elapsed_before = data["elapsed_before"]
         state.stop_reason = data["stop_reason"]
+        state.chosen = data.get("chosen")  # absent from checkpoints before the final choice kept it
         return state
 
 
