@@ -278,7 +278,7 @@ def read_result(path: str | Path) -> dict[str, Any]:
     """
     file = result_path(path)
     if not file.is_file():
-        raise RunDirError(_no_result(file))
+        raise RunDirError(_no_result(Path(path), file))
     data = read_json(file, what="result")
     if not isinstance(data, dict):
         raise RunDirError(f"{file}: not a promptevolver result (expected a JSON object)")
@@ -289,13 +289,16 @@ def read_result(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _no_result(file: Path) -> str:
+def _no_result(given: Path, file: Path) -> str:
+    """Why ``file`` (the result.json of ``given``, a run directory or a file) cannot be read."""
+    if not given.exists():
+        return f"{given}: not found (a run directory holds the {RESULT_FILE} that optimize writes)"
     if (file.parent / CHECKPOINT_FILE).is_file():
         return (
             f"{file}: not found; the run in {file.parent} did not finish "
             f"(continue it with: promptevolver optimize --resume {file.parent})"
         )
-    return f"{file}: not found (is {file.parent} a run directory?)"
+    return f"{given}: not a run directory (no {RESULT_FILE} in it)"
 
 
 def read_config(
