@@ -146,8 +146,9 @@ def _parser() -> argparse.ArgumentParser:
         "--split",
         choices=("all", "validation"),
         default=None,
-        help="samples to score (default: a run's validation samples when the instructions come from a "
-        "run, else all usable samples)",
+        help="samples to score (default: a run's validation samples, found by content, when the "
+        "instructions come from a run, else all usable samples); a run of another metric or "
+        "annotation file has no validation samples here: --split all scores every usable sample",
     )
     ev.add_argument("--run", type=Path, metavar="DIR", help="run whose validation split to use")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
@@ -339,10 +340,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     split = args.split or ("validation" if run_dir is not None else "all")
     if split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
-    if run_dir is not None and (mismatch := other_metric(run_dir, config)):
+    if split == "all" and run_dir is not None and (mismatch := other_metric(run_dir, config)):
         warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
-    positions = validation_positions(run_dir, dataset) if split == "validation" and run_dir else None
+    positions = None
+    if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
+        positions = validation_positions(run_dir, dataset, config=config)
     card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
     a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
     gate = None

@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from promptevolver.annotations.models import sample_key
 from promptevolver.optimizers.candidates import Candidate
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
 
-__all__ = ["estimates", "out_of_bag_estimates", "split_report"]
+__all__ = ["KEY_DIGITS", "estimates", "out_of_bag_estimates", "split_report"]
+
+#: Hex digits of a sample's content key kept in result.json (64 bits: no collision in practice).
+KEY_DIGITS = 16
 
 
 def estimates(run: SearchRun, candidate: Candidate) -> dict[str, float | None]:
@@ -49,11 +53,17 @@ def out_of_bag_estimates(
 def split_report(run: SearchRun, best: Candidate) -> dict[str, Any]:
     """The ``split`` block of result.json: the parts, their focus sets and the evidence. Out
     of bag, ``validation_positions`` are the samples ``best`` never learned from: where its
-    ``validation`` figure was measured (``promptevolver evaluate --split validation``)."""
+    ``validation`` figure was measured (``promptevolver evaluate --split validation``).
+    ``validation_keys`` identify those samples by content (:func:`sample_key`, first 16 hex
+    digits), so ``evaluate`` finds them in any file, never by position alone."""
     report = run.split.to_dict(run.dataset)
     if run.split.regime == "out-of-bag":
         report["validation_positions"] = [p for p in run.train if p not in best.seen]
         report["validation"] = len(report["validation_positions"])
+    samples = run.dataset.samples
+    report["validation_keys"] = [
+        sample_key(samples[p].metric_input)[:KEY_DIGITS] for p in report["validation_positions"]
+    ]
     kinds = {
         part: Counter(run.evidence[p].kind for p in getattr(run.split, part))
         for part in ("train", "validation")
