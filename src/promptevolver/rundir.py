@@ -56,6 +56,7 @@ __all__ = [
     "REPORT_MD",
     "RESULT_FILE",
     "RUN_FILES",
+    "as_instructions",
     "check_format_version",
     "clear_run",
     "remove_leftovers",
@@ -374,7 +375,7 @@ def _config_near(path: str | Path) -> tuple[Path, Any] | None:
         raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
 
 
-def load_instructions(path: str | Path) -> dict[str, str]:
+def load_instructions(path: str | os.PathLike[str]) -> dict[str, str]:
     """Prompt name → instruction from a run directory, a result.json or a plain JSON mapping.
 
     Args:
@@ -390,6 +391,24 @@ def load_instructions(path: str | Path) -> dict[str, str]:
         return _instructions(_instructions_file(Path(path)))
     except RunDirError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def as_instructions(given: Mapping[str, str] | str | os.PathLike[str]) -> Mapping[str, str]:
+    """Prompt name → instruction from what a user hands to ``set_instructions`` or ``write_back``:
+    a mapping (an ``OptimizationResult`` is one) as it is, a path read by :func:`load_instructions`.
+
+    Raises:
+        TypeError: neither a mapping nor a path (a path string is never iterated as prompt names).
+        ConfigError: the path holds no readable instructions (the message names the file).
+    """
+    if isinstance(given, str | os.PathLike):
+        return load_instructions(given)
+    if isinstance(given, Mapping):
+        return given
+    raise TypeError(
+        "instructions must be a mapping of prompt name to instruction (e.g. an OptimizationResult) "
+        f"or the path of a run directory, result.json or best_instructions.json; got {type(given).__name__}"
+    )
 
 
 def _instructions_file(path: Path) -> Path:
