@@ -257,9 +257,9 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
     from promptevolver.runs.optimize import execute
 
-    config, run_dir, source = _run_config(args)
     progress = _progress(args, config)
     try:
         result = execute(
@@ -327,6 +327,7 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
+    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
     import numpy as np
 
     from promptevolver.config.build import load_dataset
@@ -334,7 +335,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.runs.evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs.gate import check_gate, default_figure, interval_of
 
-    config = _load_config(args.config, args)
     instructions = rundir.load_instructions(args.instructions)
     run_dir = run_of(args.instructions, args.run)
     split = args.split or ("validation" if run_dir is not None else "all")
@@ -380,10 +380,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
+    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
     from promptevolver.runs.estimate import estimate
     from promptevolver.runs.estimate_output import estimate_lines
 
-    config = _load_config(args.config, args)
     e = estimate(config)
     if args.json:
         print(json.dumps(e.to_dict()))
