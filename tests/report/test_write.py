@@ -97,6 +97,16 @@ def test_the_small_data_caveat_sits_in_the_outcome_box(tmp_path):
     assert '<p class="caveat"><strong>Caveat:</strong> small data' in html_outcome
 
 
+def test_a_run_of_the_simulated_llm_says_so_in_the_outcome_box(improved, tmp_path):
+    assert result_of(improved)["simulated_llm"] is True
+    outcome = _section((improved / "report.md").read_text(), "Outcome")
+    assert "> **Caveat:** Simulated LLM: no language model was called." in outcome
+    real = copy_run(improved, tmp_path)
+    rewrite_result(real, simulated_llm=False)
+    write_report(real)
+    assert "Simulated LLM" not in _section((real / "report.md").read_text(), "Outcome")
+
+
 def test_small_data_parts_are_named_for_what_they_are_to_the_best_candidate(tmp_path):
     """Out of bag there is no validation part of its own: the report names the samples the best
     candidate learned from and the ones it never saw, and says why the lineage shows no
@@ -247,7 +257,7 @@ def test_a_result_of_a_newer_format_is_refused_naming_the_file(improved, tmp_pat
 
 
 def test_reporting_on_a_directory_without_a_result_fails_clearly(tmp_path):
-    with pytest.raises(RunDirError, match="result.json: not found"):
+    with pytest.raises(RunDirError, match=r"not a run directory \(no result.json in it\)"):
         write_report(tmp_path)
 
 

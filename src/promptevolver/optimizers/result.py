@@ -11,10 +11,17 @@ if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
     from promptevolver.optimizers.run import SearchRun
 
+from promptevolver.llm.base import is_simulated
 from promptevolver.optimizers import reporting
 from promptevolver.rundir import write_result
 
-__all__ = ["OptimizationResult"]
+__all__ = ["SIMULATED_NOTE", "OptimizationResult"]
+
+#: In result.json's ``notes`` when the simulated LLM answered (``simulated_llm``).
+SIMULATED_NOTE = (
+    "simulated LLM: no language model was called (llm.provider fake, the default of a config "
+    "without llm:); the scores show the search on these annotations, not a real judge's agreement"
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,9 @@ class OptimizationResult(Mapping[str, str]):
         final_choice: how the result was chosen (the rule, each finalist's difference from the
             seed on validation and the probability it is better, the choice and why).
         config, random_seed, duration_s (seconds, wall clock).
+        simulated_llm: True when the judge or the meta calls were answered by the simulated LLM
+            (:func:`~promptevolver.llm.base.is_simulated`), not a model.
+        notes: what a reader of the figures must know (:data:`SIMULATED_NOTE` when simulated).
     """
 
     metric: str
@@ -59,6 +69,8 @@ class OptimizationResult(Mapping[str, str]):
     random_seed: int
     duration_s: float = field(compare=False)
     final_choice: dict[str, Any] = field(default_factory=dict)
+    simulated_llm: bool = False
+    notes: list[str] = field(default_factory=list)
 
     def __getitem__(self, key: str) -> str:
         return self.best_instructions[key]
@@ -78,6 +90,8 @@ class OptimizationResult(Mapping[str, str]):
         """The result.json contract (plus lineage, split, stop reason), as the README documents."""
         return {
             "metric": self.metric,
+            "simulated_llm": self.simulated_llm,
+            "notes": self.notes,
             "seed_instructions": self.seed_instructions,
             "best_instructions": self.best_instructions,
             "best_id": self.best_id,
@@ -133,5 +147,11 @@ class OptimizationResult(Mapping[str, str]):
             },
             config=run.config.model_dump(),
             random_seed=run.config.random_seed,
+            **_simulated(run),
             duration_s=run.elapsed(),
         )
+
+
+def _simulated(run: SearchRun) -> dict[str, Any]:
+    simulated = is_simulated(run.llm) or is_simulated(run.reflection_llm)
+    return {"simulated_llm": simulated, "notes": [SIMULATED_NOTE] if simulated else []}

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.evaluation.losses import loss_label
 from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report.plots import calls_png, fitness_png
 from promptevolver.report.regression import regression_section
@@ -115,8 +116,7 @@ def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None 
 
 
 def _metric_name(result: dict[str, Any]) -> str:
-    loss = result.get("loss") or {}
-    return str(loss.get("metric") or loss.get("name") or "fitness")
+    return loss_label(result.get("loss") or {})
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -228,8 +228,24 @@ def _cost_sentence(facts: RunFacts) -> str:
     )
 
 
+def _simulated(facts: RunFacts) -> bool:
+    """Whether the simulated LLM answered (result.json says so; older results: the config's provider)."""
+    if "simulated_llm" in facts.result:
+        return bool(facts.result["simulated_llm"])
+    return facts.config is not None and facts.config.llm.provider == "fake"
+
+
 def _summary(facts: RunFacts) -> Section:
     blocks: list[Any] = [Para(_verdict(facts), lead=True)]
+    if _simulated(facts):
+        blocks.append(
+            Para(
+                "Simulated LLM: no language model was called. The judge and the prompt engineer were the "
+                "built-in simulation (llm.provider fake, the default of a config without llm:), so these "
+                "figures show the search on these annotations, not how a real judge agrees with the humans.",
+                caveat=True,
+            )
+        )
     note = (facts.result.get("split") or {}).get("note")
     if note:  # next to the figures it qualifies, not at the bottom
         blocks.append(Para(f"{note}.", caveat=True))
