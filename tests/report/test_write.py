@@ -145,6 +145,33 @@ def test_finalists_show_the_candidate_that_lost(kept_seed):
         )
 
 
+def test_finalists_show_what_they_add_from_the_start_of_a_line(kept_seed):
+    """Instructions were cut from the left ('…e response'): each finalist now shows the lines it
+    adds to the seed's instruction, whole, beginning at a line's start."""
+    result = result_of(kept_seed)
+    rows = [
+        r
+        for r in _section((kept_seed / "report.md").read_text(), "Finalists").splitlines()
+        if r.startswith("| #")
+    ]
+    seed = {" ".join(line.split()) for t in result["seed_instructions"].values() for line in t.splitlines()}
+    by_id = {c["id"]: c for c in result["lineage"]}
+    for row in rows[1:]:
+        shown = row.rstrip(" |").rsplit(" | ", 1)[1]
+        cid = int(row.split("#", 1)[1].split()[0])
+        lines = [" ".join(x.split()) for t in by_id[cid]["instructions"].values() for x in t.splitlines()]
+        added = [x for x in lines if x and x not in seed]
+        assert not shown.startswith("…") and shown == " / ".join(added)[: len(shown)]
+        assert shown.split(" / ")[0] == added[0]
+
+
+def test_disagreements_show_the_reference_the_judge_saw(improved):
+    md = (improved / "report.md").read_text()
+    section = _section(md, "Where the best prompt still disagrees with the humans")
+    header = next(line for line in section.splitlines() if line.startswith("| sample |"))
+    assert header.startswith("| sample | question | reference | response | human | judge |")
+
+
 # --- scores that were not measured ------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ failed) is shown as ``n/a`` with the reason, never as a number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -431,19 +432,26 @@ def _disagreements(facts: RunFacts) -> Section:
 def _disagreement_blocks(found: list[Any]) -> list[Para | Table]:
     if not found:
         return []
-    headers = ["sample", "question", "response", "human", "judge", "judge's reason", "human's reason"]
-    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d) for d in found[:MAX_DISAGREEMENTS]])]
+    shown = found[:MAX_DISAGREEMENTS]
+    reference = any(d.inputs.get("reference") for d in shown)  # the judge saw it: so does the reader
+    headers = ["sample", "question", *(["reference"] if reference else []), "response"]
+    headers += ["human", "judge", "judge's reason", "human's reason"]
+    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d, reference) for d in shown])]
     if len(found) > MAX_DISAGREEMENTS:
         blocks.append(Para(f"… and {len(found) - MAX_DISAGREEMENTS} more."))
     return blocks
 
 
 def _short(value: Any, limit: int = 240) -> str:
+    """``value`` on one line, at most ``limit`` characters, cut on the right at a word."""
     text = " ".join(str(value or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
-def _disagreement_row(d: Any) -> list[str]:
+def _disagreement_row(d: Any, reference: bool = False) -> list[str]:
     human = d.human_reason or f"({d.human_action}; no reason given)"
     if d.human_reason and d.human_action != "accepted":
         human = f"{d.human_reason} ({d.human_action})"
@@ -451,6 +459,7 @@ def _disagreement_row(d: Any) -> list[str]:
     return [
         f"#{d.position}",
         _short(d.inputs.get("user_input"), 160),
+        *([_short(d.inputs.get("reference"), 160)] if reference else []),
         _short(d.inputs.get("response"), 140),
         f"{d.label:g}",
         verdict,
@@ -459,10 +468,17 @@ def _disagreement_row(d: Any) -> list[str]:
     ]
 
 
-def _tail(text: str, limit: int) -> str:
-    """The end of ``text`` (where rewrites usually differ), at most ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else "…" + flat[-(limit - 1) :]
+def _changes(seed: Mapping[str, Any], candidate: Mapping[str, Any], limit: int = 1000) -> str:
+    """What ``candidate``'s instructions say that the seed's do not: their lines absent from the
+    seed's, in order, joined by " / " and cut on the right at a word (never from the left, which
+    left fragments such as "…e response"); the seed itself: "(the original instruction)"."""
+    added = []
+    for prompt, text in candidate.items():
+        before = {" ".join(line.split()) for line in str(seed.get(prompt, "")).splitlines()}
+        added += [
+            flat for line in str(text).splitlines() if (flat := " ".join(line.split())) and flat not in before
+        ]
+    return _short(" / ".join(added), limit) if added else "(the original instruction)"
 
 
 def _finalists(facts: RunFacts) -> Section | None:
@@ -484,13 +500,13 @@ def _finalists(facts: RunFacts) -> Section | None:
             c["operator"],
             _f(c.get("train")),
             _f(c["validation"]),
-            _tail(" ".join(str(t) for t in c["instructions"].values()), 200),
+            _changes(facts.result["seed_instructions"], c["instructions"]),
         ]
         for c in judged
     ]
     intro = Para(
-        "The candidates judged on validation: the seed and the best on train (instructions shown by "
-        "their end, where rewrites usually differ). On a tie the seed wins, then the shorter instruction."
+        "The candidates judged on validation: the seed and the best on train (each shown by the lines it "
+        "adds to the original instruction). On a tie the seed wins, then the shorter instruction."
     )
     return Section(
         "Finalists", [intro, Table(["candidate", "operator", "train", "validation", "instruction"], rows)]
@@ -510,7 +526,7 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
                 str(c.get("operator", "")),
                 delta,
                 "n/a" if f.get("p_better") is None else f"{f['p_better']:.2f}",
-                _tail(" ".join(str(t) for t in c.get("instructions", {}).values()), 200),
+                _changes(facts.result["seed_instructions"], c.get("instructions", {})),
             ]
         )
     where = (
@@ -523,7 +539,7 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
         f"the seed's, p the probability that it is better (paired bootstrap)."
         + (f" Chosen: #{chosen}, {choice['why']}." if choice.get("why") else "")
     )
-    headers = ["candidate", "operator", "Δ vs seed", "p better", "instruction"]
+    headers = ["candidate", "operator", "Δ vs seed", "p better", "added to the original instruction"]
     return Section("Finalists", [intro, Table(headers, rows)])
 
 
