@@ -153,6 +153,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--run", type=Path, metavar="DIR", help="run whose validation split to use")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument(
+        "--samples-out",
+        type=Path,
+        metavar="FILE",
+        help="write one JSON line per scored sample (its input, the human's label and reason, the "
+        "judge's verdict and reason, or the failure) to FILE",
+    )
+    ev.add_argument(
         "--fail-under",
         type=float,
         metavar="X",
@@ -179,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("config", type=Path, help="YAML run config")
     est.add_argument("--json", action="store_true", help="print one JSON object")
 
-    rep = command("report", "regenerate a run directory's report (report.md, report.html)")
+    rep = command("report", "regenerate a run directory's report (report.md, report.html) and samples.jsonl")
     rep.add_argument("run_dir", type=Path, metavar="DIR", help="run directory (with result.json)")
 
     bench = command(
@@ -333,6 +340,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.config.build import load_dataset
     from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
     from promptevolver.runs.evaluate_output import scorecard_json, scorecard_lines
+    from promptevolver.runs.export import scorecard_rows
     from promptevolver.runs.gate import check_gate, default_figure, interval_of
 
     instructions = rundir.load_instructions(args.instructions)
@@ -347,6 +355,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
         positions = validation_positions(run_dir, dataset, config=config)
     card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    if args.samples_out is not None:
+        rows = scorecard_rows(
+            dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name
+        )
+        _say(args, f"samples written to {rundir.write_jsonl(args.samples_out, rows)}")
     a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
     gate = None
     if args.fail_under is not None:
@@ -396,9 +409,13 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from promptevolver.report.data import load_run
     from promptevolver.report.write import write_report
+    from promptevolver.runs.export import write_samples
 
-    paths = write_report(args.run_dir)
+    facts = load_run(args.run_dir)
+    paths = write_report(args.run_dir, facts=facts)
+    paths.append(write_samples(args.run_dir, facts))
     print(paths[1])
     _say(args, "also wrote " + ", ".join(str(p) for p in [paths[0], *paths[2:]]))
     return 0

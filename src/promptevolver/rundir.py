@@ -10,6 +10,7 @@ An ``optimize`` run leaves::
     DIR/report.md, report.html    the run report; DIR/plots/ its plots
     DIR/best_instructions.json    prompt name → best instruction
     DIR/apply_best.py             a snippet that applies them
+    DIR/samples.jsonl             one line per usable annotation: seed and best verdicts, reasons
 
 Every file is written atomically (:func:`write_atomic`: a temporary file in the same folder,
 fsync, rename), so an interruption or a full disk never leaves a half-written file, and no
@@ -33,7 +34,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,6 +57,7 @@ __all__ = [
     "REPORT_MD",
     "RESULT_FILE",
     "RUN_FILES",
+    "SAMPLES_FILE",
     "as_instructions",
     "check_format_version",
     "clear_run",
@@ -70,6 +72,7 @@ __all__ = [
     "run_status",
     "write_atomic",
     "write_json",
+    "write_jsonl",
     "write_result",
 ]
 
@@ -83,6 +86,7 @@ REPORT_HTML = "report.html"
 PLOTS_DIR = "plots"
 BEST_INSTRUCTIONS_FILE = "best_instructions.json"
 APPLY_SNIPPET_FILE = "apply_best.py"
+SAMPLES_FILE = "samples.jsonl"
 #: Version of the run-directory formats written by this release (result.json, checkpoint.json).
 FORMAT_VERSION = 2
 #: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
@@ -99,6 +103,7 @@ RUN_FILES = (
     PLOTS_DIR,
     BEST_INSTRUCTIONS_FILE,
     APPLY_SNIPPET_FILE,
+    SAMPLES_FILE,
 )
 #: What a directory holds, for ``optimize -o DIR``: ``new`` (no run in it: no run file, or only
 #: the config and an empty journal of a run that stopped before its first checkpoint, e.g. at the
@@ -148,6 +153,12 @@ def write_json(path: str | Path, data: Any, *, indent: int | None = None) -> Pat
     """Write ``data`` as UTF-8 JSON atomically (see :func:`write_atomic`); return the path."""
     text = json.dumps(data, ensure_ascii=False, indent=indent)
     return write_atomic(path, text + "\n" if indent is not None else text)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` as JSON Lines (one compact UTF-8 object per line) atomically; return the path."""
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return write_atomic(path, text)
 
 
 def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:

@@ -93,20 +93,23 @@ def build_report(facts: RunFacts) -> Report:
     return Report(title, to_markdown(title, kept), to_html(title, kept), images)
 
 
-def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None) -> list[Path]:
+def write_report(
+    run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None, facts: RunFacts | None = None
+) -> list[Path]:
     """Write report.md, report.html and plots/*.png into ``run_dir``; return their paths.
 
     Args:
         run_dir: a run directory (with result.json; config.yaml and checkpoint.json add the
             per-sample parts).
         dataset: the run's annotations, when already loaded (skips loading them again).
+        facts: the run's facts, when already gathered (:func:`~promptevolver.report.data.load_run`).
 
     Raises:
         RunDirError: no readable result.json in ``run_dir``, or one of a newer format.
         OSError: a file cannot be written (written atomically: an existing one is left intact).
     """
     directory = Path(run_dir)
-    report = build_report(load_run(directory, dataset=dataset))
+    report = build_report(facts if facts is not None else load_run(directory, dataset=dataset))
     paths = [write_atomic(directory / REPORT_MD, report.markdown)]
     paths.append(write_atomic(directory / REPORT_HTML, report.html))
     paths += [write_atomic(directory / PLOTS_DIR / name, png) for name, png in report.images.items()]

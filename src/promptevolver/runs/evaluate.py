@@ -26,6 +26,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.preflight import preflight
 from promptevolver.rundir import (
     CONFIG_FILE,
@@ -49,6 +50,9 @@ class Scorecard:
         judge_calls: LLM calls made (cache hits excluded); usage: the client's full usage.
         pairs: the measured (human label, judge score) pairs, in sample order (failed evaluations
             left out): what the figures and their confidence intervals are computed from.
+        judged: position → judgement of every sample scored (failed ones included, score None);
+            positions: the samples scored, in order (``evaluate --samples-out`` writes them).
+        prompt_name: the judge's prompt (the annotations' key of the humans' reasons).
     """
 
     metric: str
@@ -57,6 +61,9 @@ class Scorecard:
     judge_calls: int
     usage: dict[str, Any]
     pairs: tuple[tuple[float, float], ...] = field(default=(), compare=False)
+    judged: Mapping[int, Judgement] = field(default_factory=dict, compare=False)
+    positions: tuple[int, ...] = field(default=(), compare=False)
+    prompt_name: str = field(default="", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""
@@ -218,4 +225,7 @@ async def score_instructions(
         judge_calls=llm.usage.judge_calls,
         usage=(llm.usage + evaluator.failures).to_dict(),
         pairs=pairs,
+        judged=judged,
+        positions=tuple(chosen),
+        prompt_name=next(iter(metric.get_prompts())),
     )
