@@ -121,6 +121,8 @@ class World:
     criteria: dict[str, Criterion]
     has_reference: bool
     stop: frozenset[str] = field(default=frozenset())
+    #: The criteria move a score (a rubric): verdict 0 means "score lower", 1 "score higher".
+    scored: bool = False
 
     def generic(self) -> list[Criterion]:
         return [c for c in self.criteria.values() if c.kind == "generic"]

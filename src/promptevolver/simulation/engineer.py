@@ -133,7 +133,10 @@ class SimulatedEngineer:
         wanted = [c for c in self.discover(user, parts) if c.id not in named]
         match = _AT_MOST.search(parts.get(ops.ANSWER, "") or user)
         limit = int(match.group(1)) if match else 3
-        items = [writer.feedback_item(c, has_reference=self.world.has_reference) for c in wanted[:limit]]
+        items = [
+            writer.feedback_item(c, has_reference=self.world.has_reference, scored=self.world.scored)
+            for c in wanted[:limit]
+        ]
         return json.dumps({"feedback": items})
 
     def rewrite(self, user: str, parts: dict[str, str]) -> str:
