@@ -108,8 +108,8 @@ def test_a_kept_seed_gets_the_reason_and_the_best_finalists_scores():
         _result(lineage, final_choice={"finalists": rows, "chosen": 0, "why": why}, split=split)
     )
     assert line == (
-        f"kept the seed: {why}; the best other finalist, candidate 1 (mutation, generation 1), scored "
-        "1.000 on the 48 train samples judged (the seed 0.833), and +0.083 against it on validation"
+        f"kept the seed: {why}; the best other finalist, candidate 1 (mutation, generation 1), had fitness "
+        "1.000 on the 48 judged train samples (the seed 0.833), and +0.083 against it on validation"
     )
     alone = choice_line(_result(lineage[:1], final_choice={"finalists": [], "why": "no candidate besides"}))
     assert alone == "kept the seed: no candidate besides"

@@ -39,7 +39,8 @@ class OptimizationResult(Mapping[str, str]):
             the generation's longest chain of calls that waited for one another — wall time is
             about waves × latency per call).
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
-        lineage: every candidate created (id, generation, operator, parents, scores).
+        lineage: every candidate created (id, generation, operator, parents, scores: ``train``
+            its fitness on the judged train samples, ``validation`` the whole-part estimate).
         best_id: id of the chosen candidate in ``lineage`` (0 = the seed).
         stop_reason: ``generations``, ``perfect_train``, ``patience``, ``exhausted``, ``budget`` or
             ``population_size_1``.
@@ -135,7 +136,7 @@ class OptimizationResult(Mapping[str, str]):
             ),
             history=state.history,
             usage=run.usage().to_dict(),
-            lineage=[c.to_dict() for c in state.candidates],
+            lineage=[reporting.lineage_entry(run, c) for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
             split=reporting.split_report(run, best),

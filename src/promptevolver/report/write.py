@@ -259,41 +259,32 @@ def _summary(facts: RunFacts) -> Section:
 
 def _scores(facts: RunFacts) -> Section:
     r, name = facts.result, _metric_name(facts.result)
-    if facts.binary:
-        headers = [
-            "instruction",
-            "split",
-            "samples judged",
-            f"fitness ({name})",
-            "accuracy",
-            "F1",
-            "Cohen's kappa",
-            "failed",
-        ]
-    else:
-        headers = ["instruction", "split", "samples judged", f"fitness ({name})", "MSE", "MAE"]
-        if _ordinal(facts):
-            headers += ["exact", "within one", "weighted kappa"]
-        headers.append("failed")
-    rows = []
-    for who in ("seed", "best"):
-        for split in ("train", "validation"):
-            rows.append(_score_row(facts, who, split))
+    ordinal = not facts.binary and _ordinal(facts)
+    figures = ["accuracy", "F1", "Cohen's kappa"] if facts.binary else ["MSE", "MAE"]
+    if ordinal:
+        figures += ["exact", "within one", "weighted kappa"]
+    headers = ["instruction", "split", "samples judged", *figures, "failed"]
+    rows = [_score_row(facts, who, split) for who in ("seed", "best") for split in ("train", "validation")]
     blocks: list[Any] = [Table(headers, rows)]
     if any(
         _score(facts, who, split) is None for who in ("seed", "best") for split in ("train", "validation")
     ):
-        blocks.append(Para(f"Fitness n/a: {_unmeasured_reason(facts)}."))
+        blocks.append(Para(f"{name.capitalize()} n/a: {_unmeasured_reason(facts)}."))
     if not facts.agreements:
-        blocks.append(Para("Per-sample figures are not available for this run (see Run details)."))
+        blocks.append(
+            Para(f"Only {name} is recorded for this run; per-sample figures are not (see Run details).")
+        )
     else:
         direction = "higher" if (r.get("loss") or {}).get("higher_is_better", True) else "lower"
         blocks.append(
             Para(
-                f"Fitness is the loss the search optimized ({direction} is better). "
-                f"{'Accuracy' if facts.binary else 'MSE'} and the other figures count the judged samples "
-                "only; failed evaluations are not verdicts and are counted apart."
-                + (_ORDINAL_NOTE if not facts.binary and _ordinal(facts) else "")
+                f"Every figure is for the whole part (train or validation): when only some of its samples "
+                "were judged (a focus set, corrected samples first), each judged sample is weighted by how "
+                f"many it stands for, so {name} here is the figure of the summary line and result.json "
+                f"({direction} is better). Failed evaluations are not verdicts and are counted apart. "
+                f"The search ranked candidates by their fitness, {name} on the judged train samples "
+                "unweighted (the plot and the lineage); it runs below these figures when corrected "
+                "samples dominate the judged ones." + (_ORDINAL_NOTE if ordinal else "")
             )
         )
     return Section("Seed vs best", blocks)
@@ -302,16 +293,20 @@ def _scores(facts: RunFacts) -> Section:
 def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     a = facts.agreements.get((who, split))
     failed = facts.failed.get((who, split))
-    if a is not None:
-        n = str(a.n)
-    elif failed:
-        n = "0"
-    else:
-        n = str((facts.result.get("split") or {}).get(split, ""))
+    size = (facts.result.get("split") or {}).get(split, "")
+    judged = facts.judged.get((who, split))
+    n = f"{a.n if a is not None else 0} of {size}" if judged is not None else f"? of {size}"
     label = "original (seed)" if who == "seed" else "optimized (best)"
     figures = _figures(a, facts.binary, ordinal=_ordinal(facts))
+    if a is None:  # no per-sample verdicts: the recorded score alone, in its own column
+        figures[_loss_column(facts)] = _f(_score(facts, who, split))
     failures = "n/a" if failed is None else str(len(failed))
-    return [label, _split_label(facts, split), n, _f(_score(facts, who, split)), *figures, failures]
+    return [label, _split_label(facts, split), n, *figures, failures]
+
+
+def _loss_column(facts: RunFacts) -> int:
+    """The column of the figures that the run's loss is (accuracy, F1 or MSE)."""
+    return 1 if (facts.result.get("loss") or {}).get("metric") == "f1_score" else 0
 
 
 def _out_of_bag(facts: RunFacts) -> bool:
@@ -351,22 +346,30 @@ def _progress(facts: RunFacts) -> Section | None:
     r = facts.result
     if not r.get("history"):
         return None
-    fitness = fitness_png(
+    seed: dict[str, Any] = next((c for c in r.get("lineage", []) if c.get("id") == 0), {})
+    fitness = fitness_png(  # train: fitness, as the history's lines; validation: the table's figures
         r["history"],
         metric=_metric_name(r),
         higher_is_better=(r.get("loss") or {}).get("higher_is_better", True),
         scores={
-            who: {split: _score(facts, who, split) for split in ("train", "validation")}
-            for who in ("seed", "best")
+            "seed": {"train": seed.get("train"), "validation": _score(facts, "seed", "validation")},
+            "best": {"validation": _score(facts, "best", "validation")},
         },
     )
+    judged = ((r.get("split") or {}).get("judged") or {}).get("train")
+    on = f"the {judged} judged train samples" if judged else "the judged train samples"
     calls = calls_png(
         r["history"], judge_total=r["usage"]["llm_calls"]["judge"], meta_total=r["usage"]["llm_calls"]["meta"]
     )
     return Section(
         "Search progress",
         [
-            Image("fitness.png", fitness, "Best and mean train fitness per generation"),
+            Image(
+                "fitness.png",
+                fitness,
+                f"Fitness per generation: {_metric_name(r)} on {on}, what the search ranks by (best, "
+                "mean, the seed); at the right the validation figures of Seed vs best",
+            ),
             Image("calls.png", calls, "LLM calls spent per generation"),
         ],
         row=True,
@@ -560,7 +563,16 @@ def _lineage(facts: RunFacts) -> Section:
         ]
         for s in steps
     ]
-    headers = ["candidate", "generation", "operator", "parents", "train", "validation", "feedback applied"]
+    name = _metric_name(facts.result)
+    headers = [
+        "candidate",
+        "generation",
+        "operator",
+        "parents",
+        "fitness (judged train)",
+        f"validation {name}",
+    ]
+    headers.append("feedback applied")
     measured = (
         "Small data (out of bag): no candidate is judged on a validation part of its own; the chosen "
         "candidate's and the seed's out-of-bag figures are under Seed vs best"
@@ -568,8 +580,9 @@ def _lineage(facts: RunFacts) -> Section:
         else "Validation is measured only for the finalists"
     )
     intro = Para(
-        f"The chosen candidate first, then its parents and their parents. {measured}; n/a is a score "
-        "not measured."
+        f"The chosen candidate first, then its parents and their parents. Fitness is {name} on the "
+        f"judged train samples, what the search ranked by; validation {name} is the figure of Seed vs "
+        f"best. {measured}; n/a is a score not measured."
     )
     return Section("Lineage of the chosen candidate", [intro, Table(headers, rows)])
 

@@ -91,9 +91,9 @@ def choice_line(result: OptimizationResult) -> str:
     top, delta = by_id[row["id"]], row.get("delta")
     on_validation = "" if delta is None else f", and {delta:+.3f} against it on validation"
     judged = ((result.split or {}).get("judged") or {}).get("train")
-    samples = f"the {judged} train samples judged" if judged else "the train samples judged"
+    samples = f"the {judged} judged train samples" if judged else "the judged train samples"
     return (
-        f"kept the seed: {why}; the best other finalist, {_who(top)}, scored {_f(top['train'])} on "
+        f"kept the seed: {why}; the best other finalist, {_who(top)}, had fitness {_f(top['train'])} on "
         f"{samples} (the seed {_f(seed['train'])}){on_validation}"
     )
 
