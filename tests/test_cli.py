@@ -349,7 +349,7 @@ def test_report_regenerates_the_files(run, capsys):
 
 def test_report_of_a_directory_without_a_run_fails_with_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 1
-    assert "result.json: not found" in _one_error_line(capsys.readouterr().err)
+    assert "not a run directory (no result.json in it)" in _one_error_line(capsys.readouterr().err)
 
 
 def test_bench_runs_a_config_and_prints_the_summary(tmp_path, capsys):

@@ -68,7 +68,7 @@ def test_markdown_shows_outcome_scores_and_every_section(improved):
     for who in ("seed", "best"):
         for split in ("train", "validation"):
             assert f"{result['scores'][who][split]:.3f}" in md
-    assert "![Best and mean train fitness per generation](plots/fitness.png)" in md
+    assert "![Fitness per generation: accuracy on the " in md and "](plots/fitness.png)" in md
     seed_words = set(result["seed_instructions"][PROMPT].split())
     best_words = set(result["best_instructions"][PROMPT].split())
     assert "{+" in md  # the word diff marks added words, and removed ones when there are any
@@ -206,7 +206,7 @@ def test_a_score_that_was_not_measured_is_na_with_the_reason(improved, tmp_path)
     assert "n/a" in outcome and "12 failed LLM calls" in outcome and "makes no claim" in outcome
     rows = [line for line in _section(md, "Seed vs best").splitlines() if "| validation |" in line]
     assert len(rows) == 2 and all(row.split(" | ")[3] == "n/a" for row in rows)
-    assert "Fitness n/a: not measured, evaluations failed: 12 failed LLM calls" in md
+    assert "Accuracy n/a: not measured, evaluations failed: 12 failed LLM calls" in md
     assert "Finalists" not in md  # no candidate has a measured validation score
     assert f"{result['scores']['best']['train']:.3f}" in md  # what was measured is still shown
     assert all(p.is_file() for p in paths) and (run / "plots" / "fitness.png").read_bytes().startswith(
@@ -250,7 +250,8 @@ def test_a_run_whose_validation_evaluations_all_failed_shows_no_score(improved, 
     assert f"failed verdicts on {len(validation)} samples" in md
     rows = [line for line in _section(md, "Seed vs best").splitlines() if "| validation |" in line]
     assert all(
-        row.split(" | ")[2:5] == ["0", "n/a", "n/a"] and row.endswith(f"| {len(validation)} |")
+        row.split(" | ")[2:5] == [f"0 of {len(validation)}", "n/a", "n/a"]
+        and row.endswith(f"| {len(validation)} |")
         for row in rows
     )
     assert "No validation verdict was measured: every evaluation failed." in md

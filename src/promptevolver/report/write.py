@@ -297,9 +297,11 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     judged = facts.judged.get((who, split))
     n = f"{a.n if a is not None else 0} of {size}" if judged is not None else f"? of {size}"
     label = "original (seed)" if who == "seed" else "optimized (best)"
-    figures = _figures(a, facts.binary, ordinal=_ordinal(facts))
+    recorded = _score(facts, who, split)
+    # result.json says it was not measured: no figure, whatever verdicts the checkpoint holds
+    figures = _figures(a if recorded is not None else None, facts.binary, ordinal=_ordinal(facts))
     if a is None:  # no per-sample verdicts: the recorded score alone, in its own column
-        figures[_loss_column(facts)] = _f(_score(facts, who, split))
+        figures[_loss_column(facts)] = _f(recorded)
     failures = "n/a" if failed is None else str(len(failed))
     return [label, _split_label(facts, split), n, *figures, failures]
 
