@@ -2,7 +2,7 @@
 """Is ``promptevolver suggest`` worth it? Suggested vs random batches of labels on judgeworld.
 
     python benchmarks/judgeworld/suggest.py --out ../bench-runs/suggest                # 5 seeds
-    python benchmarks/judgeworld/suggest.py --out DIR --size 400 --seeds 0 1 --publish
+    python benchmarks/judgeworld/suggest.py --out DIR --gen-seed 2 --seeds 0 1 --publish
 
 For one judgeworld world (``gen_world.py --n SIZE --seed GEN_SEED``, split 60/40 by its
 ``split.py``) and each seed S:
@@ -23,8 +23,9 @@ For one judgeworld world (``gen_world.py --n SIZE --seed GEN_SEED``, split 60/40
 
 Records go to ``OUT/records/s<seed>.json``; the summary (mean ± sample std over seeds, the paired
 difference B − C, error rates) to ``OUT/suggest.md`` and ``.json``; ``--publish`` copies both into
-``benchmarks/results/judgeworld/``. A failed step is recorded with its cause, shown as n/a, and makes
-the script exit 1. judgeworld is only run as subprocesses of its own scripts (see ``jw.py``).
+``benchmarks/results/judgeworld/suggest_<world>.md`` and ``.json``. A failed step is recorded with
+its cause, shown as n/a, and makes the script exit 1. judgeworld is only run as subprocesses of
+its own scripts (see ``jw.py``).
 """
 
 from __future__ import annotations
@@ -295,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if a.publish:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(a.out / "suggest.md", RESULTS / "suggest.md")
-        shutil.copy(a.out / "suggest.json", RESULTS / "suggest.json")
+        shutil.copy(a.out / "suggest.md", RESULTS / f"suggest_{world.key}.md")
+        shutil.copy(a.out / "suggest.json", RESULTS / f"suggest_{world.key}.json")
     return 0 if all(r["status"] == "ok" for r in records) else 1
 
 

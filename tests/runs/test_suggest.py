@@ -159,3 +159,42 @@ def test_cli_bad_pool_is_one_line_and_exit_1(improved, tmp_path, capsys):
     assert main(["suggest", str(improved), "--pool", str(bad), "-n", "1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sample 1" in err[0] and str(bad) in err[0]
+
+
+def _judge_over_http(body: dict) -> str:
+    """A judge behind a real OpenAI-compatible server: verdict 1 when the trace's response says
+    "good", 0 otherwise (temperature above 0 flips "maybe" traces); malformed for "BROKEN"."""
+    text = " ".join(str(m["content"]) for m in body["messages"])
+    if "BROKEN" in text:
+        return "this is not JSON"
+    verdict = int("good" in text)
+    if "maybe" in text and float(body.get("temperature") or 0.0) > 0.0:
+        verdict = 1 - verdict
+    return json.dumps({"reason": "because", "verdict": verdict})
+
+
+def test_over_http_failed_evaluations_are_counted_never_verdicts(improved, tmp_path, monkeypatch):
+    from promptevolver.testing import LocalOpenAIServer
+
+    responses = ["good answer", "bad answer", "BROKEN answer", "good but maybe", "bad", "good too"]
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("".join(json.dumps({"user_input": "q", "response": r}) + "\n" for r in responses))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with LocalOpenAIServer(_judge_over_http, models=["m"]) as server:
+        overrides = {"provider": "openai", "model": "m", "base_url": server.base_url, "cache": None}
+
+        def edit(raw: dict) -> dict:
+            return {**raw, "llm": {**raw["llm"], **overrides}, "reflection_llm": None}
+
+        found = suggest(improved, pool, n=6, edit=edit, max_calls=60)
+    assert found.judge_calls <= 60
+    by_index = {s.index: s for s in found.suggestions}
+    broken = by_index[2]
+    assert all(v is None for v in broken.verdicts.values()) and broken.reasks == []
+    assert "not judged" in broken.why
+    assert found.failed >= len(found.committee)  # every member's evaluation of the broken trace
+    assert by_index[3].signals["instability"] == 1.0  # "maybe" flips at temperature 1.0
+    assert "the chosen judge is unstable: it says 1, asked again 0, 0" in by_index[3].why
+    assert found.suggestions[0].index == 3
+    assert {v for s in found.suggestions for v in s.verdicts.values()} <= {0.0, 1.0, None}
+    assert "openai model m" in found.llm

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from promptevolver import rundir
 from promptevolver.annotations.pool import read_pool
 from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
@@ -242,8 +244,8 @@ async def asuggest(
     judge = _Judge(metric, llm, traces, max_calls, config.llm.max_concurrency)
     if max_calls != 0:
         await preflight(llm)
-    votes = await _vote(judge, committee, against, reasks, reask_temperature)
     binary, scale = config.metric.is_binary, _scale(config)
+    votes = await _vote(judge, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
     signals = [
         rank.signals_of(v, 1.0 - _max(against[i]), binary=binary, scale=scale) for i, v in enumerate(votes)
     ]
@@ -391,8 +393,6 @@ def _pareto(
     )
     if len(ids) < 2 or not positions:
         return []
-    import numpy as np
-
     column = {p: j for j, p in enumerate(positions)}
     rows = {i: r for r, i in enumerate(ids)}
     matrix = np.full((len(ids), len(positions)), np.nan)
@@ -464,15 +464,23 @@ class _Judge:
 
 
 async def _vote(
-    judge: _Judge, committee: Sequence[Member], against: Any, reasks: int, temperature: float
+    judge: _Judge,
+    committee: Sequence[Member],
+    against: Any,
+    reasks: int,
+    temperature: float,
+    *,
+    binary: bool,
+    scale: float,
 ) -> list[rank.TraceVotes]:
+    """Every trace's votes, judged in the order of the module docstring (step 2)."""
     n = len(judge.traces)
     novelty_order = sorted(range(n), key=lambda t: (_max(against[t]), t))  # least like the annotated first
     top = [(m.instructions, i, t, 0, None) for t in novelty_order for i, m in enumerate(committee[:2])]
     await judge.run(top)
     if reasks:
         votes = _votes(judge, committee, 0)
-        value = [rank.informativeness(rank.signals_of(v, 0.0, binary=True)) for v in votes]
+        value = [rank.informativeness(rank.signals_of(v, 0.0, binary=binary, scale=scale)) for v in votes]
         order = sorted(
             (t for t in range(n) if votes[t].verdicts[0] is not None), key=lambda t: (-value[t], t)
         )
