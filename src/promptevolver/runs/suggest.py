@@ -11,8 +11,9 @@ checkpoint.json (the judgements behind the Pareto front).
    best train score first), each instruction once, at most ``committee_size``.
 2. **Judge calls**, in this order, each step as far as ``max_calls`` allows: the chosen and the
    runner-up instructions on every trace (traces least like the annotated samples first);
-   ``reasks`` more answers of the chosen instructions at ``reask_temperature``, on the traces
-   where those two disagree first; then the other members.
+   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; then the other
+   members. The last two steps take the traces that look most informative so far first, so the
+   calls go where the ranking is decided.
    A step's evaluations are sent in rounds that fit the calls left even if every answer needs a
    re-ask, and every request passes the budget meter the optimizer uses
    (:class:`~promptevolver.optimizers.strategies.budget.BudgetMeter`): no more than ``max_calls``
@@ -476,19 +477,29 @@ async def _vote(
     """Every trace's votes, judged in the order of the module docstring (step 2)."""
     n = len(judge.traces)
     novelty_order = sorted(range(n), key=lambda t: (_max(against[t]), t))  # least like the annotated first
-    top = [(m.instructions, i, t, 0, None) for t in novelty_order for i, m in enumerate(committee[:2])]
-    await judge.run(top)
-    if reasks:
-        votes = _votes(judge, committee, 0)
-        value = [rank.informativeness(rank.signals_of(v, 0.0, binary=binary, scale=scale)) for v in votes]
-        order = sorted(
-            (t for t in range(n) if votes[t].verdicts[0] is not None), key=lambda t: (-value[t], t)
-        )
-        chosen = committee[0].instructions
-        await judge.run([(chosen, 0, t, k, temperature) for t in order for k in range(1, reasks + 1)])
-    rest = [(m.instructions, i, t, 0, None) for t in novelty_order for i, m in enumerate(committee) if i >= 2]
-    await judge.run(rest)
+    await judge.run(
+        [(m.instructions, i, t, 0, None) for t in novelty_order for i, m in enumerate(committee[:2])]
+    )
+    chosen = committee[0].instructions
+    order = _most_informative(judge, committee, 0, binary=binary, scale=scale)
+    await judge.run([(chosen, 0, t, k, temperature) for t in order for k in range(1, reasks + 1)])
+    order = _most_informative(judge, committee, reasks, binary=binary, scale=scale)
+    await judge.run(
+        [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(committee) if i >= 2]
+    )
     return _votes(judge, committee, reasks)
+
+
+def _most_informative(
+    judge: _Judge, committee: Sequence[Member], reasks: int, *, binary: bool, scale: float
+) -> list[int]:
+    """The traces with a verdict of the chosen instructions, most informative so far first (ties:
+    file order): where the calls left are spent, so that a trace the budget cuts short is one that
+    looked uninformative, not one that looked informative on fewer verdicts."""
+    votes = _votes(judge, committee, reasks)
+    value = [rank.informativeness(rank.signals_of(v, 0.0, binary=binary, scale=scale)) for v in votes]
+    judged = (t for t in range(len(votes)) if votes[t].verdicts[0] is not None)
+    return sorted(judged, key=lambda t: (-value[t], t))
 
 
 def _votes(judge: _Judge, committee: Sequence[Member], reasks: int) -> list[rank.TraceVotes]:
