@@ -19,8 +19,9 @@ A trace's **informativeness** is ``0.4 disagreement + 0.45 instability + 0.15 no
 (:data:`WEIGHTS`); missing signals (a trace the budget left unjudged) count 0. Instability weighs
 most because it is the one signal that points at the chosen judge's own mistakes: where the
 committee disagrees but the chosen judge answers the same every time, it is usually the chosen
-instructions that name a criterion the others lack (on judgeworld w400s1, seed 0: 1 error in 10
-such traces, against 6 in 8 unstable ones; ``benchmarks/judgeworld/suggest.py``). The batch is then
+instructions that name a criterion the others lack (in a first measurement on judgeworld w400s1,
+seed 0, the chosen judge was wrong on 1 of 10 such traces and on 6 of 8 unstable ones;
+``benchmarks/judgeworld/suggest.py``). The batch is then
 picked greedily by maximal marginal relevance (Carbonell and Goldstein, SIGIR 1998): each pick
 maximises ``(1 - diversity) · informativeness - diversity · (largest cosine similarity to a
 trace picked before)``, so near-duplicates do not fill a batch. Each pick's value is its
