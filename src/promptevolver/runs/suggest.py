@@ -316,8 +316,12 @@ def _text(fields: Mapping[str, Any]) -> str:
 
 
 def _scale(config: RunConfig) -> float:
-    low, high = config.metric.score_range or (0.0, 1.0)
-    return float(high - low) if config.metric.type == "rubric" and high > low else 1.0
+    """The score range of a rubric (highest − lowest; its default ``[1, 5]`` when not set); 1.0
+    for a verdict or a supported fraction."""
+    if config.metric.type != "rubric":
+        return 1.0
+    low, high = config.metric.score_range or (1.0, 5.0)
+    return float(high - low)
 
 
 def _max(row: Any) -> float:
