@@ -1,4 +1,4 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest``.
 
 Conventions (every command):
 
@@ -69,6 +69,15 @@ no LLM is called; see promptevolver.runs.estimate for the model behind the figur
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
   promptevolver bench configs/answer_correctness.yaml configs/helpfulness.yaml -o bench/latest""",
+    "suggest": """examples:
+  promptevolver suggest runs/ac --pool traces.jsonl -n 20 --out to_annotate.jsonl
+  promptevolver suggest runs/ac --pool export.json -n 10 --max-calls 300
+  promptevolver suggest runs/ac --pool traces.jsonl -n 20 --set llm.base_url=http://localhost:8000/v1
+
+--pool: JSONL of metric inputs (user_input, response, reference, ...; one trace a line), or a Ragas
+annotation file (its labels are ignored). Writes one JSON line per suggested trace, best first
+(metric_input, score, why, verdicts, ...) to --out or stdout; a summary line (traces judged, judge
+calls, the LLM used) goes to stderr. See docs/suggest.md.""",
 }
 
 
@@ -197,6 +206,24 @@ def _parser() -> argparse.ArgumentParser:
         "--output", "-o", type=Path, required=True, metavar="DIR", help="directory for runs and the summary"
     )
     bench.add_argument("--force", action="store_true", help="run afresh where DIR already holds runs")
+
+    sug = command(
+        "suggest", "rank unlabelled traces by how much a human label would teach a run's judge", overridable
+    )
+    sug.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run directory")
+    sug.add_argument("--pool", type=Path, required=True, metavar="FILE", help="traces to choose from")
+    sug.add_argument("-n", type=_positive, required=True, metavar="N", help="traces to suggest")
+    sug.add_argument("--out", type=Path, metavar="FILE", help="write the JSON lines here (default: stdout)")
+    sug.add_argument(
+        "--max-calls", type=_count, default=None, metavar="M", help="LLM calls allowed (default: no bound)"
+    )
+    sug.add_argument(
+        "--reasks",
+        type=_count,
+        default=2,
+        metavar="K",
+        help="extra answers of the chosen judge per trace (2)",
+    )
     return parser
 
 
@@ -208,6 +235,21 @@ def _seed(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
     return int(text)
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    """A whole number >= 1."""
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def _directory(path: Path, option: str) -> Path:
@@ -441,12 +483,33 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- suggest ---------------------------------------------------------------------------------------
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from promptevolver.runs.suggest import suggest
+
+    found = suggest(
+        args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+    )
+    lines = [json.dumps(s.to_dict(), ensure_ascii=False) for s in found.suggestions]
+    text = "".join(line + "\n" for line in lines)
+    if args.out is not None:
+        rundir.write_atomic(args.out, text)
+    else:
+        sys.stdout.write(text)
+    if not args.quiet:
+        print(f"promptevolver: {found.summary()}", file=sys.stderr)
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
     "estimate": _estimate,
     "report": _report,
     "bench": _bench,
+    "suggest": _suggest,
 }
 
 
