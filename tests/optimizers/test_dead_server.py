@@ -19,10 +19,11 @@ from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.llm import OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm.retry import RUN_OF_FAILURES
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Event
 from promptevolver.optimizers.operators import meta_prompts
-from promptevolver.optimizers.strategies.failures import RUN_OF_FAILURES, ServerWatch
+from promptevolver.optimizers.strategies.failures import ServerWatch
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import LocalOpenAIServer, simulated_handler
 

@@ -31,6 +31,7 @@ from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
 from promptevolver.llm.redaction import redact_url
+from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -309,7 +310,7 @@ class LLMConfig(_Strict):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = Field(60.0, gt=0)
-    max_attempts: int = Field(4, ge=1)
+    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
     max_concurrency: int = Field(16, ge=1)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     noise: float = Field(0.02, ge=0.0, le=0.5)

@@ -43,12 +43,12 @@ from collections.abc import Awaitable, Callable
 from promptevolver.errors import LLMError, LLMUnusableError
 from promptevolver.evaluation.intervals import wilson_interval
 from promptevolver.llm.redaction import redact_text
+from promptevolver.llm.retry import RUN_OF_FAILURES, server_side
 
 __all__ = [
     "CONFIDENCE",
     "MIN_ATTEMPTS",
     "MIN_STEP_ATTEMPTS",
-    "RUN_OF_FAILURES",
     "FailureTally",
     "ServerWatch",
 ]
@@ -58,11 +58,8 @@ MIN_ATTEMPTS = 20
 #: Attempts a step needs for its failure share to count at its end (one failed meta call of two
 #: says little; the seed's evaluation has at least this many samples).
 MIN_STEP_ATTEMPTS = 8
-#: Consecutive failed attempts on the server side, none answered in between, that stop a run.
-RUN_OF_FAILURES = 32
 #: Two-sided confidence of the Wilson interval whose lower end must exceed ``max_failure_rate``.
 CONFIDENCE = 0.95
-_SERVER_SIDE = ("transport", "http 5", "timeout")
 _QUOTE = 240
 
 
@@ -177,7 +174,7 @@ class ServerWatch:
             self.run.clear()
             return
         cause = error.cause
-        if not cause.startswith(_SERVER_SIDE):
+        if not server_side(cause):
             return  # a 429 or a client-side refusal: the server is alive
         self.run[cause] += 1
         self.examples[cause] = str(error)
