@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -470,9 +472,24 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``promptevolver`` console script; returns the exit code.
 
+    An interrupt (Ctrl-C) at any point gives exit 130 and one ``interrupted`` line; run as the
+    program (``argv`` None), one arriving after the command has finished (its files written, its
+    outcome printed) is ignored rather than ending the process by the signal.
+
     Raises:
         SystemExit: from argparse, for ``--help``/``--version`` (0) and malformed command lines (2).
     """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # between the command's own handlers, e.g. while restoring the console
+        print("promptevolver: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if argv is None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exit code is decided
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     with _console(args):
         try:

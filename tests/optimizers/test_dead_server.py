@@ -152,7 +152,7 @@ def test_a_closed_port_is_reported_with_the_os_reason_and_no_secret():
         port = sock.getsockname()[1]
 
     async def main() -> TransientLLMError:
-        url = f"http://user:{SECRET}@127.0.0.1:{port}/v1?api-key={SECRET}"
+        url = f"http://127.0.0.1:{port}/v1?api-key={SECRET}"  # userinfo is refused: test_hostile_server
         async with OpenAIClient(
             model="sim", base_url=url, api_key="sk-test-dead-server", max_attempts=1
         ) as llm:
