@@ -132,10 +132,9 @@ def test_the_lock_of_a_killed_process_is_free_and_a_resume_also_takes_it(tmp_pat
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    with rundir.locked(copy):  # the kernel released it with the process
-        with pytest.raises(RunDirError, match=f"pid {os.getpid()}"):
-            with rundir.locked(copy):
-                pass
+    # the kernel released it with the process; a second lock, even in this process, is refused
+    with rundir.locked(copy), pytest.raises(RunDirError, match=f"pid {os.getpid()}"), rundir.locked(copy):
+        pass
     assert not (copy / rundir.LOCK_FILE).exists()  # removed when the run ends
 
 

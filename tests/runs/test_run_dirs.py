@@ -77,14 +77,7 @@ def test_a_run_stopped_by_the_preflight_can_simply_be_run_again(tmp_path, capsys
     """Before: "holds an interrupted run; continue it with --resume", then --resume said
     "nothing to resume; start it again", and starting again was refused: a loop."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    closed = [
-        "--set",
-        "llm.provider=openai",
-        "--set",
-        "llm.model=m",
-        "--set",
-        "llm.base_url=http://127.0.0.1:9/v1",
-    ]
+    closed = ["--set", "llm.provider=openai", "--set", "llm.model=m", "--set", "llm.base_url=http://127.0.0.1:9/v1"]
     run = tmp_path / "pf"
     for _ in range(2):
         assert main(["optimize", str(AC_CONFIG), "-o", str(run), *closed]) == 1
