@@ -15,6 +15,7 @@ Conventions (every command):
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import signal
@@ -286,10 +287,28 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    except OSError as exc:
+        progress.close()
+        if args.debug or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"promptevolver: error: {_disk_full(exc, Path(run_dir))}", file=sys.stderr)
+        return 1
     finally:
         progress.close()
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
+
+
+def _disk_full(exc: OSError, run_dir: Path) -> str:
+    """The line for a full disk (or quota): which file, and whether the run can be resumed."""
+    where = f"writing {exc.filename}" if exc.filename else f"writing into {run_dir}"
+    said = f"{exc.strerror or 'no space left on device'} while {where}"
+    if (run_dir / rundir.CHECKPOINT_FILE).is_file():
+        return (
+            f"{said}; every file written before is intact. Free some space, then continue with: "
+            f"promptevolver optimize --resume {run_dir}"
+        )
+    return f"{said}, before the run's first checkpoint; free some space and start it again"
 
 
 def _interrupted(run_dir: Path) -> str:
