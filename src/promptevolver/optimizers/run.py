@@ -230,7 +230,7 @@ class SearchRun:
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
         calls = self.calls
-        return not self.meter.spent and self.budget.allows(calls.generation, reserve=calls.final)
+        return not self.meter.spent and self.budget.allows(calls.generation, reserve=self.meter.reserve.calls)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included); its failures include the judge
