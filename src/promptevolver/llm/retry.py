@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_RETRY_INITIAL_S",
     "DEFAULT_RETRY_MAX_S",
+    "LONG_WAIT_S",
     "RETRYABLE_4XX",
     "RUN_OF_FAILURES",
     "RetryPolicy",
@@ -47,6 +48,9 @@ DEFAULT_RETRY_INITIAL_S = 1.0
 DEFAULT_RETRY_MAX_S = 30.0
 #: Statuses below 500 that are worth retrying: request timeout and conflict (lock contention).
 RETRYABLE_4XX = frozenset({408, 409})
+#: A backoff of this many seconds or more is told to the person watching a run (a progress line:
+#: the run waits, it does not hang).
+LONG_WAIT_S = 5.0
 #: Consecutive failed attempts on the server side, none answered in between, that stop a run.
 RUN_OF_FAILURES = 32
 #: Failure causes (:attr:`LLMError.cause <promptevolver.errors.LLMError.cause>` prefixes) that

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from promptevolver.errors import LLMError, LLMUnusableError
 from promptevolver.evaluation.intervals import wilson_interval
 from promptevolver.llm.redaction import redact_text
-from promptevolver.llm.retry import RUN_OF_FAILURES, server_side
+from promptevolver.llm.retry import LONG_WAIT_S, RUN_OF_FAILURES, server_side
 
 __all__ = [
     "CONFIDENCE",
@@ -160,8 +160,18 @@ class ServerWatch:
             text of that cause).
     """
 
-    def __init__(self, *, on_dead: Callable[[str, str, int, int, str], None]) -> None:
+    def __init__(
+        self,
+        *,
+        on_dead: Callable[[str, str, int, int, str], None],
+        on_wait: Callable[[float, int, str], None] | None = None,
+    ) -> None:
         self.on_dead = on_dead
+        #: Told of each backoff of :data:`~promptevolver.llm.retry.LONG_WAIT_S` or more: (its
+        #: seconds, calls now in backoff, the cause of the last failed attempt), so a person
+        #: watching a long 429 storm sees that the run waits rather than hangs.
+        self.on_wait = on_wait
+        self.last_cause = ""
         #: Failed server-side attempts since the last answered one, by cause.
         self.run: Counter[str] = Counter()
         self.examples: dict[str, str] = {}
@@ -173,7 +183,7 @@ class ServerWatch:
         if error is None:
             self.run.clear()
             return
-        cause = error.cause
+        cause = self.last_cause = error.cause
         if not server_side(cause):
             return  # a 429 or a client-side refusal: the server is alive
         self.run[cause] += 1
@@ -189,6 +199,8 @@ class ServerWatch:
             return False
         nap: asyncio.Future[None] = asyncio.ensure_future(sleep(seconds))
         self._sleeping.add(nap)
+        if self.on_wait is not None and seconds >= LONG_WAIT_S:
+            self.on_wait(seconds, len(self._sleeping), self.last_cause)
         try:
             await asyncio.wait({nap})  # a cancellation of the call itself propagates from here
         finally:
