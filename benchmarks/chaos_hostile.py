@@ -301,7 +301,9 @@ def preflight_faults(work: Path, dataset: SingleMetricAnnotation, samples: int) 
 
 def second_process(work: Path, dataset: SingleMetricAnnotation, samples: int) -> list[Row]:
     handler = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=42))
-    with LocalOpenAIServer(handler, models=["sim"], latency_s=0.02) as srv:
+    # Slow answers while the second process starts (a start takes a while on a loaded machine),
+    # then fast ones: the first run must still be running when the second one arrives.
+    with LocalOpenAIServer(handler, models=["sim"], latency_s=2.0) as srv:
         data = config(srv.port, samples)
         path = work / "twice.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -313,6 +315,7 @@ def second_process(work: Path, dataset: SingleMetricAnnotation, samples: int) ->
         while not (out / "config.yaml").exists() and first.poll() is None:
             time.sleep(0.01)
         second = run_cli(["optimize", str(path), "-o", str(out)])
+        srv.latency_s = 0.0
         first.wait()
         calls_first = len(srv.requests)
     res = result(out)

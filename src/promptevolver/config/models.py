@@ -61,7 +61,7 @@ class _Strict(BaseModel):
     @classmethod
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         """``generations: true`` is no number (pydantic's lax mode would read it as 1)."""
-        if isinstance(value, bool) and info.field_name is not None:
+        if isinstance(value, bool) and info.field_name not in (None, "random_seed", "seeds"):  # seeds: Seed
             annotation = cls.model_fields[info.field_name].annotation
             if annotation is not bool and bool not in get_args(annotation) and _numeric(annotation):
                 raise ValueError(f"expected a number, got {str(value).lower()}")
