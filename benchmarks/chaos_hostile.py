@@ -466,6 +466,24 @@ def markdown(meta: dict[str, Any], rows: list[Row]) -> str:
     return head + body
 
 
+_ORDER = (
+    "slow",
+    "endless",
+    "huge",
+    "negative",
+    "preflight",
+    "30 %",
+    "a second",
+    "credentials",
+    "population",
+    "resume",
+)
+
+
+def _order(case: str) -> int:
+    return next((i for i, start in enumerate(_ORDER) if case.startswith(start)), len(_ORDER))
+
+
 def write_section(path: Path, section: str) -> None:
     """Put ``section`` into ``path`` in place of an earlier one (or at the end)."""
     text = path.read_text() if path.is_file() else ""
@@ -502,12 +520,19 @@ def main(argv: list[str] | None = None) -> None:
                     flush=True,
                 )
             rows += got
+    minutes = (time.monotonic() - start) / 60
+    if args.merge and (args.out / "chaos_hostile.json").is_file():
+        earlier = json.loads((args.out / "chaos_hostile.json").read_text())
+        ran = {r.case for r in rows}
+        kept = [Row(**r) for r in earlier["rows"] if r["case"] not in ran]
+        rows = sorted(kept + rows, key=lambda r: _order(r.case))
+        minutes += earlier.get("minutes", 0.0)
     meta = {
         "date": time.strftime("%Y-%m-%d"),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "samples": args.samples,
-        "minutes": (time.monotonic() - start) / 60,
+        "minutes": minutes,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "chaos_hostile.json").write_text(

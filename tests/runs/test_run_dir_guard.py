@@ -47,7 +47,6 @@ def finished(tmp_path_factory) -> Path:
         ("metric.num_judges=3", "metric.num_judges"),
         ("llm.temperature=0.9", "llm.temperature"),
         ("llm.noise=0.3", "llm.noise"),
-        ("loss.metric=f1_score", "loss.metric"),
         ("metric.name=politeness", "metric.name"),
     ],
 )

@@ -5,9 +5,10 @@ picks up.
   ``--resume``) or a finished one (pointing to another ``--output``, ``--resume`` to extend it, or
   ``--force``); a resume refuses a directory without a checkpoint ("not a run directory").
 * :func:`check_same_search` — a resume refuses a config that changes the search (everything but
-  ``generations``, ``patience`` and ``budget``) or what a judgement means (the metric, the loss,
-  the dataset, the judge's and the reflection LLM's model, provider, temperature and token caps:
-  :data:`JUDGEMENT_KEYS`, compared with the run's own ``config.yaml``), naming the checkpoint,
+  ``generations``, ``patience`` and ``budget``) or what a judgement means (the metric, the
+  judge's and the reflection LLM's model, provider, temperature and token caps:
+  :data:`JUDGEMENT_KEYS`, compared with the run's own ``config.yaml``; another dataset or loss is
+  refused by the checkpoint's fingerprint), naming the checkpoint,
   the config file and each value, before anything is written.
 * :class:`ResumePoint` — what the checkpoint and the journal hold, in a sentence: the step the
   run resumes after and the LLM calls it will not make again.
@@ -48,12 +49,10 @@ _LLM_JUDGEMENT = (
     "meta_max_tokens",
 )
 #: Config keys that change what a judgement means: section → its keys (None: all of them). A
-#: resume that changes one is refused (the kept judgements would mix two judges).
+#: resume that changes one is refused (the kept judgements would mix two judges). The dataset
+#: and the loss are the checkpoint's fingerprint (:mod:`promptevolver.optimizers.checkpoint`).
 JUDGEMENT_KEYS: dict[str, tuple[str, ...] | None] = {
-    "dataset": None,
-    "metric_name": None,
     "metric": None,
-    "loss": None,
     "llm": _LLM_JUDGEMENT,
     "reflection_llm": _LLM_JUDGEMENT,
 }
@@ -144,8 +143,6 @@ def _judgement_changes(before: RunConfig, after: RunConfig) -> list[str]:
 
 def _judgement_view(config: RunConfig) -> dict[str, Any]:
     data = config.model_dump(mode="json")
-    if data.get("dataset") is not None and not isinstance(data["dataset"], dict):
-        data["dataset"] = str(Path(data["dataset"]).resolve())
     flat: dict[str, Any] = {}
     for section, keys in JUDGEMENT_KEYS.items():
         value = data.get(section)
