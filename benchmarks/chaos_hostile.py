@@ -503,6 +503,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only", nargs="*", default=None, help="run only the cases with these function names"
     )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the rows of --out/chaos_hostile.json of the cases not run now",
+    )
     args = parser.parse_args(argv)
     dataset = generate(SyntheticSpec(n_samples=args.samples, random_seed=0))
     start = time.monotonic()

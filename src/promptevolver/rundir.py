@@ -66,6 +66,7 @@ __all__ = [
     "RESULT_FILE",
     "RUN_FILES",
     "check_format_version",
+    "check_unlocked",
     "clear_run",
     "remove_leftovers",
     "load_instructions",
@@ -232,10 +233,7 @@ def locked(directory: str | Path) -> Iterator[Path]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise RunDirError(
-                f"{d} is being written by another promptevolver process ({_holder(path)}); nothing "
-                "was changed. Wait for it to finish (or stop it), or write to another --output"
-            ) from None
+            raise _in_use(d, path) from None
         if _same_file(fd, path):
             break
         os.close(fd)  # its holder removed the file as we locked it: lock the new one
@@ -249,6 +247,33 @@ def locked(directory: str | Path) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             path.unlink()
         os.close(fd)  # releases the lock
+
+
+def check_unlocked(directory: str | Path) -> None:
+    """Refuse at once a run directory another process is writing (before reading what it holds:
+    its files are that process's, mid-run).
+
+    Raises:
+        RunDirError: another process holds the lock of :func:`locked` (naming it).
+    """
+    path = Path(directory) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return  # no lock file: nobody is writing
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _in_use(Path(directory), path) from None
+    finally:
+        os.close(fd)
+
+
+def _in_use(d: Path, path: Path) -> RunDirError:
+    return RunDirError(
+        f"{d} is being written by another promptevolver process ({_holder(path)}); nothing "
+        "was changed. Wait for it to finish (or stop it), or write to another --output"
+    )
 
 
 def _same_file(fd: int, path: Path) -> bool:

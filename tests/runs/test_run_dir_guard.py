@@ -198,3 +198,21 @@ def test_sigint_at_any_point_of_the_end_of_a_run_never_kills_the_process_by_the_
         assert proc.returncode in (0, 130), (proc.returncode, err)
         if proc.returncode == 130:
             assert "promptevolver: interrupted" in err and "Traceback" not in err
+
+
+def test_a_run_being_written_is_named_as_such_not_by_what_its_files_hold(tmp_path, finished, capsys):
+    """Before: the second process read the first one's fresh checkpoint and said "holds an
+    interrupted run; continue it with --resume"."""
+    copy = tmp_path / "run"
+    shutil.copytree(finished, copy)
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps(SYNTHETIC))
+    holder = _holding(copy)
+    try:
+        for argv in (["optimize", str(config), "-o", str(copy)], ["optimize", "--resume", str(copy)]):
+            assert main([*argv, "-q"]) == 1
+            line = _one_line(capsys.readouterr().err)
+            assert f"pid {holder.pid}" in line and "finished run" not in line and "--resume" not in line
+    finally:
+        holder.kill()
+        holder.wait()

@@ -20,7 +20,7 @@ from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.report.write import write_report
-from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, clear_run, locked, write_atomic
+from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic
 from promptevolver.runs.export import write_exports
 from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
 
@@ -83,6 +83,7 @@ def execute(
         KeyboardInterrupt: the run was interrupted; the last checkpoint stays valid.
     """
     directory = Path(run_dir)
+    check_unlocked(directory)  # another process writing it: say so, not what its files hold
     check_run_dir(directory, resume=resume, force=force)
     if resume:
         check_same_search(directory, config, source=source or directory / CONFIG_FILE)
