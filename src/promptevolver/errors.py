@@ -13,6 +13,7 @@
     ├── LLMError                       an LLM call could not be completed
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
+    │   │   └── AnswerTooLongError     an answer far beyond the requested tokens (cause ``too long``)
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     └── BudgetExceededError            a call would exceed the configured budget
@@ -28,6 +29,7 @@ from pathlib import Path
 
 __all__ = [
     "AnnotationError",
+    "AnswerTooLongError",
     "AnnotationKeyError",
     "BudgetExceededError",
     "CacheError",
@@ -170,6 +172,16 @@ class PermanentLLMError(LLMError):
     def __init__(self, message: str, *, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class AnswerTooLongError(PermanentLLMError):
+    """An answer (or its response body) far beyond the completion tokens requested: it is cut off
+    unread and the call fails, cause ``too long``, rather than kept whole in memory, checkpoints
+    and journals (see :mod:`promptevolver.llm.openai_wire` for the bounds)."""
+
+    @property
+    def cause(self) -> str:
+        return "too long"
 
 
 class OutputParseError(LLMError):

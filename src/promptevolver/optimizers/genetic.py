@@ -193,6 +193,7 @@ class GeneticOptimizer(Optimizer):
         check_prices(run.config.budget, run.clients)
         if upfront:
             check_upfront(run.config.budget, run.calls)
+            budget.reserve_upfront(run)
         else:
             budget.calibrate_reserve(run)
 
