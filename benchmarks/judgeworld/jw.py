@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Server", "World", "jw_env", "score_instruction", "start_server"]
+__all__ = ["Server", "World", "ensure_world", "jw_env", "score_instruction", "start_server", "world_key"]
 
 #: Seconds to wait for a server to write its port file and answer /health.
 SERVER_START_TIMEOUT_S = 60.0
@@ -50,19 +50,37 @@ class World:
     metric: str
     default_definition: str
 
+    criterion_cues: bool = False
+
     @property
     def key(self) -> str:
-        return f"w{self.size}s{self.gen_seed}"
+        return world_key(self.size, self.gen_seed, self.criterion_cues)
 
 
-def ensure_world(judgeworld: Path, worlds_dir: Path, size: int, gen_seed: int, train_frac: float) -> World:
+def world_key(size: int, gen_seed: int, criterion_cues: bool = False) -> str:
+    """``w<size>s<gen_seed>``, with ``c`` appended for a world generated with ``--criterion-cues``."""
+    return f"w{size}s{gen_seed}" + ("c" if criterion_cues else "")
+
+
+def ensure_world(
+    judgeworld: Path,
+    worlds_dir: Path,
+    size: int,
+    gen_seed: int,
+    train_frac: float,
+    *,
+    criterion_cues: bool = False,
+) -> World:
     """Generate the world (if absent) with gen_world.py and write its split with split.py.
+
+    ``criterion_cues``: gen_world.py ``--criterion-cues`` (one sentence per fact-error kind in the
+    responses showing it; labels, criteria and split unchanged).
 
     Raises:
         subprocess.CalledProcessError: a judgeworld script failed.
     """
     worlds_dir.mkdir(parents=True, exist_ok=True)
-    key = f"w{size}s{gen_seed}"
+    key = world_key(size, gen_seed, criterion_cues)
     path = worlds_dir / f"{key}.json"
     lexicon = worlds_dir / f"{key}.lexicon.json"
     env = jw_env(train_frac)
@@ -77,6 +95,7 @@ def ensure_world(judgeworld: Path, worlds_dir: Path, size: int, gen_seed: int, t
                 str(gen_seed),
                 "--out",
                 str(path),
+                *(["--criterion-cues"] if criterion_cues else []),
             ],
             check=True,
             env=env,
@@ -94,7 +113,7 @@ def ensure_world(judgeworld: Path, worlds_dir: Path, size: int, gen_seed: int, t
             text=True,
         )
     lex = json.loads(lexicon.read_text(encoding="utf-8"))
-    return World(size, gen_seed, path, train, test, lex["metric"], lex["default_definition"])
+    return World(size, gen_seed, path, train, test, lex["metric"], lex["default_definition"], criterion_cues)
 
 
 class Server:
@@ -143,8 +162,12 @@ def start_server(
     latency_ms: float,
     train_frac: float,
     trace: bool = False,
+    max_context_tokens: int = 0,
 ) -> Server:
     """Start ``server.py`` for ``world`` on a free port (port 0 + port file), logs in ``run_dir``.
+
+    ``max_context_tokens`` > 0 makes the server answer longer prompts with HTTP 400
+    ``context_length_exceeded`` (a model's context window); 0: no limit.
 
     A fresh server per optimizer run: judgeworld keeps per-(instruction, sample) call indices and
     meta-call indices across ``/stats/reset``, so a fresh process makes every run start alike.
@@ -172,6 +195,8 @@ def start_server(
     ]
     if trace:
         cmd += ["--trace", str(run_dir / "trace.jsonl")]
+    if max_context_tokens:
+        cmd += ["--max-context-tokens", str(max_context_tokens)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=jw_env(train_frac))
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S

@@ -30,15 +30,37 @@ HERE = Path(__file__).resolve().parent
 COMMITTED = HERE.parents[1] / "benchmarks" / "results" / "judgeworld"
 
 #: Column order of the tables; ``seed`` and ``oracle`` come from the reference records.
-ORDER = ["seed", "ours_pop3", "ours_pop6", "ragas_pop3", "gepa", "oracle"]
+ORDER = [
+    "seed",
+    "ours_genetic",
+    "ours_auto",
+    "ours_distill",
+    "ours_pop3",
+    "ours_pop6",
+    "ragas_pop3",
+    "gepa",
+    "distill4",
+    "oracle",
+]
 LABELS = {
     "seed": "seed instr.",
+    "ours_genetic": "ours genetic (defaults)",
+    "ours_auto": "ours auto",
+    "ours_distill": "ours distill",
     "ours_pop3": "ours pop 3",
     "ours_pop6": "ours pop 6, 6 gens",
     "ragas_pop3": "Ragas pop 3",
     "gepa": "GEPA",
+    "distill4": "distill, 4 rounds",
     "oracle": "oracle",
 }
+#: Issue 20's "Done when": accuracy >= min(max(distill-4, best of Ragas and GEPA) + MARGIN,
+#: oracle - MARGIN); judge calls <= JUDGE_SHARE x GEPA's; tokens <= TOKEN_SHARE x GEPA's; with a
+#: context window, within CTX_TOLERANCE of the same method without one.
+MARGIN = 0.01
+JUDGE_SHARE = 0.4
+TOKEN_SHARE = 0.5
+CTX_TOLERANCE = 0.01
 
 
 def load(sources: list[Path]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
@@ -93,6 +115,7 @@ def aggregate(recs: list[dict[str, Any]]) -> dict[str, Any]:
         "failures": [f"{r['world']} s{r['opt_seed']}: {r['status']}" for r in recs if r["status"] != "ok"],
         "test_expected": spread([r["test"]["expected"] for r in ok]),
         "judge_calls": spread([float(r["server_stats"]["calls"]["judge"]) for r in ok]),
+        "tokens": spread([float(r["server_stats"]["tokens_approx"]) for r in ok]),
         "meta_calls": spread(
             [
                 float(
@@ -122,6 +145,7 @@ def reference_aggregate(refs: list[dict[str, Any]], which: str) -> dict[str, Any
         "failures": [],
         "test_expected": spread([r[which]["expected"] for r in refs]),
         "judge_calls": spread([]),
+        "tokens": spread([]),
         "meta_calls": spread([]),
         "wall_s": spread([]),
     }
@@ -167,6 +191,7 @@ def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> di
             "wall_s": r.get("wall_s"),
             "judge_calls": r.get("server_stats", {}).get("calls", {}).get("judge"),
             "meta_calls": _meta(r),
+            "tokens": r.get("server_stats", {}).get("tokens_approx"),
             "test_expected": r.get("test", {}).get("expected"),
             "waves": _waves(r, base_wall.get((r["world"], _strip_lat(r["tag"]), r["opt_seed"]))),
         }
@@ -175,10 +200,159 @@ def summarize(refs: dict[str, dict[str, Any]], recs: list[dict[str, Any]]) -> di
     return {
         "by_size": by_size,
         "by_world": by_world,
+        "targets": targets(refs, by_world, main),
         "latency": latency,
         "misread_check": _misread(main + lat),
         "runs": len(recs),
     }
+
+
+def targets(
+    refs: dict[str, dict[str, Any]], by_world: dict[str, dict[str, Any]], recs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Issue 20's "Done when" per world, and how each ours method measures against it.
+
+    Per world, from the anchors' means over optimizer seeds (latency 0, no context limit):
+    ``accuracy`` = min(max(distill-4, Ragas pop 3, GEPA) + MARGIN, oracle - MARGIN) (None when
+    distill-4 or the oracle is missing; Ragas or GEPA may be missing), ``judge_calls`` =
+    JUDGE_SHARE x GEPA's mean judge calls, ``tokens`` = TOKEN_SHARE x GEPA's mean tokens (None
+    without GEPA). For every ours method on that world (context-window variants too): its mean and
+    minimum accuracy, runs below the seed instruction, mean judge calls and tokens, each check
+    (None when its target is unknown) and ``pass`` (every check known and met; a context-window
+    variant must also be within CTX_TOLERANCE of the same method without the limit).
+    """
+    out: dict[str, Any] = {}
+    for world, col in by_world.items():
+
+        def mean(tag: str, key: str = "test_expected", col: dict[str, Any] = col) -> float | None:
+            agg = col.get(tag)
+            return None if agg is None else agg[key]["mean"]
+
+        peers = [v for v in (mean("ragas_pop3"), mean("gepa")) if v is not None]
+        distill, oracle = mean("distill4"), mean("oracle")
+        acc_target = None
+        if distill is not None and oracle is not None:
+            acc_target = min(max([distill, *peers]) + MARGIN, oracle - MARGIN)
+        gepa_judge, gepa_tokens = mean("gepa", "judge_calls"), mean("gepa", "tokens")
+        t: dict[str, Any] = {
+            "distill4": distill,
+            "best_of_ragas_gepa": max(peers) if peers else None,
+            "oracle": oracle,
+            "seed": mean("seed"),
+            "accuracy": acc_target,
+            "judge_calls": None if gepa_judge is None else JUDGE_SHARE * gepa_judge,
+            "tokens": None if gepa_tokens is None else TOKEN_SHARE * gepa_tokens,
+            "methods": {},
+        }
+        seed = refs.get(world, {}).get("seed", {}).get("expected")
+        for tag in (x for x in _columns(col) if x.startswith("ours") and "@" not in x):
+            agg = col[tag]
+            runs = [r for r in recs if r["world"] == world and r["tag"] == tag and r["status"] == "ok"]
+            m = {
+                "runs": agg["runs"],
+                "failed": agg["failed"],
+                "accuracy": agg["test_expected"]["mean"],
+                "accuracy_min": agg["test_expected"]["min"],
+                "runs_below_seed": None if seed is None else sum(r["test"]["expected"] < seed for r in runs),
+                "judge_calls": agg["judge_calls"]["mean"],
+                "tokens": agg["tokens"]["mean"],
+            }
+            checks = {
+                "accuracy": _at_least(m["accuracy"], acc_target),
+                "judge_calls": _at_least(t["judge_calls"], m["judge_calls"]),
+                "tokens": _at_least(t["tokens"], m["tokens"]),
+                "never_below_seed": None if m["runs_below_seed"] is None else m["runs_below_seed"] == 0,
+                "no_failed_run": m["failed"] == 0,
+            }
+            base = re.sub(r"-ctx\d+", "", tag)
+            if base != tag:
+                unlimited = mean(base)
+                m["accuracy_without_limit"] = unlimited
+                checks["same_within_ctx_tolerance"] = (
+                    None
+                    if unlimited is None or m["accuracy"] is None
+                    else abs(m["accuracy"] - unlimited) <= CTX_TOLERANCE
+                )
+            m["checks"] = checks
+            m["pass"] = all(v is True for v in checks.values())
+            t["methods"][tag] = m
+        out[world] = t
+    return out
+
+
+def _at_least(value: float | None, bound: float | None) -> bool | None:
+    """value >= bound, None when either is unknown (compared to 1e-9)."""
+    return None if value is None or bound is None else value >= bound - 1e-9
+
+
+def _ktok(tokens: float | None) -> str:
+    return "n/a" if tokens is None else f"{tokens / 1000:,.0f}k tok"
+
+
+def render_targets(tg: dict[str, Any]) -> list[str]:
+    """The "Done when" table of issue 20: targets per world, then each ours method's pass/fail."""
+    if not tg:
+        return []
+
+    def f3(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
+    def f0(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:,.0f}"
+
+    lines = [
+        "",
+        '## Issue 20 targets ("Done when")',
+        "",
+        f"Per world, from the anchors' means: accuracy ≥ min(max(distill-4, best of Ragas pop 3 and "
+        f"GEPA) + {MARGIN}, oracle − {MARGIN}); judge calls ≤ {JUDGE_SHARE} × GEPA's; tokens ≤ "
+        f"{TOKEN_SHARE} × GEPA's (GEPA at its recorded `max_metric_calls`, 800). n/a: an anchor is "
+        "missing.",
+        "",
+        "| world | seed | distill-4 | best of Ragas, GEPA | oracle | accuracy target | judge calls ≤ "
+        "| tokens ≤ |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for world, t in tg.items():
+        lines.append(
+            f"| {world} | {f3(t['seed'])} | {f3(t['distill4'])} | {f3(t['best_of_ragas_gepa'])} | "
+            f"{f3(t['oracle'])} | **{f3(t['accuracy'])}** | {f0(t['judge_calls'])} | {f0(t['tokens'])} |"
+        )
+    rows = [(w, tag, m) for w, t in tg.items() for tag, m in t["methods"].items()]
+    if rows:
+        lines += [
+            "",
+            "Each ours method against them: mean (min) accuracy over optimizer seeds, runs below the "
+            f"seed instruction, mean judge calls and tokens; with a context window also the same "
+            f"method without one (must be within {CTX_TOLERANCE}). Pass = every check met; a failed "
+            "run or a missing target fails.",
+            "",
+            "| world | method | runs | accuracy (min) | acc. ok | below seed | judge calls | calls ok "
+            "| tokens | tokens ok | without limit | pass |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+
+        def yn(v: bool | None) -> str:
+            return "n/a" if v is None else ("yes" if v else "**no**")
+
+        for world, tag, m in rows:
+            c = m["checks"]
+            lines.append(
+                f"| {world} | {_label(tag)} | {m['runs'] - m['failed']}/{m['runs']} | "
+                f"{f3(m['accuracy'])} ({f3(m['accuracy_min'])}) | {yn(c['accuracy'])} | "
+                f"{'n/a' if m['runs_below_seed'] is None else m['runs_below_seed']} | "
+                f"{f0(m['judge_calls'])} | {yn(c['judge_calls'])} | {_ktok(m['tokens'])} | "
+                f"{yn(c['tokens'])} | "
+                f"{f3(m['accuracy_without_limit']) if 'accuracy_without_limit' in m else '—'} | "
+                f"{'**PASS**' if m['pass'] else 'FAIL'} |"
+            )
+        by_tag: dict[str, list[bool]] = defaultdict(list)
+        for _, tag, m in rows:
+            by_tag[tag].append(m["pass"])
+        lines += [""] + [
+            f"- {_label(tag)}: passes on {sum(v)} of {len(v)} worlds" for tag, v in sorted(by_tag.items())
+        ]
+    return lines
 
 
 def _waves(r: dict[str, Any], wall_at_0: float | None) -> float | None:
@@ -198,9 +372,11 @@ def _latency_means(rows: list[dict[str, Any]]) -> list[str]:
     for (world, lat), by in sorted(groups.items()):
         means = {m: statistics.fmean(v) for m, v in by.items()}
         parts = [f"{_label(m)} {v:.1f} s (n={len(by[m])})" for m, v in sorted(means.items())]
-        ratio = ""
-        if "ours_pop3" in means and "ragas_pop3" in means:
-            ratio = f"; ours pop 3 / Ragas pop 3 = {means['ours_pop3'] / means['ragas_pop3']:.2f}"
+        ratio = "".join(
+            f"; {_label(m)} / Ragas pop 3 = {means[m] / means['ragas_pop3']:.2f}"
+            for m in sorted(means)
+            if m.startswith("ours") and "ragas_pop3" in means
+        )
         out.append(f"- {world} at {lat:g} ms: mean wall " + ", ".join(parts) + ratio)
     return out
 
@@ -244,9 +420,10 @@ def _misread(recs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _world_key(w: str) -> tuple[int, int]:
-    size, _, seed = w[1:].partition("s")
-    return int(size), int(seed)
+def _world_key(w: str) -> tuple[int, int, str]:
+    """Sort key of ``w<size>s<seed>[suffix]`` names: size, seed, suffix (other names last)."""
+    m = re.fullmatch(r"w(\d+)s(\d+)(.*)", w)
+    return (int(m[1]), int(m[2]), m[3]) if m else (sys.maxsize, 0, w)
 
 
 def _fmt(agg: dict[str, Any] | None, key: str, digits: int = 3, spread_kind: str = "std") -> str:
@@ -267,10 +444,12 @@ def _fmt(agg: dict[str, Any] | None, key: str, digits: int = 3, spread_kind: str
 
 
 def _columns(col: dict[str, Any]) -> list[str]:
-    """Known columns in ORDER, each followed by its @before twin, then any others."""
+    """Known columns in ORDER, each after its @before twin and followed by its server-condition
+    variants (``-ctx16000``), then any others."""
     out = []
     for k in ORDER:
         out += [t for t in (f"{k}@before", k) if t in col]
+        out += sorted(t for t in col if t.startswith(f"{k}-") and t not in out)
     return out + sorted(k for k in col if k not in out and k != "worlds")
 
 
@@ -280,8 +459,18 @@ def _strip_lat(tag: str) -> str:
 
 
 def _label(tag: str) -> str:
+    """``ours_genetic-ctx16000@before`` -> ``ours genetic (defaults), 16k context (before)``."""
     base, _, before = tag.partition("@")
-    return LABELS.get(base, base) + (" (before)" if before else "")
+    name, *conds = base.split("-")
+    words = []
+    for c in conds:
+        if c.startswith("ctx") and c[3:].isdigit():
+            words.append(f"{int(c[3:]) / 1000:g}k context")
+        elif c.startswith("lat"):
+            words.append(f"{c[3:]} ms")
+        else:
+            words.append(c)
+    return ", ".join([LABELS.get(name, name), *words]) + (" (before)" if before else "")
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -290,7 +479,9 @@ def render(summary: dict[str, Any]) -> str:
         "# judgeworld side by side",
         "",
         "Expected accuracy on the test split (40 %) of synthetic judgeworld worlds, mean ± sample std over "
-        "generator seeds × optimizer seeds; judge calls as counted by the server (mean). Written by "
+        "generator seeds × optimizer seeds (a deterministic method: one run per world); in parentheses "
+        "judge calls and tokens (all calls, judgeworld's `/stats` `total_tokens_approx`, k = 1,000), "
+        "as counted by the server (mean). Written by "
         "`benchmarks/judgeworld/summarize.py` from the records beside this file; see "
         "`benchmarks/judgeworld/README.md`.",
         "",
@@ -309,7 +500,7 @@ def render(summary: dict[str, Any]) -> str:
                 continue
             txt = _fmt(agg, "test_expected")
             if agg["judge_calls"]["mean"] is not None:
-                txt += f" ({agg['judge_calls']['mean']:,.0f})"
+                txt += f" ({agg['judge_calls']['mean']:,.0f}; {_ktok(agg['tokens']['mean'])})"
             cells.append(txt)
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
@@ -321,8 +512,9 @@ def render(summary: dict[str, Any]) -> str:
         "",
     ]
     lines += [
-        "| size | method | runs | test expected | min–max | judge calls | meta calls | wall s | seed kept |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| size | method | runs | test expected | min–max | judge calls | tokens | meta calls | wall s "
+        "| seed kept |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for size, col in bs.items():
         for t in _columns(col):
@@ -332,6 +524,7 @@ def render(summary: dict[str, Any]) -> str:
             lines.append(
                 f"| {int(size):,} | {_label(t)} | {agg['runs'] - agg['failed']}/{agg['runs']} | "
                 f"{_fmt(agg, 'test_expected')} | {rng} | {_fmt(agg, 'judge_calls', 0, 'range')} | "
+                f"{_fmt(agg, 'tokens', 0, 'range')} | "
                 f"{_fmt(agg, 'meta_calls', 0, 'range')} | {_fmt(agg, 'wall_s', 1, 'range')} | "
                 f"{agg.get('seed_kept', '—') if t.startswith('ours') else '—'} |"
             )
@@ -339,17 +532,18 @@ def render(summary: dict[str, Any]) -> str:
         "",
         "## Per world",
         "",
-        "| world | method | test expected | judge calls | meta calls | wall s |",
-        "|---|---|---|---|---|---|",
+        "| world | method | test expected | judge calls | tokens | meta calls | wall s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for world, col in summary["by_world"].items():
         for t in _columns(col):
             agg = col[t]
             lines.append(
                 f"| {world} | {_label(t)} | {_fmt(agg, 'test_expected')} | "
-                f"{_fmt(agg, 'judge_calls', 0, 'range')} | {_fmt(agg, 'meta_calls', 0, 'range')} | "
-                f"{_fmt(agg, 'wall_s', 1, 'range')} |"
+                f"{_fmt(agg, 'judge_calls', 0, 'range')} | {_fmt(agg, 'tokens', 0, 'range')} | "
+                f"{_fmt(agg, 'meta_calls', 0, 'range')} | {_fmt(agg, 'wall_s', 1, 'range')} |"
             )
+    lines += render_targets(summary["targets"])
     if summary["latency"]:
         lines += [
             "",
