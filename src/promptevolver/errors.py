@@ -13,6 +13,7 @@
     ├── LLMError                       an LLM call could not be completed
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
+    │   │   └── ContextLengthExceededError  the prompt does not fit the model's context window
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     └── BudgetExceededError            a call would exceed the configured budget
@@ -33,6 +34,7 @@ __all__ = [
     "CacheError",
     "CheckpointError",
     "ConfigError",
+    "ContextLengthExceededError",
     "InsufficientDataError",
     "LLMUnusableError",
     "LLMError",
@@ -133,6 +135,9 @@ class LLMError(PromptEvolverError):
     """
 
     retries: int = 0
+    #: Whether the call counts as a failed call (``usage.failures``); False for a prompt the
+    #: model's context window refused, which the caller splits and sends again.
+    counts_as_failure: bool = True
 
     @property
     def cause(self) -> str:
@@ -170,6 +175,19 @@ class PermanentLLMError(LLMError):
     def __init__(self, message: str, *, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class ContextLengthExceededError(PermanentLLMError):
+    """The prompt is longer than the model's context window (OpenAI's HTTP 400
+    ``context_length_exceeded``). Not a failed call: a caller that can make its prompt smaller
+    (the distillation stage splits its batch of corrections) sends again; retrying as is would fail
+    the same way. Cause ``context_length``."""
+
+    counts_as_failure = False
+
+    @property
+    def cause(self) -> str:
+        return "context_length"
 
 
 class OutputParseError(LLMError):

@@ -1,5 +1,6 @@
-"""The phases of a search around its generations: the initial population, the repair after a
-resume, and the final choice. The generation loop itself is :mod:`.genetic`.
+"""The phases of a run around its generations: the distillation and verification stages, the
+initial population, the repair after a resume, and the final choice. The generation loop itself
+is :mod:`.genetic`, which composes them by ``strategy``.
 
 Each phase is one failure-policy step (:meth:`SearchRun.begin_step` … :meth:`SearchRun.end_step`):
 too many failed evaluations in it stop the run with :class:`~promptevolver.errors.LLMUnusableError`.
@@ -8,11 +9,17 @@ too many failed evaluations in it stop the run with :class:`~promptevolver.error
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from promptevolver.judge.batch import gather_or_cancel
+from promptevolver.llm.base import Usage
 from promptevolver.optimizers import adoption, history, views
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.distill import Distiller
 from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
@@ -23,8 +30,24 @@ from promptevolver.optimizers.strategies.final_choice import (
     held_out,
     out_of_bag,
 )
+from promptevolver.optimizers.strategies.racing import Race
 
-__all__ = ["finish", "initial_population", "repair"]
+__all__ = [
+    "RACE_STREAM",
+    "distill",
+    "finish",
+    "finish_verified",
+    "initial_population",
+    "register_seed",
+    "repair",
+    "search_warranted",
+    "start_search",
+    "verify",
+]
+
+#: Stream of the verification race's shuffles, apart from the search's generator (a resume
+#: repeats the same race, like the final choice's bootstrap).
+RACE_STREAM = 0x4ACE
 
 
 async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str]) -> None:
@@ -64,15 +87,17 @@ async def repair(run: SearchRun) -> None:
         run.end_step()
 
 
-async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
+async def finish(run: SearchRun, stop_reason: str, keep: Sequence[Candidate] = ()) -> OptimizationResult:
     """Judge the seed and the finalists on validation (held out; out of bag: compare them on
     the samples each never learned from); the paired choice there is the result
-    (:class:`~.strategies.final_choice.PairedChoice`)."""
+    (:class:`~.strategies.final_choice.PairedChoice`). ``keep``: candidates that stay finalists
+    whatever their train rank (the verified choice, when a search followed the verification)."""
     run.state.stop_reason = stop_reason
     choice = PairedChoice(
         finalists=run.config.finalists, confidence=run.config.confidence, min_coverage=run.min_coverage
     )
     finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
+    finalists += [c for c in keep if c not in finalists]
     run.meter.release_reserve()
     if run.split.regime == "out-of-bag":
         compare = out_of_bag(run.state.seed, run.train)
@@ -96,3 +121,212 @@ async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
     else:
         await run.judge_train([seed])
     return []
+
+
+# --- the distill-first pipeline (strategy auto and distill) ---------------------------------------
+
+
+def register_seed(run: SearchRun, seed_instructions: Mapping[str, str]) -> Candidate:
+    """The seed as candidate 0, not judged yet (the pipeline judges it where it needs to)."""
+    seed = adoption.new_candidate(run, dict(seed_instructions), "seed")
+    assert seed is not None
+    return seed
+
+
+async def distill(run: SearchRun) -> list[Candidate]:
+    """Stage 1: the ladders of :mod:`.distill`, adopted as candidates (operator ``distill``; rung
+    k's parent is rung k − 1, the first rung's the seed); meta calls only.
+
+    Raises:
+        LLMUnusableError: too many of the stage's meta calls failed.
+    """
+    started, before = time.perf_counter(), run.usage()
+    seed, cfg = run.state.seed, run.config
+    distiller = Distiller(
+        rounds=cfg.distill_rounds,
+        lessons=cfg.distill_lessons,
+        sample_size=cfg.distill_sample_size,
+        max_calls=cfg.distill_max_calls,
+    )
+    run.begin_step("the distillation stage")
+    ladders = await distiller.climb(
+        views.distill_view(run), views.meta_context(run, [seed]), run.state.rng, run.state.slots
+    )
+    run.state.slots += 1_000_000  # the stage's slots: its own range, apart from the search's
+    rungs: list[Candidate] = []
+    for ladder in ladders:
+        parent = seed
+        for child in ladder.rungs:
+            for c in adoption.adopt(run, [child]):
+                c.parents, c.seen = (parent.id,), c.seen | parent.seen
+                rungs.append(c)
+                parent = c
+    run.end_step()
+    run.state.lessons = [x.to_dict() for ladder in ladders if ladder.pool for x in ladder.pool.lessons]
+    run.state.stages["distill"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[c.id for c in rungs],
+        stop={str(ladder.fold) if ladder.fold is not None else "all": ladder.stop for ladder in ladders},
+        context_splits=sum(ladder.context_splits for ladder in ladders),
+        lessons=len(run.state.lessons),
+        sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
+    )
+    run.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
+    return rungs
+
+
+async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
+    """Stage 2: the seed and ``candidates`` judged on held-out samples, racing (validation; out of
+    bag, each candidate on the samples its lineage never learned from), then the paired final
+    choice against the seed. Returns the verified choice (the seed when nothing beat it).
+
+    Raises:
+        LLMUnusableError: too many of the stage's judge calls failed.
+    """
+    started, before = time.perf_counter(), run.usage()
+    seed = run.state.seed
+    field = [seed, *candidates]
+    run.begin_step("the verification on held-out samples", count_parse=True)
+    run.meter.release_reserve()
+    if run.split.regime == "held-out":
+        focus = run.validation_focus
+        weights = focus.weight_array(focus.positions)
+        race = Race(looks=4 if run.config.racing else 1)
+
+        async def judge(cands: Sequence[Candidate], positions: Sequence[int]) -> list[Any]:
+            return await run.judge(cands, positions, "validation")
+
+        rng = np.random.default_rng((run.config.random_seed, RACE_STREAM))
+        field = await race.run(
+            field, focus.positions, weights, judge, rng, calls_per_evaluation=run.metric.calls_per_evaluation
+        )
+        await run.judge_validation(field)  # whole scores, from the race's judgements (no call)
+        compare = held_out(seed, weights)
+        run.state.race = race.report
+    else:
+        await run.judge_train(field)
+        compare = out_of_bag(seed, run.train)
+        run.state.race = {
+            "rule": "out of bag: every candidate judged on its own unseen fold",
+            "saved_judge_calls": 0,
+        }
+    run.end_step()
+    choice = PairedChoice(
+        finalists=max(1, len(field) - 1), confidence=run.config.confidence, min_coverage=run.min_coverage
+    )
+    best = choice.choose(field, compare, final_choice_rng(run.config.random_seed))
+    run.final_choice = {"regime": run.split.regime, "stage": "verify", **choice.report}
+    run.state.stages["verify"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[best.id],
+        judged=[c.id for c in field],
+        saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
+        final_choice=run.final_choice,
+    )
+    run.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    return best
+
+
+#: The verified rung must fix at least this share of the held-out verdict corrections (samples
+#: where the recorded judge disagreed with the human) for the search to be left out.
+FIXED_SHARE = 0.5
+
+
+def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
+    """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
+    auto`` it runs when the held-out evidence says the ladder left room — no rung beat the seed
+    while the train part has corrections, or the verified rung still gets wrong more than half of
+    the held-out samples where the recorded judge disagreed with the human — and the budget can
+    pay for its start and one generation."""
+    if run.config.strategy != "auto":
+        return False, f"strategy {run.config.strategy}: no search"
+    if run.config.generations == 0 or run.config.population_size == 1:
+        return False, "generations 0 or population_size 1: no search"
+    if not run.evidence_pool:
+        return False, "no correction in the train part: nothing for a search to learn"
+    fixed, total = _held_out_fixes(run, verified)
+    if verified.is_seed:
+        why = "no rung of the ladder beat the seed on held-out samples"
+    elif total and fixed < FIXED_SHARE * total:
+        why = f"the verified rung fixes {fixed} of the {total} held-out verdict corrections"
+    else:
+        return (
+            False,
+            f"not warranted: the verified rung beat the seed and fixes {fixed} of {total} held-out "
+            "verdict corrections",
+        )
+    if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
+        return False, f"warranted ({why}) but the budget cannot pay for it"
+    return True, why
+
+
+def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:
+    """(fixed, total): held-out samples whose recorded verdict the human corrected, and how many
+    of them ``candidate`` judges as the human did (validation; out of bag, its unseen samples)."""
+    if run.split.regime == "held-out":
+        positions, score = run.validation_focus.positions, candidate.validation
+    else:
+        positions, score = run.train, candidate.train
+    if score is None:
+        return 0, 0
+    keep = [
+        i for i, p in enumerate(positions) if run.evidence[p].kind == "verdict" and p not in candidate.seen
+    ]
+    measured = [i for i in keep if score.measured[i]]
+    return int(sum(score.correct[i] >= 1.0 for i in measured)), len(measured)
+
+
+async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
+    """Stage 3's start: the seed and the verified candidates judged on train (the search ranks by
+    train fitness), recorded as generation 0; the generation loop follows."""
+    started = time.perf_counter()
+    run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
+    seed = run.state.seed
+    population = [seed, *([verified] if not verified.is_seed else [])]
+    run.begin_step("the search's first population", count_parse=True)
+    await run.judge_train(population)
+    run.end_step()
+    budget.after_seed(run, seed)
+    run.state.population = population
+    history.record_generation(run, offspring=0)
+
+
+def end_search(run: SearchRun) -> None:
+    """Close stage 3's report (calls, tokens, seconds) once the generations are done."""
+    stage = run.state.stages.get("search")
+    if not stage or "_started" not in stage:
+        return
+    before = Usage(**stage.pop("_before"))
+    started = stage.pop("_started")
+    run.state.stages["search"] = {
+        **stage,
+        **_stage_report(run, before, started, produced=[c.id for c in run.state.population]),
+    }
+
+
+def finish_verified(
+    run: SearchRun, best: Candidate, stop_reason: str, why_no_search: str
+) -> OptimizationResult:
+    """The result of a run that ended after verification (``strategy: distill``, or ``auto``
+    when the search was not warranted)."""
+    run.state.stop_reason = stop_reason
+    run.state.stages.setdefault("search", {"ran": False, "why": why_no_search})
+    run.final_choice = run.final_choice or run.state.stages["verify"].get("final_choice", {})
+    run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
+    return OptimizationResult.from_run(run, best)
+
+
+def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -> dict[str, Any]:
+    used = run.usage() - before
+    return {
+        "judge_calls": used.judge_calls,
+        "meta_calls": used.meta_calls,
+        "prompt_tokens": used.prompt_tokens,
+        "completion_tokens": used.completion_tokens,
+        "seconds": round(time.perf_counter() - started, 3),
+        **extra,
+    }

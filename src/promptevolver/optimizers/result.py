@@ -40,6 +40,15 @@ class OptimizationResult(Mapping[str, str]):
         operator_stats: rejected operator outputs by reason, duplicates skipped.
         final_choice: how the result was chosen (the rule, each finalist's difference from the
             seed on validation and the probability it is better, the choice and why).
+        stages: per stage of the pipeline (``distill``, ``verify``, ``search``): ``judge_calls``,
+            ``meta_calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds`` and what it
+            produced (candidate ids; the distillation's stop per ladder, the verification's
+            ``saved_judge_calls`` by racing; the search's ``ran`` and ``why``); empty under
+            ``strategy: genetic``.
+        lessons: the distillation stage's lessons: ``text``, ``evidence`` (corrections it
+            explains), ``explains`` (their positions), ``first_round``, ``applied_round``,
+            ``sample_fact``.
+        racing: the verification's race (rule, looks, dropped candidates, ``saved_judge_calls``).
         config, random_seed, duration_s (seconds, wall clock).
     """
 
@@ -59,6 +68,9 @@ class OptimizationResult(Mapping[str, str]):
     random_seed: int
     duration_s: float = field(compare=False)
     final_choice: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, Any] = field(default_factory=dict)
+    lessons: list[dict[str, Any]] = field(default_factory=list)
+    racing: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> str:
         return self.best_instructions[key]
@@ -68,6 +80,18 @@ class OptimizationResult(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self.best_instructions)
+
+    @property
+    def strategy(self) -> str:
+        """The config's ``strategy`` (``auto``, ``distill`` or ``genetic``)."""
+        return str(self.config.get("strategy", "genetic"))
+
+    @property
+    def produced_by(self) -> str:
+        """Which stage produced the chosen candidate: ``seed`` (nothing beat it), ``distill`` (a
+        verified rung of the ladder) or ``search`` (the genetic search)."""
+        operator = next((c["operator"] for c in self.lineage if c["id"] == self.best_id), "seed")
+        return {"seed": "seed", "distill": "distill"}.get(operator, "search")
 
     @property
     def improved(self) -> bool:
@@ -89,6 +113,11 @@ class OptimizationResult(Mapping[str, str]):
             "split": self.split,
             "operator_stats": self.operator_stats,
             "final_choice": self.final_choice,
+            "strategy": self.strategy,
+            "produced_by": self.produced_by,
+            "stages": self.stages,
+            "lessons": self.lessons,
+            "racing": self.racing,
             "lineage": self.lineage,
             "config": self.config,
             "random_seed": self.random_seed,
@@ -108,7 +137,6 @@ class OptimizationResult(Mapping[str, str]):
     def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:
         """The result of a finished ``run`` whose final choice is ``best``."""
         seed, state = run.state.seed, run.state
-        assert seed.train and best.train
         return cls(
             metric=run.metric.name,
             seed_instructions=dict(seed.instructions),
@@ -134,4 +162,7 @@ class OptimizationResult(Mapping[str, str]):
             config=run.config.model_dump(),
             random_seed=run.config.random_seed,
             duration_s=run.elapsed(),
+            stages=state.stages,
+            lessons=state.lessons,
+            racing=state.race,
         )

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.distill import DistillView
 from promptevolver.optimizers.operators.base import BreedingView, MetaContext
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
 
-__all__ = ["breeding_view", "judge_outputs", "meta_context"]
+__all__ = ["breeding_view", "distill_view", "judge_outputs", "meta_context"]
 
 
 def breeding_view(run: SearchRun) -> BreedingView:
@@ -30,6 +31,21 @@ def breeding_view(run: SearchRun) -> BreedingView:
         run.evidence_pool,
         run.folds,
         run.prompt_corrections,
+    )
+
+
+def distill_view(run: SearchRun) -> DistillView:
+    """The corrections, agreeing samples, evidence and folds the distillation stage learns from:
+    every train sample (not only the judged focus set), as no judge call is needed to learn."""
+    pool = run.evidence_pool
+    names = list(run.metric.get_prompts())
+    corrections = {
+        name: sorted(run.prompt_corrections.get(name) or pool) if run.prompt_corrections else pool
+        for name in names
+    }
+    agreeing = [p for p in run.split.train if run.evidence[p].kind == "agree"]
+    return DistillView(
+        run.state.seed, corrections, agreeing, run.evidence, run.labels, run.folds, run.sample_facts
     )
 
 

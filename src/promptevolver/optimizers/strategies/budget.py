@@ -39,6 +39,7 @@ __all__ = [
     "check_upfront",
     "after_seed",
     "calibrate_reserve",
+    "reserve_verification",
     "judge_call_spend",
     "price_of",
 ]
@@ -306,6 +307,15 @@ def after_seed(run: SearchRun, seed: Candidate) -> None:
             f"{per_call.tokens // calls} tokens (${per_call.cost_usd / calls:.6f}) each "
             f"({seed.train.failures} of the seed's evaluations were refused)"
         )
+
+
+def reserve_verification(run: SearchRun) -> None:
+    """Before the distillation stage's meta calls: hold back what the verification stage needs
+    at least — the seed and one rung judged on the held-out samples — from the estimated spend of
+    a judge call (:func:`judge_call_spend`), so distillation cannot spend it."""
+    held_out = run.validation_focus.positions if run.split.regime == "held-out" else run.train
+    calls = 2 * len(held_out) * run.metric.calls_per_evaluation
+    run.meter.calibrate_reserve(calls, 1, judge_call_spend(run))
 
 
 def judge_call_spend(run: SearchRun) -> Spend:

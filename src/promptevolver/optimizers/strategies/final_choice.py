@@ -35,7 +35,15 @@ from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.strategies import selection
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "Comparison", "PairedChoice", "final_choice_rng", "held_out", "out_of_bag"]
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "Comparison",
+    "PairedChoice",
+    "final_choice_rng",
+    "held_out",
+    "out_of_bag",
+    "paired",
+]
 
 #: Stream of the final choice's bootstrap, apart from the search's generator (see final_choice_rng).
 FINAL_CHOICE_STREAM = 0xF1A1
@@ -95,7 +103,7 @@ class PairedChoice:
             if c.is_seed:
                 continue
             mine, theirs, mask, weights = compare(c)
-            delta, p = _paired(mine, theirs, mask, weights, rng)
+            delta, p = paired(mine, theirs, mask, weights, rng)
             eligible = delta is not None and mine.coverage >= self.min_coverage
             coverage = round(mine.coverage, 6)
             rows.append(
@@ -154,7 +162,7 @@ def out_of_bag(seed: Candidate, train: Sequence[int]) -> Comparison:
     return compare
 
 
-def _paired(
+def paired(
     candidate: Score, seed: Score, mask: np.ndarray, weights: np.ndarray, rng: np.random.Generator
 ) -> tuple[float | None, float]:
     """(Δ, p): weighted mean difference of per-sample quality on the samples within ``mask`` both
