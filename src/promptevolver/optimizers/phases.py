@@ -29,6 +29,7 @@ from promptevolver.optimizers.strategies.final_choice import (
     final_choice_rng,
     held_out,
     out_of_bag,
+    paired,
 )
 from promptevolver.optimizers.strategies.racing import Race
 
@@ -216,8 +217,14 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     choice = PairedChoice(
         finalists=max(1, len(field) - 1), confidence=run.config.confidence, min_coverage=run.min_coverage
     )
-    best = choice.choose(field, compare, final_choice_rng(run.config.random_seed))
-    run.final_choice = {"regime": run.split.regime, "stage": "verify", **choice.report}
+    rng = final_choice_rng(run.config.random_seed)
+    best = choice.choose(field, compare, rng)
+    report = dict(choice.report)
+    higher = _higher_rung(run, best, field, report, compare, rng)
+    if higher is not None:
+        best, report["chosen"] = higher[0], higher[0].id
+        report["why"] = higher[1]
+    run.final_choice = {"regime": run.split.regime, "stage": "verify", **report}
     run.state.stages["verify"] = _stage_report(
         run,
         before,
@@ -231,17 +238,14 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     return best
 
 
-#: The verified rung must fix at least this share of the held-out verdict corrections (samples
-#: where the recorded judge disagreed with the human) for the search to be left out.
-FIXED_SHARE = 0.5
-
-
 def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
-    auto`` it runs when the held-out evidence says the ladder left room — no rung beat the seed
-    while the train part has corrections, or the verified rung still gets wrong more than half of
-    the held-out samples where the recorded judge disagreed with the human — and the budget can
-    pay for its start and one generation."""
+    auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
+    seed on held-out samples while the train part has corrections, or a ladder stopped (its
+    rounds or the budget ran out) before every correction had been shown — and when the budget
+    can pay for its start and one generation. A ladder that showed every correction and stopped
+    teaching general lessons has used what the corrections say: the search would pay judge calls
+    to rediscover it (its failures left are one-sample lessons and noise)."""
     if run.config.strategy != "auto":
         return False, f"strategy {run.config.strategy}: no search"
     if run.config.generations == 0 or run.config.population_size == 1:
@@ -249,19 +253,71 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     if not run.evidence_pool:
         return False, "no correction in the train part: nothing for a search to learn"
     fixed, total = _held_out_fixes(run, verified)
+    shown = {p for c in run.state.candidates if c.operator == "distill" for p in c.seen}
+    unshown = [p for p in run.evidence_pool if p not in shown]
+    stops = run.state.stages.get("distill", {}).get("stop", {})
     if verified.is_seed:
         why = "no rung of the ladder beat the seed on held-out samples"
-    elif total and fixed < FIXED_SHARE * total:
-        why = f"the verified rung fixes {fixed} of the {total} held-out verdict corrections"
+    elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
+        why = f"the distillation stopped with {len(unshown)} corrections not shown yet"
     else:
-        return (
-            False,
-            f"not warranted: the verified rung beat the seed and fixes {fixed} of {total} held-out "
-            "verdict corrections",
+        return False, (
+            f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
+            "corrections) and the distillation used every correction"
         )
     if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
         return False, f"warranted ({why}) but the budget cannot pay for it"
     return True, why
+
+
+def _higher_rung(
+    run: SearchRun,
+    best: Candidate,
+    field: Sequence[Candidate],
+    report: dict[str, Any],
+    compare: Any,
+    rng: np.random.Generator,
+) -> tuple[Candidate, str] | None:
+    """The ladder's rule for nested candidates: a higher rung above the chosen one (it holds
+    every lesson of the chosen rung and more, each learnt from corrections) replaces it when it
+    too beats the seed with the required probability and the held-out samples do not say, with
+    that probability, that the chosen rung is better than it — the extra lessons are kept unless
+    the evidence says they hurt. None when no such rung exists."""
+    if best.is_seed or best.operator != "distill":
+        return None
+    rows = {row["id"]: row for row in report.get("finalists", [])}
+    ok = [
+        c
+        for c in field
+        if _descends(run, c, best)
+        and rows.get(c.id, {}).get("eligible")
+        and (rows[c.id]["delta"] or 0) > 0
+        and rows[c.id]["p_better"] >= run.config.confidence
+    ]
+    if not ok:
+        return None
+    top = max(ok, key=lambda c: c.id)
+    mine, _, mask, weights = compare(best)
+    theirs, _, mask_top, _ = compare(top)
+    delta, p = paired(mine, theirs, mask & mask_top, weights, rng)
+    if delta is not None and p >= run.config.confidence:
+        return None
+    return top, (
+        f"a higher rung of the ladder than candidate {best.id}: it beats the seed on validation by "
+        f"{rows[top.id]['delta']:+.3f} with probability {rows[top.id]['p_better']:.2f}, and candidate "
+        f"{best.id} is not better than it with probability {run.config.confidence:g} "
+        f"({p:.2f}): its extra lessons are kept"
+    )
+
+
+def _descends(run: SearchRun, c: Candidate, ancestor: Candidate) -> bool:
+    """Whether ``c`` is a later rung of ``ancestor``'s ladder (its parents lead to it)."""
+    seen = 0
+    while c.parents and seen < len(run.state.candidates):
+        c, seen = run.state.candidates[c.parents[0]], seen + 1
+        if c.id == ancestor.id:
+            return True
+    return False
 
 
 def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:

@@ -50,7 +50,7 @@ class Race:
         ValueError: an argument out of range.
     """
 
-    def __init__(self, *, looks: int = 4, alpha: float = 0.05) -> None:
+    def __init__(self, *, looks: int = 4, alpha: float = 0.1) -> None:
         if looks < 1:
             raise ValueError(f"looks must be >= 1, got {looks}")
         if not 0.0 <= alpha < 0.5:
