@@ -179,51 +179,45 @@ async def distill(run: SearchRun) -> list[Candidate]:
 
 
 async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
-    """Stage 2: the seed and ``candidates`` judged on held-out samples, racing (validation; out of
-    bag, each candidate on the samples its lineage never learned from), then the paired final
-    choice against the seed. Returns the verified choice (the seed when nothing beat it).
+    """Stage 2: the seed and the ladder judged on held-out samples (validation; out of bag, each
+    candidate on the samples its lineage never learned from), then the paired final choice
+    against the seed. Returns the verified choice (the seed when nothing beat it).
+
+    Top first: the seed and each ladder's top rung (every general lesson it learned) are judged
+    first; when a top rung beats the seed the lower rungs are never judged (their lessons are a
+    subset). Otherwise the lower rungs race (:mod:`.strategies.racing`; the seed and the top rungs
+    are never dropped) and the choice is made among all of them, a higher rung kept unless the
+    held-out samples say its extra lessons hurt. ``result.json``'s ``racing`` says what was
+    judged and the judge calls saved.
 
     Raises:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
     started, before = time.perf_counter(), run.usage()
     seed = run.state.seed
-    field = [seed, *candidates]
+    tops = [c for c in candidates if not any(o.parents == (c.id,) for o in candidates)]
+    lower = [c for c in candidates if c not in tops]
     run.begin_step("the verification on held-out samples", count_parse=True)
     run.meter.release_reserve()
-    if run.split.regime == "held-out":
-        focus = run.validation_focus
-        weights = focus.weight_array(focus.positions)
+    n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
+    per_rung = n_eval * run.metric.calls_per_evaluation
+    field = await _held_out(run, [seed, *tops], keep=())
+    best, report = _choose(run, field)
+    run.state.race = {
+        "rule": "top first: the seed and the top rung of each ladder",
+        "dropped": [],
+        "saved_judge_calls": 0,
+        "lower_rungs": "none",
+    }
+    if lower and (best.is_seed or best not in tops):
         race = Race(looks=4 if run.config.racing else 1)
-
-        async def judge(cands: Sequence[Candidate], positions: Sequence[int]) -> list[Any]:
-            return await run.judge(cands, positions, "validation")
-
-        rng = np.random.default_rng((run.config.random_seed, RACE_STREAM))
-        field = await race.run(
-            field, focus.positions, weights, judge, rng, calls_per_evaluation=run.metric.calls_per_evaluation
-        )
-        await run.judge_validation(field)  # whole scores, from the race's judgements (no call)
-        compare = held_out(seed, weights)
-        run.state.race = race.report
-    else:
-        await run.judge_train(field)
-        compare = out_of_bag(seed, run.train)
-        run.state.race = {
-            "rule": "out of bag: every candidate judged on its own unseen fold",
-            "saved_judge_calls": 0,
-        }
+        field = await _held_out(run, [seed, *tops, *lower], keep={c.id for c in (seed, *tops)}, race=race)
+        best, report = _choose(run, field)
+        run.state.race = {**race.report, "lower_rungs": "raced: no top rung beat the seed"}
+    elif lower:
+        run.state.race["saved_judge_calls"] = len(lower) * per_rung
+        run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
     run.end_step()
-    choice = PairedChoice(
-        finalists=max(1, len(field) - 1), confidence=run.config.confidence, min_coverage=run.min_coverage
-    )
-    rng = final_choice_rng(run.config.random_seed)
-    best = choice.choose(field, compare, rng)
-    report = dict(choice.report)
-    higher = _higher_rung(run, best, field, report, compare, rng)
-    if higher is not None:
-        best, report["chosen"] = higher[0], higher[0].id
-        report["why"] = higher[1]
     run.final_choice = {"regime": run.split.regime, "stage": "verify", **report}
     run.state.stages["verify"] = _stage_report(
         run,
@@ -238,36 +232,54 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     return best
 
 
-def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
-    """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
-    auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
-    seed on held-out samples while the train part has corrections, or a ladder stopped (its
-    rounds or the budget ran out) before every correction had been shown — and when the budget
-    can pay for its start and one generation. A ladder that showed every correction and stopped
-    teaching general lessons has used what the corrections say: the search would pay judge calls
-    to rediscover it (its failures left are one-sample lessons and noise)."""
-    if run.config.strategy != "auto":
-        return False, f"strategy {run.config.strategy}: no search"
-    if run.config.generations == 0 or run.config.population_size == 1:
-        return False, "generations 0 or population_size 1: no search"
-    if not run.evidence_pool:
-        return False, "no correction in the train part: nothing for a search to learn"
-    fixed, total = _held_out_fixes(run, verified)
-    shown = {p for c in run.state.candidates if c.operator == "distill" for p in c.seen}
-    unshown = [p for p in run.evidence_pool if p not in shown]
-    stops = run.state.stages.get("distill", {}).get("stop", {})
-    if verified.is_seed:
-        why = "no rung of the ladder beat the seed on held-out samples"
-    elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
-        why = f"the distillation stopped with {len(unshown)} corrections not shown yet"
-    else:
-        return False, (
-            f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
-            "corrections) and the distillation used every correction"
+async def _held_out(
+    run: SearchRun, field: list[Candidate], *, keep: Any, race: Race | None = None
+) -> list[Candidate]:
+    """Judge ``field`` on its held-out samples (racing with ``race`` when given, never dropping
+    the ids in ``keep``); returns those judged on all of them, with their scores set."""
+    if run.split.regime != "held-out":
+        await run.judge_train(field)
+        return field
+    focus = run.validation_focus
+    if race is not None:
+        weights = focus.weight_array(focus.positions)
+
+        async def judge(cands: Sequence[Candidate], positions: Sequence[int]) -> list[Any]:
+            return await run.judge(cands, positions, "validation")
+
+        rng = np.random.default_rng((run.config.random_seed, RACE_STREAM))
+        field = await race.run(
+            field,
+            focus.positions,
+            weights,
+            judge,
+            rng,
+            keep=keep,
+            calls_per_evaluation=run.metric.calls_per_evaluation,
         )
-    if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
-        return False, f"warranted ({why}) but the budget cannot pay for it"
-    return True, why
+    await run.judge_validation(field)  # whole scores (from the race's judgements: no call)
+    return field
+
+
+def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
+    """The paired choice against the seed among ``field``, then the ladder's higher-rung rule."""
+    seed = run.state.seed
+    if run.split.regime == "held-out":
+        focus = run.validation_focus
+        compare = held_out(seed, focus.weight_array(focus.positions))
+    else:
+        compare = out_of_bag(seed, run.train)
+    choice = PairedChoice(
+        finalists=max(1, len(field) - 1), confidence=run.config.confidence, min_coverage=run.min_coverage
+    )
+    rng = final_choice_rng(run.config.random_seed)
+    best = choice.choose(field, compare, rng)
+    report = dict(choice.report)
+    higher = _higher_rung(run, best, field, report, compare, rng)
+    if higher is not None:
+        best, report["chosen"] = higher[0], higher[0].id
+        report["why"] = higher[1]
+    return best, report
 
 
 def _higher_rung(
@@ -318,6 +330,38 @@ def _descends(run: SearchRun, c: Candidate, ancestor: Candidate) -> bool:
         if c.id == ancestor.id:
             return True
     return False
+
+
+def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
+    """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
+    auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
+    seed on held-out samples while the train part has corrections, or a ladder stopped (its
+    rounds or the budget ran out) before every correction had been shown — and when the budget
+    can pay for its start and one generation. A ladder that showed every correction and stopped
+    teaching general lessons has used what the corrections say: the search would pay judge calls
+    to rediscover it (its failures left are one-sample lessons and noise)."""
+    if run.config.strategy != "auto":
+        return False, f"strategy {run.config.strategy}: no search"
+    if run.config.generations == 0 or run.config.population_size == 1:
+        return False, "generations 0 or population_size 1: no search"
+    if not run.evidence_pool:
+        return False, "no correction in the train part: nothing for a search to learn"
+    fixed, total = _held_out_fixes(run, verified)
+    shown = {p for c in run.state.candidates if c.operator == "distill" for p in c.seen}
+    unshown = [p for p in run.evidence_pool if p not in shown]
+    stops = run.state.stages.get("distill", {}).get("stop", {})
+    if verified.is_seed:
+        why = "no rung of the ladder beat the seed on held-out samples"
+    elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
+        why = f"the distillation stopped with {len(unshown)} corrections not shown yet"
+    else:
+        return False, (
+            f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
+            "corrections) and the distillation used every correction"
+        )
+    if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
+        return False, f"warranted ({why}) but the budget cannot pay for it"
+    return True, why
 
 
 def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:

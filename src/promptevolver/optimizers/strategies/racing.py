@@ -23,7 +23,7 @@ judge calls saved (the samples a dropped candidate was not judged on).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,11 +68,12 @@ class Race:
         judge: Judge,
         rng: np.random.Generator,
         *,
+        keep: Collection[int] = (),
         calls_per_evaluation: int = 1,
     ) -> list[Candidate]:
         """Race ``candidates`` (the seed among them) on ``positions`` (``weights``: what each
-        stands for, shape ``(len(positions),)``); returns those judged on every position, in the
-        order given."""
+        stands for, shape ``(len(positions),)``); the seed and the candidates whose ids are in
+        ``keep`` are never dropped. Returns those judged on every position, in the order given."""
         order = rng.permutation(len(positions)).tolist()
         cuts = sorted({max(1, round(len(order) * (k + 1) / self.looks)) for k in range(self.looks)})
         alive = list(candidates)
@@ -87,7 +88,7 @@ class Race:
             w = weights[idx]
             leader = max(alive, key=lambda c: (_mean(scores[c.id], w), c.is_seed, -c.length, -c.id))
             for c in list(alive):
-                if c.is_seed or c is leader:
+                if c.is_seed or c is leader or c.id in keep:
                     continue
                 delta, p = paired(scores[c.id], scores[leader.id], np.ones(len(idx), dtype=bool), w, rng)
                 if delta is not None and p < self.alpha:
