@@ -13,7 +13,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.llm.base import LLMRequest
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
-from promptevolver.optimizers.distill import LessonPool, sample_facts
+from promptevolver.optimizers.distill import LessonPool, SampleFacts, sample_facts
 from promptevolver.optimizers.strategies.racing import Race
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
 
@@ -37,7 +37,7 @@ def _optimize(dataset, llm, **config):
 
 
 def test_lessons_worded_alike_merge_and_add_their_evidence():
-    pool = LessonPool(frozenset())
+    pool = LessonPool(SampleFacts(frozenset()))
     a = pool.add("Check every number against the reference.", [3, 4], 1, None)
     b = pool.add("check every number against the reference", [4, 9], 1, None)
     c = pool.add("Informal wording is acceptable.", [1], 1, None)
@@ -47,7 +47,7 @@ def test_lessons_worded_alike_merge_and_add_their_evidence():
 
 
 def test_lessons_sharing_a_template_but_not_a_criterion_stay_apart():
-    pool = LessonPool(frozenset())
+    pool = LessonPool(SampleFacts(frozenset()))
     template = "Tell the judge explicitly to check for {}; the expected verdicts hinge on it."
     first = pool.add(template.format("wrong dates"), [], 1, None)
     second = pool.add(template.format("casual wording"), [], 1, None)
@@ -55,7 +55,7 @@ def test_lessons_sharing_a_template_but_not_a_criterion_stay_apart():
 
 
 def test_a_lesson_only_one_correction_carries_goes_last():
-    pool = LessonPool(frozenset())
+    pool = LessonPool(SampleFacts(frozenset()))
     single = pool.add("A", [1], 1, None)
     double = pool.add("Bee rule here", [2, 3], 2, None)
     assert pool.ranked([single, double]) == [double, single]
@@ -65,13 +65,16 @@ def test_sample_facts_are_names_and_numbers_only_one_sample_holds():
     texts = [
         ["The orchid Vinwynnim was described in 1667.", "the answer is informal"],
         ["The crater Zorqualum is informal about its 12 facts."],
-        ["Another crater, 12 of them."],
+        ["Another crater, 12 of them: the answer is informal too."],
     ]
     facts = sample_facts(texts)
-    assert {"vinwynnim", "1667", "zorqualum"} <= facts
-    assert "informal" not in facts and "crater" not in facts and "12" not in facts
+    assert {"vinwynnim", "1667", "zorqualum"} <= facts.words
+    assert not {"informal", "crater", "12"} & facts.words
     pool = LessonPool(facts)
     assert pool.add("Special case of Vinwynnim.", [], 1, None).sample_fact
+    one, two = '"is informal about its"', '"the answer is informal"'
+    assert pool.add(f"Give verdict 0 when the response says {one}.", [], 1, None).sample_fact
+    assert not pool.add(f"Give verdict 1 when the response says {two}.", [], 1, None).sample_fact
     assert not pool.add("An informal answer is acceptable.", [], 1, None).sample_fact
 
 
@@ -150,8 +153,8 @@ def test_distillation_makes_no_judge_call_and_the_ladder_is_nested(dataset):
     assert rungs[0]["parents"] == [0]
     for lower, higher in zip(rungs, rungs[1:]):
         assert higher["parents"] == [lower["id"]]
-        criteria = [line for line in lower["instructions"][next(iter(lower["instructions"]))].splitlines() if line.startswith("- ")]
-        assert all(line in higher["instructions"][next(iter(higher["instructions"]))] for line in criteria)
+        (low,), (high,) = lower["instructions"].values(), higher["instructions"].values()
+        assert all(line in high for line in low.splitlines() if line.startswith("- "))
     assert result.stages["verify"]["judge_calls"] > 0
     assert result.stages["search"]["ran"] is False
     assert result.history == []
@@ -253,7 +256,8 @@ def test_racing_drops_a_clearly_worse_candidate_and_never_the_seed():
     ids = [c.id for c in alive]
     assert 0 in ids and 1 in ids and 2 not in ids
     assert len(judged[2]) < n
-    assert race.report["saved_judge_calls"] == n - len(judged[2]) + sum(n - len(judged[c]) for c in (3,) if c not in ids)
+    unjudged = sum(n - len(judged[c]) for c in (2, 3) if c not in ids)
+    assert race.report["saved_judge_calls"] == unjudged
 
 
 def test_one_look_is_no_racing():

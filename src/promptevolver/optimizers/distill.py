@@ -30,7 +30,7 @@ learned. A round, for each prompt of the metric:
    most ``distill_lessons`` (a lesson only one correction carries goes last, and is the first left
    out) → the next rung.
 
-The ladder stops growing when a round teaches no new general lesson (``converged``), when a rewrite
+The ladder stops growing when two rounds in a row teach no new general lesson (``converged``), when a rewrite
 is rejected (unchanged, unparseable, a failed call: ``rejected``), after ``distill_rounds``
 (``rounds``), or when the budget refuses a call (``budget``).
 """
@@ -55,11 +55,24 @@ from promptevolver.optimizers.evidence import Evidence
 from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.operators.base import Child, MetaContext, Plan
 
-__all__ = ["SAME_LESSON", "DistillView", "Distiller", "Ladder", "Lesson", "LessonPool"]
+__all__ = [
+    "SAME_LESSON",
+    "DistillView",
+    "Distiller",
+    "Ladder",
+    "Lesson",
+    "LessonPool",
+    "SampleFacts",
+    "sample_facts",
+]
 
 #: Weighted word overlap (Jaccard, words weighted by their rarity among the lessons) from which two
 #: lessons are one.
 SAME_LESSON = 0.75
+#: Rounds in a row that teach no new general lesson, every correction shown, before the ladder
+#: is taken as converged: discovery is stochastic (a model may miss a criterion one round and
+#: name it the next), so one barren round is not yet evidence that nothing is left.
+BARREN_ROUNDS = 2
 #: Agreeing samples shown beside each round's corrections, for contrast.
 CONTRAST = 4
 #: Share of the context window the packed prompt may fill (⌈characters/4⌉ undercounts some
@@ -132,10 +145,33 @@ def _words(text: str) -> list[str]:
     return [w for w in (t.lower().rstrip("s") for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP]
 
 
+_QUOTED = re.compile(r"[\"“‘']([^\"”’']{4,200})[\"”’']")
+
+
+@dataclass(frozen=True)
+class SampleFacts:
+    """What a lesson must not quote: a name or number only one sample holds (``words``,
+    lower-cased), or a quoted phrase found in the text of only one sample (``texts``: each
+    sample's strings, lower-cased and joined)."""
+
+    words: frozenset[str]
+    texts: tuple[str, ...] = ()
+
+    def quoted_in(self, lesson: str) -> bool:
+        """Whether ``lesson`` quotes a name, number or phrase only one sample holds."""
+        if any(w.lower() in self.words for w in _WORD.findall(lesson)):
+            return True
+        for phrase in _QUOTED.findall(lesson):
+            needle = " ".join(phrase.lower().split())
+            if len(needle.split()) >= 2 and sum(needle in t for t in self.texts) == 1:
+                return True
+        return False
+
+
 class LessonPool:
     """The lessons of one ladder, merged by evidence (see the module docstring)."""
 
-    def __init__(self, facts: frozenset[str]) -> None:
+    def __init__(self, facts: SampleFacts) -> None:
         self.lessons: list[Lesson] = []
         self._facts = facts
 
@@ -147,7 +183,7 @@ class LessonPool:
             same.explains.update(cited)
             same.calls += 1
             return same
-        fact = any(w in self._facts for w in (t.lower() for t in _WORD.findall(text)))
+        fact = self._facts.quoted_in(text)
         lesson = Lesson(text, set(cited), 1, round_, fold, fact)
         self.lessons.append(lesson)
         return lesson
@@ -177,10 +213,10 @@ class LessonPool:
         return sorted(lessons, key=lambda x: (-x.evidence, x.first_round, order[id(x)]))
 
 
-def sample_facts(texts: Sequence[Sequence[str]]) -> frozenset[str]:
-    """Lower-cased words that only one sample holds and that are a name or a number there
-    (capitalised, or with a digit): the words a lesson must not quote. ``texts``: each sample's
-    strings (its inputs and reasons)."""
+def sample_facts(texts: Sequence[Sequence[str]]) -> SampleFacts:
+    """What a lesson must not quote (:class:`SampleFacts`): the lower-cased words that only one
+    sample holds and that are a name or a number there (capitalised, or with a digit), and every
+    sample's text for quoted phrases. ``texts``: each sample's strings (its inputs and reasons)."""
     df: Counter[str] = Counter()
     shaped: set[str] = set()
     for strings in texts:
@@ -192,7 +228,8 @@ def sample_facts(texts: Sequence[Sequence[str]]) -> frozenset[str]:
                 if len(t) > 2 and (t[0].isupper() or any(c.isdigit() for c in t)):
                     shaped.add(low)
         df.update(words)
-    return frozenset(w for w in shaped if df[w] == 1 and len(w) > 2)
+    words = frozenset(w for w in shaped if df[w] == 1 and len(w) > 2)
+    return SampleFacts(words, tuple(" ".join(" ".join(strings).lower().split()) for strings in texts))
 
 
 @dataclass(frozen=True)
@@ -207,7 +244,7 @@ class DistillView:
         evidence: the evidence at each usable position (its recorded judge output, its kind).
         labels: human label per position.
         folds: out-of-bag runs: position → fold; empty otherwise (one ladder).
-        facts: words a lesson must not quote (:func:`sample_facts`).
+        facts: what a lesson must not quote (:func:`sample_facts`).
     """
 
     seed: Candidate
@@ -216,7 +253,7 @@ class DistillView:
     evidence: Mapping[int, Evidence]
     labels: Sequence[float | None]
     folds: Mapping[int, int]
-    facts: frozenset[str]
+    facts: SampleFacts
 
     @property
     def fold_ids(self) -> list[int | None]:
@@ -297,7 +334,7 @@ class Distiller:
         ladder = Ladder(fold, pool=LessonPool(view.facts))
         pool = ladder.pool
         assert pool is not None
-        current, offset = dict(view.seed.instructions), 0
+        current, offset, barren = dict(view.seed.instructions), 0, 0
         window = context_window(ctx.llm)
         longest = max((len(o) for o in orders.values()), default=0)
         for round_ in range(1, self.rounds + 1):
@@ -351,6 +388,7 @@ class Distiller:
                     x.applied_round = round_
                 applied += chosen
             offset += self.sample_size
+            barren = 0 if applied else barren + 1
             if applied:
                 plan = Plan(
                     "distill",
@@ -361,7 +399,7 @@ class Distiller:
                 )
                 ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
                 current = instructions
-            elif offset >= longest:  # every correction was shown and taught nothing new
+            elif offset >= longest and barren >= BARREN_ROUNDS:  # every correction shown, nothing new
                 ladder.stop = "converged"
                 return ladder
         ladder.stop = "rounds"

@@ -32,7 +32,7 @@ from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
-from promptevolver.optimizers.distill import sample_facts
+from promptevolver.optimizers.distill import SampleFacts, sample_facts
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.evidence import classify
 from promptevolver.optimizers.focus import make_focus
@@ -159,8 +159,8 @@ class SearchRun:
         return [p for p in self.split.train if self.evidence[p].kind != "agree"]
 
     @functools.cached_property
-    def sample_facts(self) -> frozenset[str]:
-        """Words a lesson must not quote: names and numbers only one sample holds
+    def sample_facts(self) -> SampleFacts:
+        """What a lesson must not quote: names, numbers and phrases only one sample holds
         (:func:`~promptevolver.optimizers.distill.sample_facts`), computed once."""
         return sample_facts([_texts(s) for s in self.dataset.samples])
 
