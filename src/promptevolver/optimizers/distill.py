@@ -220,7 +220,7 @@ def sample_facts(texts: Sequence[Sequence[str]]) -> SampleFacts:
     df: Counter[str] = Counter()
     shaped: set[str] = set()
     for strings in texts:
-        words = set()
+        words: set[str] = set()
         for s in strings:
             for t in _WORD.findall(s):
                 low = t.lower()
@@ -228,8 +228,8 @@ def sample_facts(texts: Sequence[Sequence[str]]) -> SampleFacts:
                 if len(t) > 2 and (t[0].isupper() or any(c.isdigit() for c in t)):
                     shaped.add(low)
         df.update(words)
-    words = frozenset(w for w in shaped if df[w] == 1 and len(w) > 2)
-    return SampleFacts(words, tuple(" ".join(" ".join(strings).lower().split()) for strings in texts))
+    facts = frozenset(w for w in shaped if df[w] == 1 and len(w) > 2)
+    return SampleFacts(facts, tuple(" ".join(" ".join(strings).lower().split()) for strings in texts))
 
 
 @dataclass(frozen=True)
