@@ -17,6 +17,7 @@ import numpy as np
 
 from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.llm.base import Usage
+from promptevolver.llm.concurrency import waves
 from promptevolver.optimizers import adoption, history, views
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.distill import Distiller
@@ -385,6 +386,7 @@ async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
     train fitness), recorded as generation 0; the generation loop follows."""
     started = time.perf_counter()
     run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
+    run.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
     run.begin_step("the search's first population", count_parse=True)
@@ -402,10 +404,9 @@ def end_search(run: SearchRun) -> None:
         return
     before = Usage(**stage.pop("_before"))
     started = stage.pop("_started")
-    run.state.stages["search"] = {
-        **stage,
-        **_stage_report(run, before, started, produced=[c.id for c in run.state.population]),
-    }
+    report = _stage_report(run, before, started, produced=[c.id for c in run.state.population])
+    report["waves"] = sum(h.get("waves", 0) for h in run.state.history)
+    run.state.stages["search"] = {**stage, **report}
 
 
 def finish_verified(
@@ -421,8 +422,11 @@ def finish_verified(
 
 
 def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -> dict[str, Any]:
+    """A stage's calls, tokens, seconds and ``waves`` (its longest chain of calls that waited for
+    one another: wall time ≈ waves × latency, the stage's dependent-call floor)."""
     used = run.usage() - before
     return {
+        "waves": waves(run.limit.take_intervals()),
         "judge_calls": used.judge_calls,
         "meta_calls": used.meta_calls,
         "prompt_tokens": used.prompt_tokens,
