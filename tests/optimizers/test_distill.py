@@ -276,3 +276,32 @@ def test_one_look_is_no_racing():
 def test_race_refuses_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         Race(**kwargs)
+
+
+def test_the_search_never_applies_a_sample_fact():
+    """Under the pipeline a mutation's feedback item quoting a name only one sample holds is
+    dropped before the rewrite (genetic keeps its old behaviour)."""
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+    originals = [int(s.prompts[PROMPT].prompt_output["verdict"]) for s in ds]
+    rewrites: list[str] = []
+
+    def judge(instruction: str, i: int) -> int:
+        return labels[i] if "mutated" in instruction else originals[i]
+
+    def writer(request: LLMRequest) -> str:
+        distilling = request.sample_index < 1_000_000
+        if request.operation == "feedback":
+            items = ["Check the Zyxwvut fact", "be stricter"] if not distilling else ["careful"]
+            return json.dumps({"feedback": items})
+        if not distilling:
+            rewrites.append(request.messages[-1].content)
+        word = "careful" if distilling else "mutated"
+        return json.dumps({"instruction": f"{word} {request.sample_index}"})
+
+    samples = [s.model_dump() for s in ds]
+    samples[3]["metric_input"]["response"] = "answer 3 about Zyxwvut"
+    ds = type(ds).model_validate({"name": ds.name, "samples": samples})
+    _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=1)
+    assert rewrites and not any("Zyxwvut" in text for text in rewrites)
+    assert all("be stricter" in text for text in rewrites)

@@ -53,7 +53,8 @@ def meta_context(run: SearchRun, parents: Sequence[Candidate] = ()) -> MetaConte
     """The reflection client, metric, data and config a meta call needs, with what the judge
     answered under each parent's instructions (:func:`judge_outputs`)."""
     judged = {c.id: judge_outputs(run, c) for c in parents}
-    return MetaContext(run.reflection_llm, run.metric, run.dataset, run.labels, run.config, judged)
+    facts = None if run.config.strategy == "genetic" else run.sample_facts
+    return MetaContext(run.reflection_llm, run.metric, run.dataset, run.labels, run.config, judged, facts)
 
 
 def judge_outputs(run: SearchRun, candidate: Candidate) -> dict[int, dict[str, Any]]:
