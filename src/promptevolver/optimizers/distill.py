@@ -275,6 +275,8 @@ class Ladder:
     stop: str = "rounds"
     calls: int = 0
     context_splits: int = 0
+    #: Every correction a lessons call was shown, barren rounds included.
+    shown: set[int] = field(default_factory=set)
 
 
 class Distiller:
@@ -354,6 +356,7 @@ class Distiller:
                 )
                 slot += 64 * (len(batches) + 1)
                 shown += [p for b in batches for p in b]
+                ladder.shown.update(shown)
                 contrast += extra
                 chosen = pool.ranked([x for x in taught if not x.sample_fact and x.applied_round is None])
                 chosen = chosen[: self.lessons]

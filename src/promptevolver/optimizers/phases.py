@@ -172,6 +172,8 @@ async def distill(run: SearchRun) -> list[Candidate]:
         produced=[c.id for c in rungs],
         stop={str(ladder.fold) if ladder.fold is not None else "all": ladder.stop for ladder in ladders},
         context_splits=sum(ladder.context_splits for ladder in ladders),
+        corrections=len(run.evidence_pool),
+        unshown=len(set(run.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
         lessons=len(run.state.lessons),
         sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
     )
@@ -348,13 +350,12 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     if not run.evidence_pool:
         return False, "no correction in the train part: nothing for a search to learn"
     fixed, total = _held_out_fixes(run, verified)
-    shown = {p for c in run.state.candidates if c.operator == "distill" for p in c.seen}
-    unshown = [p for p in run.evidence_pool if p not in shown]
-    stops = run.state.stages.get("distill", {}).get("stop", {})
+    stage = run.state.stages.get("distill", {})
+    unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
     if verified.is_seed:
         why = "no rung of the ladder beat the seed on held-out samples"
     elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
-        why = f"the distillation stopped with {len(unshown)} corrections not shown yet"
+        why = f"the distillation stopped with {unshown} corrections not shown yet"
     else:
         return False, (
             f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "

@@ -62,8 +62,11 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
 * *Verification*, top first: the seed and each ladder's top rung on the held-out samples
   (``(1 + L) · n_eval · J``); the lower rungs are raced only when no top rung beats the seed
   (not in the expectation; in ``max_calls``).
-* *Search*: expected not to run (it runs when the distillation did not help or left corrections
-  unshown); ``max_calls`` counts it as if it ran.
+* *Search*: expected to run only when a ladder has more corrections than its rounds can show
+  (``c > D · distill_sample_size``): then the seed and the verified rung on train and about one
+  generation whose offspring are screened on a minibatch (``O · m · J`` judge calls); it also
+  runs when no rung beats the seed, which the model does not foresee.
+  ``max_calls`` counts it as if it ran.
 
 Limits: the model knows how much there is to learn, not how hard it is, so a run can stop
 earlier or later than expected; :attr:`Estimate.max_calls` bounds a run that never stops early.
@@ -373,10 +376,20 @@ class _Plan:
         meta = self.ladders * self.prompts * (rounds * batches + taught) if self.shown() else 0
         n_eval = self.n_val or self.n_train
         rungs = self.ladders if taught else 0
+        search = {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0}
+        unshown = self.corrections / self.ladders - self.cfg.distill_rounds * self.cfg.distill_sample_size
+        if self.cfg.strategy == "auto" and unshown > 0:
+            # corrections left unshown when the rounds ran out: the search runs, from the seed and
+            # the verified rung judged on train, for about one generation whose offspring are
+            # screened on a minibatch (after a verified rung few pass)
+            first = self.generation(1, self.wrong_after(0))
+            plans = offspring_count(self.cfg, self.n_train)
+            search["judge_calls"] = float((2 * self.n_train + plans * self.minibatch) * self.judges)
+            search["meta_calls"] = first["meta_calls"]
         return [
             {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
             {"phase": "verify", "judge_calls": float((1 + rungs) * n_eval * self.judges), "meta_calls": 0.0},
-            {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0},
+            search,
         ]
 
     def phases(self) -> list[dict[str, Any]]:
