@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,8 @@ class OptimizationResult(Mapping[str, str]):
             explains), ``explains`` (their positions), ``first_round``, ``applied_round``,
             ``sample_fact``.
         racing: the verification's race (rule, looks, dropped candidates, ``saved_judge_calls``).
+        stage_seconds: wall-clock seconds of each stage (kept apart from ``stages``, like
+            ``duration_s``, so that the same seed gives the same result but for timings).
         config, random_seed, duration_s (seconds, wall clock).
     """
 
@@ -71,6 +73,7 @@ class OptimizationResult(Mapping[str, str]):
     stages: dict[str, Any] = field(default_factory=dict)
     lessons: list[dict[str, Any]] = field(default_factory=list)
     racing: dict[str, Any] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
 
     def __getitem__(self, key: str) -> str:
         return self.best_instructions[key]
@@ -122,6 +125,7 @@ class OptimizationResult(Mapping[str, str]):
             "config": self.config,
             "random_seed": self.random_seed,
             "duration_s": round(self.duration_s, 3),
+            "stage_seconds": self.stage_seconds,
         }
 
     def to_json(self, path: str | Path) -> None:
@@ -132,6 +136,17 @@ class OptimizationResult(Mapping[str, str]):
             OSError: the file cannot be written (an existing one is left intact).
         """
         write_result(path, self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OptimizationResult:
+        """The result from its :meth:`to_dict` form (a parsed result.json): the derived keys
+        (``strategy``, ``produced_by``) and ``format_version`` are recomputed, not read.
+
+        Raises:
+            TypeError: a required field is missing.
+        """
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
     @classmethod
     def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:
@@ -162,7 +177,8 @@ class OptimizationResult(Mapping[str, str]):
             config=run.config.model_dump(),
             random_seed=run.config.random_seed,
             duration_s=run.elapsed(),
-            stages=state.stages,
+            stages={k: {a: b for a, b in v.items() if a != "seconds"} for k, v in state.stages.items()},
             lessons=state.lessons,
             racing=state.race,
+            stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
         )

@@ -531,7 +531,7 @@ def _pipeline(facts: RunFacts) -> Section | None:
                 str(st.get("judge_calls", 0)),
                 str(st.get("meta_calls", 0)),
                 f"{tokens:,}",
-                f"{st.get('seconds', 0):.1f}",
+                f"{(result.get('stage_seconds') or {}).get(name, 0):.1f}",
             ]
         )
     search = stages.get("search") or {}
