@@ -150,6 +150,7 @@ async def distill(run: SearchRun) -> list[Candidate]:
         sample_size=cfg.distill_sample_size,
         max_calls=cfg.distill_max_calls,
     )
+    run.events.emit("stage_start", 0, stage="distill")
     run.begin_step("the distillation stage")
     ladders = await distiller.climb(
         views.distill_view(run), views.meta_context(run, [seed]), run.state.rng, run.state.slots
