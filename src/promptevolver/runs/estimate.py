@@ -64,8 +64,9 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
   (not in the expectation; in ``max_calls``).
 * *Search*: expected to run only when a ladder has more corrections than its rounds can show
   (``c > D · distill_sample_size``): then the seed and the verified rung on train and about one
-  generation whose offspring are screened on a minibatch (``O · m · J`` judge calls); it also
-  runs when no rung beats the seed, which the model does not foresee.
+  generation whose offspring are screened on a minibatch (``O · m · J`` judge calls). It also runs
+  when no rung beats the seed, which the model cannot foresee (measured on the bundled configs:
+  2 of 23 pinned runs, both of the two-prompt faithfulness config, whose runs then cost 3×).
   ``max_calls`` counts it as if it ran.
 
 Limits: the model knows how much there is to learn, not how hard it is, so a run can stop
@@ -378,7 +379,8 @@ class _Plan:
         rungs = self.ladders if taught else 0
         search = {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0}
         unshown = self.corrections / self.ladders - self.cfg.distill_rounds * self.cfg.distill_sample_size
-        if self.cfg.strategy == "auto" and unshown > 0:
+        searches = self.cfg.strategy == "auto" and self.cfg.generations > 0 and self.cfg.population_size > 1
+        if searches and unshown > 0:
             # corrections left unshown when the rounds ran out: the search runs, from the seed and
             # the verified rung judged on train, for about one generation whose offspring are
             # screened on a minibatch (after a verified rung few pass)
