@@ -160,8 +160,17 @@ def test_set_values_are_yaml_typed(tmp_path):
 @pytest.mark.parametrize(
     ("override", "named"),
     [
-        ("optimizer.generationz=5", "'generationz'"),
-        ("optimiser.generations=5", "'optimiser'"),
+        ("optimizer.generationz=5", "'generationz' in optimizer; did you mean 'generations'?"),
+        ("optimiser.generations=5", "'optimiser' in the config; did you mean 'optimizer'?"),
+        (
+            "optimizer.random_seed=5",
+            "random_seed: set it at the top level (random_seed), not under optimizer",
+        ),
+        ("optimizer.budget={max_calls: 9}", "budget: set it at the top level (budget), not under optimizer"),
+        (
+            "optimizer.max_concurrency=2",
+            "max_concurrency: set it as llm.max_concurrency, not under optimizer",
+        ),
         ("optimizer.generations.x=5", "optimizer.generations has no sub-keys"),
         ("optimizer.generations", "KEY.PATH=VALUE"),
         ("optimizer.generations=[", "not valid YAML"),
@@ -171,6 +180,15 @@ def test_bad_set_is_a_usage_error_naming_the_key(override, named, capsys):
     assert main(["estimate", str(AC_CONFIG), "--set", override]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert named in line
+
+
+def test_the_key_list_offers_only_keys_the_config_takes_there(capsys):
+    """optimizer's list offered random_seed, budget and max_concurrency, then refused them."""
+    assert main(["estimate", str(AC_CONFIG), "--set", "optimizer.zzz=5"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    offered = line.split("keys: ", 1)[1]
+    assert "'generations'" in offered and "did you mean" not in line
+    assert not any(f"'{k}'" in offered for k in ("random_seed", "budget", "max_concurrency"))
 
 
 def test_set_value_out_of_range_fails_naming_the_key_path(capsys):
@@ -333,7 +351,7 @@ def test_report_regenerates_the_files(run, capsys):
 
 def test_report_of_a_directory_without_a_run_fails_with_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 1
-    assert "result.json: not found" in _one_error_line(capsys.readouterr().err)
+    assert "not a run directory (no result.json in it)" in _one_error_line(capsys.readouterr().err)
 
 
 def test_bench_runs_a_config_and_prints_the_summary(tmp_path, capsys):

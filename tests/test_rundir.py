@@ -125,8 +125,14 @@ def test_a_broken_result_is_one_clear_error_naming_the_file(tmp_path, content, e
 
 
 def test_a_missing_result_says_whether_the_run_can_be_resumed(tmp_path):
-    with pytest.raises(RunDirError, match=r"result.json: not found \(is .* a run directory\?\)"):
+    with pytest.raises(RunDirError, match=r"not a run directory \(no result.json in it\)"):
         rundir.read_result(tmp_path)
+    missing = tmp_path / "runs" / "nothere"  # 'report runs/nothere' said "(is runs a run directory?)"
+    with pytest.raises(
+        RunDirError, match=r"nothere: not found \(a run directory holds the result.json"
+    ) as exc:
+        rundir.read_result(missing)
+    assert str(exc.value).startswith(f"{missing}: ")
     (tmp_path / rundir.CHECKPOINT_FILE).write_text("{}")
     with pytest.raises(RunDirError, match=f"did not finish .*--resume {tmp_path}"):
         rundir.read_result(tmp_path)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from promptevolver.judge.statements import StatementSupport
     from promptevolver.optimizers.genetic import GeneticOptimizer
     from promptevolver.optimizers.result import OptimizationResult
+    from promptevolver.runs.suggest import Suggestion, Suggestions, suggest
 
 __version__ = "0.2.0"
 
@@ -73,6 +74,9 @@ _EXPORTS = {
     "JudgeEnsemble": "promptevolver.judge.ensemble",
     "GeneticOptimizer": "promptevolver.optimizers.genetic",
     "OptimizationResult": "promptevolver.optimizers.result",
+    "Suggestion": "promptevolver.runs.suggest",
+    "Suggestions": "promptevolver.runs.suggest",
+    "suggest": "promptevolver.runs.suggest",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
@@ -103,8 +107,11 @@ __all__ = [
     "SingleMetricAnnotation",
     "SingleTurnSample",
     "StatementSupport",
+    "Suggestion",
+    "Suggestions",
     "UnusableSamplesWarning",
     "__version__",
+    "suggest",
 ]
 
 _legacy.install()

@@ -1,4 +1,4 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest``.
 
 Conventions (every command):
 
@@ -69,6 +69,15 @@ no LLM is called; see promptevolver.runs.estimate for the model behind the figur
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
   promptevolver bench configs/answer_correctness.yaml configs/helpfulness.yaml -o bench/latest""",
+    "suggest": """examples:
+  promptevolver suggest runs/ac --pool traces.jsonl -n 20 --out to_annotate.jsonl
+  promptevolver suggest runs/ac --pool export.json -n 10 --max-calls 300
+  promptevolver suggest runs/ac --pool traces.jsonl -n 20 --set llm.base_url=http://localhost:8000/v1
+
+--pool: JSONL of metric inputs (user_input, response, reference, ...; one trace a line), or a Ragas
+annotation file (its labels are ignored). Writes one JSON line per suggested trace, best first
+(metric_input, score, why, verdicts, ...) to --out or stdout; a summary line (traces judged, judge
+calls, the LLM used) goes to stderr. See docs/suggest.md.""",
 }
 
 
@@ -146,11 +155,19 @@ def _parser() -> argparse.ArgumentParser:
         "--split",
         choices=("all", "validation"),
         default=None,
-        help="samples to score (default: a run's validation samples when the instructions come from a "
-        "run, else all usable samples)",
+        help="samples to score (default: a run's validation samples, found by content, when the "
+        "instructions come from a run, else all usable samples); a run of another metric or "
+        "annotation file has no validation samples here: --split all scores every usable sample",
     )
     ev.add_argument("--run", type=Path, metavar="DIR", help="run whose validation split to use")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument(
+        "--samples-out",
+        type=Path,
+        metavar="FILE",
+        help="write one JSON line per scored sample (its input, the human's label and reason, the "
+        "judge's verdict and reason, or the failure) to FILE",
+    )
     ev.add_argument(
         "--fail-under",
         type=float,
@@ -178,7 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("config", type=Path, help="YAML run config")
     est.add_argument("--json", action="store_true", help="print one JSON object")
 
-    rep = command("report", "regenerate a run directory's report (report.md, report.html)")
+    rep = command("report", "regenerate a run directory's report (report.md, report.html) and samples.jsonl")
     rep.add_argument("run_dir", type=Path, metavar="DIR", help="run directory (with result.json)")
 
     bench = command(
@@ -189,6 +206,24 @@ def _parser() -> argparse.ArgumentParser:
         "--output", "-o", type=Path, required=True, metavar="DIR", help="directory for runs and the summary"
     )
     bench.add_argument("--force", action="store_true", help="run afresh where DIR already holds runs")
+
+    sug = command(
+        "suggest", "rank unlabelled traces by how much a human label would teach a run's judge", overridable
+    )
+    sug.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run directory")
+    sug.add_argument("--pool", type=Path, required=True, metavar="FILE", help="traces to choose from")
+    sug.add_argument("-n", type=_positive, required=True, metavar="N", help="traces to suggest")
+    sug.add_argument("--out", type=Path, metavar="FILE", help="write the JSON lines here (default: stdout)")
+    sug.add_argument(
+        "--max-calls", type=_count, default=None, metavar="M", help="LLM calls allowed (default: no bound)"
+    )
+    sug.add_argument(
+        "--reasks",
+        type=_count,
+        default=2,
+        metavar="K",
+        help="extra answers of the chosen judge per trace (2)",
+    )
     return parser
 
 
@@ -200,6 +235,21 @@ def _seed(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
     return int(text)
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    """A whole number >= 1."""
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def _directory(path: Path, option: str) -> Path:
@@ -256,9 +306,9 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
     from promptevolver.runs.optimize import execute
 
-    config, run_dir, source = _run_config(args)
     progress = _progress(args, config)
     try:
         result = execute(
@@ -326,24 +376,32 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
+    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
     import numpy as np
 
     from promptevolver.config.build import load_dataset
     from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
     from promptevolver.runs.evaluate_output import scorecard_json, scorecard_lines
+    from promptevolver.runs.export import scorecard_rows
     from promptevolver.runs.gate import check_gate, default_figure, interval_of
 
-    config = _load_config(args.config, args)
     instructions = rundir.load_instructions(args.instructions)
     run_dir = run_of(args.instructions, args.run)
     split = args.split or ("validation" if run_dir is not None else "all")
     if split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
-    if run_dir is not None and (mismatch := other_metric(run_dir, config)):
+    if split == "all" and run_dir is not None and (mismatch := other_metric(run_dir, config)):
         warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
-    positions = validation_positions(run_dir, dataset) if split == "validation" and run_dir else None
+    positions = None
+    if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
+        positions = validation_positions(run_dir, dataset, config=config)
     card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    if args.samples_out is not None:
+        rows = scorecard_rows(
+            dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name
+        )
+        _say(args, f"samples written to {rundir.write_jsonl(args.samples_out, rows)}")
     a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
     gate = None
     if args.fail_under is not None:
@@ -377,10 +435,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
+    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
     from promptevolver.runs.estimate import estimate
     from promptevolver.runs.estimate_output import estimate_lines
 
-    config = _load_config(args.config, args)
     e = estimate(config)
     if args.json:
         print(json.dumps(e.to_dict()))
@@ -393,9 +451,13 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from promptevolver.report.data import load_run
     from promptevolver.report.write import write_report
+    from promptevolver.runs.export import write_samples
 
-    paths = write_report(args.run_dir)
+    facts = load_run(args.run_dir)
+    paths = write_report(args.run_dir, facts=facts)
+    paths.append(write_samples(args.run_dir, facts))
     print(paths[1])
     _say(args, "also wrote " + ", ".join(str(p) for p in [paths[0], *paths[2:]]))
     return 0
@@ -421,12 +483,33 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- suggest ---------------------------------------------------------------------------------------
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from promptevolver.runs.suggest import suggest
+
+    found = suggest(
+        args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+    )
+    lines = [json.dumps(s.to_dict(), ensure_ascii=False) for s in found.suggestions]
+    text = "".join(line + "\n" for line in lines)
+    if args.out is not None:
+        rundir.write_atomic(args.out, text)
+    else:
+        sys.stdout.write(text)
+    if not args.quiet:
+        print(f"promptevolver: {found.summary()}", file=sys.stderr)
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
     "estimate": _estimate,
     "report": _report,
     "bench": _bench,
+    "suggest": _suggest,
 }
 
 

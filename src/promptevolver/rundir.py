@@ -10,6 +10,7 @@ An ``optimize`` run leaves::
     DIR/report.md, report.html    the run report; DIR/plots/ its plots
     DIR/best_instructions.json    prompt name → best instruction
     DIR/apply_best.py             a snippet that applies them
+    DIR/samples.jsonl             one line per usable annotation: seed and best verdicts, reasons
 
 Every file is written atomically (:func:`write_atomic`: a temporary file in the same folder,
 fsync, rename), so an interruption or a full disk never leaves a half-written file, and no
@@ -33,7 +34,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,6 +57,8 @@ __all__ = [
     "REPORT_MD",
     "RESULT_FILE",
     "RUN_FILES",
+    "SAMPLES_FILE",
+    "as_instructions",
     "check_format_version",
     "clear_run",
     "remove_leftovers",
@@ -69,6 +72,7 @@ __all__ = [
     "run_status",
     "write_atomic",
     "write_json",
+    "write_jsonl",
     "write_result",
 ]
 
@@ -82,6 +86,7 @@ REPORT_HTML = "report.html"
 PLOTS_DIR = "plots"
 BEST_INSTRUCTIONS_FILE = "best_instructions.json"
 APPLY_SNIPPET_FILE = "apply_best.py"
+SAMPLES_FILE = "samples.jsonl"
 #: Version of the run-directory formats written by this release (result.json, checkpoint.json).
 FORMAT_VERSION = 2
 #: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
@@ -98,6 +103,7 @@ RUN_FILES = (
     PLOTS_DIR,
     BEST_INSTRUCTIONS_FILE,
     APPLY_SNIPPET_FILE,
+    SAMPLES_FILE,
 )
 #: What a directory holds, for ``optimize -o DIR``: ``new`` (no run in it: no run file, or only
 #: the config and an empty journal of a run that stopped before its first checkpoint, e.g. at the
@@ -147,6 +153,12 @@ def write_json(path: str | Path, data: Any, *, indent: int | None = None) -> Pat
     """Write ``data`` as UTF-8 JSON atomically (see :func:`write_atomic`); return the path."""
     text = json.dumps(data, ensure_ascii=False, indent=indent)
     return write_atomic(path, text + "\n" if indent is not None else text)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` as JSON Lines (one compact UTF-8 object per line) atomically; return the path."""
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return write_atomic(path, text)
 
 
 def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
@@ -278,7 +290,7 @@ def read_result(path: str | Path) -> dict[str, Any]:
     """
     file = result_path(path)
     if not file.is_file():
-        raise RunDirError(_no_result(file))
+        raise RunDirError(_no_result(Path(path), file))
     data = read_json(file, what="result")
     if not isinstance(data, dict):
         raise RunDirError(f"{file}: not a promptevolver result (expected a JSON object)")
@@ -289,13 +301,16 @@ def read_result(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _no_result(file: Path) -> str:
+def _no_result(given: Path, file: Path) -> str:
+    """Why ``file`` (the result.json of ``given``, a run directory or a file) cannot be read."""
+    if not given.exists():
+        return f"{given}: not found (a run directory holds the {RESULT_FILE} that optimize writes)"
     if (file.parent / CHECKPOINT_FILE).is_file():
         return (
             f"{file}: not found; the run in {file.parent} did not finish "
             f"(continue it with: promptevolver optimize --resume {file.parent})"
         )
-    return f"{file}: not found (is {file.parent} a run directory?)"
+    return f"{given}: not a run directory (no {RESULT_FILE} in it)"
 
 
 def read_config(
@@ -371,7 +386,7 @@ def _config_near(path: str | Path) -> tuple[Path, Any] | None:
         raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
 
 
-def load_instructions(path: str | Path) -> dict[str, str]:
+def load_instructions(path: str | os.PathLike[str]) -> dict[str, str]:
     """Prompt name → instruction from a run directory, a result.json or a plain JSON mapping.
 
     Args:
@@ -387,6 +402,24 @@ def load_instructions(path: str | Path) -> dict[str, str]:
         return _instructions(_instructions_file(Path(path)))
     except RunDirError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def as_instructions(given: Mapping[str, str] | str | os.PathLike[str]) -> Mapping[str, str]:
+    """Prompt name → instruction from what a user hands to ``set_instructions`` or ``write_back``:
+    a mapping (an ``OptimizationResult`` is one) as it is, a path read by :func:`load_instructions`.
+
+    Raises:
+        TypeError: neither a mapping nor a path (a path string is never iterated as prompt names).
+        ConfigError: the path holds no readable instructions (the message names the file).
+    """
+    if isinstance(given, str | os.PathLike):
+        return load_instructions(given)
+    if isinstance(given, Mapping):
+        return given
+    raise TypeError(
+        "instructions must be a mapping of prompt name to instruction (e.g. an OptimizationResult) "
+        f"or the path of a run directory, result.json or best_instructions.json; got {type(given).__name__}"
+    )
 
 
 def _instructions_file(path: Path) -> Path:

@@ -187,6 +187,6 @@ def test_a_paid_llm_is_never_called_to_fill_missing_verdicts(improved, tmp_path,
 
 
 def test_a_directory_without_a_result_is_a_run_dir_error(tmp_path):
-    with pytest.raises(ReportError, match="result.json: not found"):
+    with pytest.raises(ReportError, match=r"not a run directory \(no result.json in it\)"):
         load_run(tmp_path)
     assert ReportError is RunDirError  # release 0.1's name for it

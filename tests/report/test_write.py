@@ -68,7 +68,7 @@ def test_markdown_shows_outcome_scores_and_every_section(improved):
     for who in ("seed", "best"):
         for split in ("train", "validation"):
             assert f"{result['scores'][who][split]:.3f}" in md
-    assert "![Best and mean train fitness per generation](plots/fitness.png)" in md
+    assert "![Fitness per generation: accuracy on the " in md and "](plots/fitness.png)" in md
     seed_words = set(result["seed_instructions"][PROMPT].split())
     best_words = set(result["best_instructions"][PROMPT].split())
     assert "{+" in md  # the word diff marks added words, and removed ones when there are any
@@ -95,6 +95,16 @@ def test_the_small_data_caveat_sits_in_the_outcome_box(tmp_path):
     assert note not in _section(md, "Run details") and md.count(note) == 1
     html_outcome = page.split("<h2>Outcome</h2>", 1)[1].split("</section>", 1)[0]
     assert '<p class="caveat"><strong>Caveat:</strong> small data' in html_outcome
+
+
+def test_a_run_of_the_simulated_llm_says_so_in_the_outcome_box(improved, tmp_path):
+    assert result_of(improved)["simulated_llm"] is True
+    outcome = _section((improved / "report.md").read_text(), "Outcome")
+    assert "> **Caveat:** Simulated LLM: no language model was called." in outcome
+    real = copy_run(improved, tmp_path)
+    rewrite_result(real, simulated_llm=False)
+    write_report(real)
+    assert "Simulated LLM" not in _section((real / "report.md").read_text(), "Outcome")
 
 
 def test_small_data_parts_are_named_for_what_they_are_to_the_best_candidate(tmp_path):
@@ -135,6 +145,33 @@ def test_finalists_show_the_candidate_that_lost(kept_seed):
         )
 
 
+def test_finalists_show_what_they_add_from_the_start_of_a_line(kept_seed):
+    """Instructions were cut from the left ('…e response'): each finalist now shows the lines it
+    adds to the seed's instruction, whole, beginning at a line's start."""
+    result = result_of(kept_seed)
+    rows = [
+        r
+        for r in _section((kept_seed / "report.md").read_text(), "Finalists").splitlines()
+        if r.startswith("| #")
+    ]
+    seed = {" ".join(line.split()) for t in result["seed_instructions"].values() for line in t.splitlines()}
+    by_id = {c["id"]: c for c in result["lineage"]}
+    for row in rows[1:]:
+        shown = row.rstrip(" |").rsplit(" | ", 1)[1]
+        cid = int(row.split("#", 1)[1].split()[0])
+        lines = [" ".join(x.split()) for t in by_id[cid]["instructions"].values() for x in t.splitlines()]
+        added = [x for x in lines if x and x not in seed]
+        assert not shown.startswith("…") and shown == " / ".join(added)[: len(shown)]
+        assert shown.split(" / ")[0] == added[0]
+
+
+def test_disagreements_show_the_reference_the_judge_saw(improved):
+    md = (improved / "report.md").read_text()
+    section = _section(md, "Where the best prompt still disagrees with the humans")
+    header = next(line for line in section.splitlines() if line.startswith("| sample |"))
+    assert header.startswith("| sample | question | reference | response | human | judge |")
+
+
 # --- scores that were not measured ------------------------------------------------------------------
 
 
@@ -169,7 +206,7 @@ def test_a_score_that_was_not_measured_is_na_with_the_reason(improved, tmp_path)
     assert "n/a" in outcome and "12 failed LLM calls" in outcome and "makes no claim" in outcome
     rows = [line for line in _section(md, "Seed vs best").splitlines() if "| validation |" in line]
     assert len(rows) == 2 and all(row.split(" | ")[3] == "n/a" for row in rows)
-    assert "Fitness n/a: not measured, evaluations failed: 12 failed LLM calls" in md
+    assert "Accuracy n/a: not measured, evaluations failed: 12 failed LLM calls" in md
     assert "Finalists" not in md  # no candidate has a measured validation score
     assert f"{result['scores']['best']['train']:.3f}" in md  # what was measured is still shown
     assert all(p.is_file() for p in paths) and (run / "plots" / "fitness.png").read_bytes().startswith(
@@ -213,7 +250,8 @@ def test_a_run_whose_validation_evaluations_all_failed_shows_no_score(improved, 
     assert f"failed verdicts on {len(validation)} samples" in md
     rows = [line for line in _section(md, "Seed vs best").splitlines() if "| validation |" in line]
     assert all(
-        row.split(" | ")[2:5] == ["0", "n/a", "n/a"] and row.endswith(f"| {len(validation)} |")
+        row.split(" | ")[2:5] == [f"0 of {len(validation)}", "n/a", "n/a"]
+        and row.endswith(f"| {len(validation)} |")
         for row in rows
     )
     assert "No validation verdict was measured: every evaluation failed." in md
@@ -247,7 +285,7 @@ def test_a_result_of_a_newer_format_is_refused_naming_the_file(improved, tmp_pat
 
 
 def test_reporting_on_a_directory_without_a_result_fails_clearly(tmp_path):
-    with pytest.raises(RunDirError, match="result.json: not found"):
+    with pytest.raises(RunDirError, match=r"not a run directory \(no result.json in it\)"):
         write_report(tmp_path)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.runs.outcome import choice_line, stop_line
 
@@ -106,8 +108,38 @@ def test_a_kept_seed_gets_the_reason_and_the_best_finalists_scores():
         _result(lineage, final_choice={"finalists": rows, "chosen": 0, "why": why}, split=split)
     )
     assert line == (
-        f"kept the seed: {why}; the best other finalist, candidate 1 (mutation, generation 1), scored "
-        "1.000 on the 48 train samples judged (the seed 0.833), and +0.083 against it on validation"
+        f"kept the seed: {why}; the best other finalist, candidate 1 (mutation, generation 1), had fitness "
+        "1.000 on the 48 judged train samples (the seed 0.833), and +0.083 against it on validation"
     )
     alone = choice_line(_result(lineage[:1], final_choice={"finalists": [], "why": "no candidate besides"}))
     assert alone == "kept the seed: no candidate besides"
+
+
+def _summary(**changes: Any) -> str:
+    from pathlib import Path
+
+    from promptevolver.runs.outcome import outcome_lines
+
+    scores = {"seed": {"train": 0.5, "validation": 0.5}, "best": {"train": 0.5, "validation": 0.5}}
+    return outcome_lines(_result([_candidate(0, 0.5, 0.5)], scores=scores, **changes), Path("d"), quiet=True)[
+        0
+    ]
+
+
+def test_the_summary_line_says_when_the_simulated_llm_answered():
+    assert _summary(simulated_llm=True).endswith("| simulated LLM: no model was called")
+    assert "simulated" not in _summary()
+
+
+@pytest.mark.parametrize(
+    ("loss", "name"),
+    [
+        ({"name": "MSELoss", "reduction": "mean", "higher_is_better": False}, "MSE"),
+        ({"name": "MSELoss", "reduction": "sum", "higher_is_better": False}, "sum of squared errors"),
+        ({"name": "BinaryMetricLoss", "metric": "f1_score", "higher_is_better": True}, "F1"),
+        ({"name": "BinaryMetricLoss", "metric": "accuracy", "higher_is_better": True}, "accuracy"),
+    ],
+)
+def test_the_summary_line_names_the_loss_as_a_person_would_not_by_its_class(loss, name):
+    line = _summary(loss=loss)
+    assert line.startswith(f"m: {name} seed train 0.500") and "Loss" not in line

@@ -171,3 +171,29 @@ def test_unknown_inputs_get_plausible_answers():
     assert judgement.score in (0.0, 0.5, 1.0)
     rubric_llm = SimulatedMetricsLLM(dataset=generate_rubric(RubricSpec(n_samples=12)), random_seed=0)
     assert judged(rubric_llm, RubricJudge(name="h", definition="d"), inputs).score in (1, 2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("kind", ["rubric", "binary"])
+def test_the_engineer_writes_score_directions_for_a_rubric_and_verdicts_for_a_binary_metric(
+    kind, rubric_set, ac_dataset
+):
+    """The rubric demo's 1-5 instruction ended in "Give verdict 0 (no) when:" rules."""
+    from promptevolver.simulation import writer
+
+    llm = SimulatedMetricsLLM(dataset=rubric_set if kind == "rubric" else ac_dataset, random_seed=0)
+    world = llm.world
+    criteria = sorted(world.criteria.values(), key=lambda c: c.id)
+    both = [next(c for c in criteria if c.verdict == v) for v in (0, 1)]
+    text = writer.compose(["Score the response from 1 to 5."], (), both, world, max_criteria=12)
+    items = [writer.feedback_item(c, has_reference=world.has_reference, scored=world.scored) for c in both]
+    if kind == "rubric":
+        assert world.scored and "Score lower when:" in text and "Score higher when:" in text
+        assert items[0].startswith("Score lower when ") and items[1].startswith("Score higher when ")
+        assert "verdict" not in text.lower() and not any("verdict" in i.lower() for i in items)
+    else:
+        assert (
+            not world.scored and "Give verdict 0 (no) when:" in text and "Give verdict 1 (yes) when:" in text
+        )
+    parsed = writer.parse(text, writer.Coverage(world))
+    assert writer.compose(parsed.base, parsed.lines, [], world, max_criteria=12) == text  # headers rebuilt
+    assert parsed.named() == {c.id for c in both}

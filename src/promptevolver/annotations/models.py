@@ -5,6 +5,7 @@ libraries' field names (:data:`FIELD_ALIASES`) and the human label rule (see the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -148,3 +149,13 @@ class SampleAnnotation(BaseModel):
         if prompt.edited_output is not None:
             return prompt.edited_output
         return prompt.prompt_output if self.is_accepted else None
+
+
+def sample_key(inputs: Mapping[str, Any]) -> str:
+    """A sample's identity by content: sha256 (hex) of its input fields as JSON with sorted keys
+    (None and empty values ignored), so the same sample is found in another file or order."""
+    import hashlib
+    import json
+
+    shown = {k: v for k, v in inputs.items() if v not in (None, "", [])}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -11,6 +11,7 @@ to the result. A relative ``dataset`` path given this way is relative to the wor
 from __future__ import annotations
 
 import copy
+import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from promptevolver.config.models import RunConfig
+from promptevolver.config.models import RUN_LEVEL_KEYS, RunConfig
 from promptevolver.errors import ConfigError
 
 __all__ = ["OverrideError", "apply_overrides", "parse_override"]
@@ -63,9 +64,20 @@ def check_key(parts: Sequence[str], text: str) -> None:
     models: list[type[BaseModel]] = [RunConfig]
     for depth, part in enumerate(parts):
         fields = {name: f for m in models for name, f in m.model_fields.items()}
+        if depth == 1 and parts[0] == "optimizer":  # set at run level, refused under optimizer
+            if part in RUN_LEVEL_KEYS:
+                raise OverrideError(
+                    f"--set {text!r}: {part}: set it {RUN_LEVEL_KEYS[part]}, not under optimizer "
+                    "(one place per setting)"
+                )
+            fields = {name: f for name, f in fields.items() if name not in RUN_LEVEL_KEYS}
         if part not in fields:
             where = ".".join(parts[:depth]) or "the config"
-            raise OverrideError(f"--set {text!r}: unknown key {part!r} in {where}; keys: {sorted(fields)}")
+            close = difflib.get_close_matches(part, list(fields), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise OverrideError(
+                f"--set {text!r}: unknown key {part!r} in {where}; {hint}keys: {sorted(fields)}"
+            )
         models, mapping = _models(fields[part].annotation)
         if mapping and depth + 1 < len(parts):
             return

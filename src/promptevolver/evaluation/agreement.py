@@ -116,6 +116,7 @@ def agreement(
     binary: bool,
     failures: int = 0,
     ordinal: bool | None = None,
+    sample_weight: Sequence[float] | None = None,
 ) -> Agreement:
     """Agreement figures of predictions ``y_pred`` against labels ``y_true`` (equal lengths).
 
@@ -124,29 +125,34 @@ def agreement(
         failures: failed evaluations left out of ``y_pred`` (reported, never scored).
         ordinal: numeric only: whether the scale is ordinal; None decides from the values
             (:func:`is_ordinal`).
+        sample_weight: how many samples each one stands for (a focus set's weights, shape
+            ``(n,)``): every figure is then an estimate for the samples they stand for; the
+            confusion matrix still counts the samples judged. None: all 1.
 
     Raises:
         ValueError: unequal lengths, or no samples.
     """
     t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
-    if len(t) != len(p) or len(t) == 0:
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if len(t) != len(p) or len(t) == 0 or (w is not None and len(w) != len(t)):
         raise ValueError(f"need equal, non-empty y_true and y_pred, got {len(t)} and {len(p)}")
     if not binary:
-        return _numeric(t, p, failures, is_ordinal(t, p) if ordinal is None else ordinal)
+        return _numeric(t, p, failures, is_ordinal(t, p) if ordinal is None else ordinal, w)
     matrix = confusion_matrix(t, p, labels=[0.0, 1.0])
     return Agreement(
         binary=True,
         n=len(t),
         failures=failures,
-        accuracy=float(accuracy_score(t, p)),
-        f1=float(f1_score(t, p, zero_division=1.0)),
-        cohen_kappa=_kappa(t, p),
+        accuracy=float(accuracy_score(t, p, sample_weight=w)),
+        f1=float(f1_score(t, p, zero_division=1.0, sample_weight=w)),
+        cohen_kappa=_kappa(t, p, sample_weight=w),
         confusion=[[int(v) for v in row] for row in matrix],
     )
 
 
-def _numeric(t: np.ndarray, p: np.ndarray, failures: int, ordinal: bool) -> Agreement:
-    mse, mae = float(mean_squared_error(t, p)), float(mean_absolute_error(t, p))
+def _numeric(t: np.ndarray, p: np.ndarray, failures: int, ordinal: bool, w: np.ndarray | None) -> Agreement:
+    mse = float(mean_squared_error(t, p, sample_weight=w))
+    mae = float(mean_absolute_error(t, p, sample_weight=w))
     if not ordinal:
         return Agreement(binary=False, n=len(t), failures=failures, mse=mse, mae=mae)
     levels = np.arange(min(t.min(), p.min()), max(t.max(), p.max()) + 1.0)
@@ -158,19 +164,24 @@ def _numeric(t: np.ndarray, p: np.ndarray, failures: int, ordinal: bool) -> Agre
         mse=mse,
         mae=mae,
         ordinal=True,
-        exact=float(np.mean(error == 0.0)),
-        within_one=float(np.mean(error <= 1.0)),
-        weighted_kappa=_kappa(t, p, levels=levels, weights="quadratic"),
+        exact=float(np.average(error == 0.0, weights=w)),
+        within_one=float(np.average(error <= 1.0, weights=w)),
+        weighted_kappa=_kappa(t, p, levels=levels, weights="quadratic", sample_weight=w),
         levels=[float(v) for v in levels],
     )
 
 
 def _kappa(
-    t: np.ndarray, p: np.ndarray, *, levels: np.ndarray | None = None, weights: str | None = None
+    t: np.ndarray,
+    p: np.ndarray,
+    *,
+    levels: np.ndarray | None = None,
+    weights: str | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> float | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = float(cohen_kappa_score(t, p, labels=levels, weights=weights))
+        value = float(cohen_kappa_score(t, p, labels=levels, weights=weights, sample_weight=sample_weight))
     return None if math.isnan(value) else value
 
 
@@ -181,11 +192,12 @@ def agreement_of(
     *,
     binary: bool,
     ordinal: bool | None = None,
+    weights: Mapping[int, float] | None = None,
 ) -> Agreement:
     """:func:`agreement` of ``judgements`` (position → judgement) at ``positions`` against the
     human ``labels`` (indexed by position; every one at ``positions`` must be set). Failed
     evaluations are left out and counted by cause; when every one failed, ``n`` is 0 and every
-    figure None.
+    figure None. ``weights``: position → how many samples it stands for (see :func:`agreement`).
 
     Raises:
         KeyError: a position without a judgement.
@@ -193,7 +205,7 @@ def agreement_of(
     """
     if not positions:
         raise ValueError("no positions to score")
-    y_true, y_pred, causes = [], [], Counter[str]()
+    y_true, y_pred, w, causes = [], [], [], Counter[str]()
     for p in positions:
         label = labels[p]
         if label is None:
@@ -204,8 +216,16 @@ def agreement_of(
             continue
         y_true.append(float(label))
         y_pred.append(judged.score)
+        w.append(1.0 if weights is None else float(weights[p]))
     failures, found = sum(causes.values()), dict(causes)
     if not y_true:
         return Agreement(binary=binary, n=0, failures=failures, failure_causes=found)
-    figures = agreement(y_true, y_pred, binary=binary, failures=failures, ordinal=ordinal)
+    figures = agreement(
+        y_true,
+        y_pred,
+        binary=binary,
+        failures=failures,
+        ordinal=ordinal,
+        sample_weight=None if weights is None else w,
+    )
     return replace(figures, failure_causes=found)

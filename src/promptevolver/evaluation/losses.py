@@ -9,13 +9,26 @@ Values are computed with scikit-learn.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
-__all__ = ["BinaryMetricLoss", "Loss", "MSELoss"]
+__all__ = ["BinaryMetricLoss", "Loss", "MSELoss", "loss_label"]
+
+
+def loss_label(description: Mapping[str, Any]) -> str:
+    """The human name of a loss from its ``describe()`` block (result.json's ``loss``):
+    ``accuracy``, ``F1``, ``MSE`` or ``sum of squared errors``; never a class name where a
+    known loss is meant (an unknown one keeps its ``name``)."""
+    metric = description.get("metric")
+    if metric:
+        return "F1" if metric == "f1_score" else str(metric)
+    if description.get("name") == "MSELoss":
+        return "sum of squared errors" if description.get("reduction") == "sum" else "MSE"
+    return str(description.get("name") or "fitness")
 
 
 class Loss(ABC):

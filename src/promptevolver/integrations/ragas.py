@@ -47,6 +47,7 @@ from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.rundir import as_instructions
 
 __all__ = ["INSTALL_HINT", "RAGAS_VERSION", "RagasMetric", "optimize_ragas_metric", "write_back"]
 
@@ -203,28 +204,38 @@ class RagasMetric(PromptSet):
         value = answer.output.verdict if self.kind == "binary" else answer.output.score
         return Judgement(score=float(value), reason=answer.output.reason, raw=answer.raw)
 
-    def apply(self, instructions: Mapping[str, str]) -> Any:
-        """Write ``instructions`` (e.g. an :class:`OptimizationResult`) into the Ragas metric and
-        into this adapter; return the Ragas metric. Raises KeyError for an unknown prompt name
-        (nothing is changed then)."""
-        self.set_instructions(instructions)
-        return write_back(self.ragas_metric, instructions)
+    def apply(self, instructions: Mapping[str, str] | str | os.PathLike[str]) -> Any:
+        """Write ``instructions`` (e.g. an :class:`OptimizationResult`, or a run directory or
+        result.json path) into the Ragas metric and into this adapter; return the Ragas metric.
+        Raises as :func:`write_back` (nothing is changed then)."""
+        chosen = as_instructions(instructions)
+        self.set_instructions(chosen)
+        return write_back(self.ragas_metric, chosen)
 
 
-def write_back(metric: Any, instructions: Mapping[str, str]) -> Any:
+def write_back(metric: Any, instructions: Mapping[str, str] | str | os.PathLike[str]) -> Any:
     """Set each named prompt's instruction on the Ragas ``metric`` (``set_prompts``, one call);
     return ``metric``.
 
+    Args:
+        metric: the Ragas metric object.
+        instructions: prompt name → instruction (an :class:`OptimizationResult` is one), or the
+            path of a run directory, its result.json or a best_instructions.json
+            (:func:`promptevolver.rundir.as_instructions`).
+
     Raises:
+        TypeError: ``instructions`` is neither a mapping nor a path.
+        ConfigError: the path holds no readable instructions (the message names the file).
         KeyError: a prompt name the metric does not have (nothing is changed then).
     """
+    chosen = as_instructions(instructions)
     prompts = metric.get_prompts()
-    unknown = sorted(set(instructions) - set(prompts))
+    unknown = sorted(set(chosen) - set(prompts))
     if unknown:
         raise KeyError(f"unknown prompt(s) {unknown}; the Ragas metric has {sorted(prompts)}")
-    for name, text in instructions.items():
+    for name, text in chosen.items():
         prompts[name].instruction = text
-    metric.set_prompts(**{name: prompts[name] for name in instructions})
+    metric.set_prompts(**{name: prompts[name] for name in chosen})
     return metric
 
 

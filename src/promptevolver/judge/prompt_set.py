@@ -4,12 +4,14 @@ prompt name → instruction), and the check of a sample's input fields."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from promptevolver.errors import AnnotationError
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
+from promptevolver.rundir import as_instructions
 
 __all__ = ["PromptSet", "check_judge_arguments", "pick_inputs"]
 
@@ -43,12 +45,16 @@ class PromptSet:
         """Prompt name → instruction: a candidate."""
         return {name: p.instruction for name, p in self._prompts.items()}
 
-    def set_instructions(self, instructions: Mapping[str, str]) -> None:
-        """Apply a candidate (prompt name → instruction), e.g. an optimization result.
+    def set_instructions(self, instructions: Mapping[str, str] | str | os.PathLike[str]) -> None:
+        """Apply a candidate (prompt name → instruction), e.g. an optimization result, or the
+        best instructions of a run (a run directory, result.json or best_instructions.json path).
 
         Raises:
+            TypeError: neither a mapping nor a path.
+            ConfigError: the path holds no readable instructions.
             KeyError: a prompt name the metric does not have (nothing is changed then).
         """
+        instructions = as_instructions(instructions)
         unknown = sorted(set(instructions) - set(self._prompts))
         if unknown:
             raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(self._prompts)}")

@@ -38,6 +38,7 @@ __all__ = [
     "LLMClient",
     "LLMRequest",
     "Usage",
+    "is_simulated",
 ]
 
 Role = Literal["system", "user", "assistant"]
@@ -46,6 +47,16 @@ Role = Literal["system", "user", "assistant"]
 JUDGE_OPERATION = "judge"
 #: Operation names of calls that write or critique instructions ("meta calls").
 META_OPERATIONS = ("reverse_engineer", "feedback", "rewrite", "crossover")
+
+
+def is_simulated(client: Any) -> bool:
+    """Whether ``client`` (through any wrappers with ``inner``: cache, journal, limits) is the
+    simulated LLM (``provider == "simulated"``, :mod:`promptevolver.simulation`), not a model."""
+    while client is not None:
+        if getattr(client, "provider", None) == "simulated":
+            return True
+        client = getattr(client, "inner", None)
+    return False
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,7 @@ class GeneticOptimizer(Optimizer):
             return phases.finish_verified(run, verified, "distilled", state.stages["search"]["why"])
         reason = await self._evolve(run, run_dir)
         phases.end_search(run)
-        return await phases.finish(run, reason, keep=[verified])
+        return await phases.finish(run, reason)
 
     async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
         """Run generations until a stop condition holds; return its reason."""

@@ -24,6 +24,7 @@ from promptevolver.optimizers.distill import Distiller
 from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
+from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import budget
 from promptevolver.optimizers.strategies.final_choice import (
     PairedChoice,
@@ -89,17 +90,19 @@ async def repair(run: SearchRun) -> None:
         run.end_step()
 
 
-async def finish(run: SearchRun, stop_reason: str, keep: Sequence[Candidate] = ()) -> OptimizationResult:
+async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     """Judge the seed and the finalists on validation (held out; out of bag: compare them on
     the samples each never learned from); the paired choice there is the result
-    (:class:`~.strategies.final_choice.PairedChoice`). ``keep``: candidates that stay finalists
-    whatever their train rank (the verified choice, when a search followed the verification)."""
-    run.state.stop_reason = stop_reason
+    (:class:`~.strategies.final_choice.PairedChoice`). An extended run's earlier choice stays a
+    finalist and is replaced only by a finalist that beats it; so does the pipeline's verified rung
+    when a search followed the verification (:func:`start_search` makes it the incumbent)."""
+    state = run.state
+    state.stop_reason = stop_reason
     choice = PairedChoice(
         finalists=run.config.finalists, confidence=run.config.confidence, min_coverage=run.min_coverage
     )
-    finalists = choice.candidates(run.state.seed, run.state.population, run.loss)
-    finalists += [c for c in keep if c not in finalists]
+    incumbent = None if state.chosen is None else state.candidates[state.chosen]
+    finalists = choice.candidates(state.seed, state.population, run.loss, incumbent)
     run.meter.release_reserve()
     if run.split.regime == "out-of-bag":
         compare = out_of_bag(run.state.seed, run.train)
@@ -109,10 +112,35 @@ async def finish(run: SearchRun, stop_reason: str, keep: Sequence[Candidate] = (
         run.end_step()
         focus = run.validation_focus
         compare = held_out(run.state.seed, focus.weight_array(focus.positions))
-    best = choice.choose(finalists, compare, final_choice_rng(run.config.random_seed))
+    rng = final_choice_rng(run.config.random_seed)
+    best = choice.choose(finalists, compare, rng, incumbent=incumbent, alone=_why_alone(state))
+    state.chosen = best.id
     run.final_choice = {"regime": run.split.regime, **choice.report}
     run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return OptimizationResult.from_run(run, best)
+
+
+def _why_alone(state: SearchState) -> str:
+    """Why no candidate besides the seed is left to choose from, from what became of the offspring."""
+    made = state.candidates[1:]
+    screened = sum(c.screened_out for c in made)
+    if not made:
+        rejected = sum(state.rejections.values())
+        if not rejected and not state.duplicates:
+            return "no offspring was made"
+        return (
+            f"no offspring was made ({rejected} operator answers rejected, {state.duplicates} duplicates "
+            "of existing candidates)"
+        )
+    if screened == len(made):
+        return (
+            f"each of the {len(made)} offspring was screened out on its minibatch (none did better than "
+            "its parent there)"
+        )
+    return (
+        f"of the {len(made)} offspring, {screened} were screened out on their minibatch and the others "
+        "had too few measured samples (failed evaluations)"
+    )
 
 
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
@@ -391,6 +419,8 @@ async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
     run.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
+    if not verified.is_seed:
+        run.state.chosen = verified.id  # the incumbent: a finalist must beat it to replace it
     run.begin_step("the search's first population", count_parse=True)
     await run.judge_train(population)
     run.end_step()
@@ -417,6 +447,7 @@ def finish_verified(
     """The result of a run that ended after verification (``strategy: distill``, or ``auto``
     when the search was not warranted)."""
     run.state.stop_reason = stop_reason
+    run.state.chosen = best.id
     run.state.stages.setdefault("search", {"ran": False, "why": why_no_search})
     run.final_choice = run.final_choice or run.state.stages["verify"].get("final_choice", {})
     run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)

@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from promptevolver.annotations.models import sample_key
 from promptevolver.optimizers.candidates import Candidate
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
 
-__all__ = ["estimates", "out_of_bag_estimates", "split_report"]
+__all__ = ["KEY_DIGITS", "estimates", "lineage_entry", "out_of_bag_estimates", "split_report"]
+
+#: Hex digits of a sample's content key kept in result.json (64 bits: no collision in practice).
+KEY_DIGITS = 16
 
 
 def estimates(run: SearchRun, candidate: Candidate) -> dict[str, float | None]:
@@ -46,14 +50,31 @@ def out_of_bag_estimates(
     }
 
 
+def lineage_entry(run: SearchRun, candidate: Candidate) -> dict[str, Any]:
+    """``candidate``'s lineage entry in result.json: ``train`` is its fitness (the loss on the
+    judged train samples, what the search ranked it by); ``validation`` the estimate for the whole
+    validation part, the same figure as ``scores`` (None where not judged there)."""
+    entry = candidate.to_dict()
+    if candidate.validation is not None and run.split.regime == "held-out":
+        entry["validation"] = estimates(run, candidate)["validation"]
+    return entry
+
+
 def split_report(run: SearchRun, best: Candidate) -> dict[str, Any]:
-    """The ``split`` block of result.json: the parts, their focus sets and the evidence. Out
+    """The ``split`` block of result.json: the parts, their focus sets (``focus``: the judged
+    positions of each part and how many samples each stands for) and the evidence. Out
     of bag, ``validation_positions`` are the samples ``best`` never learned from: where its
-    ``validation`` figure was measured (``promptevolver evaluate --split validation``)."""
+    ``validation`` figure was measured (``promptevolver evaluate --split validation``).
+    ``validation_keys`` identify those samples by content (:func:`sample_key`, first 16 hex
+    digits), so ``evaluate`` finds them in any file, never by position alone."""
     report = run.split.to_dict(run.dataset)
     if run.split.regime == "out-of-bag":
         report["validation_positions"] = [p for p in run.train if p not in best.seen]
         report["validation"] = len(report["validation_positions"])
+    samples = run.dataset.samples
+    report["validation_keys"] = [
+        sample_key(samples[p].metric_input)[:KEY_DIGITS] for p in report["validation_positions"]
+    ]
     kinds = {
         part: Counter(run.evidence[p].kind for p in getattr(run.split, part))
         for part in ("train", "validation")
@@ -61,6 +82,10 @@ def split_report(run: SearchRun, best: Candidate) -> dict[str, Any]:
     report["judged"] = {
         "train": len(run.train_focus.positions),
         "validation": len(run.validation_focus.positions),
+    }
+    report["focus"] = {  # what each judged sample stands for: reports estimate the whole parts with it
+        part: {"positions": list(f.positions), "weights": [round(f.weights[p], 6) for p in f.positions]}
+        for part, f in (("train", run.train_focus), ("validation", run.validation_focus))
     }
     report["evidence"] = {part: dict(sorted(k.items())) for part, k in kinds.items()}
     return report

@@ -11,10 +11,17 @@ if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
     from promptevolver.optimizers.run import SearchRun
 
+from promptevolver.llm.base import is_simulated
 from promptevolver.optimizers import reporting
 from promptevolver.rundir import write_result
 
-__all__ = ["OptimizationResult"]
+__all__ = ["SIMULATED_NOTE", "OptimizationResult"]
+
+#: In result.json's ``notes`` when the simulated LLM answered (``simulated_llm``).
+SIMULATED_NOTE = (
+    "simulated LLM: no language model was called (llm.provider fake, the default of a config "
+    "without llm:); the scores show the search on these annotations, not a real judge's agreement"
+)
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,8 @@ class OptimizationResult(Mapping[str, str]):
             the generation's longest chain of calls that waited for one another — wall time is
             about waves × latency per call).
         usage: LLM calls by kind and operation, tokens, cache hits, retries, failures.
-        lineage: every candidate created (id, generation, operator, parents, scores).
+        lineage: every candidate created (id, generation, operator, parents, scores: ``train``
+            its fitness on the judged train samples, ``validation`` the whole-part estimate).
         best_id: id of the chosen candidate in ``lineage`` (0 = the seed).
         stop_reason: ``generations``, ``perfect_train``, ``patience``, ``exhausted``, ``budget`` or
             ``population_size_1``.
@@ -52,6 +60,9 @@ class OptimizationResult(Mapping[str, str]):
         stage_seconds: wall-clock seconds of each stage (kept apart from ``stages``, like
             ``duration_s``, so that the same seed gives the same result but for timings).
         config, random_seed, duration_s (seconds, wall clock).
+        simulated_llm: True when the judge or the meta calls were answered by the simulated LLM
+            (:func:`~promptevolver.llm.base.is_simulated`), not a model.
+        notes: what a reader of the figures must know (:data:`SIMULATED_NOTE` when simulated).
     """
 
     metric: str
@@ -74,6 +85,8 @@ class OptimizationResult(Mapping[str, str]):
     lessons: list[dict[str, Any]] = field(default_factory=list)
     racing: dict[str, Any] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
+    simulated_llm: bool = False
+    notes: list[str] = field(default_factory=list)
 
     def __getitem__(self, key: str) -> str:
         return self.best_instructions[key]
@@ -105,6 +118,8 @@ class OptimizationResult(Mapping[str, str]):
         """The result.json contract (plus lineage, split, stop reason), as the README documents."""
         return {
             "metric": self.metric,
+            "simulated_llm": self.simulated_llm,
+            "notes": self.notes,
             "seed_instructions": self.seed_instructions,
             "best_instructions": self.best_instructions,
             "best_id": self.best_id,
@@ -164,7 +179,7 @@ class OptimizationResult(Mapping[str, str]):
             ),
             history=state.history,
             usage=run.usage().to_dict(),
-            lineage=[c.to_dict() for c in state.candidates],
+            lineage=[reporting.lineage_entry(run, c) for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
             split=reporting.split_report(run, best),
@@ -176,9 +191,15 @@ class OptimizationResult(Mapping[str, str]):
             },
             config=run.config.model_dump(),
             random_seed=run.config.random_seed,
+            **_simulated(run),
             duration_s=run.elapsed(),
             stages={k: {a: b for a, b in v.items() if a != "seconds"} for k, v in state.stages.items()},
             lessons=state.lessons,
             racing=state.race,
             stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
         )
+
+
+def _simulated(run: SearchRun) -> dict[str, Any]:
+    simulated = is_simulated(run.llm) or is_simulated(run.reflection_llm)
+    return {"simulated_llm": simulated, "notes": [SIMULATED_NOTE] if simulated else []}

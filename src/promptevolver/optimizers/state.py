@@ -47,6 +47,7 @@ class SearchState:
             tokens and seconds, and what it produced (see ``OptimizationResult.stages``).
         lessons: the distillation stage's lessons (:meth:`~.distill.Lesson.to_dict`).
         race: the verification stage's racing report (:attr:`~.strategies.racing.Race.report`).
+        chosen: the id of the final choice, once made (an extension keeps it as a finalist).
     """
 
     rng: np.random.Generator
@@ -67,6 +68,7 @@ class SearchState:
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     lessons: list[dict[str, Any]] = field(default_factory=list)
     race: dict[str, Any] = field(default_factory=dict)
+    chosen: int | None = None
     _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -108,6 +110,7 @@ class SearchState:
             "stages": self.stages,
             "lessons": self.lessons,
             "race": self.race,
+            "chosen": self.chosen,
         }
 
     @classmethod
@@ -132,6 +135,7 @@ class SearchState:
         state.stages = dict(data.get("stages", {}))
         state.lessons = list(data.get("lessons", []))
         state.race = dict(data.get("race", {}))
+        state.chosen = data.get("chosen")  # absent from checkpoints before the final choice kept it
         return state
 
 

@@ -106,9 +106,12 @@ class RunFacts:
         positions: ``train`` / ``validation`` → sample positions (empty when unknown).
         judgements: (``seed`` | ``best``, split) → position → judgement, where available (failed
             evaluations included, with ``score`` None).
-        agreements: (``seed`` | ``best``, split) → agreement figures on the judged samples of the
-            split (failed evaluations left out), where at least one was judged.
+        agreements: (``seed`` | ``best``, split) → agreement figures of the split (failed
+            evaluations left out), where at least one was judged: estimates for the whole part
+            from its judged focus set, each sample weighted by what it stands for (result.json
+            ``split.focus``), so they equal ``scores``; unweighted on older results.
         failed: (``seed`` | ``best``, split) → positions whose evaluation failed (not a verdict).
+        judged: (``seed`` | ``best``, split) → samples the agreement figures were judged on.
         notes: why something is missing, in plain words.
     """
 
@@ -121,6 +124,7 @@ class RunFacts:
     judgements: dict[tuple[str, str], dict[int, Judgement]] = field(default_factory=dict)
     agreements: dict[tuple[str, str], Agreement] = field(default_factory=dict)
     failed: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    judged: dict[tuple[str, str], int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -246,22 +250,46 @@ def _gather_verdicts(facts: RunFacts) -> None:
             if len(found) < len(positions):
                 missing[(who, split)] = [p for p in positions if p not in found]
     _rejudge_missing(facts, missing)
+    focus = _focus(result)
     for (who, split), judged in list(facts.judgements.items()):
         positions = facts.positions[split]
-        if positions and len(judged) == len(positions):
-            _agree(facts, (who, split), judged, positions)
-        else:
+        if not positions or len(judged) < len(positions):
             del facts.judgements[(who, split)]
+        elif split in focus and set(focus[split]) <= set(judged):
+            _agree(facts, (who, split), judged, list(focus[split]), focus[split])
+        else:
+            _agree(facts, (who, split), judged, positions)
+
+
+def _focus(result: Mapping[str, Any]) -> dict[str, dict[int, float]]:
+    """The judged samples of each part and what each stands for (result.json ``split.focus``;
+    empty for older results and for a part nothing was judged on)."""
+    found = (result.get("split") or {}).get("focus") or {}
+    out = {}
+    for part, f in found.items():
+        positions, weights = f.get("positions") or [], f.get("weights") or []
+        if positions and len(positions) == len(weights):
+            out[part] = {int(p): float(w) for p, w in zip(positions, weights)}
+    return out
 
 
 def _agree(
-    facts: RunFacts, at: tuple[str, str], judged: Mapping[int, Judgement], positions: Sequence[int]
+    facts: RunFacts,
+    at: tuple[str, str],
+    judged: Mapping[int, Judgement],
+    positions: Sequence[int],
+    weights: Mapping[int, float] | None = None,
 ) -> None:
-    """Agreement on the judged positions; the failed ones are recorded apart, never scored."""
+    """Agreement on the judged ``positions``, each weighted by what it stands for in its part
+    (``weights``: the run's focus set; the figures then estimate the whole part, as result.json's
+    ``scores`` do); the failed ones are recorded apart, never scored."""
     measured = [p for p in positions if judged[p].score is not None]
     facts.failed[at] = [p for p in positions if judged[p].score is None]
+    facts.judged[at] = len(positions)
     if measured:
-        facts.agreements[at] = agreement_of(judged, measured, facts.labels, binary=facts.binary)
+        facts.agreements[at] = agreement_of(
+            judged, measured, facts.labels, binary=facts.binary, weights=weights
+        )
 
 
 def _train_positions(

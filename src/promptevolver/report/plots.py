@@ -54,7 +54,9 @@ def fitness_png(
         history: result.json's ``history`` (``generation``, ``best_train``, ``mean_train``).
         metric: the fitness's name for the axis (e.g. ``accuracy``).
         higher_is_better: the fitness's direction, said in the axis label.
-        scores: result.json's ``scores`` (seed/best × train/validation).
+        scores: ``seed.train``: the seed's fitness (its lineage ``train``, the lines' quantity);
+            ``seed.validation``, ``best.validation``: the validation figures of result.json's
+            ``scores``, drawn apart at the right.
     """
     fig = Figure(figsize=_SIZE)
     ax = fig.subplots()
@@ -64,18 +66,18 @@ def fitness_png(
         ax.plot(gens, _values(history, "mean_train"), "s--", color=_MEAN, label="population mean (train)")
     seed_train = scores["seed"].get("train")
     if seed_train is not None:
-        ax.axhline(seed_train, color=_SEED, linestyle=":", label="seed (train)")
+        ax.axhline(seed_train, color=_SEED, linestyle=":", label="seed fitness (train)")
     final = gens[-1] + 1
     ax.axvline(final - 0.5, color=_MEAN, linewidth=0.8)
     for who, marker, colour, size, label in (
-        ("best", "*", _BEST, 14, "chosen (validation)"),
-        ("seed", "X", _SEED, 9, "seed (validation)"),
+        ("best", "*", _BEST, 14, f"chosen: validation {metric}"),
+        ("seed", "X", _SEED, 9, f"seed: validation {metric}"),
     ):
         value = scores[who].get("validation")
         if value is not None:
             ax.plot([final], [value], marker, color=colour, markersize=size, label=label)
     direction = "higher is better" if higher_is_better else "lower is better"
-    ax.set(ylabel=f"{metric} ({direction})", title="Fitness per generation")
+    ax.set(ylabel=f"{metric} ({direction})", title=f"Fitness ({metric} on the judged train samples)")
     ax.set_xticks([*gens, final], [*map(str, gens), "validation"])
     ax.set_xlabel("generation (train)  |  final choice")
     ax.margins(x=0.08, y=0.15)

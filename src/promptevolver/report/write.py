@@ -24,11 +24,13 @@ failed) is shown as ``n/a`` with the reason, never as a number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.evaluation.losses import loss_label
 from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report.plots import calls_png, fitness_png
 from promptevolver.report.regression import regression_section
@@ -92,20 +94,23 @@ def build_report(facts: RunFacts) -> Report:
     return Report(title, to_markdown(title, kept), to_html(title, kept), images)
 
 
-def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None) -> list[Path]:
+def write_report(
+    run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None, facts: RunFacts | None = None
+) -> list[Path]:
     """Write report.md, report.html and plots/*.png into ``run_dir``; return their paths.
 
     Args:
         run_dir: a run directory (with result.json; config.yaml and checkpoint.json add the
             per-sample parts).
         dataset: the run's annotations, when already loaded (skips loading them again).
+        facts: the run's facts, when already gathered (:func:`~promptevolver.report.data.load_run`).
 
     Raises:
         RunDirError: no readable result.json in ``run_dir``, or one of a newer format.
         OSError: a file cannot be written (written atomically: an existing one is left intact).
     """
     directory = Path(run_dir)
-    report = build_report(load_run(directory, dataset=dataset))
+    report = build_report(facts if facts is not None else load_run(directory, dataset=dataset))
     paths = [write_atomic(directory / REPORT_MD, report.markdown)]
     paths.append(write_atomic(directory / REPORT_HTML, report.html))
     paths += [write_atomic(directory / PLOTS_DIR / name, png) for name, png in report.images.items()]
@@ -116,8 +121,7 @@ def write_report(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None 
 
 
 def _metric_name(result: dict[str, Any]) -> str:
-    loss = result.get("loss") or {}
-    return str(loss.get("metric") or loss.get("name") or "fitness")
+    return loss_label(result.get("loss") or {})
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -229,8 +233,24 @@ def _cost_sentence(facts: RunFacts) -> str:
     )
 
 
+def _simulated(facts: RunFacts) -> bool:
+    """Whether the simulated LLM answered (result.json says so; older results: the config's provider)."""
+    if "simulated_llm" in facts.result:
+        return bool(facts.result["simulated_llm"])
+    return facts.config is not None and facts.config.llm.provider == "fake"
+
+
 def _summary(facts: RunFacts) -> Section:
     blocks: list[Any] = [Para(_verdict(facts), lead=True)]
+    if _simulated(facts):
+        blocks.append(
+            Para(
+                "Simulated LLM: no language model was called. The judge and the prompt engineer were the "
+                "built-in simulation (llm.provider fake, the default of a config without llm:), so these "
+                "figures show the search on these annotations, not how a real judge agrees with the humans.",
+                caveat=True,
+            )
+        )
     note = (facts.result.get("split") or {}).get("note")
     if note:  # next to the figures it qualifies, not at the bottom
         blocks.append(Para(f"{note}.", caveat=True))
@@ -240,41 +260,32 @@ def _summary(facts: RunFacts) -> Section:
 
 def _scores(facts: RunFacts) -> Section:
     r, name = facts.result, _metric_name(facts.result)
-    if facts.binary:
-        headers = [
-            "instruction",
-            "split",
-            "samples judged",
-            f"fitness ({name})",
-            "accuracy",
-            "F1",
-            "Cohen's kappa",
-            "failed",
-        ]
-    else:
-        headers = ["instruction", "split", "samples judged", f"fitness ({name})", "MSE", "MAE"]
-        if _ordinal(facts):
-            headers += ["exact", "within one", "weighted kappa"]
-        headers.append("failed")
-    rows = []
-    for who in ("seed", "best"):
-        for split in ("train", "validation"):
-            rows.append(_score_row(facts, who, split))
+    ordinal = not facts.binary and _ordinal(facts)
+    figures = ["accuracy", "F1", "Cohen's kappa"] if facts.binary else ["MSE", "MAE"]
+    if ordinal:
+        figures += ["exact", "within one", "weighted kappa"]
+    headers = ["instruction", "split", "samples judged", *figures, "failed"]
+    rows = [_score_row(facts, who, split) for who in ("seed", "best") for split in ("train", "validation")]
     blocks: list[Any] = [Table(headers, rows)]
     if any(
         _score(facts, who, split) is None for who in ("seed", "best") for split in ("train", "validation")
     ):
-        blocks.append(Para(f"Fitness n/a: {_unmeasured_reason(facts)}."))
+        blocks.append(Para(f"{name.capitalize()} n/a: {_unmeasured_reason(facts)}."))
     if not facts.agreements:
-        blocks.append(Para("Per-sample figures are not available for this run (see Run details)."))
+        blocks.append(
+            Para(f"Only {name} is recorded for this run; per-sample figures are not (see Run details).")
+        )
     else:
         direction = "higher" if (r.get("loss") or {}).get("higher_is_better", True) else "lower"
         blocks.append(
             Para(
-                f"Fitness is the loss the search optimized ({direction} is better). "
-                f"{'Accuracy' if facts.binary else 'MSE'} and the other figures count the judged samples "
-                "only; failed evaluations are not verdicts and are counted apart."
-                + (_ORDINAL_NOTE if not facts.binary and _ordinal(facts) else "")
+                f"Every figure is for the whole part (train or validation): when only some of its samples "
+                "were judged (a focus set, corrected samples first), each judged sample is weighted by how "
+                f"many it stands for, so {name} here is the figure of the summary line and result.json "
+                f"({direction} is better). Failed evaluations are not verdicts and are counted apart. "
+                f"The search ranked candidates by their fitness, {name} on the judged train samples "
+                "unweighted (the plot and the lineage); it runs below these figures when corrected "
+                "samples dominate the judged ones." + (_ORDINAL_NOTE if ordinal else "")
             )
         )
     return Section("Seed vs best", blocks)
@@ -283,16 +294,22 @@ def _scores(facts: RunFacts) -> Section:
 def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     a = facts.agreements.get((who, split))
     failed = facts.failed.get((who, split))
-    if a is not None:
-        n = str(a.n)
-    elif failed:
-        n = "0"
-    else:
-        n = str((facts.result.get("split") or {}).get(split, ""))
+    size = (facts.result.get("split") or {}).get(split, "")
+    judged = facts.judged.get((who, split))
+    n = f"{a.n if a is not None else 0} of {size}" if judged is not None else f"? of {size}"
     label = "original (seed)" if who == "seed" else "optimized (best)"
-    figures = _figures(a, facts.binary, ordinal=_ordinal(facts))
+    recorded = _score(facts, who, split)
+    # result.json says it was not measured: no figure, whatever verdicts the checkpoint holds
+    figures = _figures(a if recorded is not None else None, facts.binary, ordinal=_ordinal(facts))
+    if a is None:  # no per-sample verdicts: the recorded score alone, in its own column
+        figures[_loss_column(facts)] = _f(recorded)
     failures = "n/a" if failed is None else str(len(failed))
-    return [label, _split_label(facts, split), n, _f(_score(facts, who, split)), *figures, failures]
+    return [label, _split_label(facts, split), n, *figures, failures]
+
+
+def _loss_column(facts: RunFacts) -> int:
+    """The column of the figures that the run's loss is (accuracy, F1 or MSE)."""
+    return 1 if (facts.result.get("loss") or {}).get("metric") == "f1_score" else 0
 
 
 def _out_of_bag(facts: RunFacts) -> bool:
@@ -332,22 +349,30 @@ def _progress(facts: RunFacts) -> Section | None:
     r = facts.result
     if not r.get("history"):
         return None
-    fitness = fitness_png(
+    seed: dict[str, Any] = next((c for c in r.get("lineage", []) if c.get("id") == 0), {})
+    fitness = fitness_png(  # train: fitness, as the history's lines; validation: the table's figures
         r["history"],
         metric=_metric_name(r),
         higher_is_better=(r.get("loss") or {}).get("higher_is_better", True),
         scores={
-            who: {split: _score(facts, who, split) for split in ("train", "validation")}
-            for who in ("seed", "best")
+            "seed": {"train": seed.get("train"), "validation": _score(facts, "seed", "validation")},
+            "best": {"validation": _score(facts, "best", "validation")},
         },
     )
+    judged = ((r.get("split") or {}).get("judged") or {}).get("train")
+    on = f"the {judged} judged train samples" if judged else "the judged train samples"
     calls = calls_png(
         r["history"], judge_total=r["usage"]["llm_calls"]["judge"], meta_total=r["usage"]["llm_calls"]["meta"]
     )
     return Section(
         "Search progress",
         [
-            Image("fitness.png", fitness, "Best and mean train fitness per generation"),
+            Image(
+                "fitness.png",
+                fitness,
+                f"Fitness per generation: {_metric_name(r)} on {on}, what the search ranks by (best, "
+                "mean, the seed); at the right the validation figures of Seed vs best",
+            ),
             Image("calls.png", calls, "LLM calls spent per generation"),
         ],
         row=True,
@@ -416,19 +441,26 @@ def _disagreements(facts: RunFacts) -> Section:
 def _disagreement_blocks(found: list[Any]) -> list[Para | Table]:
     if not found:
         return []
-    headers = ["sample", "question", "response", "human", "judge", "judge's reason", "human's reason"]
-    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d) for d in found[:MAX_DISAGREEMENTS]])]
+    shown = found[:MAX_DISAGREEMENTS]
+    reference = any(d.inputs.get("reference") for d in shown)  # the judge saw it: so does the reader
+    headers = ["sample", "question", *(["reference"] if reference else []), "response"]
+    headers += ["human", "judge", "judge's reason", "human's reason"]
+    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d, reference) for d in shown])]
     if len(found) > MAX_DISAGREEMENTS:
         blocks.append(Para(f"… and {len(found) - MAX_DISAGREEMENTS} more."))
     return blocks
 
 
 def _short(value: Any, limit: int = 240) -> str:
+    """``value`` on one line, at most ``limit`` characters, cut on the right at a word."""
     text = " ".join(str(value or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
-def _disagreement_row(d: Any) -> list[str]:
+def _disagreement_row(d: Any, reference: bool = False) -> list[str]:
     human = d.human_reason or f"({d.human_action}; no reason given)"
     if d.human_reason and d.human_action != "accepted":
         human = f"{d.human_reason} ({d.human_action})"
@@ -436,6 +468,7 @@ def _disagreement_row(d: Any) -> list[str]:
     return [
         f"#{d.position}",
         _short(d.inputs.get("user_input"), 160),
+        *([_short(d.inputs.get("reference"), 160)] if reference else []),
         _short(d.inputs.get("response"), 140),
         f"{d.label:g}",
         verdict,
@@ -444,10 +477,17 @@ def _disagreement_row(d: Any) -> list[str]:
     ]
 
 
-def _tail(text: str, limit: int) -> str:
-    """The end of ``text`` (where rewrites usually differ), at most ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else "…" + flat[-(limit - 1) :]
+def _changes(seed: Mapping[str, Any], candidate: Mapping[str, Any], limit: int = 1000) -> str:
+    """What ``candidate``'s instructions say that the seed's do not: their lines absent from the
+    seed's, in order, joined by " / " and cut on the right at a word (never from the left, which
+    left fragments such as "…e response"); the seed itself: "(the original instruction)"."""
+    added = []
+    for prompt, text in candidate.items():
+        before = {" ".join(line.split()) for line in str(seed.get(prompt, "")).splitlines()}
+        added += [
+            flat for line in str(text).splitlines() if (flat := " ".join(line.split())) and flat not in before
+        ]
+    return _short(" / ".join(added), limit) if added else "(the original instruction)"
 
 
 def _finalists(facts: RunFacts) -> Section | None:
@@ -469,13 +509,13 @@ def _finalists(facts: RunFacts) -> Section | None:
             c["operator"],
             _f(c.get("train")),
             _f(c["validation"]),
-            _tail(" ".join(str(t) for t in c["instructions"].values()), 200),
+            _changes(facts.result["seed_instructions"], c["instructions"]),
         ]
         for c in judged
     ]
     intro = Para(
-        "The candidates judged on validation: the seed and the best on train (instructions shown by "
-        "their end, where rewrites usually differ). On a tie the seed wins, then the shorter instruction."
+        "The candidates judged on validation: the seed and the best on train (each shown by the lines it "
+        "adds to the original instruction). On a tie the seed wins, then the shorter instruction."
     )
     return Section(
         "Finalists", [intro, Table(["candidate", "operator", "train", "validation", "instruction"], rows)]
@@ -495,7 +535,7 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
                 str(c.get("operator", "")),
                 delta,
                 "n/a" if f.get("p_better") is None else f"{f['p_better']:.2f}",
-                _tail(" ".join(str(t) for t in c.get("instructions", {}).values()), 200),
+                _changes(facts.result["seed_instructions"], c.get("instructions", {})),
             ]
         )
     where = (
@@ -508,7 +548,7 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
         f"the seed's, p the probability that it is better (paired bootstrap)."
         + (f" Chosen: #{chosen}, {choice['why']}." if choice.get("why") else "")
     )
-    headers = ["candidate", "operator", "Δ vs seed", "p better", "instruction"]
+    headers = ["candidate", "operator", "Δ vs seed", "p better", "added to the original instruction"]
     return Section("Finalists", [intro, Table(headers, rows)])
 
 
@@ -603,7 +643,16 @@ def _lineage(facts: RunFacts) -> Section:
         ]
         for s in steps
     ]
-    headers = ["candidate", "generation", "operator", "parents", "train", "validation", "feedback applied"]
+    name = _metric_name(facts.result)
+    headers = [
+        "candidate",
+        "generation",
+        "operator",
+        "parents",
+        "fitness (judged train)",
+        f"validation {name}",
+    ]
+    headers.append("feedback applied")
     measured = (
         "Small data (out of bag): no candidate is judged on a validation part of its own; the chosen "
         "candidate's and the seed's out-of-bag figures are under Seed vs best"
@@ -611,8 +660,9 @@ def _lineage(facts: RunFacts) -> Section:
         else "Validation is measured only for the finalists"
     )
     intro = Para(
-        f"The chosen candidate first, then its parents and their parents. {measured}; n/a is a score "
-        "not measured."
+        f"The chosen candidate first, then its parents and their parents. Fitness is {name} on the "
+        f"judged train samples, what the search ranked by; validation {name} is the figure of Seed vs "
+        f"best. {measured}; n/a is a score not measured."
     )
     return Section("Lineage of the chosen candidate", [intro, Table(headers, rows)])
 

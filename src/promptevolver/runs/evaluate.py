@@ -2,12 +2,14 @@
 
 :func:`score_instructions` judges every chosen sample once with the instructions given (for
 example a previous run's best) and returns the agreement figures a report shows. Samples: all
-usable ones, or the validation samples of a run (``result.json``'s ``split.validation_positions``),
-so that a run's held-out score can be checked again, on another LLM for instance.
+usable ones, or the validation samples of a run, found by content (:func:`validation_positions`):
+a run's held-out score can be checked again, on another LLM for instance, and a run of another
+metric or file is refused rather than scored on whatever sits at its positions.
 
 :func:`run_of` finds the run the instructions come from (``evaluate`` then defaults to its
 validation samples: its train samples were learned from), and :func:`other_metric` says when
-that run optimized another metric than the config's (``evaluate`` warns).
+that run optimized another metric than the config's (an error for its validation samples; a
+warning with ``--split all``).
 """
 
 from __future__ import annotations
@@ -18,13 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations.models import sample_key
 from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
-from promptevolver.errors import ConfigError, RunDirError
+from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.preflight import preflight
-from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, metric_config_near, read_result, result_path
+from promptevolver.rundir import (
+    CONFIG_FILE,
+    RESULT_FILE,
+    metric_config_near,
+    read_config,
+    read_result,
+    result_path,
+)
 
 __all__ = ["Scorecard", "other_metric", "run_of", "score_instructions", "validation_positions"]
 
@@ -39,6 +50,9 @@ class Scorecard:
         judge_calls: LLM calls made (cache hits excluded); usage: the client's full usage.
         pairs: the measured (human label, judge score) pairs, in sample order (failed evaluations
             left out): what the figures and their confidence intervals are computed from.
+        judged: position → judgement of every sample scored (failed ones included, score None);
+            positions: the samples scored, in order (``evaluate --samples-out`` writes them).
+        prompt_name: the judge's prompt (the annotations' key of the humans' reasons).
     """
 
     metric: str
@@ -47,6 +61,9 @@ class Scorecard:
     judge_calls: int
     usage: dict[str, Any]
     pairs: tuple[tuple[float, float], ...] = field(default=(), compare=False)
+    judged: Mapping[int, Judgement] = field(default_factory=dict, compare=False)
+    positions: tuple[int, ...] = field(default=(), compare=False)
+    prompt_name: str = field(default="", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""
@@ -59,29 +76,68 @@ class Scorecard:
         }
 
 
-def validation_positions(run_dir: str | Path, dataset: SingleMetricAnnotation) -> list[int]:
-    """A run's validation sample positions (its result.json's ``split.validation_positions``),
-    checked against ``dataset``.
+def validation_positions(
+    run_dir: str | Path, dataset: SingleMetricAnnotation, *, config: RunConfig | None = None
+) -> list[int]:
+    """The positions in ``dataset`` of a run's validation samples, found by content, never by
+    position: the samples of ``dataset`` whose input fields are those of the run's validation
+    samples (result.json's ``split.validation_keys``; a result without them is matched through
+    the annotations its config.yaml names).
 
     Args:
         run_dir: a run directory or its result.json (release-0.1 results included).
+        dataset: the annotations to score.
+        config: the config scoring them: a run of another metric (name or definition) is refused.
 
     Raises:
         RunDirError: no readable result.json, or one of a newer format (see
             :func:`promptevolver.rundir.read_result`).
-        ConfigError: no positions in it, or positions that are not usable samples of ``dataset``
-            (the run used other annotations).
+        ConfigError: the run optimized another metric than ``config``'s; it records no validation
+            samples; some of them are not usable samples of ``dataset`` (a run of another file).
+            Each message says that ``--split all`` scores every usable sample instead.
     """
     path = result_path(run_dir)
-    positions = (read_result(path).get("split") or {}).get("validation_positions")
-    if not isinstance(positions, list) or not all(isinstance(p, int) for p in positions):
-        raise ConfigError(
-            f"{path}: no split.validation_positions (a list of sample positions) to evaluate on"
-        )
+    if config is not None and (mismatch := other_metric(run_dir, config)):
+        raise ConfigError(f"{mismatch}: its validation samples are not this metric's; {_ALL}")
+    wanted = _validation_keys(path, read_result(run_dir))
+    size = len(wanted[0]) if wanted else 0
     labels = dataset.labels()
-    if any(not 0 <= p < len(labels) or labels[p] is None for p in positions):
-        raise ConfigError(f"{path}: its validation samples are not usable samples of {dataset.source}")
-    return list(positions)
+    where: dict[str, list[int]] = {}
+    for i, sample in enumerate(dataset.samples):
+        if labels[i] is not None:
+            where.setdefault(sample_key(sample.metric_input)[:size], []).append(i)
+    missing = sum(key not in where for key in wanted)
+    if missing:
+        raise ConfigError(
+            f"{path}: {missing} of its {len(wanted)} validation samples are not usable samples of "
+            f"{dataset.source} (matched by content: the run used other annotations); {_ALL}"
+        )
+    return sorted({i for key in wanted for i in where[key]})
+
+
+_ALL = "--split all scores every usable sample of the config's annotations instead"
+
+
+def _validation_keys(path: Path, result: Mapping[str, Any]) -> list[str]:
+    """The content keys of the run's validation samples: recorded, or computed from the samples
+    at its ``validation_positions`` in the annotations of its config.yaml (older results)."""
+    split = result.get("split") or {}
+    keys = split.get("validation_keys")
+    if isinstance(keys, list) and all(isinstance(k, str) for k in keys):
+        return list(keys)
+    positions = split.get("validation_positions")
+    if not isinstance(positions, list) or not all(isinstance(p, int) for p in positions):
+        raise ConfigError(f"{path}: no split.validation_positions (the run's validation samples); {_ALL}")
+    try:
+        theirs = load_dataset(read_config(path.parent))
+    except (RunDirError, ConfigError, AnnotationError) as exc:
+        raise ConfigError(
+            f"{path}: records its validation samples by position only, and the annotations it ran "
+            f"on cannot be read to find them by content ({exc}); {_ALL}"
+        ) from exc
+    if any(not 0 <= p < len(theirs.samples) for p in positions):
+        raise ConfigError(f"{path}: its validation positions are not samples of {theirs.source}; {_ALL}")
+    return [sample_key(theirs.samples[p].metric_input) for p in positions]
 
 
 def run_of(instructions: str | Path, run: str | Path | None = None) -> Path | None:
@@ -169,4 +225,7 @@ async def score_instructions(
         judge_calls=llm.usage.judge_calls,
         usage=(llm.usage + evaluator.failures).to_dict(),
         pairs=pairs,
+        judged=judged,
+        positions=tuple(chosen),
+        prompt_name=next(iter(metric.get_prompts())),
     )

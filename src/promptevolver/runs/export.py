@@ -1,9 +1,16 @@
-"""Taking a run's best instructions elsewhere: JSON and a Python snippet.
+"""Taking a run elsewhere: its best instructions as JSON and a Python snippet, and its verdicts
+sample by sample.
 
 Every ``optimize`` run writes into its directory (names from :mod:`promptevolver.rundir`)::
 
     DIR/best_instructions.json   prompt name → best instruction (a plain JSON object)
     DIR/apply_best.py            a runnable snippet that builds the judge with them applied
+    DIR/samples.jsonl            one JSON object per usable annotation (:func:`sample_rows`)
+
+``promptevolver evaluate --samples-out FILE`` writes the same kind of file for the instructions it
+scores (:func:`scorecard_rows`). A failed evaluation is never a verdict: its verdict is null and
+``failures`` gives its cause; a sample the run did not judge (outside its focus set, with a paid
+LLM) has null verdicts and ``judged`` false.
 
 Loading them back is the run directory's job: :func:`promptevolver.rundir.load_instructions`
 (re-exported here for the import path of release 0.1), which
@@ -12,27 +19,37 @@ Loading them back is the run directory's job: :func:`promptevolver.rundir.load_i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.config.models import MetricConfig
 from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge.protocol import Judgement
+from promptevolver.report.data import RunFacts
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,
     BEST_INSTRUCTIONS_FILE,
+    SAMPLES_FILE,
     load_instructions,
     metric_config_near,
     write_atomic,
     write_json,
+    write_jsonl,
 )
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
     "BEST_INSTRUCTIONS_FILE",
+    "SAMPLES_FILE",
     "apply_snippet",
     "load_instructions",
     "metric_config_near",
+    "sample_rows",
+    "scorecard_rows",
     "write_exports",
+    "write_samples",
 ]
 
 
@@ -92,3 +109,92 @@ def write_exports(directory: str | Path, instructions: Mapping[str, str], metric
     as_json = write_json(out / BEST_INSTRUCTIONS_FILE, dict(instructions), indent=2)
     snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(instructions, metric))
     return [as_json, snippet]
+
+
+# --- per-sample exports ----------------------------------------------------------------------------
+
+
+def sample_rows(facts: RunFacts) -> Iterator[dict[str, Any]]:
+    """A run's rows of ``samples.jsonl``, one per usable annotation in sample order: ``position``,
+    ``split`` (``train`` or ``validation``; out of bag, ``validation`` is what the best candidate
+    never learned from), ``metric_input``, ``human`` (label), ``human_reason``, ``seed_verdict`` /
+    ``best_verdict`` with ``seed_reason`` / ``best_reason`` (null where not judged or failed),
+    ``judged`` ({seed, best}: whether a verdict was sought) and ``failures`` ({seed|best: cause}).
+    Nothing when the run's annotations could not be loaded."""
+    if facts.dataset is None:
+        return
+    validation = set(facts.positions.get("validation", []))
+    seen: dict[str, dict[int, Judgement]] = {"seed": {}, "best": {}}
+    for (who, _), judged in facts.judgements.items():
+        seen[who].update(judged)
+    for position, (sample, label) in enumerate(zip(facts.dataset.samples, facts.labels)):
+        if label is None:
+            continue
+        row = _row(position, sample, label, facts.prompt_name)
+        row["split"] = "validation" if position in validation else "train"
+        for who in ("seed", "best"):
+            _judged(row, who, seen[who].get(position))
+        yield _last(row, "judged", "failures")
+
+
+def write_samples(directory: str | Path, facts: RunFacts) -> Path:
+    """Write DIR/samples.jsonl (:func:`sample_rows`) atomically; return its path.
+
+    Raises:
+        OSError: the file cannot be written (an existing one is left intact).
+    """
+    return write_jsonl(Path(directory) / SAMPLES_FILE, sample_rows(facts))
+
+
+def scorecard_rows(
+    dataset: SingleMetricAnnotation,
+    judged: Mapping[int, Judgement],
+    positions: Sequence[int],
+    *,
+    split: str,
+    prompt_name: str,
+) -> Iterator[dict[str, Any]]:
+    """``evaluate --samples-out``'s rows: as :func:`sample_rows` for the ``positions`` scored
+    (``split``: ``all`` or ``validation``), with one ``verdict`` and ``reason`` for the
+    instructions given instead of the seed's and the best's."""
+    labels = dataset.labels()
+    for position in positions:
+        label = labels[position]
+        if label is None:
+            continue
+        row = _row(position, dataset.samples[position], label, prompt_name)
+        row["split"] = split
+        _judged(row, "", judged.get(position))
+        yield _last(row, "judged", "failures")
+
+
+def _row(position: int, sample: SampleAnnotation, label: float, prompt_name: str) -> dict[str, Any]:
+    approved = sample.expected_output(prompt_name) or {}
+    reason = approved.get("reason")
+    return {
+        "position": position,
+        "split": "",
+        "metric_input": dict(sample.metric_input),
+        "human": label,
+        "human_reason": str(reason) if reason else None,
+        "judged": {},
+        "failures": {},
+    }
+
+
+def _judged(row: dict[str, Any], who: str, judgement: Judgement | None) -> None:
+    """Fill ``row``'s verdict and reason of ``who`` (``seed``, ``best``; "" for evaluate's one)."""
+    key = f"{who}_" if who else ""
+    row[f"{key}verdict"] = None if judgement is None else judgement.score
+    row[f"{key}reason"] = None if judgement is None or judgement.failed else judgement.reason
+    row["judged"][who or "judge"] = judgement is not None
+    if judgement is not None and judgement.failed:
+        cause = ": ".join(x for x in (judgement.cause, judgement.error) if x)
+        row["failures"][who or "judge"] = cause or "failed"
+
+
+def _last(row: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``row`` with ``keys`` moved to the end (a spreadsheet's columns read left to right)."""
+    for key in keys:
+        row[key] = row.pop(key)
+    return row

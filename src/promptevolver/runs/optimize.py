@@ -2,7 +2,8 @@
 
 The run directory's files (their names, atomic writes and readers) belong to
 :mod:`promptevolver.rundir`; this module writes config.yaml and result.json through it, and the
-exports (:mod:`promptevolver.runs.export`) and the report (:mod:`promptevolver.report`) at the end.
+exports (:mod:`promptevolver.runs.export`: best instructions, samples.jsonl) and the report
+(:mod:`promptevolver.report`) at the end.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.optimizers.events import Callback
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.report.data import load_run
 from promptevolver.report.write import write_report
 from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, clear_run, write_atomic
-from promptevolver.runs.export import write_exports
+from promptevolver.runs.export import write_exports, write_samples
 from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
@@ -116,7 +118,9 @@ def execute(
         ) from exc
     write_result(directory, result)
     write_exports(directory, result.best_instructions, config.metric)
-    write_report(directory, dataset=dataset)
+    facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best
+    write_report(directory, facts=facts)
+    write_samples(directory, facts)
     return result
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
+from promptevolver.evaluation.losses import loss_label
 from promptevolver.optimizers.result import OptimizationResult
 
 __all__ = ["choice_line", "outcome_lines", "stage_line", "stop_line"]
@@ -35,12 +36,14 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     the LLM calls (``n/a`` for a score not measured); unless ``quiet``, also why the best was
     chosen and the run stopped, the files written in ``run_dir`` and the best instructions."""
     s, calls = result.scores, result.usage["llm_calls"]
-    name = result.loss.get("metric", result.loss["name"])
+    name = loss_label(result.loss)
+    simulated = " | simulated LLM: no model was called" if result.simulated_llm else ""
     lines = [
         f"{result.metric}: {name} seed train {_f(s['seed'].get('train'))} "
         f"validation {_f(s['seed'].get('validation'))} | "
         f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
+        f"{simulated}"
     ]
     if quiet:
         return lines
@@ -93,9 +96,9 @@ def choice_line(result: OptimizationResult) -> str:
     top, delta = by_id[row["id"]], row.get("delta")
     on_validation = "" if delta is None else f", and {delta:+.3f} against it on validation"
     judged = ((result.split or {}).get("judged") or {}).get("train")
-    samples = f"the {judged} train samples judged" if judged else "the train samples judged"
+    samples = f"the {judged} judged train samples" if judged else "the judged train samples"
     return (
-        f"kept the seed: {why}; the best other finalist, {_who(top)}, scored {_f(top['train'])} on "
+        f"kept the seed: {why}; the best other finalist, {_who(top)}, had fitness {_f(top['train'])} on "
         f"{samples} (the seed {_f(seed['train'])}){on_validation}"
     )
 

@@ -37,11 +37,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations.models import sample_key
 from promptevolver.simulation import phrases as ph
 
 __all__ = [
@@ -68,15 +69,6 @@ _COPULA = frozenset("is are was were be been being seems seem".split())
 _SUBJECT = frozenset("it response answer assistant they reply".split())
 _ARTICLES = frozenset(("a", "an", "the"))
 _PREPOSITIONS = frozenset("of to for with about than from on in into at by as over under".split())
-
-
-def sample_key(inputs: Mapping[str, Any]) -> str:
-    """Identity of a sample from its judge-visible input fields (None and empty values ignored)."""
-    import hashlib
-    import json
-
-    shown = {k: v for k, v in inputs.items() if v not in (None, "", [])}
-    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -129,6 +121,8 @@ class World:
     criteria: dict[str, Criterion]
     has_reference: bool
     stop: frozenset[str] = field(default=frozenset())
+    #: The criteria move a score (a rubric): verdict 0 means "score lower", 1 "score higher".
+    scored: bool = False
 
     def generic(self) -> list[Criterion]:
         return [c for c in self.criteria.values() if c.kind == "generic"]

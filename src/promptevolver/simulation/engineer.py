@@ -135,7 +135,10 @@ class SimulatedEngineer:
         wanted = [c for c in self.discover(user, parts) if c.id not in named]
         match = _AT_MOST.search(parts.get(ops.ANSWER, "") or user)
         limit = int(match.group(1)) if match else 3
-        items = [writer.feedback_item(c, has_reference=self.world.has_reference) for c in wanted[:limit]]
+        items = [
+            writer.feedback_item(c, has_reference=self.world.has_reference, scored=self.world.scored)
+            for c in wanted[:limit]
+        ]
         if '"explains"' not in parts.get(ops.ANSWER, ""):
             return json.dumps({"feedback": items})
         carriers = self.carriers(parts.get(ops.FAILING_SAMPLES, ""))  # a lessons call: cite them

@@ -161,7 +161,9 @@ class SimulatedJudgeLLM(BaseLLMClient):
 
     def sentence(self, criterion: Criterion) -> str:
         """The sentence the engineer writes for ``criterion`` (also its feedback item)."""
-        return writer.feedback_item(criterion, has_reference=self.world.has_reference)
+        return writer.feedback_item(
+            criterion, has_reference=self.world.has_reference, scored=self.world.scored
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """Provider kind plus every setting and the world the answers depend on."""

@@ -95,7 +95,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
             )
         else:
             self.scores = score_world(dataset)
-            self._use_world(criteria_world(dataset, {RUBRIC_PREFIX: rubric_faults}))
+            self._use_world(criteria_world(dataset, {RUBRIC_PREFIX: rubric_faults}, scored=True))
 
     def _use_world(self, world: World) -> None:
         """Make ``world`` the one the prompt engineer learns from and instructions are read against."""

@@ -280,9 +280,12 @@ def _prefixed(world: World, prefix: str) -> World:
 def criteria_world(
     dataset: SingleMetricAnnotation,
     prompts: Mapping[str, Callable[[SampleAnnotation, float | None], Fault | None]],
+    *,
+    scored: bool = False,
 ) -> World:
     """One world of the criteria mined from each prompt's faults (prefix → fault finder), merged
-    (see the module docstring)."""
+    (see the module docstring); ``scored``: its criteria move a score (a rubric), so the engineer
+    writes "Score lower when:" / "Score higher when:" rather than binary verdict rules."""
     worlds = [
         _prefixed(mine_world(fault_view(dataset, f), prompt_name=_VIEW_PROMPT), p) for p, f in prompts.items()
     ]
@@ -297,7 +300,7 @@ def criteria_world(
             )
     criteria = {cid: c for world in worlds for cid, c in world.criteria.items()}
     stop = frozenset().union(*(w.stop for w in worlds))
-    return World(samples, criteria, worlds[0].has_reference, stop)
+    return World(samples, criteria, worlds[0].has_reference, stop, scored)
 
 
 def world_digest(*worlds: object) -> str:

@@ -9,6 +9,9 @@ An instruction it writes is its base text followed by one block per verdict::
     Give verdict 1 (yes) when:
     - the response shows a simplified and accurate representation
 
+For a score (a rubric, ``World.scored``) the blocks are ``Score lower when:`` and ``Score higher
+when:``: a 1-5 instruction gets no binary verdict rules.
+
 Each bullet names one criterion with a clause chosen by the criterion's role (see
 :class:`~promptevolver.simulation.criteria.Criterion`): a quote of the input (``the response says
 "..."``), a relation (``the response says something instead of what the reference says``), a
@@ -33,7 +36,7 @@ from promptevolver.simulation.criteria import Criterion, World
 
 __all__ = ["Coverage", "Parsed", "clause", "compose", "feedback_item", "parse", "task_line"]
 
-_HEADER = re.compile(r"^give verdict [01]\b.*\bwhen:?\s*$", re.IGNORECASE)
+_HEADER = re.compile(r"^(?:give verdict [01]\b.*\bwhen|score (?:lower|higher) when):?\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -62,13 +65,18 @@ def clause(criterion: Criterion, *, has_reference: bool) -> str:
     return f"the response shows {article}{phrase}"
 
 
-def header(verdict: int) -> str:
+def header(verdict: int, *, scored: bool = False) -> str:
+    """The line above the criteria of ``verdict``: a binary verdict, or for a score (``scored``)
+    its direction (0: lower, 1: higher)."""
+    if scored:
+        return f"Score {'higher' if verdict else 'lower'} when:"
     return f"Give verdict {verdict} ({'yes' if verdict else 'no'}) when:"
 
 
-def feedback_item(criterion: Criterion, *, has_reference: bool) -> str:
+def feedback_item(criterion: Criterion, *, has_reference: bool, scored: bool = False) -> str:
     """One feedback string asking for ``criterion``."""
-    return f"{header(criterion.verdict)[:-1]} {clause(criterion, has_reference=has_reference)}."
+    lead = header(criterion.verdict, scored=scored)[:-1]
+    return f"{lead} {clause(criterion, has_reference=has_reference)}."
 
 
 class Coverage:
@@ -145,7 +153,7 @@ def compose(
     for verdict in (0, 1):
         bullets = [f"- {_bare(text)}" for text, v in kept if v == verdict]
         if bullets:
-            out += [header(verdict), *bullets]
+            out += [header(verdict, scored=world.scored), *bullets]
     return "\n".join(out).strip()
 
 
@@ -156,6 +164,10 @@ def _verdict(ids: frozenset[str], world: World) -> int:
 
 def _bare(text: str) -> str:
     """A criterion line as a bullet clause: a sentence written as "Give verdict N when X." -> "X"."""
-    match = re.match(r"^give verdict [01](?: \((?:yes|no)\))? when:?\s*(.*)$", text, re.IGNORECASE)
+    match = re.match(
+        r"^(?:give verdict [01](?: \((?:yes|no)\))?|score (?:lower|higher)) when:?\s*(.*)$",
+        text,
+        re.IGNORECASE,
+    )
     body = match.group(1) if match else text
     return body.rstrip(" .")

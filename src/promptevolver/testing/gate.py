@@ -49,7 +49,8 @@ def assert_agreement(
             or that mapping itself; None: the config's judge as it is (its seed instructions).
         figure: ``accuracy``, ``f1`` or ``cohen_kappa`` (binary metrics; default ``accuracy``),
             ``within_one``, ``exact`` or ``weighted_kappa`` (ordinal scores; default ``within_one``).
-        run: score the validation samples of this run directory (default: every usable sample).
+        run: score the validation samples of this run directory, found by content (default:
+            every usable sample); a run of another metric or annotation file is a ConfigError.
         max_failure_rate: share of evaluations that may fail, in [0, 1) (default 0).
         overrides: ``KEY.PATH=VALUE`` changes to a config file, as ``--set`` (e.g.
             ``llm.model=gpt-4o-mini``).
@@ -65,7 +66,7 @@ def assert_agreement(
     cfg = _config(config, overrides)
     dataset = load_dataset(cfg)
     chosen = _instructions(cfg, instructions, resolve_prompt(cfg, dataset).rename)
-    positions = validation_positions(run, dataset) if run is not None else None
+    positions = validation_positions(run, dataset, config=cfg) if run is not None else None
     card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
     rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
     result = check_gate(

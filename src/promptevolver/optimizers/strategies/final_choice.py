@@ -15,7 +15,10 @@ lineage never learned from, with the train judgements already made (no extra cal
 The rule: the finalist with the largest Δ is returned when Δ > 0 and ``p`` ≥ ``confidence``
 (default 0.7); otherwise the seed. So a candidate replaces the seed only when the held-out
 evidence says it is better with that probability — the principled form of "never worse than the
-seed" — while a small validation set that cannot tell them apart keeps the seed. Replayed on 36
+seed" — while a small validation set that cannot tell them apart keeps the seed. An extended run
+(``--resume`` with more generations) keeps its earlier choice, the *incumbent*, as a finalist, and
+a finalist replaces it only when it beats the incumbent in the same paired way: an extension never
+returns a candidate worse on validation than the one it started from. Replayed on 36
 judgeworld runs (``benchmarks/judgeworld/choice_rule.py``: 6 worlds × 3 seeds × 2 populations),
 0.7 kept the seed when a finalist was better on the test split in 3 % of runs and never returned a
 worse one; 0.8 kept it in 6 %, 0.95 in 25 %. A finalist
@@ -84,18 +87,38 @@ class PairedChoice:
         #: After :meth:`choose`: the rule, every finalist's Δ, p and coverage, the choice and why.
         self.report: dict[str, Any] = {}
 
-    def candidates(self, seed: Candidate, population: Sequence[Candidate], loss: Loss) -> list[Candidate]:
-        """The seed, then the ``finalists`` best of ``population`` by train score (each once)."""
+    def candidates(
+        self,
+        seed: Candidate,
+        population: Sequence[Candidate],
+        loss: Loss,
+        incumbent: Candidate | None = None,
+    ) -> list[Candidate]:
+        """The seed, then the ``finalists`` best of ``population`` by train score, then the
+        ``incumbent`` (an extended run's earlier choice) when given (each once)."""
         top = selection.rank(population, loss, min_coverage=self.min_coverage)[: self.finalists]
-        return list({c.id: c for c in [seed, *top]}.values())
+        extra = [] if incumbent is None else [incumbent]
+        return list({c.id: c for c in [seed, *top, *extra]}.values())
 
     def choose(
-        self, finalists: Sequence[Candidate], compare: Comparison, rng: np.random.Generator
+        self,
+        finalists: Sequence[Candidate],
+        compare: Comparison,
+        rng: np.random.Generator,
+        *,
+        incumbent: Candidate | None = None,
+        alone: str = "no candidate besides the seed was left in the population",
     ) -> Candidate:
         """The seed (the finalist with ``is_seed``) or the finalist that beats it, given
         ``compare(finalist) -> (finalist's score, seed's score, mask, weights)``: the two scores on
         the same samples, the samples held out for that finalist (boolean mask) and what each
-        stands for (:func:`held_out`, :func:`out_of_bag`)."""
+        stands for (:func:`held_out`, :func:`out_of_bag`).
+
+        Args:
+            incumbent: an extended run's earlier choice (one of ``finalists``, not the seed): it
+                stays the result unless a finalist beats it (see the module docstring).
+            alone: why the seed is the only finalist, when it is (the reason says so).
+        """
         seed = next(c for c in finalists if c.is_seed)
         rows: list[dict[str, Any]] = []
         best: tuple[float, float, Candidate] | None = None  # (Δ, p, finalist)
@@ -111,7 +134,9 @@ class PairedChoice:
             )
             if eligible and delta is not None and (best is None or delta > best[0]):
                 best = (delta, p, c)
-        chosen, why = self._decide(seed, best)
+        chosen, why = self._decide(seed, best, alone if not rows else None)
+        if incumbent is not None and not incumbent.is_seed:
+            chosen, why = self._defend(incumbent, chosen, why, rows, compare, rng)
         self.report = {
             "rule": "paired bootstrap against the seed on the samples held out for each finalist",
             "confidence": self.confidence,
@@ -121,9 +146,16 @@ class PairedChoice:
         }
         return chosen
 
-    def _decide(self, seed: Candidate, best: tuple[float, float, Candidate] | None) -> tuple[Candidate, str]:
+    def _decide(
+        self, seed: Candidate, best: tuple[float, float, Candidate] | None, alone: str | None
+    ) -> tuple[Candidate, str]:
+        if alone is not None:
+            return seed, f"only the seed reached the final choice: {alone}"
         if best is None:
-            return seed, "no candidate besides the seed reached the final choice with enough measured samples"
+            return seed, (
+                "no finalist besides the seed was measured on enough validation samples (failed "
+                f"evaluations; a candidate needs {self.min_coverage:.0%} of its samples measured)"
+            )
         delta, p, finalist = best
         if delta <= 0:
             return seed, "no finalist did better than the seed on validation"
@@ -136,6 +168,39 @@ class PairedChoice:
             f"better than the seed on validation by {delta:+.3f} with probability {p:.2f} (paired bootstrap)"
         )
         return finalist, why
+
+    def _defend(
+        self,
+        incumbent: Candidate,
+        chosen: Candidate,
+        why: str,
+        rows: Sequence[dict[str, Any]],
+        compare: Comparison,
+        rng: np.random.Generator,
+    ) -> tuple[Candidate, str]:
+        """An extension's result: ``chosen`` when it is the incumbent or beats it paired (Δ > 0
+        with probability ≥ ``confidence``), else the incumbent."""
+        if chosen.id == incumbent.id:
+            return chosen, why
+        delta = {r["id"]: r["delta"] for r in rows if r["eligible"]}
+        if incumbent.id not in delta:  # no longer measurable against the seed: keep what was chosen
+            return chosen, why
+        kept = f"the earlier choice, candidate {incumbent.id}, is kept"
+        if chosen.is_seed or chosen.id not in delta or delta[chosen.id] <= delta[incumbent.id]:
+            return incumbent, f"{kept}: no finalist of the extension did better on validation ({why})"
+        mine, _, mask, weights = compare(chosen)
+        theirs, _, their_mask, _ = compare(incumbent)
+        d, p = paired(mine, theirs, mask & their_mask, weights, rng)
+        if d is None or d <= 0 or p < self.confidence:
+            shown = "n/a" if d is None else f"{d:+.3f}"
+            return incumbent, (
+                f"{kept}: candidate {chosen.id} did not beat it on validation with probability ≥ "
+                f"{self.confidence:g} (Δ {shown}, p {p:.2f}, paired bootstrap)"
+            )
+        return (
+            chosen,
+            f"{why}; better than the earlier choice, candidate {incumbent.id}, by {d:+.3f} (p {p:.2f})",
+        )
 
 
 Comparison = Callable[[Candidate], tuple[Score, Score, np.ndarray, np.ndarray]]

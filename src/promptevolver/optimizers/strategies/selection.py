@@ -33,7 +33,7 @@ import numpy as np
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 
-__all__ = ["complementary_parents", "pareto_front", "rank", "survivors", "tournament"]
+__all__ = ["complementary_parents", "front_rows", "pareto_front", "rank", "survivors", "tournament"]
 
 
 #: Default share of a candidate's evaluations that must succeed for it to be ranked on its score.
@@ -72,7 +72,23 @@ def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
     """
     if len(candidates) <= 1:
         return list(candidates)
-    matrix = np.stack([c.train_correct() for c in candidates])  # (n_candidates, n_samples), NaN: failed
+    rows = front_rows(np.stack([c.train_correct() for c in candidates]))
+    return [candidates[i] for i in rows]
+
+
+def front_rows(matrix: np.ndarray) -> list[int]:
+    """:func:`pareto_front` of a per-sample quality matrix: the indices of its front rows.
+
+    Args:
+        matrix: shape ``(n_candidates, n_samples)``, per-sample quality (higher is better), NaN
+            where a candidate was not measured on a sample.
+
+    Returns:
+        Row indices in increasing order; every row when no sample discriminates between them.
+    """
+    n = matrix.shape[0]
+    if n <= 1:
+        return list(range(n))
     measured = ~np.isnan(matrix)
     filled_low = np.where(measured, matrix, np.inf)
     filled_high = np.where(measured, matrix, -np.inf)
@@ -80,18 +96,18 @@ def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
     discriminating = measured.sum(axis=0) >= 2
     discriminating &= filled_low.min(axis=0) < best
     if not discriminating.any():
-        return list(candidates)
+        return list(range(n))
     on_top = (filled_high[:, discriminating] == best[discriminating]).any(axis=1)
-    front: list[Candidate] = []
+    front: list[int] = []
     seen: set[bytes] = set()
-    for i, c in enumerate(candidates):
+    for i in range(n):
         signature = np.nan_to_num(matrix[i], nan=-1.0).tobytes()
         if not on_top[i] or signature in seen:
             continue
         seen.add(signature)
-        if not any(_dominates(matrix[j], matrix[i]) for j in range(len(candidates)) if j != i):
-            front.append(c)
-    return front or list(candidates)
+        if not any(_dominates(matrix[j], matrix[i]) for j in range(n) if j != i):
+            front.append(i)
+    return front or list(range(n))
 
 
 def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
