@@ -116,7 +116,9 @@ def test_a_seed_kept_because_every_offspring_was_screened_out_says_so():
 
     metric = AspectCritic(name="answer_correctness", definition="Is the response correct?")
     result = GeneticOptimizer(metric=metric, llm=rule_llm(ds, judge, writer)).optimize(
-        dataset=ds, loss=BinaryMetricLoss(), config={"random_seed": 1, "population_size": 4, "generations": 2}
+        dataset=ds,
+        loss=BinaryMetricLoss(),
+        config={"random_seed": 1, "population_size": 4, "generations": 2, "strategy": "genetic"},
     )
     why = result.final_choice["why"]
     made = len(result.lineage) - 1

@@ -121,8 +121,15 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
 
 
 def _why_alone(state: SearchState) -> str:
-    """Why no candidate besides the seed is left to choose from, from what became of the offspring."""
-    made = state.candidates[1:]
+    """Why no candidate besides the seed is left to choose from, from what became of the offspring
+    (the pipeline's distilled rungs, verified before the search, apart)."""
+    rungs = [c for c in state.candidates[1:] if c.operator == "distill"]
+    why = _why_offspring_alone(state)
+    return f"no distilled rung beat it on held-out samples, and {why}" if rungs else why
+
+
+def _why_offspring_alone(state: SearchState) -> str:
+    made = [c for c in state.candidates[1:] if c.operator != "distill"]
     screened = sum(c.screened_out for c in made)
     if not made:
         rejected = sum(state.rejections.values())
