@@ -15,9 +15,12 @@ Conventions (every command):
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -334,10 +337,28 @@ def _optimize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    except OSError as exc:
+        progress.close()
+        if args.debug or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"promptevolver: error: {_disk_full(exc, Path(run_dir))}", file=sys.stderr)
+        return 1
     finally:
         progress.close()
     _print_outcome(result, Path(run_dir), quiet=args.quiet)
     return 0
+
+
+def _disk_full(exc: OSError, run_dir: Path) -> str:
+    """The line for a full disk (or quota): which file, and whether the run can be resumed."""
+    where = f"writing {exc.filename}" if exc.filename else f"writing into {run_dir}"
+    said = f"{exc.strerror or 'no space left on device'} while {where}"
+    if (run_dir / rundir.CHECKPOINT_FILE).is_file():
+        return (
+            f"{said}; every file written before is intact. Free some space, then continue with: "
+            f"promptevolver optimize --resume {run_dir}"
+        )
+    return f"{said}, before the run's first checkpoint; free some space and start it again"
 
 
 def _interrupted(run_dir: Path) -> str:
@@ -553,9 +574,24 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``promptevolver`` console script; returns the exit code.
 
+    An interrupt (Ctrl-C) at any point gives exit 130 and one ``interrupted`` line; run as the
+    program (``argv`` None), one arriving after the command has finished (its files written, its
+    outcome printed) is ignored rather than ending the process by the signal.
+
     Raises:
         SystemExit: from argparse, for ``--help``/``--version`` (0) and malformed command lines (2).
     """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # between the command's own handlers, e.g. while restoring the console
+        print("promptevolver: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if argv is None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exit code is decided
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     with _console(args):
         try:

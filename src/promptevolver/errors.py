@@ -13,7 +13,8 @@
     ├── LLMError                       an LLM call could not be completed
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
-    │   │   └── ContextLengthExceededError  the prompt does not fit the model's context window
+    │   │   ├── ContextLengthExceededError  the prompt does not fit the model's context window
+    │   │   └── AnswerTooLongError     an answer far beyond the requested tokens (cause ``too long``)
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     └── BudgetExceededError            a call would exceed the configured budget
@@ -29,6 +30,7 @@ from pathlib import Path
 
 __all__ = [
     "AnnotationError",
+    "AnswerTooLongError",
     "AnnotationKeyError",
     "BudgetExceededError",
     "CacheError",
@@ -188,6 +190,14 @@ class ContextLengthExceededError(PermanentLLMError):
     @property
     def cause(self) -> str:
         return "context_length"
+class AnswerTooLongError(PermanentLLMError):
+    """An answer (or its response body) far beyond the completion tokens requested: it is cut off
+    unread and the call fails, cause ``too long``, rather than kept whole in memory, checkpoints
+    and journals (see :mod:`promptevolver.llm.openai_wire` for the bounds)."""
+
+    @property
+    def cause(self) -> str:
+        return "too long"
 
 
 class OutputParseError(LLMError):

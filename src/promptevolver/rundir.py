@@ -11,11 +11,16 @@ An ``optimize`` run leaves::
     DIR/best_instructions.json    prompt name → best instruction
     DIR/apply_best.py             a snippet that applies them
     DIR/samples.jsonl             one line per usable annotation: seed and best verdicts, reasons
+    DIR/.lock                     held (flock) by the process writing the run: pid, host, start
 
 Every file is written atomically (:func:`write_atomic`: a temporary file in the same folder,
 fsync, rename), so an interruption or a full disk never leaves a half-written file, and no
 temporary file is left behind when a write fails. Readers check :data:`FORMAT_VERSION` where a
 file carries one and raise :class:`~promptevolver.errors.RunDirError` naming the file.
+
+One process at a time writes a run directory: :func:`locked` takes an exclusive lock
+(``fcntl.flock`` on ``DIR/.lock``, released by the kernel when the process ends, however it ends)
+and a second process is refused with a line naming the holder's pid, host and start time.
 
 Readers: :func:`read_result` (the one parser of ``result.json``), :func:`read_config`,
 :func:`load_instructions` (a run's best instructions, for ``evaluate`` and
@@ -30,11 +35,14 @@ so any layer (the judge's ``from_result`` included) may read a run directory thr
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
+import socket
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,6 +60,7 @@ __all__ = [
     "FORMAT_VERSION",
     "JOURNAL_FILE",
     "FORMAT_VERSION_KEY",
+    "LOCK_FILE",
     "PLOTS_DIR",
     "REPORT_HTML",
     "REPORT_MD",
@@ -60,9 +69,11 @@ __all__ = [
     "SAMPLES_FILE",
     "as_instructions",
     "check_format_version",
+    "check_unlocked",
     "clear_run",
     "remove_leftovers",
     "load_instructions",
+    "locked",
     "metric_config_near",
     "prompt_name_near",
     "read_config",
@@ -87,6 +98,8 @@ PLOTS_DIR = "plots"
 BEST_INSTRUCTIONS_FILE = "best_instructions.json"
 APPLY_SNIPPET_FILE = "apply_best.py"
 SAMPLES_FILE = "samples.jsonl"
+#: The lock file of the process writing the run (:func:`locked`), there while it runs.
+LOCK_FILE = ".lock"
 #: Version of the run-directory formats written by this release (result.json, checkpoint.json).
 FORMAT_VERSION = 2
 #: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
@@ -207,6 +220,88 @@ def remove_leftovers(directory: str | Path) -> list[Path]:
     for path in ours:
         path.unlink()
     return ours
+
+
+@contextlib.contextmanager
+def locked(directory: str | Path) -> Iterator[Path]:
+    """Hold an exclusive lock on the run directory ``directory`` (created if needed) for the
+    duration of the ``with`` block; yields the lock file's path.
+
+    The lock is ``fcntl.flock`` on :data:`LOCK_FILE`, which records the holder (pid, host, start
+    time, UTC); the kernel releases it when the process ends, so a killed run leaves no stale
+    lock (only its file, taken over by the next run). The file is removed at the end of the block;
+    a lock taken on a file removed meanwhile is dropped and taken again on the new one.
+
+    Raises:
+        RunDirError: another process holds the lock (the message names its pid, host and start).
+        OSError: the folder or the lock file cannot be created.
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise _in_use(d, path) from None
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # its holder removed the file as we locked it: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
+        os.write(fd, json.dumps(holder).encode())
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)  # releases the lock
+
+
+def check_unlocked(directory: str | Path) -> None:
+    """Refuse at once a run directory another process is writing (before reading what it holds:
+    its files are that process's, mid-run).
+
+    Raises:
+        RunDirError: another process holds the lock of :func:`locked` (naming it).
+    """
+    path = Path(directory) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return  # no lock file: nobody is writing
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _in_use(Path(directory), path) from None
+    finally:
+        os.close(fd)
+
+
+def _in_use(d: Path, path: Path) -> RunDirError:
+    return RunDirError(
+        f"{d} is being written by another promptevolver process ({_holder(path)}); nothing "
+        "was changed. Wait for it to finish (or stop it), or write to another --output"
+    )
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _holder(path: Path) -> str:
+    """``pid N on host H, started T`` from a lock file, or what is known of it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {data['pid']} on host {data['host']}, started {data['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its pid is not recorded yet"
 
 
 # --- reading -------------------------------------------------------------------------------------

@@ -88,9 +88,14 @@ def test_unknown_host_names_the_resolver_error() -> None:
     assert "connection error" not in str(error).lower()
 
 
-def test_a_server_that_never_answers_times_out_once(silent_port: int) -> None:
-    error = failure(make_client(f"http://127.0.0.1:{silent_port}/v1", timeout_s=0.3))
-    assert str(error) == f"cannot connect to http://127.0.0.1:{silent_port}/v1 (no answer within 0.3 s)"
+def test_a_server_that_never_answers_times_out_after_the_policys_attempts(silent_port: int) -> None:
+    client = make_client(
+        f"http://127.0.0.1:{silent_port}/v1", timeout_s=0.3, max_attempts=2, retry_initial_s=0.01
+    )
+    error = failure(client)
+    assert str(error) == (
+        f"cannot connect to http://127.0.0.1:{silent_port}/v1 (no complete answer within 0.3 s, 2 attempts)"
+    )
 
 
 def test_a_refused_key_names_where_the_key_came_from() -> None:

@@ -19,10 +19,11 @@ from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.llm import OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm.retry import RUN_OF_FAILURES
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Event
 from promptevolver.optimizers.operators import meta_prompts
-from promptevolver.optimizers.strategies.failures import RUN_OF_FAILURES, ServerWatch
+from promptevolver.optimizers.strategies.failures import ServerWatch
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import LocalOpenAIServer, simulated_handler
 
@@ -151,7 +152,7 @@ def test_a_closed_port_is_reported_with_the_os_reason_and_no_secret():
         port = sock.getsockname()[1]
 
     async def main() -> TransientLLMError:
-        url = f"http://user:{SECRET}@127.0.0.1:{port}/v1?api-key={SECRET}"
+        url = f"http://127.0.0.1:{port}/v1?api-key={SECRET}"  # userinfo is refused: test_hostile_server
         async with OpenAIClient(
             model="sim", base_url=url, api_key="sk-test-dead-server", max_attempts=1
         ) as llm:

@@ -32,7 +32,15 @@ from typing import Any, Literal, get_args
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.errors import AnnotationError
 
-__all__ = ["LABEL_KINDS", "LabelKind", "check_labels", "check_label_values", "infer_kind"]
+__all__ = [
+    "LABEL_KINDS",
+    "LabelKind",
+    "check_inputs",
+    "check_label_values",
+    "check_labels",
+    "check_recorded_verdicts",
+    "infer_kind",
+]
 
 LabelKind = Literal["binary", "numeric"]
 #: The label kinds, as accepted by ``kind`` arguments.
@@ -124,3 +132,66 @@ def _majority(values: list[float]) -> str:
 
 def _show(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) and value.is_integer() else repr(value)
+
+
+def check_recorded_verdicts(
+    samples: Sequence[SampleAnnotation], *, path: str | Path | None = None, metric: str | None = None
+) -> None:
+    """Every ``verdict`` recorded in a binary metric's prompt traces (``prompt_output`` and
+    ``edited_output`` of each prompt) is 0 or 1 (a whole number; not a string, a boolean or null).
+
+    Raises:
+        AnnotationError: the first other value, naming the sample and the field
+            (``prompts.NAME.prompt_output.verdict``).
+    """
+    for index, sample in enumerate(samples):
+        for name, prompt in sample.prompts.items():
+            for part in ("prompt_output", "edited_output"):
+                output = getattr(prompt, part)
+                if not isinstance(output, dict) or "verdict" not in output:
+                    continue
+                verdict = output["verdict"]
+                if isinstance(verdict, bool) or not isinstance(verdict, int | float) or verdict not in (0, 1):
+                    raise AnnotationError(
+                        f"{verdict!r} is not a verdict (0 or 1) of this binary metric; fix the recorded "
+                        "output, or leave the verdict out",
+                        path=path,
+                        metric=metric,
+                        sample_index=index,
+                        field=f"prompts.{name}.{part}.verdict",
+                    )
+
+
+#: Text fields of a metric's input (Ragas' single-turn sample): a string each, when present.
+_TEXT_INPUTS = ("user_input", "response", "reference")
+
+
+def check_inputs(
+    samples: Sequence[SampleAnnotation], *, path: str | Path | None = None, metric: str | None = None
+) -> None:
+    """The text fields of every ``metric_input`` (:data:`_TEXT_INPUTS`) are strings (or null),
+    and ``retrieved_contexts`` / ``reference_contexts`` lists of strings: a number would reach
+    the judge's prompt as if it were the text.
+
+    Raises:
+        AnnotationError: the first other value, naming the sample and the field.
+    """
+    for index, sample in enumerate(samples):
+        for key, value in sample.metric_input.items():
+            if key in _TEXT_INPUTS:
+                bad = value is not None and not isinstance(value, str)
+            elif key.endswith("_contexts"):
+                bad = value is not None and not (
+                    isinstance(value, list) and all(isinstance(v, str) for v in value)
+                )
+            else:
+                continue
+            if bad:
+                kind = "a string" if key in _TEXT_INPUTS else "a list of strings"
+                raise AnnotationError(
+                    f"{str(value)[:40]!r} ({type(value).__name__}) is not {kind}",
+                    path=path,
+                    metric=metric,
+                    sample_index=index,
+                    field=f"metric_input.{key}",
+                )

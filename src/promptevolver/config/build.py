@@ -11,6 +11,7 @@ import re
 from typing import Literal
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
 from promptevolver.config.models import (
     ENV_PLACEHOLDER,
     LLMConfig,
@@ -20,7 +21,7 @@ from promptevolver.config.models import (
     SyntheticSource,
 )
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
-from promptevolver.errors import ConfigError
+from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.judge.ensemble import JudgeEnsemble
@@ -46,7 +47,9 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
 
     Raises:
         AnnotationError: missing/malformed file or sample, a label that does not fit the metric's
-            kind, or the metric is not in the file (the message lists the metrics present).
+            kind, or the metric is not in the file (the message lists the metrics present); the
+            metric has no samples; a text input that is not a string; a recorded verdict of a
+            binary metric that is not 0 or 1.
         ConfigError: ``loss.type: binary`` and the metric's labels are numeric.
     """
     if isinstance(config.dataset, SyntheticSource):
@@ -62,6 +65,11 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     # often exactly 1.0, which inference would take for a binary verdict).
     kind: Literal["numeric"] | None = None if config.metric.is_binary else "numeric"
     dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name, kind=kind)
+    if not dataset.samples:
+        raise AnnotationError(f"metric {name!r} has no samples: nothing to learn from", path=config.dataset)
+    check_inputs(dataset.samples, path=config.dataset, metric=name)
+    if dataset.is_binary:
+        check_recorded_verdicts(dataset.samples, path=config.dataset, metric=name)
     if config.loss.type == "binary" and not dataset.is_binary:
         raise ConfigError(
             f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -21,6 +22,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -31,6 +33,7 @@ from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
 from promptevolver.llm.redaction import redact_url
+from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -53,6 +56,26 @@ __all__ = [
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """``generations: true`` is no number (pydantic's lax mode would read it as 1)."""
+        if isinstance(value, bool) and info.field_name not in (None, "random_seed", "seeds"):  # seeds: Seed
+            annotation = cls.model_fields[info.field_name].annotation
+            if annotation is not bool and bool not in get_args(annotation) and _numeric(annotation):
+                raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field's type is (or includes) int or float."""
+    return annotation in (int, float) or any(_numeric(a) for a in get_args(annotation))
+
+
+#: A population above this many candidates gets a warning naming its cost (each one is judged on
+#: every train sample of the focus set).
+LARGE_POPULATION = 100
 
 
 _SEED_RULE = "must be a whole number >= 0 (numpy's random generators refuse negative seeds)"
@@ -95,7 +118,7 @@ class BudgetConfig(_Strict):
 
     max_calls: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
-    max_cost_usd: float | None = Field(None, gt=0)
+    max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
 class GeneticConfig(_Strict):
@@ -188,6 +211,28 @@ class GeneticConfig(_Strict):
     distill_sample_size: int = Field(60, ge=2)
     distill_max_calls: int = Field(4, ge=1)
     racing: bool = True
+
+    @model_validator(mode="after")
+    def _settings_that_work_together(self) -> GeneticConfig:
+        if self.elite_count > self.population_size:
+            raise ValueError(
+                f"elite_count: {self.elite_count} elites cannot be kept in a population of "
+                f"{self.population_size} (population_size); use at most {self.population_size}"
+            )
+        if self.mutation_weight == 0 and self.crossover_weight == 0 and self.generations > 0:
+            warnings.warn(
+                "optimizer.mutation_weight and optimizer.crossover_weight are both 0: no offspring "
+                f"are made, so the {self.generations} generations change nothing",
+                stacklevel=2,
+            )
+        if self.population_size > LARGE_POPULATION:
+            warnings.warn(
+                f"optimizer.population_size={self.population_size} is large: every candidate is "
+                "judged on the train samples (up to max_train_samples judge calls each); run "
+                "promptevolver estimate for the calls and cost first",
+                stacklevel=2,
+            )
+        return self
 
 
 #: Metric types: the judge each builds (see :func:`promptevolver.config.build.build_metric`).
@@ -330,8 +375,8 @@ class LLMConfig(_Strict):
     model: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = Field(60.0, gt=0)
-    max_attempts: int = Field(4, ge=1)
+    timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
     max_concurrency: int = Field(16, ge=1)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     noise: float = Field(0.02, ge=0.0, le=0.5)

@@ -28,6 +28,12 @@ from promptevolver.errors import LLMError, TransientLLMError
 from promptevolver.llm.attempts import AttemptWatch, current_watch
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import Throttle, estimate_tokens
+from promptevolver.llm.retry import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_RETRY_INITIAL_S,
+    DEFAULT_RETRY_MAX_S,
+    RetryPolicy,
+)
 
 __all__ = [
     "JUDGE_OPERATION",
@@ -288,6 +294,9 @@ class BaseLLMClient(ABC):
     :func:`~promptevolver.llm.attempts.watched` call, each attempt is told to the watch, which
     may end the call during a backoff (it then fails with its last attempt's error).
 
+    The retry policy (what is transient, the backoff, the defaults) is
+    :mod:`promptevolver.llm.retry`'s; the three arguments below are a :class:`RetryPolicy`.
+
     Args:
         max_attempts: attempts per call including the first (≥ 1); only
             :class:`TransientLLMError` is retried.
@@ -313,20 +322,17 @@ class BaseLLMClient(ABC):
     def __init__(
         self,
         *,
-        max_attempts: int = 4,
-        retry_initial_s: float = 1.0,
-        retry_max_s: float = 30.0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        retry_initial_s: float = DEFAULT_RETRY_INITIAL_S,
+        retry_max_s: float = DEFAULT_RETRY_MAX_S,
         max_concurrency: int = 16,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         price: Price | None = None,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        RetryPolicy(max_attempts, retry_initial_s, retry_max_s)  # checks the ranges
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        if retry_initial_s < 0 or retry_max_s < 0:
-            raise ValueError("retry_initial_s and retry_max_s must be >= 0")
         self.max_attempts = max_attempts
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
@@ -417,20 +423,15 @@ class BaseLLMClient(ABC):
             prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens
         )
 
-    def _backoff_s(self, retry: int, exc: BaseException | None) -> float:
-        """Seconds to wait before retry number ``retry`` (1 = the first) after ``exc``.
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The client's :class:`~promptevolver.llm.retry.RetryPolicy` (from its three settings)."""
+        return RetryPolicy(self.max_attempts, self.retry_initial_s, self.retry_max_s)
 
-        Exponential backoff plus additive jitter (cf. "Exponential Backoff And Jitter", AWS
-        Architecture Blog, 2015): initial · 2^(retry-1) + U(0, initial), capped at retry_max_s;
-        a longer ``Retry-After`` of ``exc`` wins, up to the same cap. Jitter only spreads retries
-        in time and never affects a result, so it uses its own unseeded generator.
-        """
-        base = self.retry_initial_s * 2 ** (retry - 1)
-        wait = min(self.retry_max_s, base + float(self._jitter.uniform(0, self.retry_initial_s)))
-        asked = getattr(exc, "retry_after", None)
-        if asked is not None:
-            wait = max(wait, min(float(asked), self.retry_max_s))
-        return wait
+    def _backoff_s(self, retry: int, exc: BaseException | None) -> float:
+        """Seconds to wait before retry number ``retry`` (1 = the first) after ``exc``
+        (:meth:`RetryPolicy.backoff_s <promptevolver.llm.retry.RetryPolicy.backoff_s>`)."""
+        return self.retry_policy.backoff_s(retry, getattr(exc, "retry_after", None), self._jitter)
 
     def _retrying(self, call: _Call) -> AsyncRetrying:
         """Tenacity's loop for the attempts after the first (attempt_number 1 = the second); a

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.pricing import Price
+from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 
 __all__ = ["ScriptedLLM", "count_tokens"]
 
@@ -43,7 +44,7 @@ class ScriptedLLM(BaseLLMClient):
         responses: Iterable[Answer] | None = None,
         *,
         handler: Callable[[LLMRequest], Answer] | None = None,
-        max_attempts: int = 3,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         retry_initial_s: float = 0.0,
         max_concurrency: int = 64,
         price: Price | None = None,

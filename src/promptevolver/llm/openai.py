@@ -29,6 +29,7 @@ import functools
 import os
 import warnings
 from typing import Any
+from urllib.parse import urlsplit
 
 from promptevolver.errors import ConfigError
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
@@ -39,6 +40,7 @@ from promptevolver.llm.openai_preflight import Server, check_server
 from promptevolver.llm.openai_sdk import LoopSDK
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
+from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_S, DEFAULT_RETRY_MAX_S
 
 __all__ = ["OpenAIClient", "retry_after_s"]
 
@@ -76,7 +78,9 @@ class OpenAIClient(BaseLLMClient):
         display_url: ``base_url`` as it may be shown: userinfo and query values redacted.
 
     Raises:
-        ConfigError: no API key is given and ``OPENAI_API_KEY`` is unset or empty.
+        ConfigError: no API key is given and ``OPENAI_API_KEY`` is unset or empty; ``base_url``
+            (or ``OPENAI_BASE_URL``) carries credentials (``https://user:password@host/v1``): the
+            HTTP client would send them as ``Authorization: Basic ...`` instead of the key.
         ValueError: ``timeout_s`` ≤ 0, a token cap ≤ 0, an unknown ``structured_output``, or an
             invalid base-class argument.
 
@@ -97,9 +101,9 @@ class OpenAIClient(BaseLLMClient):
         structured_output: StructuredOutput | bool = "auto",
         judge_max_tokens: int | None = 256,
         meta_max_tokens: int | None = 1024,
-        max_attempts: int = 4,
-        retry_initial_s: float = 1.0,
-        retry_max_s: float = 30.0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        retry_initial_s: float = DEFAULT_RETRY_INITIAL_S,
+        retry_max_s: float = DEFAULT_RETRY_MAX_S,
         max_concurrency: int = 16,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
@@ -116,6 +120,7 @@ class OpenAIClient(BaseLLMClient):
         )
         _check_limits(timeout_s, judge_max_tokens=judge_max_tokens, meta_max_tokens=meta_max_tokens)
         key = _api_key(model, api_key)
+        _no_userinfo(base_url or os.environ.get("OPENAI_BASE_URL"))
         self.model = model
         self.base_url = base_url
         self.display_url = redact_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
@@ -163,9 +168,10 @@ class OpenAIClient(BaseLLMClient):
     # -- preflight -------------------------------------------------------------------------------
 
     async def preflight(self) -> None:
-        """Check once, with one cheap call and no retries, that the server is reachable, accepts
-        the key and serves ``model``: ``GET /models``; when that endpoint is absent or does not
-        list the model, a 1-token chat call decides.
+        """Check once, with one cheap call, that the server is reachable, accepts the key and
+        serves ``model``: ``GET /models``; when that endpoint is absent or does not list the
+        model, a 1-token chat call decides. Timeouts, 429 and 5xx are retried as the client's
+        calls are (:mod:`promptevolver.llm.retry`).
 
         Raises:
             PermanentLLMError: one line naming the cause (see :mod:`promptevolver.llm.preflight`):
@@ -189,6 +195,8 @@ class OpenAIClient(BaseLLMClient):
             where=self._where(),
             redact=self._redact,
             negotiation=self.negotiation,
+            policy=self.retry_policy,
+            sleep=self.sleep,
         )
 
     # -- the seam --------------------------------------------------------------------------------
@@ -232,6 +240,26 @@ def _check_limits(timeout_s: float, *, judge_max_tokens: int | None, meta_max_to
     for name, cap in (("judge_max_tokens", judge_max_tokens), ("meta_max_tokens", meta_max_tokens)):
         if cap is not None and cap < 1:
             raise ValueError(f"{name} must be >= 1 token or None, got {cap}")
+
+
+def _no_userinfo(url: str | None) -> None:
+    """Refuse a URL with userinfo (``user:password@``); the message shows it redacted.
+
+    Raises:
+        ConfigError: ``url`` carries userinfo.
+    """
+    if url is None:
+        return
+    try:
+        has_userinfo = urlsplit(url).username is not None
+    except ValueError:
+        return  # not a URL the HTTP client will accept either; it says so at the first call
+    if has_userinfo:
+        raise ConfigError(
+            f"base_url {redact_url(url)} carries credentials (user:password@): the HTTP client would "
+            "send them as Basic auth instead of the API key. Remove them from the URL and put the "
+            "key in the environment variable named by llm.api_key_env (default OPENAI_API_KEY)"
+        )
 
 
 def _api_key(model: str, api_key: str | None) -> str:

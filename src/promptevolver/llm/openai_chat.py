@@ -6,6 +6,12 @@ or with the other field (no retry spent; :mod:`promptevolver.llm.negotiation` ho
 the state). While the mode is unconfirmed, requests with a schema go one at a time (a probe lock
 per running event loop), so the server is asked about each mode once, not by every request in
 flight. Every other SDK error is translated (:mod:`promptevolver.llm.openai_errors`).
+
+``timeout_s`` is a deadline for the whole exchange (sending, waiting, reading the whole body), not
+for each read: a server that sends one byte a second, or a body that never ends, fails the call as
+a timeout (transient, retried). The body is read in chunks up to
+:func:`~promptevolver.llm.openai_wire.body_limit` bytes; a longer one is closed unread and the call
+fails as too long (:class:`~promptevolver.errors.AnswerTooLongError`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 import openai
 
-from promptevolver.errors import LLMError
+from promptevolver.errors import LLMError, TransientLLMError
 from promptevolver.llm.base import Completion, LLMRequest
 from promptevolver.llm.negotiation import (
     Mode,
@@ -27,9 +33,20 @@ from promptevolver.llm.negotiation import (
 )
 from promptevolver.llm.openai_errors import error_text, translate
 from promptevolver.llm.openai_sdk import LoopSDK
-from promptevolver.llm.openai_wire import CHAT_PATH, chat_params, parse_completion
+from promptevolver.llm.openai_wire import (
+    CHAT_PATH,
+    body_limit,
+    chat_params,
+    completion_cap,
+    parse_completion,
+    too_long,
+)
 
-__all__ = ["NegotiatedChat"]
+__all__ = ["NegotiatedChat", "read_bounded"]
+
+#: The SDK's switch for an unread (streamed) raw response, as its ``with_streaming_response`` sets
+#: it: the body is then read here, chunk by chunk, up to a bound.
+_STREAMED = {"X-Stainless-Raw-Response": "stream"}
 
 
 class NegotiatedChat:
@@ -98,7 +115,7 @@ class NegotiatedChat:
                 meta_max_tokens=self.meta_max_tokens,
             )
             try:
-                completion = await self._create(params)
+                completion = await self._create(params, request)
             except openai.APIStatusError as exc:
                 if self._adapts_to(exc, "response_format" in params, mode, token_param):
                     continue
@@ -118,13 +135,37 @@ class NegotiatedChat:
             return self.negotiation.switch_token_param(sent, status)
         return False
 
-    async def _create(self, params: dict[str, Any]) -> Completion:
+    async def _create(self, params: dict[str, Any], request: LLMRequest) -> Completion:
         # ``post`` with ``cast_to=bytes`` is the SDK's documented way to make a raw request: it
         # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
         # and response model, which cost ~1 ms of CPU per call and halved throughput at
-        # max_concurrency 32 (benchmarks/bench_llm_throughput.py).
-        body = await self.sdk.current().post(CHAT_PATH, cast_to=bytes, body=params)
-        return parse_completion(body, where=self.where)
+        # max_concurrency 32 (benchmarks/bench_llm_throughput.py). Streamed, so that the body is
+        # read here, bounded.
+        cap = completion_cap(
+            request, judge_max_tokens=self.judge_max_tokens, meta_max_tokens=self.meta_max_tokens
+        )
+        limit = body_limit(cap)
+        sdk = self.sdk.current()  # built outside the deadline: making one takes a while
+
+        async def exchange() -> bytes:
+            response = await sdk.post(CHAT_PATH, cast_to=bytes, body=params, options={"headers": _STREAMED})
+            try:
+                body = await read_bounded(response, limit)
+            except Exception as exc:  # the HTTP library's error for a body cut off or dropped
+                raise TransientLLMError(
+                    f"{self.where}: the response body was cut off ({self.redact(str(exc))})"
+                ) from None
+            if body is None:
+                raise too_long(self.where, f"a body over {limit} bytes", cap)
+            return body
+
+        try:
+            body = await asyncio.wait_for(exchange(), self.timeout_s)
+        except TimeoutError:
+            raise TransientLLMError(
+                f"{self.where}: no complete answer within timeout_s={self.timeout_s:g} s (timeout)"
+            ) from None
+        return parse_completion(body, where=self.where, messages=request.messages, cap=cap)
 
     def _probe_lock(self) -> asyncio.Lock:
         # One lock per running event loop, like the base class's semaphores.
@@ -143,3 +184,19 @@ class NegotiatedChat:
             timeout_s=self.timeout_s,
             negotiation=self.negotiation if refused else None,
         )
+
+
+async def read_bounded(response: Any, limit: int) -> bytes | None:
+    """The body of a streamed SDK response (``openai.AsyncAPIResponse``), or None (and the
+    response closed unread) once it passes ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    finally:
+        await response.close()
+    return b"".join(chunks)

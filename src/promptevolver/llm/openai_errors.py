@@ -6,6 +6,7 @@ SDK error                                                  raised as
 ``RateLimitError`` (429)                                   ``TransientLLMError(status=429,
                                                            retry_after=<Retry-After seconds>)``
 ``APIStatusError`` with status 408, 409 or ≥ 500           ``TransientLLMError(status=...)``
+(:func:`promptevolver.llm.retry.transient_status`)
 ``APITimeoutError``, ``APIConnectionError``                ``TransientLLMError(status=None)``
 any other ``APIStatusError`` (400, 401, 403, 404, 422...)  ``PermanentLLMError(status=...)``
 a refused ``response_format`` with nothing left to try     ``PermanentLLMError(status=...)`` with a
@@ -29,11 +30,9 @@ from promptevolver.errors import ContextLengthExceededError, LLMError, Permanent
 from promptevolver.llm.error_bodies import server_message
 from promptevolver.llm.negotiation import Negotiation, rejects_response_format
 from promptevolver.llm.preflight import cause_of_connection_error
+from promptevolver.llm.retry import transient_status
 
-__all__ = ["RETRYABLE_4XX", "body_text", "error_text", "retry_after_s", "translate"]
-
-#: Statuses below 500 that are worth retrying: request timeout and conflict (lock contention).
-RETRYABLE_4XX = frozenset({408, 409})
+__all__ = ["body_text", "error_text", "retry_after_s", "translate"]
 
 
 def translate(
@@ -65,7 +64,7 @@ def translate(
         return PermanentLLMError(f"{text}; {_format_hint(negotiation)}", status=status)
     if status == 400 and exceeds_context(error_text(exc)):
         return ContextLengthExceededError(text, status=status)
-    if status == 429 or status >= 500 or status in RETRYABLE_4XX:
+    if transient_status(status):
         return TransientLLMError(text, status=status, retry_after=retry_after_s(exc.response.headers))
     return PermanentLLMError(text, status=status)
 

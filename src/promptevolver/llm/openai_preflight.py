@@ -1,18 +1,24 @@
 """The preflight of an OpenAI-compatible server: is it reachable, does it take the key, serve the model?
 
-:func:`check_server` makes one cheap call with no retries: ``GET /models``; when that endpoint is
-absent or does not list the model, a 1-token chat call decides (sent again once with the other
-token-cap field if the server refuses the first). Failures become one-line
+:func:`check_server` makes one cheap call: ``GET /models``; when that endpoint is absent or does
+not list the model, a 1-token chat call decides (sent again once with the other token-cap field if
+the server refuses the first). Each follows the retry policy (:mod:`promptevolver.llm.retry`): a
+timeout (each request has a deadline of :data:`PREFLIGHT_TIMEOUT_S` at most, the whole exchange),
+and on the chat call a 429, 408, 409 or 5xx, is retried with backoff up to ``max_attempts``
+times; a refused connection, 401, 403, 404 and a 400 left after negotiation are permanent at once.
+Failures become one-line
 :class:`~promptevolver.errors.PermanentLLMError` messages made by :mod:`promptevolver.llm.preflight`,
 with the URL and the server's words redacted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import openai
 from openai import AsyncOpenAI
 
@@ -20,10 +26,11 @@ from promptevolver.errors import LLMError, PermanentLLMError
 from promptevolver.llm import preflight as checks
 from promptevolver.llm.error_bodies import names_missing_model, server_message
 from promptevolver.llm.negotiation import Negotiation, TokenParam, rejects_token_param
-from promptevolver.llm.openai_errors import body_text, error_text
+from promptevolver.llm.openai_errors import body_text, error_text, retry_after_s
 from promptevolver.llm.openai_wire import CHAT_PATH, MODELS_PATH
+from promptevolver.llm.retry import RetryPolicy, transient_status
 
-__all__ = ["PREFLIGHT_TIMEOUT_S", "Server", "check_server"]
+__all__ = ["PREFLIGHT_TIMEOUT_S", "PreflightTimeout", "Server", "check_server"]
 
 #: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
 PREFLIGHT_TIMEOUT_S = 15.0
@@ -42,6 +49,8 @@ class Server:
         where: the client's description, the start of an unexpected error's message.
         redact: removes secrets from what the server or SDK said (not shown in ``repr``).
         negotiation: the client's negotiation; a refused token field is switched in it.
+        policy: the client's retry policy, followed by each preflight request.
+        sleep: async sleep (seconds) for the backoff between attempts.
     """
 
     sdk: AsyncOpenAI = field(repr=False)
@@ -52,6 +61,8 @@ class Server:
     where: str
     redact: Callable[[str], str] = field(repr=False)
     negotiation: Negotiation
+    policy: RetryPolicy = RetryPolicy()
+    sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
 
     @property
     def preflight_timeout_s(self) -> float:
@@ -84,12 +95,14 @@ async def listed_models(server: Server) -> list[str] | None:
         PermanentLLMError: the server is unreachable, or refuses the key (401/403).
     """
     try:
-        body = await server.sdk.get(MODELS_PATH, cast_to=bytes, options=_options(server))
+        body = await _retried(
+            server, lambda: server.sdk.get(MODELS_PATH, cast_to=bytes, options=_options(server)), chat=False
+        )
     except openai.APIStatusError as exc:
         if exc.status_code in (401, 403):
             raise preflight_error(server, exc) from None
         return None  # no /models here (404, 405, ...) or a broken one: the chat call decides
-    except openai.OpenAIError as exc:
+    except (openai.OpenAIError, PreflightTimeout) as exc:
         raise preflight_error(server, exc) from None
     return checks.model_ids(body)
 
@@ -112,7 +125,11 @@ async def ping_chat(server: Server, offered: list[str] | None) -> None:
     for _ in range(2):  # a second time only with the other token field
         sent: TokenParam = negotiation.token_param
         try:
-            await server.sdk.post(CHAT_PATH, cast_to=bytes, body=params, options=_options(server))
+            await _retried(
+                server,
+                lambda: server.sdk.post(CHAT_PATH, cast_to=bytes, body=params, options=_options(server)),
+                chat=True,
+            )
             return
         except openai.APIStatusError as exc:
             if rejects_token_param(exc.status_code, error_text(exc), sent) and negotiation.switch_token_param(
@@ -121,8 +138,35 @@ async def ping_chat(server: Server, offered: list[str] | None) -> None:
                 params[negotiation.token_param] = params.pop(sent)
                 continue
             raise preflight_error(server, exc, offered=offered) from None
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, PreflightTimeout) as exc:
             raise preflight_error(server, exc) from None
+
+
+class PreflightTimeout(Exception):
+    """A preflight request got no complete answer within its deadline."""
+
+
+async def _retried(server: Server, send: Callable[[], Awaitable[bytes]], *, chat: bool) -> bytes:
+    """``await send()`` under the deadline, retried as the policy says: timeouts always, and for
+    the chat call the transient statuses (for ``GET /models`` any status decides at once)."""
+
+    async def once() -> bytes:
+        try:
+            return await asyncio.wait_for(send(), server.preflight_timeout_s)
+        except TimeoutError:
+            raise PreflightTimeout from None
+
+    def transient(exc: BaseException) -> bool:
+        if isinstance(exc, PreflightTimeout | openai.APITimeoutError):
+            return True
+        return chat and isinstance(exc, openai.APIStatusError) and transient_status(exc.status_code)
+
+    def retry_after(exc: BaseException) -> float | None:
+        return retry_after_s(exc.response.headers) if isinstance(exc, openai.APIStatusError) else None
+
+    return await server.policy.run(
+        once, transient=transient, retry_after=retry_after, sleep=server.sleep, jitter=np.random.default_rng()
+    )
 
 
 def _options(server: Server) -> Any:
@@ -130,11 +174,15 @@ def _options(server: Server) -> Any:
     return {"timeout": server.preflight_timeout_s, "max_retries": 0}
 
 
-def preflight_error(server: Server, exc: openai.OpenAIError, *, offered: list[str] | None = None) -> LLMError:
+def preflight_error(
+    server: Server, exc: openai.OpenAIError | PreflightTimeout, *, offered: list[str] | None = None
+) -> LLMError:
     """The one-line error for a failed preflight call (messages of :mod:`promptevolver.llm.preflight`)."""
     url = server.url
-    if isinstance(exc, openai.APITimeoutError):
-        reason = f"no answer within {server.preflight_timeout_s:g} s"
+    attempts = server.policy.max_attempts
+    tries = f", {attempts} attempts" if attempts > 1 else ""
+    if isinstance(exc, openai.APITimeoutError | PreflightTimeout):
+        reason = f"no complete answer within {server.preflight_timeout_s:g} s{tries}"
         return PermanentLLMError(checks.unreachable_message(url, reason))
     if isinstance(exc, openai.APIConnectionError):
         return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
@@ -156,6 +204,11 @@ def _refusal(server: Server, status: int, text: str, offered: list[str] | None) 
             "(it usually ends in /v1)",
             status=status,
         )
+    tries = (
+        f" {server.policy.max_attempts} times"
+        if transient_status(status) and server.policy.max_attempts > 1
+        else ""
+    )
     return PermanentLLMError(
-        f"the server at {url} refused a 1-token test call ({status}): {text}", status=status
+        f"the server at {url} refused a 1-token test call{tries} ({status}): {text}", status=status
     )

@@ -2,21 +2,38 @@
 
 * :func:`chat_params` — the JSON body of one request (model, messages, temperature, token cap,
   seed, ``response_format`` of the negotiated mode);
-* :func:`parse_completion` — the answer and token counts in a response body;
+* :func:`parse_completion` — the answer and token counts in a response body (counted locally,
+  ⌈characters / 4⌉, where the server reports none, zero or a negative or unreadable count), an
+  answer beyond :data:`ANSWER_TOKEN_MULTIPLE` × the requested tokens refused as too long;
+* :func:`body_limit` — how many bytes of a response body are read before the call fails as too
+  long (the rest is never read);
 * :func:`split_query` — ``base_url`` without its query string, and the query's parameters.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from promptevolver.errors import TransientLLMError
-from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMRequest
+from promptevolver.errors import AnswerTooLongError, TransientLLMError
+from promptevolver.llm.base import JUDGE_OPERATION, ChatMessage, Completion, LLMRequest
 from promptevolver.llm.negotiation import Mode, TokenParam, response_format
+from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
 
-__all__ = ["CHAT_PATH", "MODELS_PATH", "chat_params", "parse_completion", "split_query"]
+__all__ = [
+    "ANSWER_TOKEN_MULTIPLE",
+    "CHAT_PATH",
+    "MAX_BODY_BYTES",
+    "MODELS_PATH",
+    "body_limit",
+    "chat_params",
+    "completion_cap",
+    "parse_completion",
+    "split_query",
+]
 
 #: Path of the chat-completions endpoint, relative to ``base_url``.
 CHAT_PATH = "/chat/completions"
@@ -44,9 +61,7 @@ def chat_params(
         "messages": [m.to_dict() for m in request.messages],
         "temperature": request.temperature,
     }
-    cap = request.max_tokens
-    if cap is None:
-        cap = judge_max_tokens if request.operation == JUDGE_OPERATION else meta_max_tokens
+    cap = completion_cap(request, judge_max_tokens=judge_max_tokens, meta_max_tokens=meta_max_tokens)
     if cap is not None:
         params[token_param] = cap
     if request.seed is not None:
@@ -58,15 +73,64 @@ def chat_params(
     return params
 
 
-def parse_completion(body: bytes, *, where: str) -> Completion:
-    """The answer in a chat-completion response body (token counts 0 when it reports none).
+#: An answer longer than this many times the completion tokens requested is refused as too long
+#: (a server ignoring the cap, or a hostile one); counted as ⌈characters / 4⌉.
+ANSWER_TOKEN_MULTIPLE = 4
+#: Bytes of a response body read at most when no token cap is requested (reasoning models).
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Bytes always allowed for the JSON around the answer (ids, usage, logprobs...).
+_ENVELOPE_BYTES = 64 * 1024
+
+
+def completion_cap(
+    request: LLMRequest, *, judge_max_tokens: int | None, meta_max_tokens: int | None
+) -> int | None:
+    """The completion tokens requested: ``request.max_tokens``, else ``judge_max_tokens`` for a
+    judge call and ``meta_max_tokens`` for any other (None: no cap)."""
+    if request.max_tokens is not None:
+        return request.max_tokens
+    return judge_max_tokens if request.operation == JUDGE_OPERATION else meta_max_tokens
+
+
+def body_limit(cap: int | None) -> int:
+    """Bytes of a response body read before the call fails as too long, for a request of ``cap``
+    completion tokens: the answer's bound (:data:`ANSWER_TOKEN_MULTIPLE` × ``cap`` tokens of 4
+    characters, each up to 6 bytes escaped in JSON) plus 64 KiB; :data:`MAX_BODY_BYTES` without
+    a cap."""
+    if cap is None:
+        return MAX_BODY_BYTES
+    return min(MAX_BODY_BYTES, _ENVELOPE_BYTES + ANSWER_TOKEN_MULTIPLE * cap * CHARS_PER_TOKEN * 6)
+
+
+def too_long(where: str, size: str, cap: int | None) -> AnswerTooLongError:
+    """The error for an answer (or body) of ``size`` beyond the bound for ``cap`` tokens."""
+    asked = f"{cap} completion tokens" if cap is not None else "no token cap"
+    return AnswerTooLongError(f"{where}: answer too long ({size}; {asked} were requested)")
+
+
+def parse_completion(
+    body: bytes,
+    *,
+    where: str,
+    messages: Sequence[ChatMessage] = (),
+    cap: int | None = None,
+) -> Completion:
+    """The answer in a chat-completion response body.
+
+    Token counts are the server's ``usage`` where it reports a positive whole number; where it
+    reports none, zero, a negative or an unreadable count they are counted locally: ⌈characters /
+    4⌉ of ``messages`` (the prompt) and of the answer.
 
     Args:
         where: the call's description, the start of an error message (no secret in it).
+        messages: the request's messages (for a local prompt-token count).
+        cap: the completion tokens requested (None: no cap).
 
     Raises:
         TransientLLMError: the body is not JSON or not a chat completion (e.g. a proxy's
             HTML error page with status 200, or a cut-off body).
+        AnswerTooLongError: with ``cap``, an answer beyond :data:`ANSWER_TOKEN_MULTIPLE` × ``cap``
+            tokens.
     """
     try:
         data = json.loads(body)
@@ -77,12 +141,29 @@ def parse_completion(body: bytes, *, where: str) -> Completion:
     message = first.get("message") if isinstance(first, dict) else None
     if not isinstance(message, dict):
         raise TransientLLMError(f"{where}: the response is not a chat completion")
+    text = str(message.get("content") or "")
+    answer_tokens = _local_tokens(len(text))
+    if cap is not None and answer_tokens > ANSWER_TOKEN_MULTIPLE * cap:
+        raise too_long(where, f"about {answer_tokens} tokens", cap)
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    prompt = _reported(usage.get("prompt_tokens"))
+    completion = _reported(usage.get("completion_tokens"))
     return Completion(
-        text=str(message.get("content") or ""),
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        text=text,
+        prompt_tokens=prompt if prompt is not None else _local_tokens(sum(len(m.content) for m in messages)),
+        completion_tokens=completion if completion is not None else answer_tokens,
     )
+
+
+def _reported(value: Any) -> int | None:
+    """A server's token count if it is a positive whole number, else None (count locally)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return int(value) if value >= 1 and value == int(value) else None
+
+
+def _local_tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 def split_query(base_url: str | None) -> tuple[str | None, dict[str, str]]:

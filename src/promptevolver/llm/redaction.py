@@ -25,6 +25,9 @@ MASK = "***"
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]*[^\s\"'<>`.,;:)\]]")
 #: OpenAI-style keys (``sk-...``, ``sk-proj-...``), also when a server quotes them masked.
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}")
+#: HTTP credentials as a server may echo an ``Authorization`` header: ``Bearer <token>``,
+#: ``Basic <base64 of user:password>`` (RFC 7617).
+_AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+)[A-Za-z0-9+/=._~\-]+", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
@@ -56,10 +59,12 @@ def _redact_pair(pair: str) -> str:
 
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with each of ``secrets`` (non-empty strings), key-like tokens (``sk-...``) and
-    the secret parts of every URL in it replaced by ``***``."""
+    """``text`` with each of ``secrets`` (non-empty strings), key-like tokens (``sk-...``), HTTP
+    credentials (``Bearer ...``, ``Basic ...``) and the secret parts of every URL in it replaced
+    by ``***``."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, MASK)
     text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     return _KEY_LIKE.sub(MASK, text)

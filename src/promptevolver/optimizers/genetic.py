@@ -196,6 +196,7 @@ class GeneticOptimizer(Optimizer):
         check_prices(run.config.budget, run.clients)
         if upfront:
             check_upfront(run.config.budget, run.calls)
+            budget.reserve_upfront(run)
         else:
             budget.calibrate_reserve(run)
 
@@ -206,8 +207,7 @@ class GeneticOptimizer(Optimizer):
         if not state.candidates:
             assert self.metric is not None
             phases.register_seed(run, self.metric.get_instructions())
-        if "distill" not in state.stages:
-            budget.reserve_verification(run)
+        if "distill" not in state.stages:  # the verification's minimum is reserved (reserve_upfront)
             await phases.distill(run)
             self._checkpoint(run, run_dir)
         if "verify" not in state.stages:

@@ -80,7 +80,7 @@ class SearchRun:
         self.meter = BudgetMeter(config.budget, self.usage)  # every request checked as it is sent
         llm, reflection_llm = self.meter.wrap(llm), self.meter.wrap(reflection_llm)
         #: Sees every attempt (retries included): a dead server stops the run in seconds.
-        self.watch = ServerWatch(on_dead=self._dead_server)
+        self.watch = ServerWatch(on_dead=self._dead_server, on_wait=self._waiting)
         llm, reflection_llm = watched(llm, self.watch), watched(reflection_llm, self.watch)
         self.limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
         llm, reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
@@ -236,10 +236,15 @@ class SearchRun:
         pool = self.evidence_pool
         return any(p not in c.seen for c in self.state.population for p in pool)
 
+    def _waiting(self, seconds: float, in_backoff: int, cause: str) -> None:
+        """A call waits ``seconds`` before its retry (see :class:`ServerWatch`): a ``waiting`` event."""
+        generation = self.state.generation if hasattr(self, "state") else 0
+        self.events.emit("waiting", generation, seconds=seconds, in_backoff=in_backoff, cause=cause)
+
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
         calls = self.calls
-        return not self.meter.spent and self.budget.allows(calls.generation, reserve=calls.final)
+        return not self.meter.spent and self.budget.allows(calls.generation, reserve=self.meter.reserve.calls)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included); its failures include the judge

@@ -22,7 +22,7 @@ from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.report.data import load_run
 from promptevolver.report.write import write_report
-from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, clear_run, write_atomic
+from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic
 from promptevolver.runs.export import write_exports, write_samples
 from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
 
@@ -68,7 +68,9 @@ def execute(
     it unless it is the judge's usual name), a checkpoint after every generation, and at the end
     result.json, the exports and the report. ``callbacks`` receive the optimizer's events.
 
-    A run directory is never clobbered (:mod:`promptevolver.runs.resume`): a new run refuses one
+    One process at a time writes a run directory (:func:`promptevolver.rundir.locked`: a second
+    one is refused naming the holder). A run directory is never clobbered
+    (:mod:`promptevolver.runs.resume`): a new run refuses one
     holding an interrupted or finished run unless ``force`` (then its run files are removed
     first); ``resume`` needs a checkpoint and a config that keeps the search the same, and
     ``log`` receives a line saying where it resumes and which calls it will not repeat.
@@ -78,17 +80,17 @@ def execute(
 
     Raises:
         PromptEvolverError: bad data, config, budget or checkpoint (see :mod:`promptevolver.errors`);
-            RunDirError when ``run_dir`` holds a run this call would lose.
+            RunDirError when ``run_dir`` holds a run this call would lose, or another process is
+            writing it.
         KeyboardInterrupt: the run was interrupted; the last checkpoint stays valid.
     """
     directory = Path(run_dir)
+    check_unlocked(directory)  # another process writing it: say so, not what its files hold
     check_run_dir(directory, resume=resume, force=force)
     if resume:
         check_same_search(directory, config, source=source or directory / CONFIG_FILE)
         settings = config.effective_optimizer()
         log(resume_point(directory).describe(settings.generations, settings.patience))
-    elif force:
-        clear_run(directory)
     opt_config = config.effective_optimizer()
     dataset = load_dataset(config)
     match = resolve_prompt(config, dataset)
@@ -104,23 +106,27 @@ def execute(
     optimizer = GeneticOptimizer(
         metric=metric, llm=llm, reflection_llm=reflection, progress=progress, callbacks=callbacks
     )
-    previous = (directory / CONFIG_FILE).read_text(encoding="utf-8") if resume else None
-    write_config(directory, config)
-    try:
-        result = optimizer.optimize(
-            dataset, build_loss(config.loss), opt_config, run_dir=directory, resume=resume
-        )
-    except CheckpointError as exc:  # the run's own config.yaml stays as it was
-        if previous is not None:
-            write_atomic(directory / CONFIG_FILE, previous)
-        raise CheckpointError(
-            f"{exc} (config: {source or directory / CONFIG_FILE}; dataset: {_dataset_name(config)})"
-        ) from exc
-    write_result(directory, result)
-    write_exports(directory, result.best_instructions, config.metric)
-    facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best
-    write_report(directory, facts=facts)
-    write_samples(directory, facts)
+    with locked(directory):  # nothing is written into the directory before this
+        check_run_dir(directory, resume=resume, force=force)  # again: another process may have written
+        if force and not resume:
+            clear_run(directory)
+        previous = (directory / CONFIG_FILE).read_text(encoding="utf-8") if resume else None
+        write_config(directory, config)
+        try:
+            result = optimizer.optimize(
+                dataset, build_loss(config.loss), opt_config, run_dir=directory, resume=resume
+            )
+        except CheckpointError as exc:  # the run's own config.yaml stays as it was
+            if previous is not None:
+                write_atomic(directory / CONFIG_FILE, previous)
+            raise CheckpointError(
+                f"{exc} (config: {source or directory / CONFIG_FILE}; dataset: {_dataset_name(config)})"
+            ) from exc
+        write_result(directory, result)
+        write_exports(directory, result.best_instructions, config.metric)
+        facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best
+        write_report(directory, facts=facts)
+        write_samples(directory, facts)
     return result
 
 

@@ -9,6 +9,9 @@ evaluation and the initial population, each generation, and the final choice on 
   best fitness so far beside it (the loss on the judged train samples, what the search ranks by).
 * Elsewhere (a log file, CI): one plain line per phase, per finished generation, and every
   ``interval_s`` seconds while calls go on; nothing that redraws.
+
+While calls wait in a long retry backoff (a 429 storm, a server failing), a ``waiting`` event
+gives a line too (at most one every ``interval_s`` seconds): the run waits, it does not hang.
 """
 
 from __future__ import annotations
@@ -91,6 +94,22 @@ class CallProgress:
         elif now - self._last_line >= self.interval_s:
             self._last_line = now
             self.write(f"{self.phase}: {self._count()}")
+
+    def _on_waiting(self, event: Event) -> None:
+        now = self.clock()
+        if now - self._last_line < self.interval_s and self._announced == f"waiting {self.phase}":
+            return
+        self._announced, self._last_line = f"waiting {self.phase}", now
+        d = event.data
+        cause = f" after {d['cause']}" if d.get("cause") else ""
+        line = (
+            f"{self.phase}: waiting {d['seconds']:.0f} s before a retry{cause} "
+            f"({d['in_backoff']} calls in backoff); {self._count()}"
+        )
+        if self.bar:
+            tqdm.write(line)
+        else:
+            self.write(line)
 
     def _on_generation_start(self, event: Event) -> None:
         of = f" of {self.generations}" if self.generations is not None else ""

@@ -5,8 +5,11 @@ picks up.
   ``--resume``) or a finished one (pointing to another ``--output``, ``--resume`` to extend it, or
   ``--force``); a resume refuses a directory without a checkpoint ("not a run directory").
 * :func:`check_same_search` — a resume refuses a config that changes the search (everything but
-  ``generations``, ``patience`` and ``budget``), naming the checkpoint, the config file and each
-  value, before anything is written.
+  ``generations``, ``patience`` and ``budget``) or what a judgement means (the metric, the
+  judge's and the reflection LLM's model, provider, temperature and token caps:
+  :data:`JUDGEMENT_KEYS`, compared with the run's own ``config.yaml``; another dataset or loss is
+  refused by the checkpoint's fingerprint), naming the checkpoint,
+  the config file and each value, before anything is written.
 * :class:`ResumePoint` — what the checkpoint and the journal hold, in a sentence: the step the
   run resumes after and the LLM calls it will not make again.
 
@@ -27,7 +30,32 @@ from promptevolver.llm.journal import read_lines
 from promptevolver.optimizers import checkpoint
 from promptevolver.optimizers.checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
 
-__all__ = ["RESUMABLE_CHANGES", "ResumePoint", "check_run_dir", "check_same_search", "resume_point"]
+__all__ = [
+    "JUDGEMENT_KEYS",
+    "RESUMABLE_CHANGES",
+    "ResumePoint",
+    "check_run_dir",
+    "check_same_search",
+    "resume_point",
+]
+
+_LLM_JUDGEMENT = (
+    "provider",
+    "model",
+    "temperature",
+    "noise",
+    "structured_output",
+    "judge_max_tokens",
+    "meta_max_tokens",
+)
+#: Config keys that change what a judgement means: section → its keys (None: all of them). A
+#: resume that changes one is refused (the kept judgements would mix two judges). The dataset
+#: and the loss are the checkpoint's fingerprint (:mod:`promptevolver.optimizers.checkpoint`).
+JUDGEMENT_KEYS: dict[str, tuple[str, ...] | None] = {
+    "metric": None,
+    "llm": _LLM_JUDGEMENT,
+    "reflection_llm": _LLM_JUDGEMENT,
+}
 
 
 def check_run_dir(run_dir: str | Path, *, resume: bool, force: bool = False) -> None:
@@ -94,12 +122,37 @@ def check_same_search(run_dir: str | Path, config: RunConfig, *, source: str | P
         for key, value in ours.items()
         if key not in RESUMABLE_CHANGES and theirs.get(key) != value
     ]
+    changed += _judgement_changes(rundir.read_config(run_dir), config)
     if changed:
         raise CheckpointError(
             f"{path}: {source} changes the search ({', '.join(changed)}); only "
             f"{', '.join(sorted(RESUMABLE_CHANGES))} may change on --resume. Resume with the run's "
             f"own {rundir.CONFIG_FILE} (promptevolver optimize --resume {run_dir}) or start a new run"
         )
+
+
+def _judgement_changes(before: RunConfig, after: RunConfig) -> list[str]:
+    """``key old -> new`` for each :data:`JUDGEMENT_KEYS` value that differs (dotted key paths)."""
+    old, new = _judgement_view(before), _judgement_view(after)
+    return [
+        f"{key} {_show(old.get(key))} -> {_show(new.get(key))}"
+        for key in sorted(old.keys() | new.keys())
+        if old.get(key) != new.get(key)
+    ]
+
+
+def _judgement_view(config: RunConfig) -> dict[str, Any]:
+    data = config.model_dump(mode="json")
+    flat: dict[str, Any] = {}
+    for section, keys in JUDGEMENT_KEYS.items():
+        value = data.get(section)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if keys is None or key in keys:
+                    flat[f"{section}.{key}"] = item
+        elif value is not None:
+            flat[section] = value
+    return flat
 
 
 def _show(value: Any) -> str:

@@ -6,8 +6,9 @@ product (:mod:`promptevolver.testing.dialects`: OpenAI, vLLM, Ollama, LM Studio,
 an API key and know a list of models. The assistant text comes from a plain ``handler(request_json) -> str``
 callable, so any fake model can back it. It records every request body and ``Authorization``
 header, and can inject faults (rate limits, server errors, delays, malformed or truncated bodies,
-cut-off assistant text, dropped connections, ``response_format`` rejection), one queued
-:class:`Fault` per request::
+cut-off assistant text, dropped connections, ``response_format`` rejection) and hostile answers
+(a body sent one byte at a time, a body that never ends, a chosen ``usage`` block, an error that
+echoes the ``Authorization`` header), one queued :class:`Fault` per request::
 
     with LocalOpenAIServer(lambda body: "yes") as server:
         server.inject(Fault.rate_limit(retry_after=0.01))
@@ -37,7 +38,18 @@ __all__ = ["Fault", "FaultKind", "Handler", "LocalOpenAIServer"]
 #: Produces the assistant's text from the decoded request body.
 Handler = Callable[[dict[str, Any]], str]
 
-FaultKind = Literal["error", "delay", "malformed_body", "truncated_body", "drop_connection", "answer"]
+FaultKind = Literal[
+    "error",
+    "delay",
+    "malformed_body",
+    "truncated_body",
+    "drop_connection",
+    "answer",
+    "slow_body",
+    "endless_body",
+    "usage",
+    "echo_authorization",
+]
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -56,6 +68,7 @@ class Fault:
         seconds: how long a ``delay`` fault waits before answering normally.
         content_type: ``Content-Type`` of a ``malformed_body`` answer.
         text: the assistant text of an ``answer`` fault (sent instead of the handler's).
+        usage: the ``usage`` block of a ``usage`` fault's answer (None: no ``usage`` at all).
     """
 
     kind: FaultKind
@@ -65,6 +78,7 @@ class Fault:
     seconds: float = 0.0
     content_type: str = "application/json"
     text: str = ""
+    usage: dict[str, Any] | None = None
 
     @classmethod
     def error(cls, status: int, message: str, *, retry_after: float | None = None) -> Fault:
@@ -111,6 +125,30 @@ class Fault:
     def drop_connection(cls) -> Fault:
         """Close the connection without sending any response."""
         return cls("drop_connection")
+
+    @classmethod
+    def slow_body(cls, seconds_per_byte: float) -> Fault:
+        """Answer a normal 200 chat completion, sending its body one byte every
+        ``seconds_per_byte`` seconds (each read is quick; the whole takes minutes)."""
+        return cls("slow_body", seconds=seconds_per_byte)
+
+    @classmethod
+    def endless_body(cls) -> Fault:
+        """Answer 200 with a JSON body that never ends (an answer text growing until the client
+        hangs up or the server stops)."""
+        return cls("endless_body")
+
+    @classmethod
+    def with_usage(cls, usage: dict[str, Any] | None) -> Fault:
+        """Answer normally but with ``usage`` as the ``usage`` block (None: leave it out), e.g.
+        negative or zero token counts."""
+        return cls("usage", usage=usage)
+
+    @classmethod
+    def echo_authorization(cls, status: int = 500) -> Fault:
+        """Answer ``status`` with an error message quoting the request's ``Authorization`` header
+        (as some proxies do)."""
+        return cls("echo_authorization", status=status)
 
 
 def count_words(text: str) -> int:
@@ -421,6 +459,19 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return False
         if fault.kind == "answer":
             self._send_json(200, self.owner._completion(body, fault.text))
+        elif fault.kind == "usage":
+            completion = self.owner._completion(body)
+            completion.pop("usage")
+            if fault.usage is not None:
+                completion["usage"] = fault.usage
+            self._send_json(200, completion)
+        elif fault.kind == "slow_body":
+            self._send_slowly(json.dumps(self.owner._completion(body)).encode(), fault.seconds)
+        elif fault.kind == "endless_body":
+            self._send_endless()
+        elif fault.kind == "echo_authorization":
+            said = f"Unauthorized request with header Authorization: {self.headers.get('Authorization')}"
+            self._send_json(fault.status, error_body(fault.status, said))
         elif fault.kind == "truncated_body":
             self._send_truncated(json.dumps(self.owner._completion(body)).encode())
         elif fault.kind == "drop_connection":
@@ -453,6 +504,39 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_slowly(self, data: bytes, seconds_per_byte: float) -> None:
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(data)):
+                if self.owner._stopping.is_set():
+                    return
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                self.owner._sleep(seconds_per_byte)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_endless(self) -> None:
+        self.close_connection = True
+        head = b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", '
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"x" * 65536
+            for part in itertools.chain([head + b'"content": "'], itertools.repeat(chunk)):
+                if self.owner._stopping.is_set():
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        except (BrokenPipeError, ConnectionResetError, OSError):
             pass
 
     def _send_bytes(

@@ -4,10 +4,15 @@ Three layers, from coarse to exact:
 
 * :func:`check_upfront` refuses, before any call, a call budget that cannot pay for the seed's
   evaluation and the final choice (the cost model, :mod:`promptevolver.optimizers.cost`);
-  :func:`check_prices` refuses a cost bound without prices; after the seed's evaluation, a token
-  or cost budget that cannot pay for the final choice stops the run with the figures;
-* :class:`BudgetGuard` decides before each generation whether it fits, with the final choice
-  reserved (tokens and cost projected from the average call so far);
+  :func:`check_prices` refuses a cost bound without prices; :func:`reserve_upfront` refuses a
+  token or cost budget that cannot pay for them either (each judge call estimated from the seed's
+  prompt on a train sample) and holds them back before the first call: meta calls (reverse
+  engineering, feedback) can never eat the seed's evaluation. From then on the run never stops
+  without a result: a budget reached at any point (even during the seed's evaluation, when the
+  estimate was low) ends the search with the best so far, ``stop_reason: budget``;
+* :class:`BudgetGuard` decides before each generation whether it may start: when the budget has
+  room beyond the final choice's reserve (not the generation's upper bound, which stopped a
+  budget of what a run needs at 30 % of it); tokens and cost at the average call so far;
 * :class:`BudgetMeter` checks every request as it is sent, against what was spent and what is in
   flight, and holds back the final choice's reserve: the bound holds for the whole run, exceeded
   by at most the estimation error of the requests in flight when it is reached.
@@ -21,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers.cost import PhaseCalls
@@ -39,9 +44,9 @@ __all__ = [
     "check_upfront",
     "after_seed",
     "calibrate_reserve",
-    "reserve_verification",
     "judge_call_spend",
     "price_of",
+    "reserve_upfront",
 ]
 
 
@@ -67,10 +72,16 @@ class BudgetGuard:
         check_upfront(self.config, calls)
 
     def allows(self, calls: int, *, reserve: int) -> bool:
-        """True when ``calls`` more (plus ``reserve`` held back) fit every bound."""
+        """True when one more step (at most ``calls`` calls) can start: the budget has room for a
+        call beyond ``reserve`` (calls held back for the final choice), in calls, and in tokens
+        and cost at the average call so far. The step is not projected at its upper bound (a
+        generation's bound is often ten times what it spends, and a budget of what a run needs
+        stopped it at 30 %): the :class:`BudgetMeter` cuts the step where the budget ends, and
+        the search stops there with the best so far (a candidate whose evaluation was cut short
+        ranks after those measured well enough)."""
         used = self.usage()
         total = used.total_calls
-        projected = calls + reserve
+        projected = min(calls, 1) + reserve
         if self.config.max_calls is not None and total + projected > self.config.max_calls:
             return False
         per_call_tokens = (used.prompt_tokens + used.completion_tokens) / total if total else 0.0
@@ -134,6 +145,9 @@ class BudgetMeter:
         self.config = config
         self.usage = usage
         self.reserve = Spend()
+        #: While True (the seed's evaluation), judge requests may use :attr:`reserve`: it holds
+        #: their spend; meta requests may not.
+        self.seed_phase = False
         self.spent = False
         #: The bound that refused a request (``max_tokens=N``...), once one did.
         self.refused_by: str | None = None
@@ -178,9 +192,8 @@ class BudgetMeter:
             BudgetSpentError: it does not fit (nothing booked; :attr:`spent` becomes True).
         """
         used = self.usage()
-        total = (
-            Spend(used.total_calls, used.total_tokens, used.cost_usd) + self._in_flight + spend + self.reserve
-        )
+        held = Spend() if self.seed_phase and operation == JUDGE_OPERATION else self.reserve
+        total = Spend(used.total_calls, used.total_tokens, used.cost_usd) + self._in_flight + spend + held
         over = total.over(self.config)
         if over:
             self.spent, self.refused_by = True, over
@@ -286,44 +299,76 @@ def calibrate_reserve(run: SearchRun) -> Spend:
     return judge
 
 
-def after_seed(run: SearchRun, seed: Candidate) -> None:
-    """Hold back the final choice's share, sized from the seed's evaluation; refuse a budget
-    that cannot pay for the seed's evaluation and the final choice.
+#: How far the up-front estimate of a judge call's tokens may be above the provider's count (a
+#: tokenizer counts fewer tokens than ⌈characters / 4⌉ on some text): a token or cost budget is
+#: refused before any call only when it cannot pay for the seed's evaluation and the final choice
+#: even at ``1 / ESTIMATE_SLACK`` of the estimate.
+ESTIMATE_SLACK = 2.0
+#: The most of a token or cost bound held back up front (the estimate may be high; the reserve is
+#: re-sized from measured calls after the seed's evaluation).
+MAX_UPFRONT_SHARE = 0.9
+
+
+def reserve_upfront(run: SearchRun) -> None:
+    """Before the first call: refuse a budget that cannot pay for the seed's evaluation and the
+    final choice (``run.calls.minimum()`` judge calls, each estimated from its prompt,
+    :func:`judge_call_spend` without completion tokens), and hold them back from every other
+    request until the seed is evaluated (:attr:`BudgetMeter.seed_phase`): at most
+    :data:`MAX_UPFRONT_SHARE` of a token or cost bound.
 
     Raises:
-        BudgetExceededError: the seed's evaluation was refused, or the final choice would not fit.
+        BudgetExceededError: the budget cannot pay even at ``1 / ESTIMATE_SLACK`` of the estimate
+            (naming the bound, the calls and their estimated tokens and cost).
     """
-    judge = calibrate_reserve(run)
+    if not run.meter.active:
+        return
+    per_call = judge_call_spend(run, completion_tokens=0)
+    n = run.calls.minimum()
+    need = Spend(n, n * per_call.tokens, n * per_call.cost_usd)
+    surely = Spend(n, int(need.tokens / ESTIMATE_SLACK), need.cost_usd / ESTIMATE_SLACK)
+    over = surely.over(run.config.budget)
+    if over:
+        raise BudgetExceededError(
+            f"budget.{over} cannot pay for the seed's evaluation and the final choice: {run.calls.seed} "
+            f"+ {run.calls.final} judge calls of about {per_call.tokens} prompt tokens "
+            f"(${per_call.cost_usd:.6f}) each, about {need.tokens} tokens (${need.cost_usd:.6f}) in all"
+        )
+    config = run.config.budget
+    tokens = (
+        need.tokens
+        if config.max_tokens is None
+        else min(need.tokens, int(MAX_UPFRONT_SHARE * config.max_tokens))
+    )
+    cost = (
+        need.cost_usd
+        if config.max_cost_usd is None
+        else min(need.cost_usd, MAX_UPFRONT_SHARE * config.max_cost_usd)
+    )
+    run.meter.reserve, run.meter.seed_phase = Spend(n, tokens, cost), True
+
+
+def after_seed(run: SearchRun, seed: Candidate) -> None:
+    """Hold back the final choice's share, sized from the seed's evaluation. When the budget
+    cannot pay for it (the up-front estimate was low) or refused part of the seed's evaluation,
+    the search stops here on ``budget`` (the meter is marked spent): the final choice gets what is
+    left, and the run still ends with a result."""
+    run.meter.seed_phase = False
+    calibrate_reserve(run)
     assert seed.train is not None
     used = run.usage()
     spent = Spend(used.total_calls, used.total_tokens, used.cost_usd)
     over = (spent + run.meter.reserve).over(run.config.budget)
-    if over or (run.meter.spent and seed.train.coverage < run.min_coverage):
-        per_call = judge if judge.calls else judge_call_spend(run)  # measured, else estimated
-        calls = max(1, per_call.calls)
-        raise BudgetExceededError(
-            f"budget.{over or run.meter.refused_by} cannot pay for the seed's evaluation and the "
-            f"final choice: {len(run.train)} + {run.calls.final} judge calls of about "
-            f"{per_call.tokens // calls} tokens (${per_call.cost_usd / calls:.6f}) each "
-            f"({seed.train.failures} of the seed's evaluations were refused)"
-        )
+    if over:
+        run.meter.spent, run.meter.refused_by = True, run.meter.refused_by or over
 
 
-def reserve_verification(run: SearchRun) -> None:
-    """Before the distillation stage's meta calls: hold back what the verification stage needs
-    at least — the seed and one rung judged on the held-out samples — from the estimated spend of
-    a judge call (:func:`judge_call_spend`), so distillation cannot spend it."""
-    held_out = run.validation_focus.positions if run.split.regime == "held-out" else run.train
-    calls = 2 * len(held_out) * run.metric.calls_per_evaluation
-    run.meter.calibrate_reserve(calls, 1, judge_call_spend(run))
-
-
-def judge_call_spend(run: SearchRun) -> Spend:
-    """Estimated spend of one judge call: the seed's prompts rendered on the first train sample."""
+def judge_call_spend(run: SearchRun, *, completion_tokens: int = 256) -> Spend:
+    """Estimated spend of one judge call: the seed's prompts rendered on the first train sample
+    (⌈characters / 4⌉ tokens) and ``completion_tokens`` of answer."""
     sample = run.dataset.samples[run.train[0]]
     inputs = run.metric.prompt_inputs(sample.metric_input)
     chars = sum(len(m.content) for p in run.metric.get_prompts().values() for m in p.render(inputs))
-    tokens = -(-chars // 4) + 256
+    prompt = -(-chars // 4)
     price = price_of(run.clients[0])
-    cost = 0.0 if price is None else price.cost_usd(prompt_tokens=tokens - 256, completion_tokens=256)
-    return Spend(calls=1, tokens=tokens, cost_usd=cost)
+    cost = 0.0 if price is None else price.cost_usd(prompt_tokens=prompt, completion_tokens=completion_tokens)
+    return Spend(calls=1, tokens=prompt + completion_tokens, cost_usd=cost)

@@ -43,12 +43,12 @@ from collections.abc import Awaitable, Callable
 from promptevolver.errors import LLMError, LLMUnusableError
 from promptevolver.evaluation.intervals import wilson_interval
 from promptevolver.llm.redaction import redact_text
+from promptevolver.llm.retry import LONG_WAIT_S, RUN_OF_FAILURES, server_side
 
 __all__ = [
     "CONFIDENCE",
     "MIN_ATTEMPTS",
     "MIN_STEP_ATTEMPTS",
-    "RUN_OF_FAILURES",
     "FailureTally",
     "ServerWatch",
 ]
@@ -58,11 +58,8 @@ MIN_ATTEMPTS = 20
 #: Attempts a step needs for its failure share to count at its end (one failed meta call of two
 #: says little; the seed's evaluation has at least this many samples).
 MIN_STEP_ATTEMPTS = 8
-#: Consecutive failed attempts on the server side, none answered in between, that stop a run.
-RUN_OF_FAILURES = 32
 #: Two-sided confidence of the Wilson interval whose lower end must exceed ``max_failure_rate``.
 CONFIDENCE = 0.95
-_SERVER_SIDE = ("transport", "http 5", "timeout")
 _QUOTE = 240
 
 
@@ -163,8 +160,18 @@ class ServerWatch:
             text of that cause).
     """
 
-    def __init__(self, *, on_dead: Callable[[str, str, int, int, str], None]) -> None:
+    def __init__(
+        self,
+        *,
+        on_dead: Callable[[str, str, int, int, str], None],
+        on_wait: Callable[[float, int, str], None] | None = None,
+    ) -> None:
         self.on_dead = on_dead
+        #: Told of each backoff of :data:`~promptevolver.llm.retry.LONG_WAIT_S` or more: (its
+        #: seconds, calls now in backoff, the cause of the last failed attempt), so a person
+        #: watching a long 429 storm sees that the run waits rather than hangs.
+        self.on_wait = on_wait
+        self.last_cause = ""
         #: Failed server-side attempts since the last answered one, by cause.
         self.run: Counter[str] = Counter()
         self.examples: dict[str, str] = {}
@@ -176,8 +183,8 @@ class ServerWatch:
         if error is None:
             self.run.clear()
             return
-        cause = error.cause
-        if not cause.startswith(_SERVER_SIDE):
+        cause = self.last_cause = error.cause
+        if not server_side(cause):
             return  # a 429 or a client-side refusal: the server is alive
         self.run[cause] += 1
         self.examples[cause] = str(error)
@@ -192,6 +199,8 @@ class ServerWatch:
             return False
         nap: asyncio.Future[None] = asyncio.ensure_future(sleep(seconds))
         self._sleeping.add(nap)
+        if self.on_wait is not None and seconds >= LONG_WAIT_S:
+            self.on_wait(seconds, len(self._sleeping), self.last_cause)
         try:
             await asyncio.wait({nap})  # a cancellation of the call itself propagates from here
         finally:

@@ -4,7 +4,9 @@ All functions are pure: they read candidates' scores and draw from the ``numpy.r
 they are given; they never create state.
 
 **Ranking and ties** (:func:`rank`): better score first in the loss's direction; on equal score
-the seed first, then the shorter instruction, then the older candidate (lower id). A candidate
+the seed first, then the shorter instruction, then the older candidate (lower id); a tie at the
+top is logged (logger ``promptevolver.optimizers.strategies.selection``, INFO: shown with
+``--verbose``). A candidate
 with nothing measured, or whose evaluations failed on more than ``1 - min_coverage`` of the
 samples, ranks after every candidate that was measured well enough: it cannot win.
 
@@ -26,6 +28,7 @@ wrong on exactly the same samples (distance 0: there is nothing to combine).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,6 +38,8 @@ from promptevolver.optimizers.candidates import Candidate
 
 __all__ = ["complementary_parents", "front_rows", "pareto_front", "rank", "survivors", "tournament"]
 
+
+logger = logging.getLogger(__name__)
 
 #: Default share of a candidate's evaluations that must succeed for it to be ranked on its score.
 MIN_COVERAGE = 0.8
@@ -60,7 +65,18 @@ def rank(
             raise ValueError(f"candidate {c.id} has no {on} score")
         return loss.worst() if s.value is None or s.coverage < min_coverage else s.value
 
-    return sorted(candidates, key=lambda c: _key(c, value(c), loss.higher_is_better))
+    ranked = sorted(candidates, key=lambda c: _key(c, value(c), loss.higher_is_better))
+    if len(ranked) > 1 and value(ranked[0]) == value(ranked[1]):
+        tied = [c for c in ranked if value(c) == value(ranked[0])]
+        logger.info(
+            "tie on %s at %.4f between candidates %s: candidate %d ranks first (the seed first, then "
+            "the shorter instruction, then the lower id)",
+            on,
+            value(ranked[0]),
+            ", ".join(str(c.id) for c in tied),
+            ranked[0].id,
+        )
+    return ranked
 
 
 def pareto_front(candidates: Sequence[Candidate]) -> list[Candidate]:
