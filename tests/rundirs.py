@@ -19,18 +19,18 @@ AC_CONFIG = ROOT / "configs" / "answer_correctness.yaml"
 SYNTHETIC = {
     "dataset": {"synthetic": {"n_samples": 40, "random_seed": 0}},
     "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
-    "optimizer": {"population_size": 4, "generations": 2},
+    "optimizer": {"population_size": 4, "generations": 2, "strategy": "genetic"},  # a search's run dir
     "random_seed": 0,
 }
 
 
-def optimize_into(directory: Path, config: dict[str, Any] | Path) -> Path:
-    """``promptevolver optimize CONFIG -o DIR -q`` (a dict is written next to DIR first); DIR."""
+def optimize_into(directory: Path, config: dict[str, Any] | Path, *args: str) -> Path:
+    """``promptevolver optimize CONFIG -o DIR -q ARGS`` (a dict is written next to DIR first); DIR."""
     if isinstance(config, dict):
         path = directory.with_suffix(".yaml")
         path.write_text(yaml.safe_dump(config))
         config = path
-    assert main(["optimize", str(config), "--output", str(directory), "-q"]) == 0
+    assert main(["optimize", str(config), "--output", str(directory), "-q", *args]) == 0
     return directory
 
 
@@ -54,8 +54,14 @@ def kept_seed_run(base: Path) -> Path:
 
 
 def ac_run(base: Path) -> Path:
-    """A run of the bundled answer_correctness config (18 annotations: out-of-bag, small data)."""
-    return optimize_into(base / "ac", AC_CONFIG)
+    """A genetic-search run of the bundled answer_correctness config (18 annotations: out-of-bag,
+    small data): generations, patience and resume points to test."""
+    return optimize_into(base / "ac", AC_CONFIG, "--set", "optimizer.strategy=genetic")
+
+
+def pipeline_run(base: Path) -> Path:
+    """A run of the bundled answer_correctness config with the default strategy (the pipeline)."""
+    return optimize_into(base / "pipeline", AC_CONFIG)
 
 
 def result_of(run: Path) -> dict[str, Any]:

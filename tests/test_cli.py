@@ -116,7 +116,7 @@ def test_optimize_prints_the_outcome_and_where_the_report_is(tmp_path, capsys):
     assert f"report: {out_dir / 'report.html'}" in captured.out
     assert str(out_dir / "apply_best.py") in captured.out
     assert "\r" not in captured.err  # no progress bar: stderr is not a terminal
-    assert "seed and initial population: 1 of at most" in captured.err  # plain lines instead
+    assert "distillation (meta calls only): 1 of at most" in captured.err  # plain lines instead
     assert json.loads((out_dir / "result.json").read_text())["config"]["generations"] == 1
 
 
@@ -128,7 +128,7 @@ def test_optimize_verbose_prints_each_generation_and_quiet_one_line(tmp_path, ca
         == 0
     )
     err = capsys.readouterr().err
-    assert "initial population done: fitness best" in err
+    assert "distillation done:" in err and "verification done:" in err  # the default pipeline's stages
     assert (
         main(
             ["optimize", str(AC_CONFIG), "-o", str(tmp_path / "q"), "-q", "--set", "optimizer.generations=1"]
@@ -148,7 +148,7 @@ def test_set_values_are_yaml_typed(tmp_path):
     out_dir = tmp_path / "run"
     argv = ["optimize", str(AC_CONFIG), "-o", str(out_dir), "-q"]
     argv += ["--set", "optimizer.reverse_engineer=false", "--set", "optimizer.generations=0"]
-    argv += ["--set", "llm.noise=0.0", "--set", "seeds=[1, 2]"]
+    argv += ["--set", "llm.noise=0.0", "--set", "seeds=[1, 2]", "--set", "optimizer.strategy=genetic"]
     assert main(argv) == 0
     config = yaml.safe_load((out_dir / "config.yaml").read_text())
     assert config["optimizer"]["reverse_engineer"] is False and config["optimizer"]["generations"] == 0
@@ -316,6 +316,8 @@ def test_estimate_explains_itself_and_verbose_adds_phases(capsys):
     out = capsys.readouterr().out
     assert "no LLM called" in out and "expected LLM calls" in out and "(simulated LLM)" in out
     assert main(["estimate", str(AC_CONFIG), "-v"]) == 0
+    assert "distill:" in capsys.readouterr().out
+    assert main(["estimate", str(AC_CONFIG), "-v", "--set", "optimizer.strategy=genetic"]) == 0
     assert "initial:" in capsys.readouterr().out
 
 
@@ -377,6 +379,8 @@ def test_bench_takes_set_overrides(tmp_path, capsys):
             "seeds=[3]",
             "--set",
             "optimizer.population_size=1",
+            "--set",
+            "optimizer.strategy=genetic",
         ]
     )
     assert code == 0

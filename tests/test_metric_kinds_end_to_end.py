@@ -37,7 +37,10 @@ def test_a_numeric_metric_is_optimized_with_mse_and_never_chosen_worse_than_the_
     assert result["loss"] == {"name": "MSELoss", "reduction": "mean", "higher_is_better": False}
     seed, best = result["scores"]["seed"], result["scores"]["best"]
     assert best["validation"] <= seed["validation"]
-    assert best["train"] < seed["train"], "the search found a lower train MSE"
+    if result["stages"].get("search", {}).get("ran"):
+        assert best["train"] < seed["train"], "the search found a lower train MSE"
+    else:  # the pipeline judged held-out samples only: train is not measured, and says so
+        assert best["validation"] < seed["validation"] and best["train"] is None
     assert result["best_instructions"].keys() == result["seed_instructions"].keys()
     assert result["usage"]["llm_calls"]["judge"] > 0 and result["usage"]["llm_calls"]["meta"] > 0
     assert [u["reason"] for u in result["split"]["unusable"]] == [

@@ -13,6 +13,7 @@
     ├── LLMError                       an LLM call could not be completed
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
+    │   │   ├── ContextLengthExceededError  the prompt does not fit the model's context window
     │   │   └── AnswerTooLongError     an answer far beyond the requested tokens (cause ``too long``)
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
@@ -35,6 +36,7 @@ __all__ = [
     "CacheError",
     "CheckpointError",
     "ConfigError",
+    "ContextLengthExceededError",
     "InsufficientDataError",
     "LLMUnusableError",
     "LLMError",
@@ -135,6 +137,9 @@ class LLMError(PromptEvolverError):
     """
 
     retries: int = 0
+    #: Whether the call counts as a failed call (``usage.failures``); False for a prompt the
+    #: model's context window refused, which the caller splits and sends again.
+    counts_as_failure: bool = True
 
     @property
     def cause(self) -> str:
@@ -174,6 +179,17 @@ class PermanentLLMError(LLMError):
         self.status = status
 
 
+class ContextLengthExceededError(PermanentLLMError):
+    """The prompt is longer than the model's context window (OpenAI's HTTP 400
+    ``context_length_exceeded``). Not a failed call: a caller that can make its prompt smaller
+    (the distillation stage splits its batch of corrections) sends again; retrying as is would fail
+    the same way. Cause ``context_length``."""
+
+    counts_as_failure = False
+
+    @property
+    def cause(self) -> str:
+        return "context_length"
 class AnswerTooLongError(PermanentLLMError):
     """An answer (or its response body) far beyond the completion tokens requested: it is cut off
     unread and the call fails, cause ``too long``, rather than kept whole in memory, checkpoints

@@ -12,7 +12,7 @@ from promptevolver.errors import BudgetExceededError, ConfigError
 from promptevolver.llm import Price, SimulatedJudgeLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
-CONFIG = {"population_size": 4, "generations": 6, "random_seed": 3, "patience": 6}
+CONFIG = {"strategy": "genetic", "population_size": 4, "generations": 6, "random_seed": 3, "patience": 6}
 PRICE = Price(prompt=150.0, completion=600.0)  # USD per 1M tokens
 
 

@@ -49,7 +49,7 @@ def test_a_budget_that_pays_for_the_seed_and_the_final_choice_always_ends_with_a
 ):
     """Before: population 30 with 260 calls spent 166 on reverse engineering and the seed, then
     stopped with no result; population 10000 spent all 500 calls on meta calls."""
-    config = {"population_size": population, "generations": 3}
+    config = {"population_size": population, "generations": 3, "strategy": "genetic"}
     seed_calls, minimum = _minimum_calls(dataset, config)
     limit = minimum + extra
     result, llm = _run(dataset, config, {"max_calls": limit})
@@ -67,14 +67,16 @@ def test_token_and_cost_budgets_are_checked_before_the_first_call(dataset, bound
     tiny = {"max_tokens": 2000, "max_cost_usd": 0.0003}[bound]
     with pytest.raises(BudgetExceededError, match=rf"budget.{bound}=.* cannot pay for the seed.s evaluation"):
         GeneticOptimizer(metric=metric, llm=llm).optimize(
-            dataset, BinaryMetricLoss(), {"population_size": 4, "budget": {bound: tiny}}
+            dataset,
+            BinaryMetricLoss(),
+            {"population_size": 4, "budget": {bound: tiny}, "strategy": "genetic"},
         )
     assert llm.usage.total_calls == 0
 
 
 @pytest.mark.parametrize("bound", ["max_tokens", "max_cost_usd"])
 def test_token_and_cost_budgets_reached_during_the_start_still_end_with_a_result(dataset, bound):
-    config = {"population_size": 30, "generations": 3}
+    config = {"population_size": 30, "generations": 3, "strategy": "genetic"}
     free, free_llm = _run(dataset, config, {})
     spent = {"max_tokens": free_llm.usage.total_tokens, "max_cost_usd": free_llm.usage.cost_usd}[bound]
     limit = int(spent * 0.35) if bound == "max_tokens" else spent * 0.35
@@ -86,10 +88,25 @@ def test_token_and_cost_budgets_reached_during_the_start_still_end_with_a_result
 def test_a_budget_of_what_the_run_needs_is_spent_not_stopped_at_a_fraction(dataset):
     """Before: a budget equal to what an unbounded run spent stopped at 30 % of it (124 of 417
     calls) and kept the seed: each generation was projected at its upper bound."""
-    config = {"population_size": 6, "generations": 4}
+    config = {"population_size": 6, "generations": 4, "strategy": "genetic"}
     free, free_llm = _run(dataset, config, {})
     needed = free_llm.usage.total_calls
     result, llm = _run(dataset, config, {"max_calls": needed})
     assert llm.usage.total_calls <= needed
     assert llm.usage.total_calls >= 0.75 * needed
     assert len(result.history) >= len(free.history) - 1
+
+
+@pytest.mark.parametrize("share", [0.4, 0.7, 1.0])
+def test_the_pipeline_ends_with_a_result_within_any_budget_it_accepts(dataset, share):
+    """strategy auto: a call budget below what the pipeline spends unbounded still ends with a
+    result and never goes over (distillation cannot spend the verification's reserve)."""
+    config = {"population_size": 4, "generations": 3}
+    free, free_llm = _run(dataset, config, {})
+    limit = max(1, int(free_llm.usage.total_calls * share))
+    try:
+        result, llm = _run(dataset, config, {"max_calls": limit})
+    except BudgetExceededError:
+        return  # refused up front, before any call: also within the budget
+    assert llm.usage.total_calls <= limit
+    assert result.scores["seed"]["validation"] is not None

@@ -40,7 +40,13 @@ def test_the_server_never_sees_more_requests_than_max_concurrency(
     ac_dataset: SingleMetricAnnotation, ac_metric: AspectCritic, limit: int
 ) -> None:
     handler = CountingHandler(ac_dataset)
-    config = {"population_size": 6, "generations": 2, "random_seed": 1, "max_concurrency": limit}
+    config = {
+        "strategy": "genetic",
+        "population_size": 6,
+        "generations": 2,
+        "random_seed": 1,
+        "max_concurrency": limit,
+    }
 
     async def run() -> None:
         with LocalOpenAIServer(handler, models=["sim"]) as server:

@@ -28,7 +28,7 @@ from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import LocalOpenAIServer, simulated_handler
 
 CONCURRENCY = 16
-CONFIG = {"population_size": 4, "generations": 3, "random_seed": 5, "patience": 5}
+CONFIG = {"strategy": "genetic", "population_size": 4, "generations": 3, "random_seed": 5, "patience": 5}
 SECRET = "hunter2-query-secret"
 
 

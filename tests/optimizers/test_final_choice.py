@@ -84,7 +84,13 @@ def test_extending_a_finished_run_keeps_its_validation_score_or_betters_it(tmp_p
     """optimize, then resume with more generations: the result is never worse on validation
     (configs/synthetic_200.yaml went 0.833 -> 0.800)."""
     dataset = generate(SyntheticSpec(n_samples=n_samples, random_seed=data_seed))
-    config = {"random_seed": data_seed, "population_size": 4, "generations": 2, "patience": 2}
+    config = {
+        "random_seed": data_seed,
+        "strategy": "genetic",
+        "population_size": 4,
+        "generations": 2,
+        "patience": 2,
+    }
     first = _optimizer(dataset).optimize(dataset, BinaryMetricLoss(), config, run_dir=tmp_path)
     more = {**config, "generations": 6, "patience": 6}
     extended = _optimizer(dataset).optimize(dataset, BinaryMetricLoss(), more, run_dir=tmp_path, resume=True)
@@ -110,7 +116,9 @@ def test_a_seed_kept_because_every_offspring_was_screened_out_says_so():
 
     metric = AspectCritic(name="answer_correctness", definition="Is the response correct?")
     result = GeneticOptimizer(metric=metric, llm=rule_llm(ds, judge, writer)).optimize(
-        dataset=ds, loss=BinaryMetricLoss(), config={"random_seed": 1, "population_size": 4, "generations": 2}
+        dataset=ds,
+        loss=BinaryMetricLoss(),
+        config={"random_seed": 1, "population_size": 4, "generations": 2, "strategy": "genetic"},
     )
     why = result.final_choice["why"]
     made = len(result.lineage) - 1

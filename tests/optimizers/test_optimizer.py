@@ -24,7 +24,8 @@ def _labels(ds):
 
 def _run(ds, llm, loss=None, **config):
     opt = GeneticOptimizer(metric=_metric(), llm=llm)
-    return opt.optimize(dataset=ds, loss=loss or BinaryMetricLoss(), config={"random_seed": 3, **config})
+    config = {"random_seed": 3, "strategy": "genetic", **config}  # the genetic search's own rules
+    return opt.optimize(dataset=ds, loss=loss or BinaryMetricLoss(), config=config)
 
 
 def _original_or_fixed(ds, fixed_when: str):

@@ -25,7 +25,7 @@ from promptevolver.runs.estimate import estimate
 from ..conftest import AC_DEFINITION, AC_FILE
 from ..helpers import make_dataset, rule_llm
 
-CONFIG = {"random_seed": 3, "population_size": 4, "generations": 3, "patience": 5}
+CONFIG = {"strategy": "genetic", "random_seed": 3, "population_size": 4, "generations": 3, "patience": 5}
 
 
 def _metric() -> AspectCritic:
@@ -175,7 +175,7 @@ def test_estimate_and_the_optimizer_refuse_a_small_budget_with_the_same_figures(
 def test_the_final_reserve_at_population_one_is_the_seed_alone():
     from promptevolver.optimizers.cost import phase_calls
 
-    config = GeneticConfig(population_size=1, finalists=3)
+    config = GeneticConfig(population_size=1, finalists=3, strategy="genetic")
     calls = phase_calls(
         config, n_train=10, n_val=5, prompts=1, calls_per_evaluation=2, meta_calls_per_offspring=2
     )
@@ -191,3 +191,30 @@ def test_the_final_reserve_at_population_one_is_the_seed_alone():
     assert (
         wider.final == (1 + 3) * 5 * 2 and wider.initial == 4 * 10 * 2 + 3 * 2
     )  # R mutations, 2 meta calls each
+
+
+def test_the_pipeline_cost_model_bounds_each_stage():
+    """distill = L·D·K·(C+1) meta calls, verify = (1 + L·D)·n_eval·J; the search (auto only) as
+    the genetic generation; the floor one round and one verified rung (optimizers/cost.py)."""
+    from promptevolver.optimizers.cost import phase_calls
+
+    config = GeneticConfig(distill_rounds=3, distill_max_calls=2, population_size=4, finalists=2)
+    held_out = phase_calls(
+        config, n_train=10, n_val=5, prompts=1, calls_per_evaluation=2, meta_calls_per_offspring=2
+    )
+    assert held_out.distill == 3 * (2 + 1) and held_out.verify == (1 + 3) * 5 * 2
+    assert held_out.seed == 5 * 2 and held_out.final == (1 + 2) * 5 * 2 and held_out.generation > 0
+    assert held_out.minimum() == 2 * 5 * 2 + 3
+    oob = phase_calls(
+        config, n_train=10, n_val=0, prompts=2, calls_per_evaluation=1, meta_calls_per_offspring=2, ladders=2
+    )
+    assert oob.distill == 2 * 3 * 2 * 3 and oob.verify == (1 + 2 * 3) * 10
+    only = phase_calls(
+        config.model_copy(update={"strategy": "distill"}),
+        n_train=10,
+        n_val=5,
+        prompts=1,
+        calls_per_evaluation=2,
+        meta_calls_per_offspring=2,
+    )
+    assert only.generation == 0 and only.final == 0 and only.total(4) == only.initial

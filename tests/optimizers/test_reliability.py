@@ -23,7 +23,7 @@ from promptevolver.optimizers.events import Event
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import LocalOpenAIServer, simulated_handler
 
-CONFIG = {"population_size": 4, "generations": 3, "random_seed": 5, "patience": 5}
+CONFIG = {"strategy": "genetic", "population_size": 4, "generations": 3, "random_seed": 5, "patience": 5}
 
 
 def _key(body: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 from ..helpers import make_dataset, rule_llm
 
-CONFIG = {"random_seed": 7, "population_size": 4, "generations": 4, "patience": 10}
+CONFIG = {"strategy": "genetic", "random_seed": 7, "population_size": 4, "generations": 4, "patience": 10}
 
 
 def _optimizer(dataset, **kwargs):
@@ -41,7 +41,14 @@ def test_budget_stops_the_search_within_the_limit():
     ds = make_dataset(30, wrong=10)
     labels = [int(y) for y in ds.labels()]
     # Every operator output is new and a little better or worse: the search never runs dry.
-    llm_config = {"random_seed": 2, "population_size": 4, "generations": 30, "patience": 30, "sample_size": 2}
+    llm_config = {
+        "strategy": "genetic",
+        "random_seed": 2,
+        "population_size": 4,
+        "generations": 30,
+        "patience": 30,
+        "sample_size": 2,
+    }
 
     def judge(instruction: str, i: int) -> int:
         return labels[i] if (zlib.crc32(instruction.encode()) + i) % 3 else 1 - labels[i]
@@ -167,7 +174,13 @@ def test_offspring_worse_on_the_minibatch_are_not_fully_judged():
     result = metric_opt.optimize(
         dataset=ds,
         loss=BinaryMetricLoss(),
-        config={"random_seed": 1, "population_size": 4, "generations": 2, "minibatch_size": 6},
+        config={
+            "strategy": "genetic",
+            "random_seed": 1,
+            "population_size": 4,
+            "generations": 2,
+            "minibatch_size": 6,
+        },
     )
     offspring = [c for c in result.lineage if c["operator"] != "seed"]
     assert offspring and all(c["screened_out"] and c["train"] is None for c in offspring)
@@ -220,7 +233,14 @@ def test_history_fitness_is_the_ranking_score_and_never_falls_with_elites(seed):
     by: with elites kept the best never falls (whole-part estimates of another ranked-first
     candidate could: 0.896 -> 0.851 between generations). Scores stay whole-part estimates."""
     ds = generate(SyntheticSpec(n_samples=400, random_seed=seed))
-    config = {"random_seed": seed, "population_size": 4, "generations": 5, "patience": 5, "elite_count": 1}
+    config = {
+        "strategy": "genetic",
+        "random_seed": seed,
+        "population_size": 4,
+        "generations": 5,
+        "patience": 5,
+        "elite_count": 1,
+    }
     result = _optimizer(ds).optimize(dataset=ds, loss=BinaryMetricLoss(), config=config)
     assert result.split["judged"]["train"] < result.split["train"]  # a focus set: fitness ≠ estimate
     best = [h["best_train"] for h in result.history]

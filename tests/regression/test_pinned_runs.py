@@ -1,5 +1,8 @@
 """Regression pins: the small committed configs, run with the simulated LLM, must reproduce
-their pinned figures exactly (validation scores, judge and meta calls) for every seed.
+their pinned figures exactly (validation scores, judge and meta calls) for every seed, under the
+default strategy (``auto``: distill, verify, search when warranted) and under ``genetic`` (whose
+pins, ``genetic/...``, are the figures of the genetic search before the pipeline existed: it must
+not move).
 
 A change that moves a figure fails here. If the change is intended, re-record the pins on
 purpose and review the diff of pins.json:
@@ -42,11 +45,16 @@ def _figures(result) -> dict:
     }
 
 
-def _cases() -> list[tuple[str, int]]:
+STRATEGIES = ("auto", "genetic")
+
+
+def _cases() -> list[tuple[str, int, str]]:
     cases = []
-    for name in CONFIGS:
-        config = load_run_config(ROOT / "configs" / f"{name}.yaml")
-        cases.extend((name, seed) for seed in config.seeds or [config.effective_optimizer().random_seed])
+    for strategy in STRATEGIES:
+        for name in CONFIGS:
+            config = load_run_config(ROOT / "configs" / f"{name}.yaml")
+            seeds = config.seeds or [config.effective_optimizer().random_seed]
+            cases.extend((name, seed, strategy) for seed in seeds)
     return cases
 
 
@@ -59,14 +67,18 @@ def pins(request):
         PINS.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
 
 
-@pytest.mark.parametrize(("name", "seed"), _cases(), ids=[f"{n}-seed{s}" for n, s in _cases()])
-def test_pinned_figures(name, seed, pins, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "seed", "strategy"), _cases(), ids=[f"{st}-{n}-seed{s}" for n, s, st in _cases()]
+)
+def test_pinned_figures(name, seed, strategy, pins, tmp_path):
     stored, update = pins
-    config = load_run_config(ROOT / "configs" / f"{name}.yaml").model_copy(update={"random_seed": seed})
+    config = load_run_config(ROOT / "configs" / f"{name}.yaml")
+    optimizer = config.optimizer.model_copy(update={"strategy": strategy})
+    config = config.model_copy(update={"random_seed": seed, "optimizer": optimizer})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusableSamplesWarning)  # the rubric and statements files list theirs
         figures = _figures(execute(config, tmp_path))
-    key = f"{name}/seed-{seed}"
+    key = f"{name}/seed-{seed}" if strategy == "auto" else f"{strategy}/{name}/seed-{seed}"
     if update:
         stored[key] = figures
         return

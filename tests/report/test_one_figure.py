@@ -17,7 +17,7 @@ from ..rundirs import optimize_into, result_of
 CONFIG = {
     "dataset": {"synthetic": {"n_samples": 160, "random_seed": 1}},
     "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
-    "optimizer": {"population_size": 4, "generations": 2},
+    "optimizer": {"population_size": 4, "generations": 2, "strategy": "genetic"},  # train is judged
     "random_seed": 1,
 }
 
@@ -69,8 +69,7 @@ def test_the_summary_line_and_the_report_verdict_agree(focused):
     from promptevolver.optimizers.result import OptimizationResult
 
     run, result = focused
-    data = {k: v for k, v in result.items() if k != "format_version"}
-    line = outcome_lines(OptimizationResult(**data), run, quiet=True)[0]
+    line = outcome_lines(OptimizationResult.from_dict(result), run, quiet=True)[0]
     best = result["scores"]["best"]["validation"]
     assert f"validation {best:.3f}" in line
     assert f"{best:.3f}" in _section((run / "report.md").read_text(), "Outcome")

@@ -14,9 +14,12 @@ from .test_estimate import _actual_calls
 
 
 def _config(name: str):
+    """The bundled config with the genetic search (the cost model of operators this file tests)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the bundled files list their unusable samples
-        return load_run_config(ROOT / "configs" / f"{name}.yaml")
+        config = load_run_config(ROOT / "configs" / f"{name}.yaml")
+    optimizer = config.optimizer.model_copy(update={"strategy": "genetic"})
+    return config.model_copy(update={"optimizer": optimizer})
 
 
 def _expected_and_actual(name: str) -> tuple[int, float]:

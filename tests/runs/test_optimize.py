@@ -17,8 +17,7 @@ from ..rundirs import AC_CONFIG, leftovers, result_of
 
 
 def _result(run) -> OptimizationResult:
-    data = {k: v for k, v in result_of(run).items() if k != "format_version"}
-    return OptimizationResult(**data)
+    return OptimizationResult.from_dict(result_of(run))
 
 
 def test_a_run_stamps_result_json_with_the_format_version(kept_seed):

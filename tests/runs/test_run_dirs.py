@@ -255,6 +255,7 @@ def test_extending_a_run_that_stopped_on_patience_says_patience_must_rise_too(tm
     run = tmp_path / "s200"
     config = AC_CONFIG.parent / "synthetic_200.yaml"
     short = ["--set", "optimizer.patience=1", "--set", "optimizer.generations=8", "--seed", "0"]
+    short += ["--set", "optimizer.strategy=genetic"]  # the search's own stop rules
     assert main(["optimize", str(config), "-o", str(run), "-q", *short]) == 0
     first = json.loads((run / rundir.RESULT_FILE).read_text())
     assert first["stop_reason"] == "patience" and len(first["history"]) < 9
@@ -273,7 +274,8 @@ def test_extending_a_run_that_stopped_on_patience_says_patience_must_rise_too(tm
 
 def test_extending_an_exhausted_search_says_no_generation_will_come(tmp_path, capsys):
     run = tmp_path / "ac"
-    assert main(["optimize", str(AC_CONFIG), "-o", str(run), "-q", "--seed", "42"]) == 0
+    genetic = ["--set", "optimizer.strategy=genetic"]
+    assert main(["optimize", str(AC_CONFIG), "-o", str(run), "-q", "--seed", "42", *genetic]) == 0
     assert json.loads((run / rundir.CHECKPOINT_FILE).read_text())["state"]["exhausted"]
     capsys.readouterr()
     extend = ["--set", "optimizer.generations=6", "--set", "optimizer.patience=4"]

@@ -30,6 +30,7 @@ from promptevolver.judge.rubric import RubricJudge
 from promptevolver.judge.statements import StatementSupport
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
+from promptevolver.llm.context import context_tokens_for
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import MASK
@@ -172,6 +173,7 @@ def _build_client(
             noise=config.noise,
             max_concurrency=config.max_concurrency,
             price=price,
+            context_tokens=config.context_tokens,
         )
     key = os.environ.get(config.api_key_env)
     if not key:
@@ -179,7 +181,7 @@ def _build_client(
             f"llm.provider is 'openai' but the environment variable {config.api_key_env} is not set"
         )
     assert config.model is not None
-    return OpenAIClient(
+    client = OpenAIClient(
         model=config.model,
         base_url=None if config.base_url is None else _base_url(config.base_url),
         api_key=key,
@@ -194,6 +196,8 @@ def _build_client(
         tokens_per_minute=config.tokens_per_minute,
         price=price,
     )
+    client.context_tokens = context_tokens_for(config.model, config.context_tokens)
+    return client
 
 
 def _price(config: LLMConfig) -> Price | None:

@@ -166,6 +166,19 @@ class GeneticConfig(_Strict):
             be chosen (it ranks after every candidate measured well enough).
         budget: bounds on calls, tokens and cost (see :class:`BudgetConfig`).
         random_seed: the one seed behind every random choice of a run.
+        strategy: ``auto`` (default): distill the corrections into a ladder of candidates (meta
+            calls only), verify the seed and the ladder on held-out samples, and search
+            genetically only when that is warranted and the budget allows; ``distill``: the first
+            two stages only; ``genetic``: the genetic search alone (the behaviour before 0.3).
+        distill_rounds: most rounds of the distillation stage (each: feedback calls, then one
+            rewrite per prompt; it stops earlier once a round teaches no new general lesson).
+        distill_lessons: most new lessons one round applies (the best evidenced first).
+        distill_sample_size: most corrections one round shows (more: a stratified subsample by
+            kind of correction, rotating through them from round to round).
+        distill_max_calls: most feedback calls of one round (the corrections are packed into
+            prompts that fit ``llm.context_tokens``).
+        racing: stop judging a verified candidate once it is clearly worse than the best one so
+            far (a sequential paired test, ``optimizers/strategies/racing.py``).
     """
 
     population_size: int = Field(6, ge=1)
@@ -192,6 +205,12 @@ class GeneticConfig(_Strict):
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: Seed = 42
+    strategy: Literal["auto", "distill", "genetic"] = "auto"
+    distill_rounds: int = Field(6, ge=1)
+    distill_lessons: int = Field(5, ge=1)
+    distill_sample_size: int = Field(60, ge=2)
+    distill_max_calls: int = Field(4, ge=1)
+    racing: bool = True
 
     @model_validator(mode="after")
     def _settings_that_work_together(self) -> GeneticConfig:
@@ -347,6 +366,9 @@ class LLMConfig(_Strict):
     ``structured_output`` (openai only): ``auto`` negotiates json_schema → json_object → prompt
     with the server; a fixed mode is used as is. ``judge_max_tokens`` / ``meta_max_tokens``
     (openai only): completion-token caps of judge and meta calls (null: the server's default).
+    ``context_tokens``: the model's context window in tokens; null: a known model's published
+    window (:data:`promptevolver.llm.context.CONTEXT_WINDOWS`), else 32,000 for ``openai`` and no
+    limit for the simulated provider. The distillation stage packs its prompts to fit it.
     """
 
     provider: Literal["fake", "openai"] = "fake"
@@ -365,6 +387,7 @@ class LLMConfig(_Strict):
     structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     judge_max_tokens: int | None = Field(256, ge=1)
     meta_max_tokens: int | None = Field(1024, ge=1)
+    context_tokens: int | None = Field(None, ge=1024)
 
     @model_validator(mode="before")
     @classmethod

@@ -316,6 +316,8 @@ class BaseLLMClient(ABC):
 
     #: Provider kind, part of a response-cache key (see :meth:`cache_identity`).
     provider: str = "custom"
+    #: The model's context window in tokens (None: unknown; see :mod:`promptevolver.llm.context`).
+    context_tokens: int | None = None
 
     def __init__(
         self,
@@ -379,7 +381,8 @@ class BaseLLMClient(ABC):
         try:
             completion = await self._attempts(call)
         except LLMError as exc:
-            self.usage.record_failure(request.operation, exc.cause)
+            if exc.counts_as_failure:
+                self.usage.record_failure(request.operation, exc.cause)
             exc.retries = call.retries
             raise
         cost = self._cost_usd(completion)

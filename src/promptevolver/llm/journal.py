@@ -153,6 +153,9 @@ class _Journaled:
         except NotSentError:
             raise  # no call was made: nothing to count on resume
         except LLMError as exc:
+            if not exc.counts_as_failure:
+                raise  # a prompt the context window refused: the caller sends smaller ones
+
             self.journal.record_failure(key, request.operation, exc.cause, exc.retries)
             raise
         self.journal.record(

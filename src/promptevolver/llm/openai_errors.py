@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 
 import openai
 
-from promptevolver.errors import LLMError, PermanentLLMError, TransientLLMError
+from promptevolver.errors import ContextLengthExceededError, LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm.error_bodies import server_message
 from promptevolver.llm.negotiation import Negotiation, rejects_response_format
 from promptevolver.llm.preflight import cause_of_connection_error
@@ -62,9 +62,27 @@ def translate(
     status = exc.status_code
     if negotiation is not None and rejects_response_format(status, error_text(exc)):
         return PermanentLLMError(f"{text}; {_format_hint(negotiation)}", status=status)
+    if status == 400 and exceeds_context(error_text(exc)):
+        return ContextLengthExceededError(text, status=status)
     if transient_status(status):
         return TransientLLMError(text, status=status, retry_after=retry_after_s(exc.response.headers))
     return PermanentLLMError(text, status=status)
+
+
+#: What servers say when a prompt is longer than the context window: OpenAI's error code, its
+#: message ("This model's maximum context length is …"), vLLM's and llama.cpp's wording.
+_CONTEXT_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "exceeds the available context",
+)
+
+
+def exceeds_context(text: str) -> bool:
+    """Whether an HTTP 400 error text says the prompt does not fit the model's context window."""
+    low = text.lower()
+    return any(word in low for word in _CONTEXT_WORDS)
 
 
 def _detail(exc: openai.OpenAIError) -> str:

@@ -63,6 +63,15 @@ def save(run: SearchRun, directory: str | Path) -> None:
             "best_instructions": best.instructions,
         }
         rundir.write_json(out / rundir.BEST_SO_FAR_FILE, best_so_far)
+    elif "verify" in run.state.stages:  # the pipeline before (or without) a search: the verified choice
+        chosen = run.state.candidates[run.state.stages["verify"]["produced"][0]]
+        verified: dict[str, object] = {
+            "stage": "verify",
+            "candidate": chosen.id,
+            "validation": None if chosen.validation is None else chosen.validation.value,
+            "best_instructions": chosen.instructions,
+        }
+        rundir.write_json(out / rundir.BEST_SO_FAR_FILE, verified)
 
 
 def load(directory: str | Path) -> dict[str, Any]:

@@ -16,6 +16,19 @@ reuses the train judgements)::
     initial    = (1 + R) · n_train · J + R · M       the seed and its first offspring on train
     generation = O · (M + n_train · J)               meta calls, then every child on all of train
     final      = (1 + min(F, P)) · n_val · J         seed and finalists on validation (P = 1: the seed)
+
+The distill-first pipeline (``strategy: auto`` or ``distill``), with D = ``distill_rounds``,
+C = ``distill_max_calls``, L = ladders (2 out of bag, else 1) and n_eval the held-out samples a
+verified candidate is judged on (n_val; out of bag, n_train)::
+
+    distill      = L · D · K · (C + 1)               lessons calls and one rewrite per prompt a round
+    verify       = (1 + L · D) · n_eval · J           the seed and every rung, before racing
+    seed         = n_eval · J                        the seed's held-out evaluation
+    initial      = distill + verify
+    search_start = 2 · n_train · J                   auto, when the search runs: seed and choice on train
+    generation   = O · (M + n_train · J)             auto only (distill: 0)
+    final        = (1 + F) · n_val · J               auto only: the search's finalists on validation
+    minimum      = seed + n_eval · J + K · (C + 1)     one round and one rung verified
 """
 
 from __future__ import annotations
@@ -35,6 +48,10 @@ class PhaseCalls:
     initial: int
     generation: int
     final: int
+    distill: int = 0
+    verify: int = 0
+    search_start: int = 0
+    floor: int | None = None
 
     def upfront(self) -> int:
         """Calls of the initial population, one generation and the final choice, at most."""
@@ -42,12 +59,18 @@ class PhaseCalls:
 
     def total(self, generations: int) -> int:
         """Calls of a whole run of ``generations`` generations, at most (re-asks after a malformed
-        answer aside)."""
-        return self.initial + generations * self.generation + self.final
+        answer aside; the pipeline's search counted as if it ran)."""
+        searched = self.search_start if self.generation else 0
+        return self.initial + searched + generations * self.generation + self.final
 
     def minimum(self) -> int:
-        """Calls any run needs: the seed's train evaluation and the final choice."""
-        return self.seed + self.final
+        """Calls any run needs: the seed's train evaluation and the final choice (the pipeline:
+        the seed's held-out evaluation, one round of distillation and one rung verified)."""
+        return self.floor if self.floor is not None else self.seed + self.final
+
+    def initial_search(self) -> int:
+        """Calls of the pipeline's search stage before its first generation, and that generation."""
+        return self.search_start + self.generation
 
 
 def offspring_count(config: GeneticConfig, n_train: int) -> int:
@@ -73,15 +96,21 @@ def phase_calls(
     prompts: int,
     calls_per_evaluation: int,
     meta_calls_per_offspring: int,
+    ladders: int = 1,
 ) -> PhaseCalls:
     """Upper bounds of each phase's calls for a run of ``config`` (see the module docstring).
 
     Args:
-        n_train, n_val: split sizes (caps applied), in samples.
+        n_train, n_val: split sizes (caps applied), in samples (n_val 0: out of bag).
         prompts: prompts per candidate (K).
         calls_per_evaluation: judge calls per evaluation of one sample (J).
         meta_calls_per_offspring: the most meta calls one offspring's operator makes (M).
+        ladders: the distillation stage's ladders (2 out of bag, else 1).
     """
+    if config.strategy != "genetic":
+        return _pipeline_calls(
+            config, n_train, n_val, prompts, calls_per_evaluation, meta_calls_per_offspring, ladders
+        )
     pop, judge = config.population_size, calls_per_evaluation
     extra = pop - 1 if config.reverse_engineer else 0
     initial = (1 + extra) * n_train * judge + extra * max(prompts, meta_calls_per_offspring)
@@ -89,4 +118,27 @@ def phase_calls(
     finalists = 1 if pop == 1 else 1 + min(config.finalists, pop)
     return PhaseCalls(
         seed=n_train * judge, initial=initial, generation=generation, final=finalists * n_val * judge
+    )
+
+
+def _pipeline_calls(
+    config: GeneticConfig, n_train: int, n_val: int, prompts: int, judge: int, meta: int, ladders: int
+) -> PhaseCalls:
+    """The distill-first pipeline's bounds (see the module docstring)."""
+    n_eval = n_val or n_train
+    per_round = prompts * (config.distill_max_calls + 1)
+    distill = ladders * config.distill_rounds * per_round
+    verify = (1 + ladders * config.distill_rounds) * n_eval * judge
+    auto = config.strategy == "auto" and config.generations > 0 and config.population_size > 1
+    generation = offspring_count(config, n_train) * (meta + n_train * judge) if auto else 0
+    final = (1 + config.finalists) * n_val * judge if auto else 0
+    return PhaseCalls(
+        seed=n_eval * judge,
+        initial=distill + verify,
+        generation=generation,
+        final=final,
+        distill=distill,
+        verify=verify,
+        search_start=2 * n_train * judge if auto else 0,
+        floor=2 * n_eval * judge + per_round,
     )

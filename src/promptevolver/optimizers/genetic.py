@@ -154,11 +154,14 @@ class GeneticOptimizer(Optimizer):
             else:
                 self._check_budget(run)
                 self._checkpoint(run, run_dir)  # a start to resume from, before the first call
-            if not run.state.candidates:
-                assert self.metric is not None
-                await phases.initial_population(run, self.metric.get_instructions())
-                self._checkpoint(run, run_dir)
-            result = await phases.finish(run, await self._evolve(run, run_dir))
+            if run.config.strategy == "genetic":
+                if not run.state.candidates:
+                    assert self.metric is not None
+                    await phases.initial_population(run, self.metric.get_instructions())
+                    self._checkpoint(run, run_dir)
+                result = await phases.finish(run, await self._evolve(run, run_dir))
+            else:
+                result = await self._pipeline(run, run_dir)
             self._checkpoint(run, run_dir)  # now with the validation judgements, for reports
         finally:
             if journal is not None:
@@ -196,6 +199,32 @@ class GeneticOptimizer(Optimizer):
             budget.reserve_upfront(run)
         else:
             budget.calibrate_reserve(run)
+
+    async def _pipeline(self, run: SearchRun, run_dir: str | Path | None) -> OptimizationResult:
+        """distill → verify → search when warranted (``strategy: auto``; ``distill`` stops after
+        verifying). Each stage is checkpointed once done, so a resume starts at the next one."""
+        state = run.state
+        if not state.candidates:
+            assert self.metric is not None
+            phases.register_seed(run, self.metric.get_instructions())
+        if "distill" not in state.stages:  # the verification's minimum is reserved (reserve_upfront)
+            await phases.distill(run)
+            self._checkpoint(run, run_dir)
+        if "verify" not in state.stages:
+            await phases.verify(run, [c for c in state.candidates if c.operator == "distill"])
+            self._checkpoint(run, run_dir)
+        verified = state.candidates[state.stages["verify"]["produced"][0]]
+        if "search" not in state.stages:
+            run_it, why = phases.search_warranted(run, verified)
+            if not run_it:
+                return phases.finish_verified(run, verified, "distilled", why)
+            await phases.start_search(run, verified, why)
+            self._checkpoint(run, run_dir)
+        elif not state.stages["search"].get("ran"):
+            return phases.finish_verified(run, verified, "distilled", state.stages["search"]["why"])
+        reason = await self._evolve(run, run_dir)
+        phases.end_search(run)
+        return await phases.finish(run, reason)
 
     async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
         """Run generations until a stop condition holds; return its reason."""

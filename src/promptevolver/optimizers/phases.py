@@ -1,5 +1,6 @@
-"""The phases of a search around its generations: the initial population, the repair after a
-resume, and the final choice. The generation loop itself is :mod:`.genetic`.
+"""The phases of a run around its generations: the distillation and verification stages, the
+initial population, the repair after a resume, and the final choice. The generation loop itself
+is :mod:`.genetic`, which composes them by ``strategy``.
 
 Each phase is one failure-policy step (:meth:`SearchRun.begin_step` … :meth:`SearchRun.end_step`):
 too many failed evaluations in it stop the run with :class:`~promptevolver.errors.LLMUnusableError`.
@@ -8,11 +9,18 @@ too many failed evaluations in it stop the run with :class:`~promptevolver.error
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from promptevolver.judge.batch import gather_or_cancel
+from promptevolver.llm.base import Usage
+from promptevolver.llm.concurrency import waves
 from promptevolver.optimizers import adoption, history, views
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.distill import Distiller
 from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
@@ -23,9 +31,26 @@ from promptevolver.optimizers.strategies.final_choice import (
     final_choice_rng,
     held_out,
     out_of_bag,
+    paired,
 )
+from promptevolver.optimizers.strategies.racing import Race
 
-__all__ = ["finish", "initial_population", "repair"]
+__all__ = [
+    "RACE_STREAM",
+    "distill",
+    "finish",
+    "finish_verified",
+    "initial_population",
+    "register_seed",
+    "repair",
+    "search_warranted",
+    "start_search",
+    "verify",
+]
+
+#: Stream of the verification race's shuffles, apart from the search's generator (a resume
+#: repeats the same race, like the final choice's bootstrap).
+RACE_STREAM = 0x4ACE
 
 
 async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str]) -> None:
@@ -69,7 +94,8 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     """Judge the seed and the finalists on validation (held out; out of bag: compare them on
     the samples each never learned from); the paired choice there is the result
     (:class:`~.strategies.final_choice.PairedChoice`). An extended run's earlier choice stays a
-    finalist and is replaced only by a finalist that beats it."""
+    finalist and is replaced only by a finalist that beats it; so does the pipeline's verified rung
+    when a search followed the verification (:func:`start_search` makes it the incumbent)."""
     state = run.state
     state.stop_reason = stop_reason
     choice = PairedChoice(
@@ -95,8 +121,15 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
 
 
 def _why_alone(state: SearchState) -> str:
-    """Why no candidate besides the seed is left to choose from, from what became of the offspring."""
-    made = state.candidates[1:]
+    """Why no candidate besides the seed is left to choose from, from what became of the offspring
+    (the pipeline's distilled rungs, verified before the search, apart)."""
+    rungs = [c for c in state.candidates[1:] if c.operator == "distill"]
+    why = _why_offspring_alone(state)
+    return f"no distilled rung beat it on held-out samples, and {why}" if rungs else why
+
+
+def _why_offspring_alone(state: SearchState) -> str:
+    made = [c for c in state.candidates[1:] if c.operator != "distill"]
     screened = sum(c.screened_out for c in made)
     if not made:
         rejected = sum(state.rejections.values())
@@ -125,3 +158,319 @@ async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
     else:
         await run.judge_train([seed])
     return []
+
+
+# --- the distill-first pipeline (strategy auto and distill) ---------------------------------------
+
+
+def register_seed(run: SearchRun, seed_instructions: Mapping[str, str]) -> Candidate:
+    """The seed as candidate 0, not judged yet (the pipeline judges it where it needs to)."""
+    seed = adoption.new_candidate(run, dict(seed_instructions), "seed")
+    assert seed is not None
+    return seed
+
+
+async def distill(run: SearchRun) -> list[Candidate]:
+    """Stage 1: the ladders of :mod:`.distill`, adopted as candidates (operator ``distill``; rung
+    k's parent is rung k − 1, the first rung's the seed); meta calls only.
+
+    Raises:
+        LLMUnusableError: too many of the stage's meta calls failed.
+    """
+    started, before = time.perf_counter(), run.usage()
+    seed, cfg = run.state.seed, run.config
+    distiller = Distiller(
+        rounds=cfg.distill_rounds,
+        lessons=cfg.distill_lessons,
+        sample_size=cfg.distill_sample_size,
+        max_calls=cfg.distill_max_calls,
+    )
+    run.events.emit("stage_start", 0, stage="distill")
+    run.begin_step("the distillation stage")
+    ladders = await distiller.climb(
+        views.distill_view(run), views.meta_context(run, [seed]), run.state.rng, run.state.slots
+    )
+    run.state.slots += 1_000_000  # the stage's slots: its own range, apart from the search's
+    rungs: list[Candidate] = []
+    for ladder in ladders:
+        parent = seed
+        for child in ladder.rungs:
+            for c in adoption.adopt(run, [child]):
+                c.parents, c.seen = (parent.id,), c.seen | parent.seen
+                rungs.append(c)
+                parent = c
+    run.end_step()
+    run.state.lessons = [x.to_dict() for ladder in ladders if ladder.pool for x in ladder.pool.lessons]
+    run.state.stages["distill"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[c.id for c in rungs],
+        stop={str(ladder.fold) if ladder.fold is not None else "all": ladder.stop for ladder in ladders},
+        context_splits=sum(ladder.context_splits for ladder in ladders),
+        corrections=len(run.evidence_pool),
+        unshown=len(set(run.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
+        lessons=len(run.state.lessons),
+        sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
+    )
+    run.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
+    return rungs
+
+
+async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
+    """Stage 2: the seed and the ladder judged on held-out samples (validation; out of bag, each
+    candidate on the samples its lineage never learned from), then the paired final choice
+    against the seed. Returns the verified choice (the seed when nothing beat it).
+
+    Top first: the seed and each ladder's top rung (every general lesson it learned) are judged
+    first; when a top rung beats the seed the lower rungs are never judged (their lessons are a
+    subset). Otherwise the lower rungs race (:mod:`.strategies.racing`; the seed and the top rungs
+    are never dropped) and the choice is made among all of them, a higher rung kept unless the
+    held-out samples say its extra lessons hurt. ``result.json``'s ``racing`` says what was
+    judged and the judge calls saved.
+
+    Raises:
+        LLMUnusableError: too many of the stage's judge calls failed.
+    """
+    started, before = time.perf_counter(), run.usage()
+    seed = run.state.seed
+    tops = [c for c in candidates if not any(o.parents == (c.id,) for o in candidates)]
+    lower = [c for c in candidates if c not in tops]
+    run.begin_step("the verification on held-out samples", count_parse=True)
+    run.meter.release_reserve()
+    n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
+    per_rung = n_eval * run.metric.calls_per_evaluation
+    field = await _held_out(run, [seed, *tops], keep=())
+    best, report = _choose(run, field)
+    run.state.race = {
+        "rule": "top first: the seed and the top rung of each ladder",
+        "dropped": [],
+        "saved_judge_calls": 0,
+        "lower_rungs": "none",
+    }
+    if lower and (best.is_seed or best not in tops):
+        race = Race(looks=4 if run.config.racing else 1)
+        field = await _held_out(run, [seed, *tops, *lower], keep={c.id for c in (seed, *tops)}, race=race)
+        best, report = _choose(run, field)
+        run.state.race = {**race.report, "lower_rungs": "raced: no top rung beat the seed"}
+    elif lower:
+        run.state.race["saved_judge_calls"] = len(lower) * per_rung
+        run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
+    run.end_step()
+    run.final_choice = {"regime": run.split.regime, "stage": "verify", **report}
+    run.state.stages["verify"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[best.id],
+        judged=[c.id for c in field],
+        saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
+        final_choice=run.final_choice,
+    )
+    run.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    return best
+
+
+async def _held_out(
+    run: SearchRun, field: list[Candidate], *, keep: Any, race: Race | None = None
+) -> list[Candidate]:
+    """Judge ``field`` on its held-out samples (racing with ``race`` when given, never dropping
+    the ids in ``keep``); returns those judged on all of them, with their scores set."""
+    if run.split.regime != "held-out":
+        await run.judge_train(field)
+        return field
+    focus = run.validation_focus
+    if race is not None:
+        weights = focus.weight_array(focus.positions)
+
+        async def judge(cands: Sequence[Candidate], positions: Sequence[int]) -> list[Any]:
+            return await run.judge(cands, positions, "validation")
+
+        rng = np.random.default_rng((run.config.random_seed, RACE_STREAM))
+        field = await race.run(
+            field,
+            focus.positions,
+            weights,
+            judge,
+            rng,
+            keep=keep,
+            calls_per_evaluation=run.metric.calls_per_evaluation,
+        )
+    await run.judge_validation(field)  # whole scores (from the race's judgements: no call)
+    return field
+
+
+def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
+    """The paired choice against the seed among ``field``, then the ladder's higher-rung rule."""
+    seed = run.state.seed
+    if run.split.regime == "held-out":
+        focus = run.validation_focus
+        compare = held_out(seed, focus.weight_array(focus.positions))
+    else:
+        compare = out_of_bag(seed, run.train)
+    choice = PairedChoice(
+        finalists=max(1, len(field) - 1), confidence=run.config.confidence, min_coverage=run.min_coverage
+    )
+    rng = final_choice_rng(run.config.random_seed)
+    best = choice.choose(field, compare, rng)
+    report = dict(choice.report)
+    higher = _higher_rung(run, best, field, report, compare, rng)
+    if higher is not None:
+        best, report["chosen"] = higher[0], higher[0].id
+        report["why"] = higher[1]
+    return best, report
+
+
+def _higher_rung(
+    run: SearchRun,
+    best: Candidate,
+    field: Sequence[Candidate],
+    report: dict[str, Any],
+    compare: Any,
+    rng: np.random.Generator,
+) -> tuple[Candidate, str] | None:
+    """The ladder's rule for nested candidates: a higher rung above the chosen one (it holds
+    every lesson of the chosen rung and more, each learnt from corrections) replaces it when it
+    too beats the seed with the required probability and the held-out samples do not say, with
+    that probability, that the chosen rung is better than it — the extra lessons are kept unless
+    the evidence says they hurt. None when no such rung exists."""
+    if best.is_seed or best.operator != "distill":
+        return None
+    rows = {row["id"]: row for row in report.get("finalists", [])}
+    ok = [
+        c
+        for c in field
+        if _descends(run, c, best)
+        and rows.get(c.id, {}).get("eligible")
+        and (rows[c.id]["delta"] or 0) > 0
+        and rows[c.id]["p_better"] >= run.config.confidence
+    ]
+    if not ok:
+        return None
+    top = max(ok, key=lambda c: c.id)
+    mine, _, mask, weights = compare(best)
+    theirs, _, mask_top, _ = compare(top)
+    delta, p = paired(mine, theirs, mask & mask_top, weights, rng)
+    if delta is not None and p >= run.config.confidence:
+        return None
+    return top, (
+        f"a higher rung of the ladder than candidate {best.id}: it beats the seed on validation by "
+        f"{rows[top.id]['delta']:+.3f} with probability {rows[top.id]['p_better']:.2f}, and candidate "
+        f"{best.id} is not better than it with probability {run.config.confidence:g} "
+        f"({p:.2f}): its extra lessons are kept"
+    )
+
+
+def _descends(run: SearchRun, c: Candidate, ancestor: Candidate) -> bool:
+    """Whether ``c`` is a later rung of ``ancestor``'s ladder (its parents lead to it)."""
+    seen = 0
+    while c.parents and seen < len(run.state.candidates):
+        c, seen = run.state.candidates[c.parents[0]], seen + 1
+        if c.id == ancestor.id:
+            return True
+    return False
+
+
+def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
+    """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
+    auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
+    seed on held-out samples while the train part has corrections, or a ladder stopped (its
+    rounds or the budget ran out) before every correction had been shown — and when the budget
+    can pay for its start and one generation. A ladder that showed every correction and stopped
+    teaching general lessons has used what the corrections say: the search would pay judge calls
+    to rediscover it (its failures left are one-sample lessons and noise)."""
+    if run.config.strategy != "auto":
+        return False, f"strategy {run.config.strategy}: no search"
+    if run.config.generations == 0 or run.config.population_size == 1:
+        return False, "generations 0 or population_size 1: no search"
+    if not run.evidence_pool:
+        return False, "no correction in the train part: nothing for a search to learn"
+    fixed, total = _held_out_fixes(run, verified)
+    stage = run.state.stages.get("distill", {})
+    unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
+    if verified.is_seed:
+        why = "no rung of the ladder beat the seed on held-out samples"
+    elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
+        why = f"the distillation stopped with {unshown} corrections not shown yet"
+    else:
+        return False, (
+            f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
+            "corrections) and the distillation used every correction"
+        )
+    if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
+        return False, f"warranted ({why}) but the budget cannot pay for it"
+    return True, why
+
+
+def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:
+    """(fixed, total): held-out samples whose recorded verdict the human corrected, and how many
+    of them ``candidate`` judges as the human did (validation; out of bag, its unseen samples)."""
+    if run.split.regime == "held-out":
+        positions, score = run.validation_focus.positions, candidate.validation
+    else:
+        positions, score = run.train, candidate.train
+    if score is None:
+        return 0, 0
+    keep = [
+        i for i, p in enumerate(positions) if run.evidence[p].kind == "verdict" and p not in candidate.seen
+    ]
+    measured = [i for i in keep if score.measured[i]]
+    return int(sum(score.correct[i] >= 1.0 for i in measured)), len(measured)
+
+
+async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
+    """Stage 3's start: the seed and the verified candidates judged on train (the search ranks by
+    train fitness), recorded as generation 0; the generation loop follows."""
+    started = time.perf_counter()
+    run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
+    run.limit.take_intervals()  # the search's waves are counted per generation (history)
+    seed = run.state.seed
+    population = [seed, *([verified] if not verified.is_seed else [])]
+    if not verified.is_seed:
+        run.state.chosen = verified.id  # the incumbent: a finalist must beat it to replace it
+    run.begin_step("the search's first population", count_parse=True)
+    await run.judge_train(population)
+    run.end_step()
+    budget.after_seed(run, seed)
+    run.state.population = population
+    history.record_generation(run, offspring=0)
+
+
+def end_search(run: SearchRun) -> None:
+    """Close stage 3's report (calls, tokens, seconds) once the generations are done."""
+    stage = run.state.stages.get("search")
+    if not stage or "_started" not in stage:
+        return
+    before = Usage(**stage.pop("_before"))
+    started = stage.pop("_started")
+    report = _stage_report(run, before, started, produced=[c.id for c in run.state.population])
+    report["waves"] = sum(h.get("waves", 0) for h in run.state.history)
+    run.state.stages["search"] = {**stage, **report}
+
+
+def finish_verified(
+    run: SearchRun, best: Candidate, stop_reason: str, why_no_search: str
+) -> OptimizationResult:
+    """The result of a run that ended after verification (``strategy: distill``, or ``auto``
+    when the search was not warranted)."""
+    run.state.stop_reason = stop_reason
+    run.state.chosen = best.id
+    run.state.stages.setdefault("search", {"ran": False, "why": why_no_search})
+    run.final_choice = run.final_choice or run.state.stages["verify"].get("final_choice", {})
+    run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
+    return OptimizationResult.from_run(run, best)
+
+
+def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -> dict[str, Any]:
+    """A stage's calls, tokens, seconds and ``waves`` (its longest chain of calls that waited for
+    one another: wall time ≈ waves × latency, the stage's dependent-call floor)."""
+    used = run.usage() - before
+    return {
+        "waves": waves(run.limit.take_intervals()),
+        "judge_calls": used.judge_calls,
+        "meta_calls": used.meta_calls,
+        "prompt_tokens": used.prompt_tokens,
+        "completion_tokens": used.completion_tokens,
+        "seconds": round(time.perf_counter() - started, 3),
+        **extra,
+    }

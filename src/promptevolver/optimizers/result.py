@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,17 @@ class OptimizationResult(Mapping[str, str]):
         operator_stats: rejected operator outputs by reason, duplicates skipped.
         final_choice: how the result was chosen (the rule, each finalist's difference from the
             seed on validation and the probability it is better, the choice and why).
+        stages: per stage of the pipeline (``distill``, ``verify``, ``search``): ``judge_calls``,
+            ``meta_calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds`` and what it
+            produced (candidate ids; the distillation's stop per ladder, the verification's
+            ``saved_judge_calls`` by racing; the search's ``ran`` and ``why``); empty under
+            ``strategy: genetic``.
+        lessons: the distillation stage's lessons: ``text``, ``evidence`` (corrections it
+            explains), ``explains`` (their positions), ``first_round``, ``applied_round``,
+            ``sample_fact``.
+        racing: the verification's race (rule, looks, dropped candidates, ``saved_judge_calls``).
+        stage_seconds: wall-clock seconds of each stage (kept apart from ``stages``, like
+            ``duration_s``, so that the same seed gives the same result but for timings).
         config, random_seed, duration_s (seconds, wall clock).
         simulated_llm: True when the judge or the meta calls were answered by the simulated LLM
             (:func:`~promptevolver.llm.base.is_simulated`), not a model.
@@ -70,6 +81,10 @@ class OptimizationResult(Mapping[str, str]):
     random_seed: int
     duration_s: float = field(compare=False)
     final_choice: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, Any] = field(default_factory=dict)
+    lessons: list[dict[str, Any]] = field(default_factory=list)
+    racing: dict[str, Any] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
     simulated_llm: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -81,6 +96,18 @@ class OptimizationResult(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self.best_instructions)
+
+    @property
+    def strategy(self) -> str:
+        """The config's ``strategy`` (``auto``, ``distill`` or ``genetic``)."""
+        return str(self.config.get("strategy", "genetic"))
+
+    @property
+    def produced_by(self) -> str:
+        """Which stage produced the chosen candidate: ``seed`` (nothing beat it), ``distill`` (a
+        verified rung of the ladder) or ``search`` (the genetic search)."""
+        operator = next((c["operator"] for c in self.lineage if c["id"] == self.best_id), "seed")
+        return {"seed": "seed", "distill": "distill"}.get(operator, "search")
 
     @property
     def improved(self) -> bool:
@@ -104,10 +131,16 @@ class OptimizationResult(Mapping[str, str]):
             "split": self.split,
             "operator_stats": self.operator_stats,
             "final_choice": self.final_choice,
+            "strategy": self.strategy,
+            "produced_by": self.produced_by,
+            "stages": self.stages,
+            "lessons": self.lessons,
+            "racing": self.racing,
             "lineage": self.lineage,
             "config": self.config,
             "random_seed": self.random_seed,
             "duration_s": round(self.duration_s, 3),
+            "stage_seconds": self.stage_seconds,
         }
 
     def to_json(self, path: str | Path) -> None:
@@ -120,10 +153,20 @@ class OptimizationResult(Mapping[str, str]):
         write_result(path, self.to_dict())
 
     @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OptimizationResult:
+        """The result from its :meth:`to_dict` form (a parsed result.json): the derived keys
+        (``strategy``, ``produced_by``) and ``format_version`` are recomputed, not read.
+
+        Raises:
+            TypeError: a required field is missing.
+        """
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
     def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:
         """The result of a finished ``run`` whose final choice is ``best``."""
         seed, state = run.state.seed, run.state
-        assert seed.train and best.train
         return cls(
             metric=run.metric.name,
             seed_instructions=dict(seed.instructions),
@@ -150,6 +193,10 @@ class OptimizationResult(Mapping[str, str]):
             random_seed=run.config.random_seed,
             **_simulated(run),
             duration_s=run.elapsed(),
+            stages={k: {a: b for a, b in v.items() if a != "seconds"} for k, v in state.stages.items()},
+            lessons=state.lessons,
+            racing=state.race,
+            stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
         )
 
 

@@ -11,6 +11,7 @@ only thing a checkpoint saves.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import time
@@ -31,6 +32,7 @@ from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
+from promptevolver.optimizers.distill import SampleFacts, sample_facts
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.evidence import classify
 from promptevolver.optimizers.focus import make_focus
@@ -156,6 +158,12 @@ class SearchRun:
         """Train samples whose annotation corrects the recorded judge (verdict or reason)."""
         return [p for p in self.split.train if self.evidence[p].kind != "agree"]
 
+    @functools.cached_property
+    def sample_facts(self) -> SampleFacts:
+        """What a lesson must not quote: names, numbers and phrases only one sample holds
+        (:func:`~promptevolver.optimizers.distill.sample_facts`), computed once."""
+        return sample_facts([_texts(s) for s in self.dataset.samples])
+
     @property
     def calls(self) -> PhaseCalls:
         """Upper bounds on each phase's calls (the cost model)."""
@@ -166,6 +174,7 @@ class SearchRun:
             prompts=len(self.metric.get_prompts()),
             calls_per_evaluation=self.metric.calls_per_evaluation,
             meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(len(self.metric.get_prompts())),
+            ladders=2 if self.split.regime == "out-of-bag" else 1,
         )
 
     def fingerprint(self) -> str:
@@ -298,6 +307,16 @@ def _prompt_corrections(
             p for p in train if (a := dataset.samples[p].prompts.get(name)) and a.edited_output is not None
         ]
         out[name] = frozenset(edited)
+    return out
+
+
+def _texts(sample: Any) -> list[str]:
+    """A sample's strings: its inputs and every prompt's recorded and edited reasons."""
+    out = [v for v in sample.metric_input.values() if isinstance(v, str)]
+    for prompt in sample.prompts.values():
+        for output in (prompt.prompt_output, prompt.edited_output):
+            if isinstance(output, dict) and isinstance(output.get("reason"), str):
+                out.append(output["reason"])
     return out
 
 

@@ -43,6 +43,10 @@ class SearchState:
         usage_before: LLM usage of the run before a resume (added to the clients' usage).
         elapsed_before: wall-clock seconds of the run before a resume.
         stop_reason: why the search stopped, once it has.
+        stages: per stage of the pipeline (``distill``, ``verify``, ``search``): its LLM calls,
+            tokens and seconds, and what it produced (see ``OptimizationResult.stages``).
+        lessons: the distillation stage's lessons (:meth:`~.distill.Lesson.to_dict`).
+        race: the verification stage's racing report (:attr:`~.strategies.racing.Race.report`).
         chosen: the id of the final choice, once made (an extension keeps it as a finalist).
     """
 
@@ -61,6 +65,9 @@ class SearchState:
     usage_before: Usage = field(default_factory=Usage)
     elapsed_before: float = 0.0
     stop_reason: str | None = None
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lessons: list[dict[str, Any]] = field(default_factory=list)
+    race: dict[str, Any] = field(default_factory=dict)
     chosen: int | None = None
     _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
 
@@ -100,6 +107,9 @@ class SearchState:
             "usage_before": vars(self.usage_before),
             "elapsed_before": self.elapsed_before,
             "stop_reason": self.stop_reason,
+            "stages": self.stages,
+            "lessons": self.lessons,
+            "race": self.race,
             "chosen": self.chosen,
         }
 
@@ -122,6 +132,9 @@ class SearchState:
         state.usage_before = Usage(**data["usage_before"])
         state.elapsed_before = data["elapsed_before"]
         state.stop_reason = data["stop_reason"]
+        state.stages = dict(data.get("stages", {}))
+        state.lessons = list(data.get("lessons", []))
+        state.race = dict(data.get("race", {}))
         state.chosen = data.get("chosen")  # absent from checkpoints before the final choice kept it
         return state
 

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.distill import DistillView
 from promptevolver.optimizers.operators.base import BreedingView, MetaContext
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
 
-__all__ = ["breeding_view", "judge_outputs", "meta_context"]
+__all__ = ["breeding_view", "distill_view", "judge_outputs", "meta_context"]
 
 
 def breeding_view(run: SearchRun) -> BreedingView:
@@ -33,11 +34,27 @@ def breeding_view(run: SearchRun) -> BreedingView:
     )
 
 
+def distill_view(run: SearchRun) -> DistillView:
+    """The corrections, agreeing samples, evidence and folds the distillation stage learns from:
+    every train sample (not only the judged focus set), as no judge call is needed to learn."""
+    pool = run.evidence_pool
+    names = list(run.metric.get_prompts())
+    corrections = {
+        name: sorted(run.prompt_corrections.get(name) or pool) if run.prompt_corrections else pool
+        for name in names
+    }
+    agreeing = [p for p in run.split.train if run.evidence[p].kind == "agree"]
+    return DistillView(
+        run.state.seed, corrections, agreeing, run.evidence, run.labels, run.folds, run.sample_facts
+    )
+
+
 def meta_context(run: SearchRun, parents: Sequence[Candidate] = ()) -> MetaContext:
     """The reflection client, metric, data and config a meta call needs, with what the judge
     answered under each parent's instructions (:func:`judge_outputs`)."""
     judged = {c.id: judge_outputs(run, c) for c in parents}
-    return MetaContext(run.reflection_llm, run.metric, run.dataset, run.labels, run.config, judged)
+    facts = None if run.config.strategy == "genetic" else run.sample_facts
+    return MetaContext(run.reflection_llm, run.metric, run.dataset, run.labels, run.config, judged, facts)
 
 
 def judge_outputs(run: SearchRun, candidate: Candidate) -> dict[int, dict[str, Any]]:

@@ -78,6 +78,7 @@ def build_report(facts: RunFacts) -> Report:
     sections = [
         _summary(facts),
         _scores(facts),
+        _pipeline(facts),
         _progress(facts),
         _confusion(facts),
         _wording(facts),
@@ -549,6 +550,83 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
     )
     headers = ["candidate", "operator", "Δ vs seed", "p better", "added to the original instruction"]
     return Section("Finalists", [intro, Table(headers, rows)])
+
+
+def _pipeline(facts: RunFacts) -> Section | None:
+    """The distill-first pipeline: each stage's calls, tokens and seconds, the ladder of distilled
+    rungs with the lessons each applied (and their evidence), and the lessons left out."""
+    result = facts.result
+    stages = result.get("stages") or {}
+    if not stages:
+        return None
+    rows = []
+    for name in ("distill", "verify", "search"):
+        st = stages.get(name)
+        if not st or (name == "search" and not st.get("ran")):
+            continue
+        tokens = st.get("prompt_tokens", 0) + st.get("completion_tokens", 0)
+        rows.append(
+            [
+                name,
+                str(st.get("judge_calls", 0)),
+                str(st.get("meta_calls", 0)),
+                f"{tokens:,}",
+                f"{(result.get('stage_seconds') or {}).get(name, 0):.1f}",
+            ]
+        )
+    search = stages.get("search") or {}
+    produced = {"seed": "the seed (nothing beat it)", "distill": "a distilled rung", "search": "the search"}
+    intro = Para(
+        f"Strategy {result.get('strategy', 'n/a')}. The result comes from "
+        f"{produced.get(result.get('produced_by', ''), 'n/a')}. Search: "
+        + (
+            "ran, because " + str(search.get("why"))
+            if search.get("ran")
+            else f"not run ({search.get('why', 'n/a')})"
+        )
+        + f". Racing saved {stages.get('verify', {}).get('saved_judge_calls', 0)} judge calls "
+        f"({(result.get('racing') or {}).get('lower_rungs', 'n/a')})."
+    )
+    blocks: list[Any] = [intro, Table(["stage", "judge calls", "meta calls", "tokens", "seconds"], rows)]
+    lessons = result.get("lessons") or []
+    by_round: dict[Any, list[str]] = {}
+    for x in lessons:
+        if x.get("applied_round") is not None:
+            by_round.setdefault((x.get("fold"), x["applied_round"]), []).append(
+                f"{_short(x['text'], 160)} (evidence {x['evidence']})"
+            )
+    rungs = [c for c in result.get("lineage", []) if c.get("operator") == "distill"]
+    ladder_rows = []
+    keys = sorted(by_round, key=lambda k: (-1 if k[0] is None else k[0], k[1]))
+    for rung, key in zip(rungs, keys):
+        chosen = " (chosen)" if rung["id"] == result.get("best_id") else ""
+        ladder_rows.append(
+            [
+                f"#{rung['id']}{chosen}",
+                "all" if key[0] is None else str(key[0]),
+                str(key[1]),
+                _f(rung.get("validation")),
+                "; ".join(by_round[key]),
+            ]
+        )
+    if ladder_rows:
+        blocks += [
+            Para(
+                "The ladder: rung k holds what k rounds learned; each row the lessons its round applied, "
+                "best evidenced first (evidence = corrections a lesson explains)."
+            ),
+            Table(["rung", "fold", "round", "validation", "lessons applied"], ladder_rows),
+        ]
+    left = [x for x in lessons if x.get("applied_round") is None]
+    if left:
+        facts_left = sum(1 for x in left if x.get("sample_fact"))
+        blocks.append(
+            Para(
+                f"{len(left)} lessons were not applied: {facts_left} quote a name, number or phrase of one "
+                "sample (they cannot transfer), the others came after the round's best evidenced ones."
+            )
+        )
+    return Section("Pipeline: distill, verify, search", blocks)
 
 
 def _lineage(facts: RunFacts) -> Section:

@@ -51,6 +51,24 @@ are rendered by the real operators against a recorder that answers locally.
   models (:mod:`promptevolver.llm.pricing`; meta calls at the reflection LLM's when set); 0 for
   the simulated LLM; None (unknown) for a real model priced by neither.
 
+**The distill-first pipeline** (``strategy: auto``, the default, and ``distill``), with L ladders (2
+out of bag, else 1), c the corrections each ladder learns from (verdict and reason corrections of
+its learning part), s = min(c, ``distill_sample_size``) shown a round:
+
+* *Distillation*: ``R_p = min(D − 2, 1 + ⌊log₂(1 + s/8)⌋)`` rounds that teach (more corrections,
+  more criteria; D = ``distill_rounds``), then two barren rounds; each round ``b`` lessons calls
+  (the shown corrections packed into ``llm.context_tokens``, at most ``distill_max_calls``) and,
+  when it teaches, one rewrite per prompt: ``L · K · ((R_p + 2) · b + R_p)`` meta calls, 0 judge calls.
+* *Verification*, top first: the seed and each ladder's top rung on the held-out samples
+  (``(1 + L) · n_eval · J``); the lower rungs are raced only when no top rung beats the seed
+  (not in the expectation; in ``max_calls``).
+* *Search*: expected to run only when a ladder has more corrections than its rounds can show
+  (``c > D · distill_sample_size``): then the seed and the verified rung on train and about one
+  generation whose offspring are screened on a minibatch (``O · m · J`` judge calls). It also runs
+  when no rung beats the seed, which the model cannot foresee (measured on the bundled configs:
+  2 of 23 pinned runs, both of the two-prompt faithfulness config, whose runs then cost 3×).
+  ``max_calls`` counts it as if it ran.
+
 Limits: the model knows how much there is to learn, not how hard it is, so a run can stop
 earlier or later than expected; :attr:`Estimate.max_calls` bounds a run that never stops early.
 """
@@ -69,9 +87,11 @@ from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import Completion, LLMRequest, Usage
+from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, offspring_count, phase_calls
+from promptevolver.optimizers.distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
 from promptevolver.optimizers.focus import VERDICT_SHARE
 from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
@@ -172,8 +192,12 @@ def estimate_dataset(
     """:func:`estimate` for the config's ``dataset``, already loaded. Raises as :func:`estimate`."""
     prompt_name = resolve_prompt(config, dataset).rename  # the file's name of an aspect critic's prompt
     plan = _Plan.of(config, dataset, model or CostModel(), prompt_name)
-    phases = plan.phases()
     tokens = _Tokens.of(config, dataset, plan, prompt_name)
+    if plan.cfg.strategy == "genetic":
+        phases = plan.phases()
+    else:
+        plan._check_budget_upfront()
+        phases = plan.pipeline_phases(tokens.batches)
     judge = sum(p["judge_calls"] for p in phases)
     meta = sum(p["meta_calls"] for p in phases)
     prompt, completion, cost = tokens.totals(phases)
@@ -185,7 +209,7 @@ def estimate_dataset(
         completion_tokens=round(completion),
         cost_usd=cost,
         max_calls=plan.max_calls(),
-        generations=len(phases) - 2,
+        generations=len(phases) - 2 if plan.cfg.strategy == "genetic" else 0,
         train=plan.n_train,
         validation=plan.n_val,
         seed_error_rate=round(plan.error_rate, 4),
@@ -216,6 +240,7 @@ class _Plan:
     noise: float
     usable: int = 0
     train_part: int = 0
+    corrections: float = 0.0
 
     @classmethod
     def of(
@@ -259,6 +284,9 @@ class _Plan:
             ),
             usable=len(usable),
             train_part=part,
+            corrections=part
+            * (wrong + sum(_reason_corrected(dataset, i, prompt) for i in usable))
+            / len(usable),
         )
 
     @property
@@ -311,6 +339,7 @@ class _Plan:
             prompts=self.prompts,
             calls_per_evaluation=self.judges,
             meta_calls_per_offspring=max(mutation, crossover),
+            ladders=self.ladders,
         )
 
     def final_judge_calls(self) -> int:
@@ -325,6 +354,45 @@ class _Plan:
         for _ in range(rounds + 1):  # is a "wrong" sample, and one criterion fixes many of them
             left -= min(self.model.learn_rate * left, cap)
         return self.noise * self.n_train + stuck + left
+
+    @property
+    def ladders(self) -> int:
+        return 2 if self.usable < self.cfg.small_data else 1
+
+    def shown(self) -> int:
+        """Corrections one ladder shows a round (its learning part's, at most the sample size)."""
+        per_ladder = self.corrections / self.ladders if self.ladders > 1 else self.corrections
+        return max(0, min(self.cfg.distill_sample_size, round(per_ladder)))
+
+    def productive_rounds(self) -> int:
+        """Rounds of one ladder that teach a new lesson (see the module docstring)."""
+        if self.shown() == 0:
+            return 0
+        return max(1, min(self.cfg.distill_rounds - 2, 1 + int(math.log2(1 + self.shown() / 8))))
+
+    def pipeline_phases(self, batches: int) -> list[dict[str, Any]]:
+        """Expected calls of the pipeline's stages: distill, verify, search (expected 0)."""
+        taught = self.productive_rounds()
+        rounds = min(self.cfg.distill_rounds, taught + 2) if taught else 1
+        meta = self.ladders * self.prompts * (rounds * batches + taught) if self.shown() else 0
+        n_eval = self.n_val or self.n_train
+        rungs = self.ladders if taught else 0
+        search = {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0}
+        unshown = self.corrections / self.ladders - self.cfg.distill_rounds * self.cfg.distill_sample_size
+        searches = self.cfg.strategy == "auto" and self.cfg.generations > 0 and self.cfg.population_size > 1
+        if searches and unshown > 0:
+            # corrections left unshown when the rounds ran out: the search runs, from the seed and
+            # the verified rung judged on train, for about one generation whose offspring are
+            # screened on a minibatch (after a verified rung few pass)
+            first = self.generation(1, self.wrong_after(0))
+            plans = offspring_count(self.cfg, self.n_train)
+            search["judge_calls"] = float((2 * self.n_train + plans * self.minibatch) * self.judges)
+            search["meta_calls"] = first["meta_calls"]
+        return [
+            {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
+            {"phase": "verify", "judge_calls": float((1 + rungs) * n_eval * self.judges), "meta_calls": 0.0},
+            search,
+        ]
 
     def phases(self) -> list[dict[str, Any]]:
         """Expected calls of each phase that runs: initial, generations, final.
@@ -358,6 +426,8 @@ class _Plan:
 
     def max_calls(self) -> int:
         """Calls of a run with every generation and every offspring judged on all of train."""
+        if self.cfg.strategy != "genetic":
+            return self.bounds.total(self.cfg.generations)
         r = self.reverse_engineering()
         initial = self.judges * self.n_train * (1 + r) + max(2, self.prompts) * r
         generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self.bounds.generation
@@ -459,6 +529,8 @@ class _Tokens:
     meta_generation: tuple[float, float]
     judge_price: tuple[float, float] | None
     meta_price: tuple[float, float] | None
+    meta_distill: tuple[float, float] = (0.0, 0.0)
+    batches: int = 1
 
     @classmethod
     def of(
@@ -487,10 +559,15 @@ class _Tokens:
             sum(share * per_op[op][0] for op, share in mix.items()),
             sum(share * per_op[op][1] for op, share in mix.items()),
         )
+        distill, batches = _distill_tokens(config, metric, examples, plan, meta_count, per_op["rewrite"])
+        pipeline = plan.cfg.strategy != "genetic"
+        seed_calls = plan.judges * ((plan.n_val or plan.n_train) if pipeline else plan.n_train + plan.n_val)
         return cls(
             judge=judge,
             judge_offspring=(judge[0] + growth, judge[1]),
-            seed_judge_calls=float(plan.judges * (plan.n_train + plan.n_val)),
+            seed_judge_calls=float(seed_calls),
+            meta_distill=distill,
+            batches=batches,
             meta_initial=initial,
             meta_generation=generation,
             judge_price=_price(config.llm),
@@ -503,7 +580,9 @@ class _Tokens:
         priced = self.judge_price is not None and self.meta_price is not None
         seed_left = self.seed_judge_calls  # the seed's calls carry its own instruction; others a grown one
         for p in phases:
-            meta = self.meta_initial if p["phase"] == "initial" else self.meta_generation
+            meta = {"initial": self.meta_initial, "distill": self.meta_distill}.get(
+                p["phase"], self.meta_generation
+            )
             seed = min(seed_left, p["judge_calls"])
             seed_left -= seed
             for calls, (pt, ct), price in (
@@ -515,6 +594,61 @@ class _Tokens:
                 if price is not None:
                     dollars += calls * (pt * price[0] + ct * price[1]) / 1_000_000
         return prompt, completion, round(dollars, 6) if priced else None
+
+
+def _distill_tokens(
+    config: RunConfig,
+    metric: Metric,
+    examples: Sequence[ops.Example],
+    plan: _Plan,
+    count: Callable[[str], int],
+    rewrite: tuple[float, float],
+) -> tuple[tuple[float, float], int]:
+    """((prompt, completion) tokens of the distillation's average meta call, lessons calls a round):
+    a lessons call on a round's shown corrections, packed into the reflection model's window as
+    the stage packs them (``optimizers/distill.py``), and the round's rewrite."""
+    shown = plan.shown()
+    if shown == 0:
+        return (0.0, 0.0), 0
+    llm = config.reflection_llm or config.llm
+    window = llm.context_tokens or (
+        DEFAULT_CONTEXT_TOKENS if llm.provider == "fake" else context_tokens_for(llm.model)
+    )
+    instruction = next(iter(metric.get_instructions().values()))
+    items = [ops.Example(e.inputs, e.expected, e.judged, i + 1) for i, e in enumerate(examples[:shown])]
+    size = sum(estimate_tokens([e.line()], None) for e in items)
+    room = max(
+        1,
+        int(window * CONTEXT_SHARE)
+        - ANSWER_TOKENS
+        - TEMPLATE_TOKENS
+        - 2 * estimate_tokens([instruction], None),
+    )
+    batches = max(1, min(plan.cfg.distill_max_calls, math.ceil(size / room)))
+    recorder = _Recorder(json.dumps({"feedback": []}))
+    lessons = [" ".join(["word"] * plan.model.feedback_item_words)] * plan.cfg.distill_lessons
+    _drive(
+        ops.lessons(
+            recorder,
+            instruction=instruction,
+            corrections=items[: max(1, len(items) // batches)],
+            passing=examples[shown : shown + 4],
+            max_lessons=plan.cfg.distill_lessons,
+            temperature=plan.cfg.meta_temperature,
+            sample_index=0,
+        )
+    )
+    (request,) = recorder.requests
+    call = (float(count(" ".join(m.content for m in request.messages))), float(count(json.dumps(lessons))))
+    taught = plan.productive_rounds()
+    rounds = min(plan.cfg.distill_rounds, taught + 2)
+    asks, rewrites = rounds * batches, taught
+    total = asks + rewrites
+    mean = (
+        (asks * call[0] + rewrites * rewrite[0]) / total,
+        (asks * call[1] + rewrites * rewrite[1]) / total,
+    )
+    return mean, batches
 
 
 def _counter(llm: LLMConfig) -> Callable[[str], int]:

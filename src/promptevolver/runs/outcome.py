@@ -18,7 +18,7 @@ from promptevolver import rundir
 from promptevolver.evaluation.losses import loss_label
 from promptevolver.optimizers.result import OptimizationResult
 
-__all__ = ["choice_line", "outcome_lines", "stop_line"]
+__all__ = ["choice_line", "outcome_lines", "stage_line", "stop_line"]
 
 _STOPS = {
     "generations": "every generation the config asks for ran",
@@ -27,6 +27,7 @@ _STOPS = {
     "exhausted": "every operator plan the population allows had been tried",
     "budget": "the budget could not pay for another generation and the final choice",
     "population_size_1": "population_size is 1: the seed is evaluated, nothing else",
+    "distilled": "the pipeline ended after verifying the distilled ladder",
 }
 
 
@@ -47,6 +48,8 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     if quiet:
         return lines
     lines += [choice_line(result), stop_line(result)]
+    if result.stages:
+        lines.insert(1, stage_line(result))
     note = (result.split or {}).get("note")
     if note:
         lines.append(f"note: {note}")
@@ -83,6 +86,8 @@ def choice_line(result: OptimizationResult) -> str:
     if result.improved:
         best, scores = by_id[result.best_id], result.scores
         train = _f(scores.get("best", {}).get("train")), _f(scores.get("seed", {}).get("train"))
+        if train == ("n/a", "n/a"):  # the distill path judges held-out samples only
+            return f"chosen: {_who(best)}: {why}"
         return f"chosen: {_who(best)}: {why}; train {train[0]} against the seed's {train[1]}"
     rows = [r for r in result.final_choice.get("finalists", []) if r.get("id") in by_id]
     if not rows:
@@ -127,6 +132,33 @@ def _from_lineage(result: OptimizationResult) -> str:
     )
 
 
+def stage_line(result: OptimizationResult) -> str:
+    """The distill-first pipeline in one line: each stage's calls and tokens, whether the search
+    ran and why, and which stage produced the result (``produced_by``)."""
+    st = result.stages
+    parts = []
+    if "distill" in st:
+        d = st["distill"]
+        parts.append(
+            f"distill {d['meta_calls']} meta calls ({d['prompt_tokens'] + d['completion_tokens']:,} tokens), "
+            f"{len(d.get('produced', []))} rungs"
+        )
+    if "verify" in st:
+        v = st["verify"]
+        saved = v.get("saved_judge_calls", 0)
+        saving = f" ({saved} saved by racing)" if saved else ""
+        parts.append(f"verify {v['judge_calls']} judge calls{saving}")
+    search = st.get("search", {})
+    if search.get("ran"):
+        calls = f"{search.get('judge_calls', 0)} judge + {search.get('meta_calls', 0)} meta calls"
+        parts.append(f"search {calls}")
+    else:
+        parts.append(f"no search ({search.get('why', 'n/a')})")
+    sources = {"seed": "the seed", "distill": "the distillation stage", "search": "the search"}
+    source = sources[result.produced_by]
+    return f"stages: {' -> '.join(parts)}; the result comes from {source}"
+
+
 def stop_line(result: OptimizationResult) -> str:
     """Why the search stopped, after how many generations, in words (``stop_reason`` in brackets)."""
     reason = result.stop_reason
@@ -134,6 +166,8 @@ def stop_line(result: OptimizationResult) -> str:
     words = _STOPS.get(reason, reason).format(patience=patience)
     generations = max((h.get("generation", 0) for h in result.history), default=0)
     after = "after the initial population" if generations == 0 else f"after generation {generations}"
+    if not result.history:
+        after = "after verification"
     return f"stopped {after}: {words} ({reason})"
 
 
@@ -148,6 +182,8 @@ def _best(candidates: Sequence[Mapping[str, Any]], higher: bool) -> Mapping[str,
 
 
 def _who(c: Mapping[str, Any]) -> str:
+    if c.get("operator") == "distill":
+        return f"candidate {c['id']} (distilled rung)"
     made = "the seed" if c["id"] == 0 else f"{c['operator'].replace('_', ' ')}, generation {c['generation']}"
     return f"candidate {c['id']} ({made})"
 

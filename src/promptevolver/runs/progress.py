@@ -28,6 +28,8 @@ __all__ = ["CallProgress"]
 
 _FIRST_PHASE = "seed and initial population"
 _FINAL_PHASE = "final choice on validation"
+#: The phase names of the distill-first pipeline's stages.
+_STAGES = {"distill": "distillation (meta calls only)", "verify": "verification on held-out samples"}
 
 
 class CallProgress:
@@ -127,6 +129,22 @@ class CallProgress:
         elif self.verbose:
             tqdm.write(line)
         self.phase = _FINAL_PHASE  # until the next generation starts
+
+    def _on_stage_start(self, event: Event) -> None:
+        self.phase = _STAGES.get(str(event.data.get("stage")), self.phase)
+
+    def _on_stage_end(self, event: Event) -> None:
+        d = event.data
+        if d.get("stage") == "distill":
+            line = f"distillation done: {len(d.get('candidates', []))} rungs of the ladder (no judge call)"
+            self.phase = _STAGES["verify"]
+        else:
+            line = f"verification done: candidate {d.get('chosen')} chosen"
+            self.phase = _FINAL_PHASE
+        if not self.bar:
+            self.write(f"{line}; {self._count()}")
+        elif self.verbose:
+            tqdm.write(line)
 
     def _on_stop(self, event: Event) -> None:
         if not self.bar and self.calls:

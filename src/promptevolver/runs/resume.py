@@ -227,6 +227,11 @@ _FINAL = {
     "perfect_train": "nothing is left to learn on train",
     "exhausted": "every operator plan the population allows had been tried",
     "population_size_1": "a population of one makes no offspring",
+    "distilled": (
+        "the pipeline ended after verification and its search was not warranted (result.json "
+        "stages.search.why); generations apply to a search, e.g. --set optimizer.strategy=genetic in a "
+        "new run"
+    ),
 }
 
 

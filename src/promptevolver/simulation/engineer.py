@@ -10,7 +10,9 @@ are ignored). It writes only from what the prompt shows:
   does not travel);
 * reverse engineering writes a task line plus a bullet per discovered criterion (generic first,
   most evidenced first); feedback names the discovered criteria the current instruction does not
-  name, generic first, at most the number the prompt asks for (none discovered: an empty list);
+  name, generic first, at most the number the prompt asks for (none discovered: an empty list),
+  each with the ids of the shown samples carrying it when the answer format asks for
+  ``explains`` (the distillation stage's lessons call);
   rewrite adds the criteria the feedback names; crossover keeps parent A's other lines and merges
   both parents' criterion lines without naming a criterion twice. Instructions are written with
   :mod:`promptevolver.simulation.writer` (at most ``max_terms`` criterion lines).
@@ -137,7 +139,27 @@ class SimulatedEngineer:
             writer.feedback_item(c, has_reference=self.world.has_reference, scored=self.world.scored)
             for c in wanted[:limit]
         ]
-        return json.dumps({"feedback": items})
+        if '"explains"' not in parts.get(ops.ANSWER, ""):
+            return json.dumps({"feedback": items})
+        carriers = self.carriers(parts.get(ops.FAILING_SAMPLES, ""))  # a lessons call: cite them
+        cited = [sorted(carriers.get(c.id, ())) for c in wanted[:limit]]
+        return json.dumps({"feedback": [{"lesson": i, "explains": ids} for i, ids in zip(items, cited)]})
+
+    def carriers(self, body: str) -> dict[str, set[int]]:
+        """Criterion id -> the ``id`` of each shown sample in ``body`` carrying it."""
+        out: dict[str, set[int]] = {}
+        for line in body.splitlines():
+            item = _json_line(line)
+            if item is None or not isinstance(item.get("id"), int):
+                continue
+            truth = self.world.samples.get(sample_key(item["input"]))
+            carried = set(truth.criteria) if truth else set()
+            reason = (item.get("expected_output") or {}).get("reason")
+            if isinstance(reason, str):
+                carried |= {c for c in self.named(reason) if self.world.criteria[c].kind == "generic"}
+            for cid in carried:
+                out.setdefault(cid, set()).add(item["id"])
+        return out
 
     def rewrite(self, user: str, parts: dict[str, str]) -> str:
         """``{"instruction"}``: the current instruction plus the criteria the feedback names."""

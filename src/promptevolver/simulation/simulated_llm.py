@@ -37,6 +37,7 @@ import json
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.errors import ContextLengthExceededError
 from promptevolver.judge.prompts import split_rendered
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
@@ -73,6 +74,9 @@ class SimulatedJudgeLLM(BaseLLMClient):
         repetition_penalty: flip probability added to a repetitive instruction.
         max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient` (a price
             makes the simulation report what the same tokens would cost, in USD).
+        context_tokens: the simulated context window in tokens (None: no limit): a longer prompt
+            is refused with :class:`~promptevolver.errors.ContextLengthExceededError`, as an
+            OpenAI server answers ``context_length_exceeded``.
 
     Raises:
         ValueError: a probability or count out of range.
@@ -99,6 +103,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         repetition_penalty: float = 0.15,
         max_concurrency: int = 64,
         price: Price | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         for name, value in (("noise", noise), ("malformed_rate", malformed_rate), ("p_discover", p_discover)):
             if not 0.0 <= value <= (0.5 if name == "noise" else 1.0):
@@ -108,6 +113,9 @@ class SimulatedJudgeLLM(BaseLLMClient):
         if min(free_words, length_penalty, cram_penalty, repetition_penalty) < 0:
             raise ValueError("free_words and the penalties must be >= 0")
         super().__init__(max_attempts=1, retry_initial_s=0.0, max_concurrency=max_concurrency, price=price)
+        if context_tokens is not None and context_tokens < 1:
+            raise ValueError(f"context_tokens must be >= 1, got {context_tokens}")
+        self.context_tokens = context_tokens
         self.random_seed = random_seed
         self.prompt_name = prompt_name
         self.noise = noise
@@ -182,11 +190,19 @@ class SimulatedJudgeLLM(BaseLLMClient):
 
     # --- dispatch ----------------------------------------------------------------------------
     async def _send(self, request: LLMRequest) -> Completion:
-        text = self.answer(request)
         prompt_text = " ".join(m.content for m in request.messages)
-        return Completion(
-            text=text, prompt_tokens=count_tokens(prompt_text), completion_tokens=count_tokens(text)
-        )
+        prompt_tokens = count_tokens(prompt_text)
+        if (
+            self.context_tokens is not None
+            and prompt_tokens + (request.max_tokens or 0) > self.context_tokens
+        ):
+            raise ContextLengthExceededError(
+                f"this model's maximum context length is {self.context_tokens} tokens; the request "
+                f"has {prompt_tokens} prompt tokens (context_length_exceeded)",
+                status=400,
+            )
+        text = self.answer(request)
+        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=count_tokens(text))
 
     def answer(self, request: LLMRequest) -> str:
         """The simulated answer to ``request``: a pure function, no usage counted, never raises

@@ -172,6 +172,27 @@ def _prompt_tokens(body: dict[str, Any]) -> int:
     return sum(count_words(_message_text(m)) for m in messages)
 
 
+def _max_tokens(body: dict[str, Any]) -> int:
+    value = body.get("max_completion_tokens", body.get("max_tokens"))
+    return value if isinstance(value, int) else 0
+
+
+def context_error_body(limit: int, asked: int) -> dict[str, Any]:
+    """OpenAI's answer to a prompt longer than the context window (HTTP 400)."""
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, you requested {asked} tokens. "
+        "Please reduce the length of the messages or completion."
+    )
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
 def error_body(status: int, message: str) -> dict[str, Any]:
     """An OpenAI-style error body."""
     kind = "invalid_request_error" if status < 500 else "server_error"
@@ -194,6 +215,9 @@ class LocalOpenAIServer:
         api_key: when set, requests without ``Authorization: Bearer <api_key>`` get the dialect's
             "wrong key" answer (if the dialect checks keys).
         models_endpoint: False to answer ``GET /v1/models`` with 404, like servers without it.
+        max_context_tokens: when set, a request whose prompt tokens (words, see the module
+            docstring) plus its ``max_tokens`` exceed it is answered 400 ``context_length_exceeded``
+            in OpenAI's error shape, as a real model's context window would.
 
     Attributes:
         base_url: ``http://127.0.0.1:PORT/v1``, available once started.
@@ -211,8 +235,10 @@ class LocalOpenAIServer:
         models: list[str] | None = None,
         api_key: str | None = None,
         models_endpoint: bool = True,
+        max_context_tokens: int | None = None,
     ) -> None:
         self.handler = handler
+        self.max_context_tokens = max_context_tokens
         self.latency_s = latency_s
         self.supports_response_format = supports_response_format
         self.dialect = dialect
@@ -403,6 +429,10 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         if "response_format" in body and not self.owner.supports_response_format:
             self._send_json(400, error_body(400, RESPONSE_FORMAT_ERROR))
+            return
+        limit, asked = self.owner.max_context_tokens, _prompt_tokens(body) + _max_tokens(body)
+        if limit is not None and asked > limit:
+            self._send_json(400, context_error_body(limit, asked))
             return
         self._answer(body)
 

@@ -121,6 +121,8 @@ class MetaContext:
         labels: human label per position.
         config: the optimizer config (``meta_temperature``, ``max_feedbacks``).
         judged: parent id → its judge outputs by position (shown to feedback calls).
+        facts: what a feedback item must not quote (names, numbers, phrases only one sample
+            holds, :class:`~..distill.SampleFacts`); None: no such filter (``strategy: genetic``).
     """
 
     llm: LLMClient
@@ -129,6 +131,7 @@ class MetaContext:
     labels: Sequence[float | None]
     config: GeneticConfig
     judged: Mapping[int, Mapping[int, dict[str, Any]]] = field(default_factory=dict)
+    facts: Any = None
 
     def example(self, position: int, prompt_name: str, judged: dict[str, Any] | None = None) -> Example:
         """The annotated sample at ``position`` as a meta-call example: the judge's inputs, the

@@ -12,7 +12,9 @@ Operators (as in Ragas' GeneticOptimizer, with our sections):
   where the human corrected the recorded judge), with samples it gets right for contrast (as GEPA's
   reflection shows whole minibatches);
 * rewrite — apply feedback to the instruction (feedback + rewrite = *mutation*);
-* crossover — merge two parent instructions into one child.
+* crossover — merge two parent instructions into one child;
+* lessons — the distillation stage's feedback (:mod:`..distill`): general criteria from a batch of
+  the human corrections, each with the ids of the corrections it explains (its evidence).
 
 The section headings (in ``promptevolver.judge.prompts``) are part of the prompt contract: the
 simulated fake LLM reads them.
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from promptevolver.errors import LLMError, OutputParseError
+from promptevolver.errors import ContextLengthExceededError, LLMError, OutputParseError
 from promptevolver.judge.prompts import (
     ANSWER,
     CROSSOVER_PARENT_A,
@@ -45,6 +47,7 @@ __all__ = [
     "OperatorOutcome",
     "crossover",
     "feedback",
+    "lessons",
     "reverse_engineer",
     "rewrite",
 ]
@@ -69,9 +72,13 @@ class Example:
     inputs: dict[str, Any]
     expected: dict[str, Any]
     judged: dict[str, Any] | None = None
+    #: A number the answer may cite the example by (the distillation stage's lessons), or None.
+    id: int | None = None
 
     def line(self) -> str:
         body: dict[str, Any] = {"input": self.inputs}
+        if self.id is not None:
+            body = {"id": self.id, **body}
         if self.judged is not None:
             body["judge_output"] = self.judged
         body["expected_output"] = self.expected
@@ -105,9 +112,35 @@ FEEDBACK_SCHEMA: dict[str, Any] = {
 }
 
 
-def _request(operation: str, user: str, temperature: float, sample_index: int) -> LLMRequest:
+#: The lessons call's answer: its ``feedback`` items are lessons with the corrections they explain
+#: (a model that answers plain strings is accepted too: the stage then counts evidence itself).
+LESSONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "feedback": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "lesson": {"type": "string"},
+                    "explains": {"type": "array", "items": {"type": "integer"}},
+                },
+                "required": ["lesson", "explains"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["feedback"],
+    "additionalProperties": False,
+}
+
+
+def _request(
+    operation: str, user: str, temperature: float, sample_index: int, schema: dict[str, Any] | None = None
+) -> LLMRequest:
     messages = (ChatMessage("system", _SYSTEM), ChatMessage("user", user))
-    schema = FEEDBACK_SCHEMA if operation == "feedback" else INSTRUCTION_SCHEMA
+    if schema is None:
+        schema = FEEDBACK_SCHEMA if operation == "feedback" else INSTRUCTION_SCHEMA
     return LLMRequest(
         messages, temperature=temperature, operation=operation, sample_index=sample_index, json_schema=schema
     )
@@ -119,14 +152,7 @@ async def _ask_json(llm: LLMClient, request: LLMRequest) -> tuple[dict[str, Any]
         text = (await llm.complete(request)).text
     except LLMError as exc:
         return None, OperatorOutcome(None, f"llm error: {exc.cause}", f"{type(exc).__name__}: {exc}")
-    if not text.strip():
-        return None, OperatorOutcome(None, "empty answer")
-    if text.count("```") % 2 == 1:
-        return None, OperatorOutcome(None, "truncated answer (unclosed code fence)")
-    try:
-        return extract_json_object(text), OperatorOutcome(None)
-    except OutputParseError as exc:
-        return None, OperatorOutcome(None, f"unparseable answer: {exc}")
+    return _parse_json(text)
 
 
 def _instruction_from(
@@ -245,6 +271,97 @@ async def feedback(
     if given and not kept:
         return OperatorOutcome(None, "answer template echoed (placeholders, no feedback)")
     return OperatorOutcome(kept) if kept else OperatorOutcome(None, "empty feedback")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson as a lessons call answered it: its text and the ids of the shown corrections it
+    says it explains (empty when the model cited none)."""
+
+    text: str
+    explains: tuple[int, ...] = ()
+
+
+async def lessons(
+    llm: LLMClient,
+    *,
+    instruction: str,
+    corrections: Sequence[Example],
+    max_lessons: int,
+    temperature: float,
+    sample_index: int,
+    passing: Sequence[Example] = (),
+) -> OperatorOutcome | list[Lesson]:
+    """At most ``max_lessons`` general criteria that explain ``corrections`` (examples with an
+    ``id``: the recorded judge output beside the human's verdict and reason), with agreeing
+    ``passing`` samples for contrast; one meta call, operation ``feedback``. Returns the lessons,
+    or the rejection (an :class:`OperatorOutcome` with ``value`` None).
+
+    Raises:
+        ContextLengthExceededError: the prompt does not fit the model's context window (the
+            caller splits ``corrections`` and asks again).
+    """
+    lines = "\n".join(ex.line() for ex in corrections)
+    contrast = f"{PASSING_SAMPLES}\n" + "\n".join(ex.line() for ex in passing) + "\n\n" if passing else ""
+    user = (
+        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{contrast}{ANSWER}\n"
+        "Each failing sample is a human correction of the judge: its judge output (the recorded one, "
+        "when marked so) beside the expected output, the human's verdict and, when given, the human's "
+        "reason. The passing samples were judged right; keep them right. Find the general criteria "
+        "that explain why the humans corrected the judge and that the instruction does not state yet. "
+        f"Give at most {max_lessons} lessons, the one explaining the most corrections first; with each, "
+        "the ids of the failing samples it explains. A lesson must be a rule a judge can apply to any "
+        "input: never a fact, name, number or quote from one of these samples.\n"
+        'Answer with one JSON object only: {"feedback": [{"lesson": "<rule>", "explains": [<id>, <id>]}]}'
+    )
+    request = _request("feedback", user, temperature, sample_index, LESSONS_SCHEMA)
+    try:
+        text = (await llm.complete(request)).text
+    except ContextLengthExceededError:
+        raise
+    except LLMError as exc:
+        return OperatorOutcome(None, f"llm error: {exc.cause}", f"{type(exc).__name__}: {exc}")
+    data, why = _parse_json(text)
+    if data is None:
+        return why
+    items = data.get("feedback", data.get("feedbacks", data.get("lessons")))
+    if not isinstance(items, list):
+        return OperatorOutcome(None, "no feedback list in answer")
+    found = [lesson for lesson in map(_lesson, items) if lesson is not None]
+    kept = [lesson for lesson in found if not is_placeholder(lesson.text)][:max_lessons]
+    if found and not kept:
+        return OperatorOutcome(None, "answer template echoed (placeholders, no feedback)")
+    return kept if kept else OperatorOutcome(None, "empty feedback")
+
+
+def _lesson(item: Any) -> Lesson | None:
+    """A lesson from one answered item: a string, or an object with ``lesson`` (or ``text``,
+    ``feedback``, ``criterion``) and optionally ``explains`` (ids)."""
+    if isinstance(item, dict):
+        text = next(
+            (item[k] for k in ("lesson", "text", "feedback", "criterion") if isinstance(item.get(k), str)), ""
+        )
+        cited = item.get("explains")
+        ids = (
+            tuple(int(i) for i in cited if isinstance(i, int) and not isinstance(i, bool))
+            if isinstance(cited, list)
+            else ()
+        )
+    else:
+        text, ids = str(item), ()
+    text = text.strip()
+    return Lesson(text, tuple(dict.fromkeys(ids))) if text else None
+
+
+def _parse_json(text: str) -> tuple[dict[str, Any] | None, OperatorOutcome]:
+    if not text.strip():
+        return None, OperatorOutcome(None, "empty answer")
+    if text.count("```") % 2 == 1:
+        return None, OperatorOutcome(None, "truncated answer (unclosed code fence)")
+    try:
+        return extract_json_object(text), OperatorOutcome(None)
+    except OutputParseError as exc:
+        return None, OperatorOutcome(None, f"unparseable answer: {exc}")
 
 
 async def rewrite(

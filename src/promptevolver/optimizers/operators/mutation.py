@@ -111,6 +111,11 @@ class Mutation:
             if fb.value is None:
                 return Child(plan, None, rejected=fb.rejected, error=fb.error)
             items = list(fb.value)
+            if ctx.facts is not None:  # never spend instruction length on one-sample lessons
+                items = [item for item in items if not ctx.facts.quoted_in(item)]
+                if not items:
+                    why = "every feedback item quotes a sample fact"
+                    return Child(plan, None, list(fb.value), rejected=why)
             out = await ops.rewrite(
                 ctx.llm,
                 instruction=instruction,

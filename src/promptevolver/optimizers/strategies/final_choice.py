@@ -38,7 +38,15 @@ from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.strategies import selection
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "Comparison", "PairedChoice", "final_choice_rng", "held_out", "out_of_bag"]
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "Comparison",
+    "PairedChoice",
+    "final_choice_rng",
+    "held_out",
+    "out_of_bag",
+    "paired",
+]
 
 #: Stream of the final choice's bootstrap, apart from the search's generator (see final_choice_rng).
 FINAL_CHOICE_STREAM = 0xF1A1
@@ -118,7 +126,7 @@ class PairedChoice:
             if c.is_seed:
                 continue
             mine, theirs, mask, weights = compare(c)
-            delta, p = _paired(mine, theirs, mask, weights, rng)
+            delta, p = paired(mine, theirs, mask, weights, rng)
             eligible = delta is not None and mine.coverage >= self.min_coverage
             coverage = round(mine.coverage, 6)
             rows.append(
@@ -182,7 +190,7 @@ class PairedChoice:
             return incumbent, f"{kept}: no finalist of the extension did better on validation ({why})"
         mine, _, mask, weights = compare(chosen)
         theirs, _, their_mask, _ = compare(incumbent)
-        d, p = _paired(mine, theirs, mask & their_mask, weights, rng)
+        d, p = paired(mine, theirs, mask & their_mask, weights, rng)
         if d is None or d <= 0 or p < self.confidence:
             shown = "n/a" if d is None else f"{d:+.3f}"
             return incumbent, (
@@ -219,7 +227,7 @@ def out_of_bag(seed: Candidate, train: Sequence[int]) -> Comparison:
     return compare
 
 
-def _paired(
+def paired(
     candidate: Score, seed: Score, mask: np.ndarray, weights: np.ndarray, rng: np.random.Generator
 ) -> tuple[float | None, float]:
     """(Δ, p): weighted mean difference of per-sample quality on the samples within ``mask`` both

@@ -1,0 +1,528 @@
+"""The distillation stage: what the human corrections teach, learnt before any judge call.
+
+In the spirit of MLflow's MemAlign (its semantic memory distils guidelines from human feedback
+with no search) and of the distill baseline measured in judgeworld, but ranked by evidence and
+followed by verification on held-out samples (:mod:`.strategies.racing`, :mod:`.phases`).
+
+For each fold of the learning samples (one fold; two out of bag, each learning from the other's
+corrections) the stage climbs a **ladder** of nested candidates, rung k being what k rounds
+learned. A round, for each prompt of the metric:
+
+1. **shown corrections**: the train samples whose annotation corrects the recorded judge
+   (verdict and reason corrections, :mod:`.evidence`), the recorded judge output beside the
+   human's verdict and reason; at most ``distill_sample_size`` of them, interleaved by kind of
+   correction and label so that any prefix is a stratified subsample, rotating from round to
+   round through those not shown yet; plus a few agreeing samples for contrast;
+2. **packing**: the shown corrections are packed into prompts that fit the reflection model's
+   context window (``llm.context_tokens``, :mod:`promptevolver.llm.context`), at most
+   ``distill_max_calls`` of them (what does not fit is left for a later round); a prompt the
+   server refuses all the same (``context_length_exceeded``) is split in two and asked again, which
+   is never counted as a failed call;
+3. **lessons calls**, one per packed prompt, concurrently: general criteria with the ids of the
+   corrections each explains (:func:`~.operators.meta_prompts.lessons`);
+4. **merged by evidence**: lessons worded alike are one lesson (whitespace, case and punctuation
+   aside, or a weighted overlap of their words ≥ :data:`SAME_LESSON`); a lesson's **evidence** is
+   the number of corrections it explains: the ids the model cited, united over calls and rounds,
+   and at least the number of calls that named it. A lesson that quotes a name or number only one
+   sample of the dataset holds is a **sample fact**: it cannot transfer to unseen samples and is
+   never applied;
+5. **rewrite**: the instruction with the round's new general lessons, best evidenced first, at
+   most ``distill_lessons`` (a lesson only one correction carries goes last, and is the first left
+   out) → the next rung.
+
+The ladder stops growing when two rounds in a row teach no new general lesson (``converged``), when a rewrite
+is rejected (unchanged, unparseable, a failed call: ``rejected``), after ``distill_rounds``
+(``rounds``), or when the budget refuses a call (``budget``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from promptevolver.errors import ContextLengthExceededError
+from promptevolver.llm.context import context_window
+from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
+from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.evidence import Evidence
+from promptevolver.optimizers.operators import meta_prompts as ops
+from promptevolver.optimizers.operators.base import Child, MetaContext, Plan
+
+__all__ = [
+    "SAME_LESSON",
+    "DistillView",
+    "Distiller",
+    "Ladder",
+    "Lesson",
+    "LessonPool",
+    "SampleFacts",
+    "sample_facts",
+]
+
+#: Weighted word overlap (Jaccard, words weighted by their rarity among the lessons) from which two
+#: lessons are one.
+SAME_LESSON = 0.75
+#: Rounds in a row that teach no new general lesson, every correction shown, before the ladder
+#: is taken as converged: discovery is stochastic (a model may miss a criterion one round and
+#: name it the next), so one barren round is not yet evidence that nothing is left.
+BARREN_ROUNDS = 2
+#: Agreeing samples shown beside each round's corrections, for contrast.
+CONTRAST = 4
+#: Share of the context window the packed prompt may fill (⌈characters/4⌉ undercounts some
+#: tokenizers), after the answer's tokens are set aside.
+CONTEXT_SHARE = 0.85
+#: Tokens set aside for the answer of a lessons call when the client names no cap.
+ANSWER_TOKENS = 1024
+#: Tokens of the lessons prompt besides the shown samples: the instruction's are added.
+TEMPLATE_TOKENS = 400
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_STOP = frozenset(
+    "the a an and or of to in on for with is are be it its this that as at by from not no any must "
+    "should when if than then their there they them which who whose what when where while".split()
+)
+
+
+@dataclass
+class Lesson:
+    """A general criterion learnt from the corrections.
+
+    Attributes:
+        text: the lesson as the reflection model wrote it.
+        explains: train positions of the corrections it explains (cited by the model).
+        calls: lessons calls that named it.
+        first_round: the round that first taught it (1-based).
+        fold: the learning fold (out of bag; None otherwise).
+        sample_fact: it quotes a name or number that only one sample holds: never applied.
+        applied_round: the round whose rewrite applied it (None: not applied).
+    """
+
+    text: str
+    explains: set[int] = field(default_factory=set)
+    calls: int = 1
+    first_round: int = 1
+    fold: int | None = None
+    sample_fact: bool = False
+    applied_round: int | None = None
+
+    @property
+    def evidence(self) -> int:
+        """Corrections it explains: the cited ones, at least the calls that named it (≥ 1)."""
+        return max(len(self.explains), self.calls, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "evidence": self.evidence,
+            "explains": sorted(self.explains),
+            "calls": self.calls,
+            "first_round": self.first_round,
+            "fold": self.fold,
+            "sample_fact": self.sample_fact,
+            "applied_round": self.applied_round,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Lesson:
+        return cls(
+            data["text"],
+            set(data["explains"]),
+            data["calls"],
+            data["first_round"],
+            data.get("fold"),
+            data["sample_fact"],
+            data.get("applied_round"),
+        )
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (t.lower().rstrip("s") for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP]
+
+
+_QUOTED = re.compile(r"[\"“‘']([^\"”’']{4,200})[\"”’']")
+
+
+@dataclass(frozen=True)
+class SampleFacts:
+    """What a lesson must not quote: a name or number only one sample holds (``words``,
+    lower-cased), or a quoted phrase found in the text of only one sample (``texts``: each
+    sample's strings, lower-cased and joined)."""
+
+    words: frozenset[str]
+    texts: tuple[str, ...] = ()
+
+    def quoted_in(self, lesson: str) -> bool:
+        """Whether ``lesson`` quotes a name, number or phrase only one sample holds."""
+        if any(w.lower() in self.words for w in _WORD.findall(lesson)):
+            return True
+        for phrase in _QUOTED.findall(lesson):
+            needle = " ".join(phrase.lower().split())
+            if len(needle.split()) >= 2 and sum(needle in t for t in self.texts) == 1:
+                return True
+        return False
+
+
+class LessonPool:
+    """The lessons of one ladder, merged by evidence (see the module docstring)."""
+
+    def __init__(self, facts: SampleFacts) -> None:
+        self.lessons: list[Lesson] = []
+        self._facts = facts
+
+    def add(self, text: str, cited: Sequence[int], round_: int, fold: int | None) -> Lesson:
+        """Merge one answered lesson (``cited``: the train positions it says it explains); returns
+        the pool's lesson it became or joined."""
+        same = self._same(text)
+        if same is not None:
+            same.explains.update(cited)
+            same.calls += 1
+            return same
+        fact = self._facts.quoted_in(text)
+        lesson = Lesson(text, set(cited), 1, round_, fold, fact)
+        self.lessons.append(lesson)
+        return lesson
+
+    def _same(self, text: str) -> Lesson | None:
+        mine = set(_words(text))
+        if not mine:
+            return next((x for x in self.lessons if ops.normalize(x.text) == ops.normalize(text)), None)
+        df = Counter(w for x in self.lessons for w in set(_words(x.text)))
+        n = len(self.lessons) + 1
+        best, best_overlap = None, 0.0
+        for x in self.lessons:
+            theirs = set(_words(x.text))
+
+            def weight(w: str) -> float:
+                return math.log(1 + n / (1 + df[w]))
+
+            union = sum(weight(w) for w in mine | theirs)
+            overlap = sum(weight(w) for w in mine & theirs) / union if union else 0.0
+            if overlap > best_overlap:
+                best, best_overlap = x, overlap
+        return best if best_overlap >= SAME_LESSON else None
+
+    def ranked(self, lessons: Sequence[Lesson]) -> list[Lesson]:
+        """``lessons`` best evidenced first (then the earlier round, then the order taught)."""
+        order = {id(x): i for i, x in enumerate(self.lessons)}
+        return sorted(lessons, key=lambda x: (-x.evidence, x.first_round, order[id(x)]))
+
+
+def sample_facts(texts: Sequence[Sequence[str]]) -> SampleFacts:
+    """What a lesson must not quote (:class:`SampleFacts`): the lower-cased words that only one
+    sample holds and that are a name or a number there (capitalised, or with a digit), and every
+    sample's text for quoted phrases. ``texts``: each sample's strings (its inputs and reasons)."""
+    df: Counter[str] = Counter()
+    shaped: set[str] = set()
+    for strings in texts:
+        words: set[str] = set()
+        for s in strings:
+            for t in _WORD.findall(s):
+                low = t.lower()
+                words.add(low)
+                if len(t) > 2 and (t[0].isupper() or any(c.isdigit() for c in t)):
+                    shaped.add(low)
+        df.update(words)
+    facts = frozenset(w for w in shaped if df[w] == 1 and len(w) > 2)
+    return SampleFacts(facts, tuple(" ".join(" ".join(strings).lower().split()) for strings in texts))
+
+
+@dataclass(frozen=True)
+class DistillView:
+    """What the distillation stage reads of a run (never writes).
+
+    Attributes:
+        seed: the seed candidate (the ladder's first parent).
+        corrections: prompt name → train positions whose annotation corrects that prompt's
+            recorded output (a single prompt: every verdict or reason correction).
+        agreeing: train positions with nothing to correct (contrast).
+        evidence: the evidence at each usable position (its recorded judge output, its kind).
+        labels: human label per position.
+        folds: out-of-bag runs: position → fold; empty otherwise (one ladder).
+        facts: what a lesson must not quote (:func:`sample_facts`).
+    """
+
+    seed: Candidate
+    corrections: Mapping[str, Sequence[int]]
+    agreeing: Sequence[int]
+    evidence: Mapping[int, Evidence]
+    labels: Sequence[float | None]
+    folds: Mapping[int, int]
+    facts: SampleFacts
+
+    @property
+    def fold_ids(self) -> list[int | None]:
+        """The ladders to climb: one per fold out of bag (each keeps its fold unseen), else one."""
+        folds: list[int | None] = [None]
+        return list(sorted(set(self.folds.values()))) if self.folds else folds
+
+    def learnable(self, positions: Sequence[int], fold: int | None) -> list[int]:
+        return [p for p in positions if fold is None or self.folds.get(p) != fold]
+
+
+@dataclass
+class Ladder:
+    """One fold's ladder: rungs as children (rung k's parent is rung k − 1) and why it stopped."""
+
+    fold: int | None
+    rungs: list[Child] = field(default_factory=list)
+    pool: LessonPool | None = None
+    stop: str = "rounds"
+    calls: int = 0
+    context_splits: int = 0
+    #: Every correction a lessons call was shown, barren rounds included.
+    shown: set[int] = field(default_factory=set)
+
+
+class Distiller:
+    """Climbs the ladders of a run's distillation stage (see the module docstring).
+
+    Args:
+        rounds, lessons, sample_size, max_calls: ``distill_rounds``, ``distill_lessons``,
+            ``distill_sample_size`` and ``distill_max_calls`` of the config.
+        answer_tokens: tokens set aside for a lessons call's answer (the meta calls' cap).
+    """
+
+    def __init__(
+        self,
+        *,
+        rounds: int,
+        lessons: int,
+        sample_size: int,
+        max_calls: int,
+        answer_tokens: int = ANSWER_TOKENS,
+    ) -> None:
+        self.rounds, self.lessons, self.sample_size = rounds, lessons, sample_size
+        self.max_calls, self.answer_tokens = max_calls, answer_tokens
+
+    async def climb(
+        self, view: DistillView, ctx: MetaContext, rng: np.random.Generator, first_slot: int
+    ) -> list[Ladder]:
+        """Every fold's ladder, climbed concurrently; slots (the meta calls' ``sample_index``)
+        from ``first_slot`` on, each ladder its own range, so results never depend on timing."""
+        folds = view.fold_ids
+        orders = {
+            f: {
+                name: _interleaved(view, view.learnable(pos, f), rng)
+                for name, pos in view.corrections.items()
+            }
+            for f in folds
+        }
+        agreeing = {f: [int(p) for p in rng.permutation(view.learnable(view.agreeing, f))] for f in folds}
+        span = self.rounds * (self.max_calls * 8 + 2) * max(1, len(view.corrections))
+        return list(
+            await asyncio.gather(
+                *(
+                    self._ladder(view, ctx, f, orders[f], agreeing[f], first_slot + i * span)
+                    for i, f in enumerate(folds)
+                )
+            )
+        )
+
+    async def _ladder(
+        self,
+        view: DistillView,
+        ctx: MetaContext,
+        fold: int | None,
+        orders: Mapping[str, list[int]],
+        agreeing: list[int],
+        slot: int,
+    ) -> Ladder:
+        ladder = Ladder(fold, pool=LessonPool(view.facts))
+        pool = ladder.pool
+        assert pool is not None
+        current, offset, barren = dict(view.seed.instructions), 0, 0
+        window = context_window(ctx.llm)
+        longest = max((len(o) for o in orders.values()), default=0)
+        for round_ in range(1, self.rounds + 1):
+            instructions, applied, shown, contrast = dict(current), list[Lesson](), list[int](), list[int]()
+            for name, order in orders.items():
+                if not order or name not in instructions:
+                    continue
+                batches = self._pack(
+                    ctx, name, instructions[name], _window(order, offset, self.sample_size), window
+                )
+                extra = [
+                    agreeing[(round_ * CONTRAST + i) % len(agreeing)]
+                    for i in range(min(len(agreeing), CONTRAST))
+                ]
+                taught = await self._lessons(
+                    ctx, ladder, name, instructions[name], batches, extra, round_, slot
+                )
+                slot += 64 * (len(batches) + 1)
+                shown += [p for b in batches for p in b]
+                ladder.shown.update(shown)
+                contrast += extra
+                chosen = pool.ranked([x for x in taught if not x.sample_fact and x.applied_round is None])
+                chosen = chosen[: self.lessons]
+                if ladder.stop == "budget":
+                    return ladder
+                if not chosen:
+                    continue
+                out = await ops.rewrite(
+                    ctx.llm,
+                    instruction=instructions[name],
+                    feedback_items=[x.text for x in chosen],
+                    temperature=ctx.config.meta_temperature,
+                    sample_index=slot,
+                )
+                slot += 1
+                ladder.calls += 1
+                plan = Plan(
+                    "distill",
+                    (view.seed,),
+                    positions=tuple(dict.fromkeys(shown)),
+                    contrast=tuple(contrast),
+                    fold=fold,
+                )
+                if out.value is None:
+                    ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
+                    ladder.rungs.append(
+                        Child(plan, None, [x.text for x in chosen], rejected=out.rejected, error=out.error)
+                    )
+                    return ladder
+                instructions[name] = str(out.value)
+                for x in chosen:
+                    x.applied_round = round_
+                applied += chosen
+            offset += self.sample_size
+            barren = 0 if applied else barren + 1
+            if applied:
+                plan = Plan(
+                    "distill",
+                    (view.seed,),
+                    positions=tuple(dict.fromkeys(shown)),
+                    contrast=tuple(contrast),
+                    fold=fold,
+                )
+                ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
+                current = instructions
+            elif offset >= longest and barren >= BARREN_ROUNDS:  # every correction shown, nothing new
+                ladder.stop = "converged"
+                return ladder
+        ladder.stop = "rounds"
+        return ladder
+
+    def _pack(
+        self, ctx: MetaContext, name: str, instruction: str, positions: list[int], window: int
+    ) -> list[list[int]]:
+        """``positions`` packed, in order, into at most ``max_calls`` prompts that fit ``window``
+        tokens (what does not fit is left out of this round)."""
+        room = int(window * CONTEXT_SHARE) - self.answer_tokens - TEMPLATE_TOKENS - _tokens(instruction) * 2
+        room = max(room, 1)
+        batches: list[list[int]] = [[]]
+        used = 0
+        for p in positions:
+            size = _tokens(_example(ctx, name, p).line())
+            if batches[-1] and used + size > room:
+                if len(batches) == self.max_calls:
+                    break
+                batches.append([])
+                used = 0
+            batches[-1].append(p)
+            used += size
+        return [b for b in batches if b]
+
+    async def _lessons(
+        self,
+        ctx: MetaContext,
+        ladder: Ladder,
+        name: str,
+        instruction: str,
+        batches: list[list[int]],
+        contrast: list[int],
+        round_: int,
+        slot: int,
+    ) -> list[Lesson]:
+        """The lessons of this round's calls, merged into the ladder's pool (in batch order)."""
+        slots = [slot + 64 * i for i in range(len(batches))]
+        answers = await asyncio.gather(
+            *(self._ask(ctx, ladder, name, instruction, b, contrast, s) for b, s in zip(batches, slots))
+        )
+        assert ladder.pool is not None
+        taught: list[Lesson] = []
+        for answer in answers:
+            for lesson, cited in answer:
+                merged = ladder.pool.add(lesson, cited, round_, ladder.fold)
+                if merged not in taught:
+                    taught.append(merged)
+        return taught
+
+    async def _ask(
+        self,
+        ctx: MetaContext,
+        ladder: Ladder,
+        name: str,
+        instruction: str,
+        batch: list[int],
+        contrast: list[int],
+        slot: int,
+    ) -> list[tuple[str, list[int]]]:
+        """One lessons call on ``batch``; split in two and asked again while the context window
+        refuses it (a single correction that never fits is left out)."""
+        examples = [_example(ctx, name, p, ident=i + 1) for i, p in enumerate(batch)]
+        try:
+            ladder.calls += 1
+            out = await ops.lessons(
+                ctx.llm,
+                instruction=instruction,
+                corrections=examples,
+                passing=[_example(ctx, name, p) for p in contrast],
+                max_lessons=self.lessons,
+                temperature=ctx.config.meta_temperature,
+                sample_index=slot,
+            )
+        except ContextLengthExceededError:
+            ladder.context_splits += 1
+            if len(batch) == 1:
+                return []
+            half = len(batch) // 2
+            first = await self._ask(ctx, ladder, name, instruction, batch[:half], contrast, slot + 1)
+            second = await self._ask(ctx, ladder, name, instruction, batch[half:], contrast, slot + 2)
+            return first + second
+        if isinstance(out, ops.OperatorOutcome):
+            if out.rejected == "llm error: budget":
+                ladder.stop = "budget"
+            return []
+        return [(x.text, [batch[i - 1] for i in x.explains if 1 <= i <= len(batch)]) for x in out]
+
+
+def _example(ctx: MetaContext, name: str, position: int, *, ident: int | None = None) -> ops.Example:
+    """The sample at ``position`` shown with its recorded judge output (marked ``recorded``)."""
+    recorded = ctx.judged.get(0, {}).get(position)
+    ex = ctx.example(position, name, recorded)
+    return ops.Example(ex.inputs, ex.expected, ex.judged, ident)
+
+
+def _tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _window(order: list[int], start: int, size: int) -> list[int]:
+    """``size`` positions of ``order`` from ``start`` on, cyclically (all of them when fewer)."""
+    if len(order) <= size:
+        return list(order)
+    return [order[(start + i) % len(order)] for i in range(size)]
+
+
+def _interleaved(view: DistillView, positions: Sequence[int], rng: np.random.Generator) -> list[int]:
+    """``positions`` shuffled, then dealt round-robin by (kind of correction, label), largest
+    stratum first: every prefix is a stratified subsample."""
+    groups: dict[tuple[str, Any], list[int]] = {}
+    for p in rng.permutation(list(positions)).tolist() if positions else []:
+        groups.setdefault((view.evidence[p].kind, view.labels[p]), []).append(int(p))
+    queues = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+    total = sum(len(q) for q in queues)
+    out: list[int] = []
+    taken = [0] * len(queues)
+    while len(out) < total:  # largest-remainder dealing: each stratum at its share of every prefix
+        k = len(out) + 1
+        i = max(range(len(queues)), key=lambda j: (len(queues[j]) * k / total - taken[j], -j))
+        out.append(queues[i][taken[i]])
+        taken[i] += 1
+    return out

@@ -1,0 +1,306 @@
+"""The distill-first pipeline: lessons ranked by evidence, context-window packing, the ladder,
+verification with racing, and when the search runs (optimizers/distill.py, phases.py, racing.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
+from promptevolver.errors import ContextLengthExceededError
+from promptevolver.llm.base import LLMRequest
+from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
+from promptevolver.optimizers.distill import LessonPool, SampleFacts, sample_facts
+from promptevolver.optimizers.strategies.racing import Race
+from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
+
+from ..helpers import PROMPT, make_dataset, rule_llm, score_of
+
+DEFINITION = "Is the response correct compared with the reference?"
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return generate(SyntheticSpec(n_samples=160, random_seed=4))
+
+
+def _optimize(dataset, llm, **config):
+    metric = AspectCritic(name=dataset.name, definition=DEFINITION)
+    opt = GeneticOptimizer(metric=metric, llm=llm)
+    return opt.optimize(dataset, BinaryMetricLoss(), {"random_seed": 7, **config})
+
+
+# --- lessons: merging, evidence, sample facts -----------------------------------------------------
+
+
+def test_lessons_worded_alike_merge_and_add_their_evidence():
+    pool = LessonPool(SampleFacts(frozenset()))
+    a = pool.add("Check every number against the reference.", [3, 4], 1, None)
+    b = pool.add("check every number against the reference", [4, 9], 1, None)
+    c = pool.add("Informal wording is acceptable.", [1], 1, None)
+    assert a is b and a is not c
+    assert a.explains == {3, 4, 9} and a.calls == 2 and a.evidence == 3
+    assert [x.text for x in pool.ranked([c, a])][0] == a.text  # best evidenced first
+
+
+def test_lessons_sharing_a_template_but_not_a_criterion_stay_apart():
+    pool = LessonPool(SampleFacts(frozenset()))
+    template = "Tell the judge explicitly to check for {}; the expected verdicts hinge on it."
+    first = pool.add(template.format("wrong dates"), [], 1, None)
+    second = pool.add(template.format("casual wording"), [], 1, None)
+    assert first is not second and len(pool.lessons) == 2
+
+
+def test_a_lesson_only_one_correction_carries_goes_last():
+    pool = LessonPool(SampleFacts(frozenset()))
+    single = pool.add("A", [1], 1, None)
+    double = pool.add("Bee rule here", [2, 3], 2, None)
+    assert pool.ranked([single, double]) == [double, single]
+
+
+def test_sample_facts_are_names_and_numbers_only_one_sample_holds():
+    texts = [
+        ["The orchid Vinwynnim was described in 1667.", "the answer is informal"],
+        ["The crater Zorqualum is informal about its 12 facts."],
+        ["Another crater, 12 of them: the answer is informal too."],
+    ]
+    facts = sample_facts(texts)
+    assert {"vinwynnim", "1667", "zorqualum"} <= facts.words
+    assert not {"informal", "crater", "12"} & facts.words
+    pool = LessonPool(facts)
+    assert pool.add("Special case of Vinwynnim.", [], 1, None).sample_fact
+    one, two = '"is informal about its"', '"the answer is informal"'
+    assert pool.add(f"Give verdict 0 when the response says {one}.", [], 1, None).sample_fact
+    assert not pool.add(f"Give verdict 1 when the response says {two}.", [], 1, None).sample_fact
+    assert not pool.add("An informal answer is acceptable.", [], 1, None).sample_fact
+
+
+# --- context windows ----------------------------------------------------------------------------
+
+
+def test_context_window_comes_from_the_config_the_table_or_the_default():
+    assert context_tokens_for("gpt-4o-mini") == 128_000
+    assert context_tokens_for("gpt-4o-mini", 9_000) == 9_000
+    assert context_tokens_for("some-local-model") == DEFAULT_CONTEXT_TOKENS
+
+    class Inner:
+        context_tokens = 4096
+
+    class Wrapper:
+        inner = Inner()
+
+    assert context_window(Wrapper()) == 4096
+    assert context_window(object()) == DEFAULT_CONTEXT_TOKENS
+
+
+def test_corrections_are_packed_to_fit_the_window_and_split_when_refused(dataset):
+    """A window too small for every correction at once: the lessons prompts are packed to fit,
+    any the model still refuses is split and asked again, and no refusal counts as a failure."""
+    llm = SimulatedJudgeLLM(dataset=dataset, random_seed=2, context_tokens=2_500)
+    sent: list[int] = []
+    refused: list[int] = []
+    inner_send = llm._send
+
+    async def recording(request: LLMRequest):
+        tokens = sum(len(m.content) for m in request.messages) // 4
+        try:
+            out = await inner_send(request)
+        except ContextLengthExceededError:
+            refused.append(tokens)
+            raise
+        if request.operation == "feedback":
+            sent.append(tokens)
+        return out
+
+    llm._send = recording  # type: ignore[method-assign]
+    result = _optimize(dataset, llm, strategy="distill", distill_max_calls=8)
+    distill = result.stages["distill"]
+    assert len(sent) > distill["meta_calls"] // 4  # several lessons calls a round
+    assert max(sent) <= 2_500
+    assert result.usage["failures"] == 0
+    assert distill["context_splits"] == len(refused)
+    assert result.produced_by == "distill"
+
+
+def test_a_refused_prompt_is_split_through_real_http(dataset):
+    """judgeworld-like: an OpenAI-compatible server answering 400 context_length_exceeded."""
+    from promptevolver.llm.openai import OpenAIClient
+    from promptevolver.testing.openai_server import LocalOpenAIServer
+    from promptevolver.testing.simulated_server import simulated_handler
+
+    sim = SimulatedJudgeLLM(dataset=dataset, random_seed=2, noise=0.0)
+    with LocalOpenAIServer(simulated_handler(sim), max_context_tokens=3_000) as server:
+        client = OpenAIClient(model="local", base_url=server.base_url, api_key="k", max_attempts=2)
+        client.context_tokens = 60_000  # the client believes in a larger window than the server has
+        result = _optimize(dataset, client, strategy="distill", distill_rounds=2)
+    assert result.stages["distill"]["context_splits"] > 0
+    assert result.usage["failures"] == 0
+    assert result.stages["distill"]["meta_calls"] > 0
+
+
+# --- the pipeline ----------------------------------------------------------------------------------
+
+
+def test_distillation_makes_no_judge_call_and_the_ladder_is_nested(dataset):
+    result = _optimize(dataset, SimulatedJudgeLLM(dataset=dataset, random_seed=2), strategy="distill")
+    distill = result.stages["distill"]
+    assert distill["judge_calls"] == 0 and distill["meta_calls"] > 0
+    rungs = [c for c in result.lineage if c["operator"] == "distill"]
+    assert len(rungs) >= 2
+    assert rungs[0]["parents"] == [0]
+    for lower, higher in zip(rungs, rungs[1:]):
+        assert higher["parents"] == [lower["id"]]
+        (low,), (high,) = lower["instructions"].values(), higher["instructions"].values()
+        assert all(line in high for line in low.splitlines() if line.startswith("- "))
+    assert result.stages["verify"]["judge_calls"] > 0
+    assert result.stages["search"]["ran"] is False
+    assert result.history == []
+    assert result.scores["best"]["validation"] > result.scores["seed"]["validation"]
+    applied = [x for x in result.lessons if x["applied_round"] is not None]
+    assert applied and not any(x["sample_fact"] for x in applied)
+
+
+def test_twin_runs_are_identical_and_another_seed_differs(dataset):
+    def run(seed):
+        llm = SimulatedJudgeLLM(dataset=dataset, random_seed=2)
+        return _optimize(dataset, llm, random_seed=seed).to_dict()
+
+    a, b, c = run(1), run(1), run(2)
+    for r in (a, b, c):
+        r.pop("duration_s")
+        r.pop("stage_seconds")
+    assert a == b
+    assert a["lineage"] != c["lineage"] or a["racing"] != c["racing"]
+
+
+def test_the_search_runs_when_no_rung_beats_the_seed():
+    """Distilled rewrites that change nothing (the stage's own slots, below 1,000,000): no rung
+    beats the seed, so the search runs, and its rewrites (which fix the judge) win."""
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+    originals = [int(s.prompts[PROMPT].prompt_output["verdict"]) for s in ds]
+    distilled = {"calls": 0}
+
+    def judge(instruction: str, i: int) -> int:
+        return labels[i] if "mutated" in instruction else originals[i]
+
+    def writer(request: LLMRequest) -> str:
+        distilling = request.sample_index < 1_000_000
+        distilled["calls"] += distilling
+        if request.operation == "feedback":
+            item = {"lesson": "be careful", "explains": [1]} if distilling else "be stricter"
+            return json.dumps({"feedback": [item]})
+        word = "careful" if distilling else "mutated"
+        return json.dumps({"instruction": f"{word} {request.sample_index}"})
+
+    result = _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=2)
+    assert distilled["calls"] > 0
+    assert result.stages["search"]["ran"] is True
+    assert "no rung" in result.stages["search"]["why"]
+    assert result.produced_by == "search"
+    assert result.stages["search"]["judge_calls"] > 0
+
+
+def test_strategy_genetic_runs_no_stage():
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+    llm = rule_llm(ds, lambda instruction, i: labels[i])
+    result = _optimize(ds, llm, strategy="genetic", generations=1)
+    assert result.stages == {} and result.lessons == []
+    assert result.strategy == "genetic"
+
+
+def test_resume_after_the_pipeline_repeats_no_call(dataset, tmp_path):
+    llm = SimulatedJudgeLLM(dataset=dataset, random_seed=2)
+    first = _optimize_dir(dataset, llm, tmp_path, resume=False)
+    calls = llm.usage.total_calls
+    again = _optimize_dir(dataset, llm, tmp_path, resume=True)
+    assert llm.usage.total_calls == calls
+    assert again.best_instructions == first.best_instructions
+
+
+def _optimize_dir(dataset, llm, run_dir, *, resume):
+    metric = AspectCritic(name=dataset.name, definition=DEFINITION)
+    opt = GeneticOptimizer(metric=metric, llm=llm)
+    return opt.optimize(dataset, BinaryMetricLoss(), {"random_seed": 7}, run_dir=run_dir, resume=resume)
+
+
+# --- racing ----------------------------------------------------------------------------------------
+
+
+class _Cand:
+    def __init__(self, id_, seed=False):
+        self.id, self.is_seed, self.length = id_, seed, 10
+
+
+def test_racing_drops_a_clearly_worse_candidate_and_never_the_seed():
+    n = 64
+    rng = np.random.default_rng(0)
+    truth = {0: rng.random(n) < 0.5, 1: np.ones(n, bool), 2: np.zeros(n, bool), 3: rng.random(n) < 0.95}
+    cands = [_Cand(0, seed=True), _Cand(1), _Cand(2), _Cand(3)]
+    judged: dict[int, set[int]] = {c.id: set() for c in cands}
+
+    async def judge(cs, positions):
+        out = []
+        for c in cs:
+            judged[c.id].update(positions)
+            out.append(score_of([float(truth[c.id][p]) for p in positions]))
+        return out
+
+    race = Race(looks=4, alpha=0.1)
+    alive = asyncio.run(race.run(cands, list(range(n)), np.ones(n), judge, np.random.default_rng(1)))
+    ids = [c.id for c in alive]
+    assert 0 in ids and 1 in ids and 2 not in ids
+    assert len(judged[2]) < n
+    unjudged = sum(n - len(judged[c]) for c in (2, 3) if c not in ids)
+    assert race.report["saved_judge_calls"] == unjudged
+
+
+def test_one_look_is_no_racing():
+    n = 20
+    cands = [_Cand(0, seed=True), _Cand(1)]
+
+    async def judge(cs, positions):
+        return [score_of([0.0] * len(positions)) for _ in cs]
+
+    race = Race(looks=1)
+    alive = asyncio.run(race.run(cands, list(range(n)), np.ones(n), judge, np.random.default_rng(1)))
+    assert len(alive) == 2 and race.report["saved_judge_calls"] == 0
+
+
+@pytest.mark.parametrize("kwargs", [{"looks": 0}, {"alpha": 0.5}, {"alpha": -0.1}])
+def test_race_refuses_bad_arguments(kwargs):
+    with pytest.raises(ValueError):
+        Race(**kwargs)
+
+
+def test_the_search_never_applies_a_sample_fact():
+    """Under the pipeline a mutation's feedback item quoting a name only one sample holds is
+    dropped before the rewrite (genetic keeps its old behaviour)."""
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+    originals = [int(s.prompts[PROMPT].prompt_output["verdict"]) for s in ds]
+    rewrites: list[str] = []
+
+    def judge(instruction: str, i: int) -> int:
+        return labels[i] if "mutated" in instruction else originals[i]
+
+    def writer(request: LLMRequest) -> str:
+        distilling = request.sample_index < 1_000_000
+        if request.operation == "feedback":
+            items = ["Check the Zyxwvut fact", "be stricter"] if not distilling else ["careful"]
+            return json.dumps({"feedback": items})
+        if not distilling:
+            rewrites.append(request.messages[-1].content)
+        word = "careful" if distilling else "mutated"
+        return json.dumps({"instruction": f"{word} {request.sample_index}"})
+
+    samples = [s.model_dump() for s in ds]
+    samples[3]["metric_input"]["response"] = "answer 3 about Zyxwvut"
+    ds = type(ds).model_validate({"name": ds.name, "samples": samples})
+    _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=1)
+    assert rewrites and not any("Zyxwvut" in text for text in rewrites)
+    assert all("be stricter" in text for text in rewrites)
