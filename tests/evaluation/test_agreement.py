@@ -67,6 +67,7 @@ def test_ordinal_can_be_forced_either_way():
     assert is_ordinal(np.array([1.0, 2.0]), np.array([3.0])) and not is_ordinal(np.array([0.5]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=1, max_size=30))
 def test_ordinal_shares_are_ordered_and_bounded(pairs):
@@ -95,6 +96,7 @@ def test_nothing_measured_gives_no_figures():
         agreement_of({0: Judgement(1.0)}, [0], [None], binary=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=40),
