@@ -1,6 +1,7 @@
 """Events of a run, for users' logging and monitoring.
 
-A callback is any ``Callable[[Event], None]`` passed as ``GeneticOptimizer(callbacks=[...])``.
+A callback is any ``Callable[[Event], None]`` passed as ``GeneticOptimizer(callbacks=[...])`` or,
+for one run, as ``optimize(..., callbacks=[...])`` (Ragas' keyword; called after the optimizer's own).
 Callbacks run synchronously in the optimizer's event loop, in the order given; an exception in a
 callback propagates (a broken logger should be noticed, not ignored).
 
