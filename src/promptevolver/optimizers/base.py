@@ -12,7 +12,7 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.optimizers.events import Callback
+from promptevolver.optimizers.events import Callback, check_callbacks
 
 __all__ = ["Optimizer"]
 
@@ -21,28 +21,6 @@ __all__ = ["Optimizer"]
 #: a failed call is recorded with its cause. Ragas' ``callbacks`` is not among them: ours are
 #: honoured (see :meth:`Optimizer.optimize`).
 RAGAS_COMPAT_KWARGS = frozenset({"run_config", "batch_size", "with_debugging_logs", "raise_exceptions"})
-
-
-def check_callbacks(callbacks: Sequence[Callback]) -> list[Callback]:
-    """``callbacks`` as a list, each a callable taking an
-    :class:`~promptevolver.optimizers.events.Event`.
-
-    Raises:
-        TypeError: ``callbacks`` is not a sequence of callables (e.g. a LangChain callback
-            manager or handler, which Ragas takes here): names what to pass instead.
-    """
-    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Sequence):
-        raise TypeError(
-            f"callbacks must be a list of functions taking an Event, got {type(callbacks).__name__}"
-            " (LangChain callback handlers are not supported: wrap one in a function)"
-        )
-    for index, callback in enumerate(callbacks):
-        if not callable(callback):
-            raise TypeError(
-                f"callbacks[{index}] is a {type(callback).__name__}, not a function taking an Event"
-                " (see promptevolver.optimizers.events; LangChain handlers: wrap one in a function)"
-            )
-    return list(callbacks)
 
 
 class Optimizer(ABC):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Callback", "Event", "EventBus"]
+__all__ = ["Callback", "Event", "EventBus", "check_callbacks"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,28 @@ class Event:
 
 
 Callback = Callable[[Event], None]
+
+
+def check_callbacks(callbacks: Sequence[Callback]) -> list[Callback]:
+    """``callbacks`` as a list, each a callable taking an
+    :class:`~promptevolver.optimizers.events.Event`.
+
+    Raises:
+        TypeError: ``callbacks`` is not a sequence of callables (e.g. a LangChain callback
+            manager or handler, which Ragas takes here): names what to pass instead.
+    """
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Sequence):
+        raise TypeError(
+            f"callbacks must be a list of functions taking an Event, got {type(callbacks).__name__}"
+            " (LangChain callback handlers are not supported: wrap one in a function)"
+        )
+    for index, callback in enumerate(callbacks):
+        if not callable(callback):
+            raise TypeError(
+                f"callbacks[{index}] is a {type(callback).__name__}, not a function taking an Event"
+                " (see promptevolver.optimizers.events; LangChain handlers: wrap one in a function)"
+            )
+    return list(callbacks)
 
 
 class EventBus:

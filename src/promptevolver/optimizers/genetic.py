@@ -38,9 +38,9 @@ from promptevolver.llm.base import LLMClient
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.preflight import preflight
 from promptevolver.optimizers import adoption, checkpoint, history, phases, views
-from promptevolver.optimizers.base import Optimizer, check_callbacks
+from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.cost import offspring_count
-from promptevolver.optimizers.events import Callback, EventBus
+from promptevolver.optimizers.events import Callback, EventBus, check_callbacks
 from promptevolver.optimizers.operators.base import Operator
 from promptevolver.optimizers.operators.breeder import Breeder, default_operators
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
