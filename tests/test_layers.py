@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "promptevolver"
 
 #: Lowest first; a module may import from its own layer and the ones before it.
 LAYERS: list[list[str]] = [
-    ["errors", "_lazy", "_legacy"],
+    ["errors", "_lazy"],
     ["annotations", "config", "config.models", "config.overrides", "llm"],
     ["rundir", "judge"],
     ["evaluation", "simulation"],

@@ -8,7 +8,6 @@ The names below are imported on first use, so ``import promptevolver`` loads no 
 
 from typing import TYPE_CHECKING
 
-from promptevolver import _legacy
 from promptevolver._lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -113,5 +112,3 @@ __all__ = [
     "__version__",
     "suggest",
 ]
-
-_legacy.install()

@@ -97,6 +97,7 @@ def quota_ok(counts: Counter[Hashable], sizes: Counter[Hashable], n: int, total:
 # --- Labels -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(items=raw_samples())
 def test_labels_follow_the_rule_and_unusable_samples_are_the_rest(items: list[dict[str, Any]]) -> None:
@@ -112,6 +113,7 @@ def test_labels_follow_the_rule_and_unusable_samples_are_the_rest(items: list[di
 # --- Round trips --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FILE_SETTINGS
 @given(items=raw_samples())
 def test_files_round_trip_exactly(items: list[dict[str, Any]]) -> None:
@@ -139,6 +141,7 @@ def test_files_round_trip_exactly(items: list[dict[str, Any]]) -> None:
 # --- Sampling -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(items=raw_samples(), key=st.sampled_from(KEYS), data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_sample_draws_exactly_n_stratified(
@@ -159,6 +162,7 @@ def test_sample_draws_exactly_n_stratified(
         assert quota_ok(counts, sizes, n, len(items))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(items=raw_samples(), extra=st.integers(1, 5))
 def test_sample_sizes_out_of_range_are_errors(items: list[dict[str, Any]], extra: int) -> None:
@@ -168,6 +172,7 @@ def test_sample_sizes_out_of_range_are_errors(items: list[dict[str, Any]], extra
             dataset.sample(n, random_seed=0)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     items=raw_samples(),
@@ -202,6 +207,7 @@ def test_stratified_batches_partition_and_mirror_the_classes(
         assert all(counts[c] >= 1 for c, size in kept.items() if size >= len(batches))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(items=raw_samples(), batch_size=st.integers(1, 12), drop_last=st.booleans(), seed=st.integers(0, 99))
 def test_replace_fills_every_batch(
@@ -217,6 +223,7 @@ def test_replace_fills_every_batch(
         assert {i for b in batches for i in positions(b, dataset)} == set(range(n))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(items=raw_samples(), batch_size=st.integers(1, 12), drop_last=st.booleans(), seed=st.integers(0, 99))
 def test_batch_shuffles_and_partitions(
@@ -233,6 +240,7 @@ def test_batch_shuffles_and_partitions(
     ]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(items=raw_samples(min_size=2), key=st.sampled_from(KEYS), data=st.data(), seed=st.integers(0, 99))
 def test_train_test_split_is_disjoint_covering_and_stratified(
@@ -259,6 +267,7 @@ def test_train_test_split_is_disjoint_covering_and_stratified(
 # --- Field names and errors ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     chosen=st.dictionaries(st.sampled_from(sorted(FIELD_ALIASES)), texts | st.lists(texts, max_size=3)),
@@ -290,6 +299,7 @@ BREAKS = {
 }
 
 
+@pytest.mark.slow
 @FILE_SETTINGS
 @given(items=raw_samples(min_size=1), data=st.data())
 def test_every_malformed_sample_is_located(items: list[dict[str, Any]], data: st.DataObject) -> None:

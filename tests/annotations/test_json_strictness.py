@@ -158,6 +158,7 @@ def annotation_file(draw: st.DrawFn) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(raw=annotation_file(), data=st.data())
 def test_any_repeated_key_is_named_where_it_is(raw: dict[str, Any], data: st.DataObject) -> None:
@@ -222,6 +223,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(value=json_values, ascii_only=st.booleans(), indent=st.sampled_from([None, 2]))
 def test_the_fast_reader_gives_what_pythons_reader_gives(

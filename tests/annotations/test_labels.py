@@ -248,6 +248,7 @@ def binary_set_with_one_bad_label(draw: st.DrawFn) -> tuple[list[dict[str, Any]]
     return items, index, field, value
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=binary_set_with_one_bad_label(), shape=st.sampled_from(["ragas", "jsonl"]))
 def test_any_bad_label_among_binary_samples_is_named(
@@ -263,6 +264,7 @@ def test_any_bad_label_among_binary_samples_is_named(
 label_values = st.sampled_from([0, 1, 0.0, 1.0]) | st.floats(-10, 10, allow_nan=False)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     outputs=st.lists(label_values | st.just(math.nan), max_size=20),

@@ -51,6 +51,7 @@ def class_counts(keys: Sequence[Hashable], chosen: list[int]) -> Counter[Hashabl
 # --- largest_remainder --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(sizes=sizes_lists, data=st.data(), at_least_one=st.booleans())
 def test_largest_remainder_sums_to_total_within_sizes(
@@ -63,6 +64,7 @@ def test_largest_remainder_sums_to_total_within_sizes(
     assert all(0 <= share <= size for share, size in zip(shares, sizes))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(sizes=sizes_lists, data=st.data())
 def test_largest_remainder_is_hamilton(sizes: list[int], data: st.DataObject) -> None:
@@ -87,6 +89,7 @@ def test_largest_remainder_ties_are_exact(sizes: list[int], total: int, want: li
     assert largest_remainder(sizes, total) == want == hamilton(sizes, total)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(sizes=sizes_lists, data=st.data())
 def test_largest_remainder_at_least_one(sizes: list[int], data: st.DataObject) -> None:
@@ -110,6 +113,7 @@ def test_largest_remainder_rejects_impossible_totals(total: int) -> None:
 # --- stratified_sample --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=keys_lists, data=st.data(), seed=seeds)
 def test_stratified_sample_properties(keys: list[Hashable], data: st.DataObject, seed: int) -> None:
@@ -130,6 +134,7 @@ def test_stratified_sample_properties(keys: list[Hashable], data: st.DataObject,
         assert all(abs(counts[c] - q) < 1 for c, q in quotas.items())
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=keys_lists, extra=st.integers(1, 5), seed=seeds)
 def test_stratified_sample_rejects_bad_sizes(keys: list[Hashable], extra: int, seed: int) -> None:
@@ -148,6 +153,7 @@ def test_stratified_sample_follows_proportions_example() -> None:
 # --- stratified_batches -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=nonempty_keys, batch_size=st.integers(1, 12), seed=seeds)
 def test_stratified_batches_cover_and_balance(keys: list[Hashable], batch_size: int, seed: int) -> None:
@@ -169,6 +175,7 @@ def test_stratified_batches_cover_and_balance(keys: list[Hashable], batch_size: 
     assert batches == stratified_batches(keys, batch_size, make_rng(seed))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=nonempty_keys, batch_size=st.integers(1, 12), seed=seeds)
 def test_stratified_batches_drop_last(keys: list[Hashable], batch_size: int, seed: int) -> None:
@@ -184,6 +191,7 @@ def test_stratified_batches_drop_last(keys: list[Hashable], batch_size: int, see
             assert abs(sum(keys[i] == cls for i in batch) - size / len(batches)) < 1
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=nonempty_keys, batch_size=st.integers(1, 12), drop_last=st.booleans(), seed=seeds)
 def test_stratified_batches_replace_fills_batches(
@@ -216,6 +224,7 @@ def test_stratified_batches_rejects_non_positive_batch_size(batch_size: int, key
 # --- stratified_split, group_by_class, make_rng -------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=keys_lists, data=st.data(), seed=seeds)
 def test_stratified_split_is_disjoint_and_covering(
@@ -229,6 +238,7 @@ def test_stratified_split_is_disjoint_and_covering(
     assert (train, test) == stratified_split(keys, n_test, make_rng(seed))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(keys=keys_lists)
 def test_group_by_class_partitions_positions(keys: list[Hashable]) -> None:
@@ -256,6 +266,7 @@ def test_make_rng_seeds_and_generators() -> None:
 # --- shuffled_batches, split_count ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.integers(0, 40), batch_size=st.integers(1, 12), drop_last=st.booleans(), seed=seeds)
 def test_shuffled_batches_partition(n: int, batch_size: int, drop_last: bool, seed: int) -> None:
@@ -276,6 +287,7 @@ def test_shuffled_batches_shuffle_and_reject_bad_sizes() -> None:
             shuffled_batches(5, bad, make_rng(0))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.integers(2, 500), data=st.data())
 def test_split_count_ranges(n: int, data: st.DataObject) -> None:

@@ -112,6 +112,7 @@ def repeat_key(value: Any, trail: tuple[str, ...], key: str, indent: int = 0) ->
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(document=documents.filter(lambda d: isinstance(d, dict)), data=st.data())
 def test_any_key_given_twice_is_named_with_its_path(document: dict[str, Any], data: st.DataObject) -> None:

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.evaluation.agreement import Agreement, agreement, agreement_of, is_ordinal
+from promptevolver.evaluation.agreement import (
+    PROPORTIONS,
+    RESAMPLED,
+    Agreement,
+    agreement,
+    agreement_of,
+    is_ordinal,
+)
 from promptevolver.judge.protocol import Judgement
 
 
@@ -60,6 +67,7 @@ def test_ordinal_can_be_forced_either_way():
     assert is_ordinal(np.array([1.0, 2.0]), np.array([3.0])) and not is_ordinal(np.array([0.5]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=1, max_size=30))
 def test_ordinal_shares_are_ordered_and_bounded(pairs):
@@ -86,3 +94,38 @@ def test_nothing_measured_gives_no_figures():
     assert a.summary() == "MSE n/a | MAE n/a | n 0, 1 failed (error 1)"
     with pytest.raises(ValueError, match="no human label"):
         agreement_of({0: Judgement(1.0)}, [0], [None], binary=False)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=40),
+    st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=1, max_size=40),
+)
+def test_the_resampled_forms_equal_the_reported_figures(
+    verdicts: list[tuple[int, int]], scores: list[tuple[int, int]]
+) -> None:
+    """One home for the agreement statistics: the gate's bootstrap draws the same figures as
+    :func:`agreement` reports, row by row (undefined is NaN there, None here)."""
+    t, p = (np.array(side, dtype=float) for side in zip(*verdicts))
+    a = agreement(t, p, binary=True)
+    assert RESAMPLED["f1"](t[None], p[None])[0] == pytest.approx(a.f1)
+    kappa = RESAMPLED["cohen_kappa"](t[None], p[None])[0]
+    assert (np.isnan(kappa) and a.cohen_kappa is None) or kappa == pytest.approx(a.cohen_kappa)
+    st_, sp = (np.array(side, dtype=float) for side in zip(*scores))
+    numeric = agreement(st_, sp, binary=False, ordinal=True)
+    weighted = RESAMPLED["weighted_kappa"](st_[None], sp[None])[0]
+    assert (np.isnan(weighted) and numeric.weighted_kappa is None) or weighted == pytest.approx(
+        numeric.weighted_kappa, abs=1e-9
+    )
+    for figure in PROPORTIONS:
+        value = getattr(a if figure == "accuracy" else numeric, figure)
+        assert value is not None and 0.0 <= value <= 1.0
+
+
+def test_the_resampled_forms_work_row_by_row():
+    t = np.array([[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    p = np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    assert RESAMPLED["f1"](t, p) == pytest.approx([2 / 3, 1.0])
+    kappa = RESAMPLED["cohen_kappa"](t, p)
+    assert kappa[0] == pytest.approx(0.5) and np.isnan(kappa[1])

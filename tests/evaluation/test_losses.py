@@ -37,6 +37,7 @@ def f1_by_hand(y_true: list[float], y_pred: list[float]) -> float:
 # --- Values -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(pair=binary_pairs)
 def test_accuracy_matches_sklearn(pair: tuple[list[float], list[float]]) -> None:
@@ -46,6 +47,7 @@ def test_accuracy_matches_sklearn(pair: tuple[list[float], list[float]]) -> None
     assert value == pytest.approx(np.mean(np.array(y_true) == np.array(y_pred)))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(pair=binary_pairs)
 def test_f1_matches_sklearn(pair: tuple[list[float], list[float]]) -> None:
@@ -69,6 +71,7 @@ def test_f1_with_positives_on_one_side_only_is_zero(y_true: list[int], y_pred: l
     assert BinaryMetricLoss(metric="f1_score")(y_true=y_true, y_pred=y_pred) == 0.0
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(pair=real_pairs)
 def test_mse_matches_numpy(pair: tuple[list[float], list[float]]) -> None:
@@ -93,6 +96,7 @@ def test_per_sample_correct() -> None:
     np.testing.assert_allclose(mse, [1 - 0.0625, 1.0, -8.0])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(paired(st.integers(1, 5)), st.lists(st.integers(1, 5), min_size=40, max_size=40))
 def test_mse_per_sample_quality_ranks_candidates_as_the_mse_does(pair, other) -> None:

@@ -57,6 +57,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     instruction=st.text().filter(lambda text: MARKER not in text),

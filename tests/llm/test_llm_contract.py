@@ -1,89 +1,87 @@
-"""One contract, every client: what metrics and the optimizer rely on from an LLMClient."""
+"""The LLMClient contract suite (promptevolver.testing.contracts) on every client we ship: the
+scripted fake, the simulated judge, the OpenAI client against a local server, the cache."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from promptevolver.llm import CachedLLM, OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
-from promptevolver.llm.base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.base import LLMRequest
 from promptevolver.testing import LocalOpenAIServer
+from promptevolver.testing.contracts import LLMClientContract
 
 KEY = "sk-contract-9f8e7d6c5b4a"
-
-Factory = Callable[[], Any]
 
 
 def echo(request: LLMRequest) -> str:
     return "echo " + request.messages[-1].content
 
 
-@pytest.fixture
-def server() -> Iterator[LocalOpenAIServer]:
-    with LocalOpenAIServer(lambda body: "echo " + body["messages"][-1]["content"]) as srv:
-        yield srv
+class _Echoes(LLMClientContract):
+    def expected_text(self, request: LLMRequest) -> str | None:
+        return echo(request)
 
 
-@pytest.fixture(params=["scripted", "simulated", "openai", "cached"])
-def make(
-    request: pytest.FixtureRequest, server: LocalOpenAIServer, tmp_path: Path, ac_dataset: Any
-) -> Factory:
-    kind = request.param
-    factories: dict[str, Factory] = {
-        "scripted": lambda: ScriptedLLM(handler=echo),
-        "simulated": lambda: SimulatedJudgeLLM(dataset=ac_dataset, random_seed=0),
-        "openai": lambda: OpenAIClient(model="m", base_url=server.base_url, api_key=KEY, max_concurrency=4),
-        "cached": lambda: CachedLLM(inner=ScriptedLLM(handler=echo), path=tmp_path / "c.sqlite"),
-    }
-    return factories[kind]
+class TestScriptedLLM(_Echoes):
+    def make_client(self) -> ScriptedLLM:
+        return ScriptedLLM(handler=echo)
 
 
-def req(i: int, operation: str = "judge") -> LLMRequest:
-    return LLMRequest(messages=(ChatMessage("user", f"question {i}"),), operation=operation)
+class TestSimulatedJudgeLLM(LLMClientContract):
+    """It answers prompts it does not know with an error object: the order is not checked."""
+
+    @pytest.fixture(autouse=True)
+    def _dataset(self, ac_dataset: Any) -> None:
+        self.dataset = ac_dataset
+
+    def make_client(self) -> SimulatedJudgeLLM:
+        return SimulatedJudgeLLM(dataset=self.dataset, random_seed=0)
 
 
-def run(client: Any, requests: list[LLMRequest]) -> list[Completion]:
-    async def main() -> list[Completion]:
-        async with client:
-            return list(await asyncio.gather(*(client.complete(r) for r in requests)))
+class TestOpenAIClient(_Echoes):
+    """Real HTTP against the local OpenAI-compatible server."""
 
-    return asyncio.run(main())
+    secrets = (KEY,)
 
+    @pytest.fixture(autouse=True)
+    def _server(self) -> Iterator[None]:
+        with LocalOpenAIServer(lambda body: "echo " + body["messages"][-1]["content"]) as server:
+            self.server = server
+            yield
 
-def test_is_an_llm_client(make: Factory) -> None:
-    client = make()
-    assert isinstance(client, LLMClient) and isinstance(client.usage, Usage)
-
-
-def test_answers_are_completions_in_request_order(make: Factory) -> None:
-    client = make()
-    answers = run(client, [req(i) for i in range(12)])
-    assert all(isinstance(a, Completion) and isinstance(a.text, str) for a in answers)
-    assert all(a.prompt_tokens >= 0 and a.completion_tokens >= 0 for a in answers)
-    if not isinstance(client, SimulatedJudgeLLM):  # it answers unknown prompts with an error object
-        assert [a.text for a in answers] == [f"echo question {i}" for i in range(12)]
+    def make_client(self) -> OpenAIClient:
+        return OpenAIClient(model="m", base_url=self.server.base_url, api_key=KEY, max_concurrency=4)
 
 
-def test_usage_counts_each_call_by_operation_and_supports_differences(make: Factory) -> None:
-    client = make()
-    before = client.usage.copy()
-    run(client, [req(1), req(2, "rewrite"), req(3, "feedback")])
-    spent = client.usage - before
-    assert spent.calls_by_operation == {"judge": 1, "rewrite": 1, "feedback": 1}
-    assert (spent.judge_calls, spent.meta_calls) == (1, 2)
-    assert spent.retries == spent.failures == spent.cache_hits == 0
+class TestCachedLLM(_Echoes):
+    @pytest.fixture(autouse=True)
+    def _folder(self, tmp_path: Path) -> None:
+        self.folder, self.made = tmp_path, 0
+
+    def make_client(self) -> CachedLLM:
+        self.made += 1  # a fresh cache file per client: no answer is replayed across clients
+        return CachedLLM(inner=ScriptedLLM(handler=echo), path=self.folder / f"c{self.made}.sqlite")
 
 
-def test_a_client_outlives_event_loops(make: Factory) -> None:
-    client = make()
-    run(client, [req(1)])
-    run(client, [req(2)])
-    assert client.usage.total_calls == 2
+class _Broken(LLMClientContract):
+    """A client that breaks the contract, to show the suite can fail."""
+
+    def make_client(self) -> ScriptedLLM:
+        return ScriptedLLM(handler=lambda request: "same answer")
+
+    def expected_text(self, request: LLMRequest) -> str | None:
+        return echo(request)
 
 
-def test_repr_hides_secrets(make: Factory) -> None:
-    assert KEY not in repr(make())
+def test_the_suite_fails_a_client_that_answers_out_of_turn() -> None:
+    with pytest.raises(AssertionError, match="answer 0 is 'same answer'"):
+        _Broken().test_answers_are_completions_in_request_order()
+
+
+def test_the_suite_refuses_to_run_without_a_client() -> None:
+    with pytest.raises(NotImplementedError, match="make_client"):
+        LLMClientContract().test_is_an_llm_client()

@@ -89,6 +89,48 @@ def test_events_reach_callbacks_in_order(ac_dataset):
     assert sum(e.kind == "operator_call" for e in events) >= len(result.lineage) - 1
 
 
+def test_optimize_callbacks_receive_the_same_events_as_the_constructors(ac_dataset):
+    """Ragas' ``optimize(callbacks=...)`` is honoured: called with every event, after the
+    optimizer's own callbacks, and only for that run."""
+    held: list[Event] = []
+    given: list[Event] = []
+    order: list[str] = []
+    optimizer = _optimizer(ac_dataset, callbacks=[held.append, lambda e: order.append("held")])
+    optimizer.optimize(
+        dataset=ac_dataset,
+        loss=BinaryMetricLoss(),
+        config=CONFIG,
+        callbacks=[given.append, lambda e: order.append("given")],
+    )
+    assert given and given == held
+    assert order[:4] == ["held", "given", "held", "given"]
+    again: list[Event] = []
+    optimizer.callbacks = [again.append]
+    optimizer.optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG)
+    assert len(given) == len(held) and [e.kind for e in again] == [e.kind for e in given]
+
+
+@pytest.mark.parametrize(
+    ("callbacks", "named"),
+    [(object(), "got object"), ([print, "log"], r"callbacks\[1\] is a str"), ("on_event", "got str")],
+)
+def test_optimize_refuses_callbacks_it_cannot_call_before_any_llm_call(ac_dataset, callbacks, named):
+    optimizer = _optimizer(ac_dataset)
+    with pytest.raises(TypeError, match=named):
+        optimizer.optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, callbacks=callbacks)
+    assert optimizer.llm.usage.total_calls == 0
+
+
+def test_optimize_still_accepts_ragas_settings_it_has_no_use_for_and_refuses_unknown_ones(ac_dataset):
+    optimizer = _optimizer(ac_dataset)
+    result = optimizer.optimize(
+        dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, batch_size=4, raise_exceptions=False
+    )
+    assert result.best_instructions
+    with pytest.raises(TypeError, match="callback"):
+        optimizer.optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, callback=print)
+
+
 class _Interrupt(Exception):
     pass
 

@@ -48,6 +48,7 @@ def test_pareto_front_is_everyone_when_nothing_discriminates():
     assert selection.pareto_front(cs) == cs
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 1), min_size=5, max_size=5), min_size=2, max_size=8))
 def test_pareto_front_members_are_best_somewhere_and_undominated(rows):

@@ -6,7 +6,13 @@ from __future__ import annotations
 import statistics
 import warnings
 
-from promptevolver.config.models import load_run_config
+import pytest
+
+from promptevolver.config.models import GeneticConfig, load_run_config
+from promptevolver.optimizers.cost import offspring_count
+from promptevolver.optimizers.operators.breeder import Breeder, default_operators
+from promptevolver.optimizers.operators.crossover import Crossover
+from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.runs.estimate import estimate
 
 from ..conftest import ROOT
@@ -58,3 +64,55 @@ def test_the_two_prompt_metric_costs_two_judge_calls_an_evaluation_and_a_meta_ca
     assert rubric.phases[0]["judge_calls"] >= rubric.train
     assert two.max_calls >= two.total_calls
     assert 0 < two.seed_error_rate < 1 and 0 < rubric.seed_error_rate < 1
+
+
+def _genetic(name: str, mutation: float, crossover: float):
+    config = _config(name)
+    options = {"strategy": "genetic", "mutation_weight": mutation, "crossover_weight": crossover}
+    return config.model_copy(update={"optimizer": config.optimizer.model_copy(update=options)})
+
+
+def _estimate(config):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimate(config)
+
+
+def test_operator_costs_are_read_from_the_operators_for_any_number_of_prompts(monkeypatch):
+    """K = 2 prompts: a crossover costs what ``Crossover.meta_calls`` says, in the generations'
+    expectation and in the bound alike (one formula, the operator's, not a second copy)."""
+    config = _genetic("faithfulness_statements", 0.0, 1.0)
+    before = _estimate(config)
+    monkeypatch.setattr(Crossover, "meta_calls", lambda self, prompts: 3 * prompts)
+    after = _estimate(config)
+    generations = [(b, a) for b, a in zip(before.phases, after.phases) if b["phase"].startswith("generation")]
+    assert generations
+    for b, a in generations:
+        assert a["meta_calls"] == pytest.approx(3 * b["meta_calls"], abs=0.2)
+    offspring = offspring_count(config.effective_optimizer(), after.train)
+    assert after.max_calls - before.max_calls == config.optimizer.generations * (3 * 2 - 2) * offspring
+
+
+def test_a_generations_meta_tokens_weigh_each_operator_by_its_calls():
+    """With K = 2 a crossover makes 2 calls to a mutation's 2 (feedback, rewrite): equal weights
+    give crossover half of a generation's meta calls, not the third a per-plan count gave."""
+    breeder = Breeder(default_operators(GeneticConfig()), ReverseEngineering())
+    assert breeder.meta_call_shares(2) == pytest.approx({"mutation": 0.5, "crossover": 0.5})
+    assert breeder.meta_call_shares(3) == pytest.approx({"mutation": 0.4, "crossover": 0.6})
+    assert breeder.mean_meta_calls(3) == pytest.approx(2.5)
+    off = Breeder(
+        default_operators(GeneticConfig(mutation_weight=0, crossover_weight=0)), ReverseEngineering()
+    )
+    assert off.meta_call_shares(2) == {} and off.mean_meta_calls(2) == 0.0
+
+
+def test_without_mutation_the_initial_population_is_reverse_engineered_as_the_breeder_does():
+    """Mutation switched off: the breeder seeds the population by reverse engineering (K calls
+    an offspring), so the estimate counts K, not a mutation's 2."""
+    three = _genetic("faithfulness_statements", 0.0, 1.0)
+    one = _genetic("helpfulness", 0.0, 1.0)
+    for config, prompts in ((three, 2), (one, 1)):
+        offspring = config.optimizer.population_size - 1
+        assert _estimate(config).phases[0]["meta_calls"] == offspring * prompts
+    with_mutation = _estimate(_genetic("helpfulness", 1.0, 1.0))
+    assert with_mutation.phases[0]["meta_calls"] == (one.optimizer.population_size - 1) * 2

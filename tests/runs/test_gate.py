@@ -12,7 +12,7 @@ from promptevolver.errors import ConfigError
 from promptevolver.evaluation.agreement import agreement, agreement_of
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.fake import ScriptedLLM
-from promptevolver.runs import evaluate, gate
+from promptevolver.runs import evaluate
 from promptevolver.runs.gate import check_gate, interval_of
 from promptevolver.testing import assert_agreement
 
@@ -66,22 +66,6 @@ def test_kappa_and_f1_get_a_bootstrap_interval_around_the_estimate():
         interval = interval_of(a, figure, _pairs(t, p), rng=np.random.default_rng(0))
         assert interval is not None and interval.method == "bootstrap"
         assert interval.low < getattr(a, figure) < interval.high
-
-
-def test_the_vectorised_statistics_equal_the_reported_figures():
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        t = rng.integers(0, 2, 25).astype(float)
-        p = np.where(rng.random(25) < 0.8, t, 1 - t)
-        a = agreement(t, p, binary=True)
-        assert gate._f1(t[None], p[None])[0] == pytest.approx(a.f1)
-        assert gate._kappa(t[None], p[None])[0] == pytest.approx(a.cohen_kappa, nan_ok=True)
-        scores_t = rng.integers(1, 6, 25).astype(float)
-        scores_p = np.clip(scores_t + rng.integers(-2, 3, 25), 1, 5)
-        numeric = agreement(scores_t, scores_p, binary=False, ordinal=True)
-        assert gate._weighted_kappa(scores_t[None], scores_p[None])[0] == pytest.approx(
-            numeric.weighted_kappa
-        )
 
 
 def test_ordinal_scores_are_gated_on_within_one_with_its_wilson_interval():

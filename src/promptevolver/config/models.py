@@ -143,7 +143,7 @@ class GeneticConfig(_Strict):
         meta_temperature: sampling temperature of meta calls.
         max_concurrency: LLM requests (judge and meta) in flight at once, for the whole run.
         minibatch_size: train samples an offspring is first judged on (at most a quarter of train;
-            half of them samples its parents get wrong, see ``optimizers/screening.py``); it is
+            half of them samples its parents get wrong, see ``optimizers/strategies/screening.py``); it is
             judged on all train samples only if it beats its best parent there. 0: no screening.
         max_train_samples: train samples a candidate is judged on: the train *focus set*, fixed
             for the run — the samples where the annotations correct the recorded verdict first (up

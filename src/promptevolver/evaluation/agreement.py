@@ -6,7 +6,10 @@
   share within one level (|score − label| ≤ 1) and Cohen's kappa with quadratic weights over the
   levels from the lowest to the highest value seen (Cohen 1968; levels no one used add nothing).
 
-All figures come from :mod:`sklearn.metrics`. A failed evaluation is not a prediction: it is left
+All figures come from :mod:`sklearn.metrics`. Their resampled forms (:data:`RESAMPLED`: one figure
+over many bootstrap resamples at once, for confidence intervals) live here too, beside them, with
+:data:`PROPORTIONS` (the figures that are shares of samples); tests check the two forms agree.
+A failed evaluation is not a prediction: it is left
 out of every figure and counted in ``failures``, by cause (``failure_causes``); when every
 evaluation failed, every figure is None (``n/a``), never a score.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -32,7 +35,7 @@ from sklearn.metrics import (
 
 from promptevolver.judge.protocol import Judgement
 
-__all__ = ["Agreement", "agreement", "agreement_of", "is_ordinal"]
+__all__ = ["PROPORTIONS", "RESAMPLED", "Agreement", "agreement", "agreement_of", "is_ordinal"]
 
 
 @dataclass(frozen=True)
@@ -229,3 +232,43 @@ def agreement_of(
         sample_weight=None if weights is None else w,
     )
     return replace(figures, failure_causes=found)
+
+
+# --- resampled forms: arrays of shape (resamples, n) -> shape (resamples,), NaN where undefined ---
+def _f1_resampled(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """F1 of class 1 per row (1.0 when neither side has a positive, as ``zero_division=1.0``)."""
+    tp = np.sum((t == 1) & (p == 1), axis=1)
+    wrong = np.sum(t != p, axis=1)
+    return np.where(2 * tp + wrong == 0, 1.0, 2 * tp / np.maximum(2 * tp + wrong, 1))
+
+
+def _kappa_resampled(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of 0/1 verdicts per row; NaN when chance agreement is 1 (one class)."""
+    observed = np.mean(t == p, axis=1)
+    rt, rp = t.mean(axis=1), p.mean(axis=1)
+    chance = rt * rp + (1 - rt) * (1 - rp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
+
+
+def _weighted_kappa_resampled(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Quadratic-weighted kappa over equally spaced levels per row: 1 - E[(t-p)^2] / E[(t-p')^2],
+    p' independent of t (levels nobody used add nothing to either sum); NaN for one level."""
+    apart = np.mean((t - p) ** 2, axis=1)
+    chance = t.var(axis=1) + p.var(axis=1) + (t.mean(axis=1) - p.mean(axis=1)) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(chance > 0, 1 - apart / chance, np.nan)
+
+
+#: Figure name → its resampled form: given labels and predictions of shape (resamples, n), the
+#: figure of each row, shape (resamples,), NaN where undefined. Equal to the :class:`Agreement`
+#: figure of the same name on each row (closed forms of sklearn's). For the bootstrap intervals of
+#: :func:`promptevolver.evaluation.intervals.bootstrap_interval`.
+RESAMPLED: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "f1": _f1_resampled,
+    "cohen_kappa": _kappa_resampled,
+    "weighted_kappa": _weighted_kappa_resampled,
+}
+
+#: :class:`Agreement` figures that are shares of samples (proportions: the Wilson interval applies).
+PROPORTIONS = ("accuracy", "exact", "within_one")

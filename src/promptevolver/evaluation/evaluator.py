@@ -111,12 +111,6 @@ class Evaluator:
         """Every memoised ((candidate key, position), judgement), in insertion order."""
         return list(self._memo.items())
 
-    async def evaluate_many(
-        self, candidates: Sequence[Mapping[str, str]], positions: Sequence[int]
-    ) -> list[dict[int, Judgement]]:
-        """:meth:`evaluate` for several candidates at once, results in candidate order."""
-        return list(await asyncio.gather(*(self.evaluate(c, positions) for c in candidates)))
-
 
 @dataclass(frozen=True)
 class Score:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +12,15 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
+from promptevolver.optimizers.events import Callback, check_callbacks
 
 __all__ = ["Optimizer"]
 
-#: Keyword arguments of Ragas' ``Optimizer.optimize`` accepted (and ignored) for drop-in use.
-RAGAS_COMPAT_KWARGS = frozenset(
-    {"run_config", "batch_size", "callbacks", "with_debugging_logs", "raise_exceptions"}
-)
+#: Keyword arguments of Ragas' ``Optimizer.optimize`` accepted (and ignored) for drop-in use:
+#: settings whose job is done here by the config (``max_concurrency``, batches) or by the rule that
+#: a failed call is recorded with its cause. Ragas' ``callbacks`` is not among them: ours are
+#: honoured (see :meth:`Optimizer.optimize`).
+RAGAS_COMPAT_KWARGS = frozenset({"run_config", "batch_size", "with_debugging_logs", "raise_exceptions"})
 
 
 class Optimizer(ABC):
@@ -49,20 +51,24 @@ class Optimizer(ABC):
         *,
         run_dir: str | Path | None = None,
         resume: bool = False,
+        callbacks: Sequence[Callback] = (),
         **ragas_kwargs: Any,
     ) -> Mapping[str, str]:
         """Run :meth:`aoptimize` in a fresh event loop (call :meth:`aoptimize` from async code),
         then close the LLM clients' connections of that loop (clients reopen them on next use).
 
         ``run_dir`` receives a checkpoint after every generation; ``resume`` continues from it.
+        ``callbacks`` are called with this run's events, after the optimizer's own (Ragas' keyword;
+        here each is a function taking an :class:`~promptevolver.optimizers.events.Event`).
 
         Raises:
-            TypeError: an unknown keyword argument.
+            TypeError: an unknown keyword argument, or ``callbacks`` not a list of functions.
         """
         unknown = sorted(set(ragas_kwargs) - RAGAS_COMPAT_KWARGS)
         if unknown:
             raise TypeError(f"optimize() got unexpected keyword argument(s) {unknown}")
-        return asyncio.run(self._optimize_and_close(dataset, loss, config, run_dir, resume))
+        extra = check_callbacks(callbacks)
+        return asyncio.run(self._optimize_and_close(dataset, loss, config, run_dir, resume, extra))
 
     async def _optimize_and_close(
         self,
@@ -71,11 +77,12 @@ class Optimizer(ABC):
         config: Any,
         run_dir: str | Path | None,
         resume: bool,
+        callbacks: Sequence[Callback],
     ) -> Mapping[str, str]:
         """Optimize, then close the clients' connections bound to this event loop."""
         try:
             return await self.aoptimize(
-                dataset=dataset, loss=loss, config=config, run_dir=run_dir, resume=resume
+                dataset=dataset, loss=loss, config=config, run_dir=run_dir, resume=resume, callbacks=callbacks
             )
         finally:
             for client in {id(c): c for c in (self.llm, self.reflection_llm) if c is not None}.values():
@@ -92,5 +99,7 @@ class Optimizer(ABC):
         config: Mapping[str, Any] | Any | None = None,
         run_dir: str | Path | None = None,
         resume: bool = False,
+        callbacks: Sequence[Callback] = (),
     ) -> Mapping[str, str]:
-        """Optimize the metric's instructions on ``dataset``; return prompt name → instruction."""
+        """Optimize the metric's instructions on ``dataset``; return prompt name → instruction.
+        ``callbacks`` receive this run's events (in addition to any the optimizer holds)."""

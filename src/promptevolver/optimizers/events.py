@@ -1,6 +1,7 @@
 """Events of a run, for users' logging and monitoring.
 
-A callback is any ``Callable[[Event], None]`` passed as ``GeneticOptimizer(callbacks=[...])``.
+A callback is any ``Callable[[Event], None]`` passed as ``GeneticOptimizer(callbacks=[...])`` or,
+for one run, as ``optimize(..., callbacks=[...])`` (Ragas' keyword; called after the optimizer's own).
 Callbacks run synchronously in the optimizer's event loop, in the order given; an exception in a
 callback propagates (a broken logger should be noticed, not ignored).
 
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Callback", "Event", "EventBus"]
+__all__ = ["Callback", "Event", "EventBus", "check_callbacks"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,28 @@ class Event:
 
 
 Callback = Callable[[Event], None]
+
+
+def check_callbacks(callbacks: Sequence[Callback]) -> list[Callback]:
+    """``callbacks`` as a list, each a callable taking an
+    :class:`~promptevolver.optimizers.events.Event`.
+
+    Raises:
+        TypeError: ``callbacks`` is not a sequence of callables (e.g. a LangChain callback
+            manager or handler, which Ragas takes here): names what to pass instead.
+    """
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Sequence):
+        raise TypeError(
+            f"callbacks must be a list of functions taking an Event, got {type(callbacks).__name__}"
+            " (LangChain callback handlers are not supported: wrap one in a function)"
+        )
+    for index, callback in enumerate(callbacks):
+        if not callable(callback):
+            raise TypeError(
+                f"callbacks[{index}] is a {type(callback).__name__}, not a function taking an Event"
+                " (see promptevolver.optimizers.events; LangChain handlers: wrap one in a function)"
+            )
+    return list(callbacks)
 
 
 class EventBus:

@@ -40,11 +40,9 @@ from promptevolver.llm.preflight import preflight
 from promptevolver.optimizers import adoption, checkpoint, history, phases, views
 from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.cost import offspring_count
-from promptevolver.optimizers.events import Callback, EventBus
+from promptevolver.optimizers.events import Callback, EventBus, check_callbacks
 from promptevolver.optimizers.operators.base import Operator
-from promptevolver.optimizers.operators.breeder import Breeder
-from promptevolver.optimizers.operators.crossover import Crossover
-from promptevolver.optimizers.operators.mutation import Mutation
+from promptevolver.optimizers.operators.breeder import Breeder, default_operators
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
@@ -97,10 +95,13 @@ class GeneticOptimizer(Optimizer):
         *,
         run_dir: str | Path | None = None,
         resume: bool = False,
+        callbacks: Sequence[Callback] = (),
         **ragas_kwargs: Any,
     ) -> OptimizationResult:
         """Synchronous :meth:`aoptimize` (see :meth:`Optimizer.optimize`)."""
-        result = super().optimize(dataset, loss, config, run_dir=run_dir, resume=resume, **ragas_kwargs)
+        result = super().optimize(
+            dataset, loss, config, run_dir=run_dir, resume=resume, callbacks=callbacks, **ragas_kwargs
+        )
         assert isinstance(result, OptimizationResult)
         return result
 
@@ -112,18 +113,22 @@ class GeneticOptimizer(Optimizer):
         config: Mapping[str, Any] | GeneticConfig | None = None,
         run_dir: str | Path | None = None,
         resume: bool = False,
+        callbacks: Sequence[Callback] = (),
     ) -> OptimizationResult:
         """Optimize the metric's instructions on ``dataset`` as scored by ``loss``.
 
         Args:
             run_dir: directory for the checkpoint written after every generation (None: none).
             resume: continue from the checkpoint in ``run_dir`` instead of starting afresh.
+            callbacks: functions called with this run's events, after the optimizer's own
+                ``callbacks`` (Ragas' ``optimize(callbacks=...)``).
 
         Returns:
             An :class:`OptimizationResult` (a Mapping prompt name → best instruction).
 
         Raises:
             ValueError: no metric or llm set, or ``resume`` without ``run_dir``.
+            TypeError: ``callbacks`` is not a list of functions.
             FileExistsError: ``run_dir`` holds a run (its checkpoint or journal) and ``resume``
                 is False: nothing is overwritten; resume it, or choose or empty the directory.
             InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable annotations.
@@ -137,6 +142,7 @@ class GeneticOptimizer(Optimizer):
         """
         if resume and run_dir is None:
             raise ValueError("resume=True needs run_dir")
+        extra = check_callbacks(callbacks)
         if not resume and run_dir is not None:
             _refuse_to_overwrite(Path(run_dir))
         saved = checkpoint.load(run_dir) if resume and run_dir is not None else None  # before any write
@@ -144,7 +150,7 @@ class GeneticOptimizer(Optimizer):
             rundir.remove_leftovers(run_dir)  # half-written temporary files of a killed session
         journal = None if run_dir is None else Journal(Path(run_dir) / rundir.JOURNAL_FILE, fresh=not resume)
         try:
-            run = self._start(dataset, loss, _coerce(config), journal)  # data errors before any call
+            run = self._start(dataset, loss, _coerce(config), journal, extra)  # data errors: before calls
             await preflight(self.llm, self.reflection_llm)
             if saved is not None:
                 assert run_dir is not None
@@ -169,13 +175,16 @@ class GeneticOptimizer(Optimizer):
         return result
 
     def _start(
-        self, dataset: SingleMetricAnnotation, loss: Loss, config: GeneticConfig, journal: Journal | None
+        self,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: GeneticConfig,
+        journal: Journal | None,
+        callbacks: Sequence[Callback] = (),
     ) -> SearchRun:
         if self.metric is None or self.llm is None:
             raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
-        operators = self.operators
-        if operators is None:
-            operators = [Mutation(weight=config.mutation_weight), Crossover(weight=config.crossover_weight)]
+        operators = default_operators(config) if self.operators is None else self.operators
         return SearchRun(
             metric=self.metric,
             llm=self.llm,
@@ -183,7 +192,7 @@ class GeneticOptimizer(Optimizer):
             dataset=dataset,
             loss=loss,
             config=config,
-            events=EventBus(self.callbacks),
+            events=EventBus([*self.callbacks, *callbacks]),
             breeder=Breeder(operators, ReverseEngineering()),
             journal=journal,
         )

@@ -24,7 +24,8 @@ are rendered by the real operators against a recorder that answers locally.
 * *Generation g*: ``offspring_per_generation`` plans while anything is left to learn (mutations
   learn from failures and from corrections not yet shown; for a numeric metric every sample off
   its label by any amount is a failure, so the plans do not thin out). A mutation costs 2 meta
-  calls (feedback + rewrite), a crossover K, mixed by the operator weights. Kept offspring:
+  calls (feedback + rewrite), a crossover K, mixed by the operator weights (each operator's cost
+  read from the operator itself, :meth:`Operator.meta_calls`, through the breeder). Kept offspring:
   ``plans · keep_rate · novelty^(g-1)`` — as the population converges, more answers repeat an
   instruction already seen.
 * *Final choice*: the seed and ``min(finalists, P)`` finalists judged on validation.
@@ -94,6 +95,8 @@ from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, offspring_
 from promptevolver.optimizers.distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
 from promptevolver.optimizers.focus import VERDICT_SHARE
 from promptevolver.optimizers.operators import meta_prompts as ops
+from promptevolver.optimizers.operators.breeder import Breeder, default_operators
+from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
 from promptevolver.optimizers.strategies.budget import check_upfront
 
@@ -300,9 +303,19 @@ class _Plan:
             return float(self.judges * self.n_train)
         return self.judges * (m + self.model.pass_rate * (self.n_train - m))
 
+    @property
+    def breeder(self) -> Breeder:
+        """The run's operators, as the optimizer builds them: their meta-call costs are read from
+        them (:meth:`Operator.meta_calls`), never written here a second time."""
+        return Breeder(default_operators(self.cfg), ReverseEngineering())
+
+    @property
+    def learns(self) -> bool:
+        """Whether the annotations hold corrections (verdict or reason) to learn from."""
+        return self.error_rate > 0 or self.reasons > 0
+
     def meta_per_plan(self) -> float:
-        wm, wc = self.cfg.mutation_weight, self.cfg.crossover_weight
-        return 0.0 if wm + wc == 0 else (2 * wm + self.prompts * wc) / (wm + wc)
+        return self.breeder.mean_meta_calls(self.prompts)
 
     def reverse_engineering(self) -> int:
         """Offspring of the initial population (learned from the corrections, or reverse-engineered)."""
@@ -313,8 +326,8 @@ class _Plan:
     def initial(self) -> dict[str, Any]:
         r = self.reverse_engineering()
         judge = self.judges * self.n_train + r * self.model.keep_rate * self.offspring_judge_calls()
-        # feedback + rewrite (corrections to learn from), else reverse engineering of every prompt
-        meta = r * (2.0 if self.error_rate > 0 else float(self.prompts))
+        # a mutation learning from the corrections, else reverse engineering of every prompt
+        meta = r * float(self.breeder.initial_meta_calls(self.prompts, corrections=self.learns))
         return {"phase": "initial", "judge_calls": judge, "meta_calls": meta}
 
     def generation(self, g: int, wrong_before: float) -> dict[str, Any]:
@@ -330,15 +343,13 @@ class _Plan:
     @property
     def bounds(self) -> PhaseCalls:
         """The optimizer's own upper bounds per phase (the shared cost model)."""
-        mutation = 2 if self.cfg.mutation_weight > 0 else 0
-        crossover = self.prompts if self.cfg.crossover_weight > 0 else 0
         return phase_calls(
             self.cfg,
             n_train=self.n_train,
             n_val=self.n_val,
             prompts=self.prompts,
             calls_per_evaluation=self.judges,
-            meta_calls_per_offspring=max(mutation, crossover),
+            meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(self.prompts),
             ladders=self.ladders,
         )
 
@@ -429,7 +440,10 @@ class _Plan:
         if self.cfg.strategy != "genetic":
             return self.bounds.total(self.cfg.generations)
         r = self.reverse_engineering()
-        initial = self.judges * self.n_train * (1 + r) + max(2, self.prompts) * r
+        per_offspring = max(
+            self.breeder.initial_meta_calls(self.prompts, corrections=learns) for learns in (True, False)
+        )
+        initial = self.judges * self.n_train * (1 + r) + per_offspring * r
         generations = 0 if self.cfg.population_size == 1 else self.cfg.generations * self.bounds.generation
         return initial + generations + self.final_judge_calls()
 
@@ -550,11 +564,10 @@ class _Tokens:
             for op in per_prompt[0]
         }
         growth = judge_count(" ".join(["word"] * plan.model.instruction_growth_words))
-        learns = plan.error_rate > 0 or plan.reasons > 0  # initial offspring: feedback mutations
         feedback, rewrite = per_op["feedback"], per_op["rewrite"]
         mutation = ((feedback[0] + rewrite[0]) / 2, (feedback[1] + rewrite[1]) / 2)
-        initial = mutation if learns else per_op["reverse_engineer"]
-        mix = _generation_mix(plan.cfg)
+        initial = mutation if plan.learns else per_op["reverse_engineer"]
+        mix = _generation_mix(plan)
         generation = (
             sum(share * per_op[op][0] for op, share in mix.items()),
             sum(share * per_op[op][1] for op, share in mix.items()),
@@ -720,13 +733,25 @@ def _examples(dataset: SingleMetricAnnotation, metric: Metric, limit: int = 200)
     return out
 
 
-def _generation_mix(cfg: GeneticConfig) -> dict[str, float]:
-    """Share of each operation among a generation's meta calls (sums to 1)."""
-    wm, wc = cfg.mutation_weight, cfg.crossover_weight
-    calls = 2 * wm + wc
-    if calls == 0:
-        return {"crossover": 1.0}
-    return {"feedback": wm / calls, "rewrite": wm / calls, "crossover": wc / calls}
+#: The meta-prompt operations one offspring of each operator calls, in equal numbers (a mutation:
+#: one feedback and one rewrite call; a crossover and reverse engineering: one call per prompt).
+_OPERATIONS = {
+    "mutation": ("feedback", "rewrite"),
+    "crossover": ("crossover",),
+    "reverse_engineer": ("reverse_engineer",),
+}
+
+
+def _generation_mix(plan: _Plan) -> dict[str, float]:
+    """Share of each meta-prompt operation among a generation's meta calls (sums to 1): each
+    operator's share of the calls (:meth:`Breeder.meta_call_shares`, from the operators' own
+    ``meta_calls``), split evenly over the operations it calls."""
+    mix: dict[str, float] = {}
+    for name, share in plan.breeder.meta_call_shares(plan.prompts).items():
+        operations = _OPERATIONS[name]
+        for operation in operations:
+            mix[operation] = mix.get(operation, 0.0) + share / len(operations)
+    return mix or {"crossover": 1.0}
 
 
 def _meta_tokens(

@@ -18,14 +18,14 @@ annotations (:mod:`promptevolver.runs.evaluate`) and apply :func:`check_gate`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from promptevolver.errors import ConfigError
-from promptevolver.evaluation.agreement import Agreement
+from promptevolver.evaluation.agreement import PROPORTIONS, RESAMPLED, Agreement
 from promptevolver.evaluation.intervals import bootstrap_interval, wilson_interval
 
 __all__ = [
@@ -43,8 +43,6 @@ BINARY_FIGURES = ("accuracy", "f1", "cohen_kappa")
 #: Gate figures of scores on an ordinal scale (higher-is-better; the first is the default).
 ORDINAL_FIGURES = ("within_one", "exact", "weighted_kappa")
 FIGURES = BINARY_FIGURES + ORDINAL_FIGURES
-#: Figures that are shares of samples (a proportion: the Wilson interval applies).
-_PROPORTIONS = ("accuracy", "exact", "within_one")
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,8 @@ def interval_of(
     undefined on most resamples.
 
     Shares of samples (accuracy, exact, within one) get the Wilson interval; F1 and the kappas a
-    percentile bootstrap over the measured ``pairs`` (human label, judge score), drawn from ``rng``.
+    percentile bootstrap over the measured ``pairs`` (human label, judge score), drawn from ``rng``,
+    of the figure's resampled form (:data:`promptevolver.evaluation.agreement.RESAMPLED`).
 
     Raises:
         ConfigError: ``figure`` does not apply to this agreement (see :data:`FIGURES`).
@@ -92,11 +91,11 @@ def interval_of(
     value = getattr(agreement, figure)
     if agreement.n == 0 or value is None:
         return None
-    if figure in _PROPORTIONS:
+    if figure in PROPORTIONS:
         low, high = wilson_interval(round(value * agreement.n), agreement.n, confidence=confidence)
         return Interval(figure, low, high, confidence, "wilson")
     human, judge = zip(*pairs)
-    found = bootstrap_interval(_STATISTICS[figure], human, judge, rng=rng, confidence=confidence)
+    found = bootstrap_interval(RESAMPLED[figure], human, judge, rng=rng, confidence=confidence)
     return None if found is None else Interval(figure, found[0], found[1], confidence, "bootstrap")
 
 
@@ -110,38 +109,6 @@ def _check_figure(agreement: Agreement, figure: str) -> None:
                 "errors (MSE, MAE); gate a binary metric or scores on an ordinal scale"
             )
         raise ConfigError(f"figure {figure!r} does not apply to {kind}; use one of {', '.join(allowed)}")
-
-
-# Each statistic takes arrays of shape (resamples, n) and returns shape (resamples,), NaN where
-# undefined; they are the closed forms of the figures in evaluation/agreement.py (tests check).
-def _f1(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    tp = np.sum((t == 1) & (p == 1), axis=1)
-    wrong = np.sum(t != p, axis=1)
-    return np.where(2 * tp + wrong == 0, 1.0, 2 * tp / np.maximum(2 * tp + wrong, 1))
-
-
-def _kappa(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    observed = np.mean(t == p, axis=1)
-    rt, rp = t.mean(axis=1), p.mean(axis=1)
-    chance = rt * rp + (1 - rt) * (1 - rp)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
-
-
-def _weighted_kappa(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Quadratic-weighted kappa over equally spaced levels: 1 - E[(t-p)^2] / E[(t-p')^2], p'
-    independent of t (levels nobody used add nothing to either sum)."""
-    apart = np.mean((t - p) ** 2, axis=1)
-    chance = t.var(axis=1) + p.var(axis=1) + (t.mean(axis=1) - p.mean(axis=1)) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(chance > 0, 1 - apart / chance, np.nan)
-
-
-_STATISTICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "f1": _f1,
-    "cohen_kappa": _kappa,
-    "weighted_kappa": _weighted_kappa,
-}
 
 
 @dataclass(frozen=True)

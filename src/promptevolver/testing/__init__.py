@@ -1,6 +1,8 @@
 """Test and benchmark helpers: a local OpenAI-compatible server with fault injection and the
 dialects of real server products, a handler that backs it with the simulated judge, and
-:func:`assert_agreement`, the judge gate for users' test suites (README "Pin your judge in CI")."""
+:func:`assert_agreement`, the judge gate for users' test suites (README "Pin your judge in CI"), and
+(imported as :mod:`promptevolver.testing.contracts`) the contract suites for a user's own LLM
+client, metric or loss."""
 
 from promptevolver.testing.dialects import DIALECTS, Dialect, Reply
 from promptevolver.testing.gate import assert_agreement

@@ -12,15 +12,25 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from promptevolver.config.models import GeneticConfig
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Operator, Plan
+from promptevolver.optimizers.operators.crossover import Crossover
+from promptevolver.optimizers.operators.mutation import Mutation
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.state import PlanKey
 
-__all__ = ["Breeder"]
+__all__ = ["Breeder", "default_operators"]
+
+
+def default_operators(config: GeneticConfig) -> list[Operator]:
+    """The offspring operators of a run that names none: mutation and crossover, weighted by the
+    config's ``mutation_weight`` and ``crossover_weight`` (the optimizer and ``estimate`` both)."""
+    return [Mutation(weight=config.mutation_weight), Crossover(weight=config.crossover_weight)]
 
 
 class Breeder:
@@ -46,15 +56,40 @@ class Breeder:
         """The most meta calls an offspring of any operator with a weight above 0 makes."""
         return max((op.meta_calls(prompts) for op in self.operators if op.weight > 0), default=0)
 
+    def meta_call_shares(self, prompts: int) -> dict[str, float]:
+        """Operator name → its share of a generation's meta calls, in [0, 1], summing to 1 (empty
+        when every operator is off): each operator's weight (its odds of being drawn) times its
+        :meth:`~Operator.meta_calls` for a candidate of ``prompts`` prompts."""
+        calls = {op.name: op.weight * op.meta_calls(prompts) for op in self.operators if op.weight > 0}
+        total = sum(calls.values())
+        return {name: c / total for name, c in calls.items()} if total > 0 else {}
+
+    def mean_meta_calls(self, prompts: int) -> float:
+        """Expected meta calls of one planned offspring, the operator drawn by the weights (0.0
+        when every operator is off)."""
+        on = [op for op in self.operators if op.weight > 0]
+        total = sum(op.weight for op in on)
+        return sum(op.weight * op.meta_calls(prompts) for op in on) / total if total > 0 else 0.0
+
+    def initial_meta_calls(self, prompts: int, *, corrections: bool) -> int:
+        """Meta calls of one offspring of the initial population: the learning operator's when the
+        annotations hold ``corrections`` (see :meth:`plan_initial`), else reverse engineering's."""
+        learner = self._learner()
+        chosen = learner if learner is not None and corrections else self.reverse_engineering
+        return chosen.meta_calls(prompts)
+
+    def _learner(self) -> Operator | None:
+        """The first operator switched on that learns from the annotations' corrections."""
+        learners = (op for op in self.operators if op.weight > 0 and hasattr(op, "plan_from_evidence"))
+        return next(learners, None)
+
     def plan_initial(
         self, view: BreedingView, seed: Candidate, count: int, rng: np.random.Generator, first_slot: int
     ) -> list[Plan]:
         """``count`` plans for the initial population, numbered from ``first_slot`` + 1: mutations
         of the ``seed`` from the annotations' corrections when there are any and an operator can
         learn from them (``plan_from_evidence``), else reverse engineering from examples."""
-        learner = next(
-            (op for op in self.operators if op.weight > 0 and hasattr(op, "plan_from_evidence")), None
-        )
+        learner: Any = self._learner()
         if learner is not None and view.evidence_pool:
             plans = learner.plan_from_evidence(seed, view, count, rng)
         else:

@@ -62,15 +62,6 @@ class BudgetGuard:
         self.config = config
         self.usage = usage
 
-    def check_upfront(self, calls: PhaseCalls) -> None:
-        """Refuse a call budget that cannot pay for the initial population, one generation and
-        the final validation.
-
-        Raises:
-            BudgetExceededError: with the number of calls needed.
-        """
-        check_upfront(self.config, calls)
-
     def allows(self, calls: int, *, reserve: int) -> bool:
         """True when one more step (at most ``calls`` calls) can start: the budget has room for a
         call beyond ``reserve`` (calls held back for the final choice), in calls, and in tokens

@@ -1,0 +1,52 @@
+"""The Loss contract suite (promptevolver.testing.contracts) on every loss we ship: binary
+accuracy and F1, and the mean squared error (mean and sum) on a 1-5 scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.testing.contracts import LossContract
+
+
+class TestAccuracy(LossContract):
+    def make_loss(self) -> BinaryMetricLoss:
+        return BinaryMetricLoss(metric="accuracy")
+
+
+class TestF1(LossContract):
+    def make_loss(self) -> BinaryMetricLoss:
+        return BinaryMetricLoss(metric="f1_score")
+
+
+class TestMSE(LossContract):
+    y_true = (1, 2, 3, 4, 5, 5, 3, 2, 1, 4)
+    y_wrong = (1, 3, 3, 2, 5, 4, 3, 2, 2, 4)
+
+    def make_loss(self) -> MSELoss:
+        return MSELoss()
+
+
+class TestMSESum(TestMSE):
+    def make_loss(self) -> MSELoss:
+        return MSELoss(reduction="sum")
+
+
+class _Backwards(Loss):
+    """Says higher is better but is an error: the suite must catch the wrong direction."""
+
+    higher_is_better = True
+
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
+        return float(np.mean((y_true - y_pred) ** 2))
+
+
+class _BackwardsContract(LossContract):
+    def make_loss(self) -> Loss:
+        return _Backwards()
+
+
+def test_the_suite_fails_a_loss_with_the_wrong_direction() -> None:
+    with pytest.raises(AssertionError, match="does not beat wrong"):
+        _BackwardsContract().test_perfect_predictions_score_best_and_beat_wrong_ones()
