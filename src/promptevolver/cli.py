@@ -343,7 +343,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
     positions = validation_positions(run_dir, dataset) if split == "validation" and run_dir else None
-    card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    examples = rundir.load_examples(args.instructions)
+    card = asyncio.run(
+        score_instructions(config, instructions, positions=positions, dataset=dataset, examples=examples)
+    )
     a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
     gate = None
     if args.fail_under is not None:
