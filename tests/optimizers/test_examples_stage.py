@@ -169,3 +169,23 @@ def test_evaluate_judges_with_the_result_examples(ds, tmp_path):
     assert load_examples(tmp_path / "result.json") == block
     (tmp_path / "plain.json").write_text(json.dumps(instructions))
     assert load_examples(tmp_path / "plain.json") == {"policy": "none"}
+
+
+class _NoExamples(AspectCritic):
+    """A judge whose ajudge takes no examples (as a Ragas metric object or a user's judge)."""
+
+    async def ajudge(self, inputs, *, llm=None, instructions=None, sample_index=0, temperature=None):
+        return await super().ajudge(
+            inputs, llm=llm, instructions=instructions, sample_index=sample_index, temperature=temperature
+        )
+
+
+def test_a_judge_that_cannot_show_examples_is_judged_without_and_the_run_says_why(ds):
+    requests: list = []
+    metric = _NoExamples(name=ds.name, definition=DEFINITION, prompt_name=PROMPT)
+    result = GeneticOptimizer(metric=metric, llm=_llm(ds, examples_help=True, requests=requests)).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 3, "strategy": "examples"}
+    )
+    assert not any(rendered_examples(r.messages) for r in requests)
+    assert result.example_policy == "none" and result.stages["examples"]["tried"] == []
+    assert "cannot show examples" in result.stages["examples"]["why"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Sequence
@@ -289,6 +290,18 @@ class _Announced:
 OUT_OF_BAG_FOLDS = 2
 
 
+def shows_examples(metric: Metric) -> bool:
+    """Whether ``metric`` can be shown teaching examples: one prompt, ``demonstrations`` and an
+    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge; not a metric with several
+    prompts, an ensemble, a Ragas metric object or a user's judge without them)."""
+    if not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
+        return False
+    try:
+        return "examples" in inspect.signature(metric.ajudge).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _example_store(
     dataset: SingleMetricAnnotation,
     labels: Sequence[float | None],
@@ -303,7 +316,7 @@ def _example_store(
     user's judge)."""
     if config.strategy == "genetic" or config.examples.policy == "none":
         return None
-    if not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
+    if not shows_examples(metric):
         return None
     pool = [p for p in train if labels[p] is not None]
     return ExampleStore(
