@@ -417,7 +417,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     positions = None
     if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
         positions = validation_positions(run_dir, dataset, config=config)
-    card = asyncio.run(score_instructions(config, instructions, positions=positions, dataset=dataset))
+    examples = rundir.load_examples(args.instructions)
+    card = asyncio.run(
+        score_instructions(config, instructions, positions=positions, dataset=dataset, examples=examples)
+    )
     if args.samples_out is not None:
         rows = scorecard_rows(
             dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name

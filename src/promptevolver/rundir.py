@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # imported where used: the file names and JSON readers load n
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
+    "load_examples",
     "BEST_INSTRUCTIONS_FILE",
     "BEST_SO_FAR_FILE",
     "CHECKPOINT_FILE",
@@ -527,6 +528,29 @@ def _instructions_file(path: Path) -> Path:
     if not path.is_file():
         raise ConfigError(f"{path}: instructions file not found")
     return path
+
+
+def load_examples(path: str | Path) -> dict[str, Any]:
+    """The ``examples`` block of the result behind ``path`` (a run directory or a result.json):
+    the chosen judge's example policy and store; ``{"policy": "none"}`` for a plain instructions
+    file or a result written before examples existed.
+
+    Raises:
+        ConfigError: as :func:`load_instructions`, or an ``examples`` block that is not an object.
+    """
+    try:
+        file = _instructions_file(Path(path))
+        data = read_json(file, what="instructions file")
+    except RunDirError as exc:
+        raise ConfigError(str(exc)) from exc
+    block = data.get("examples") if isinstance(data, dict) and "best_instructions" in data else None
+    if block is None:
+        return {"policy": "none"}
+    if not isinstance(block, dict) or block.get("policy") not in ("none", "static", "retrieval"):
+        raise ConfigError(f"{file}: 'examples' must be an object with a policy none, static or retrieval")
+    if block["policy"] != "none" and not isinstance(block.get("store"), dict):
+        raise ConfigError(f"{file}: examples.store is missing for policy {block['policy']!r}")
+    return block
 
 
 def _instructions(file: Path) -> dict[str, str]:

@@ -65,7 +65,9 @@ def _optimize(
         )
         async with client as llm:
             optimizer = GeneticOptimizer(metric=metric, llm=llm)
-            return await optimizer.aoptimize(dataset=dataset, loss=BinaryMetricLoss(), config=CONFIG)
+            # instruction-only prompts: Unreliable tells a first ask from a re-ask by its two messages
+            config = {**CONFIG, "examples": {"policy": "none"}}
+            return await optimizer.aoptimize(dataset=dataset, loss=BinaryMetricLoss(), config=config)
 
     return asyncio.run(main())
 

@@ -38,6 +38,7 @@ from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 __all__ = [
     "DEFAULT_CACHE",
     "BudgetConfig",
+    "ExamplesConfig",
     "GeneticConfig",
     "LLMConfig",
     "LossConfig",
@@ -121,6 +122,26 @@ class BudgetConfig(_Strict):
     max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
+class ExamplesConfig(_Strict):
+    """Teaching examples shown to the judge (``optimizer.examples``; ``docs/examples.md``).
+
+    Attributes:
+        policy: ``auto`` (default): the verification stage also judges the verified instruction
+            with examples (``static`` and ``retrieval``) on the held-out samples, and keeps
+            examples only where the paired choice says they win; ``none``: never; ``static``: one
+            fixed set (the medoids of the largest groups of train corrections); ``retrieval``:
+            per input the ``k`` most similar annotated train samples (TF-IDF cosine). A policy
+            other than ``auto`` is verified against the instruction alone too: it is kept only if
+            it wins. Ignored under ``strategy: genetic`` (instructions only, as before).
+        k: examples per judged input (≥ 1; judgeworld and Ragas: 3; more than 4 dilute).
+        min_similarity: retrieval shows only samples at least this similar (TF-IDF cosine).
+    """
+
+    policy: Literal["none", "static", "retrieval", "auto"] = "auto"
+    k: int = Field(3, ge=1, le=16)
+    min_similarity: float = Field(0.0, ge=0.0, le=1.0)
+
+
 class GeneticConfig(_Strict):
     """Options of :class:`promptevolver.GeneticOptimizer` (Ragas' keys plus ours).
 
@@ -169,7 +190,9 @@ class GeneticConfig(_Strict):
         strategy: ``auto`` (default): distill the corrections into a ladder of candidates (meta
             calls only), verify the seed and the ladder on held-out samples, and search
             genetically only when that is warranted and the budget allows; ``distill``: the first
-            two stages only; ``genetic``: the genetic search alone (the behaviour before 0.3).
+            two stages only; ``genetic``: the genetic search alone (the behaviour before 0.3);
+            ``examples``: the instruction kept as it is, teaching examples chosen only (0 meta
+            calls: the seed judged with and without examples on the held-out samples).
         distill_rounds: most rounds of the distillation stage (each: feedback calls, then one
             rewrite per prompt; it stops earlier once a round teaches no new general lesson).
         distill_lessons: most new lessons one round applies (the best evidenced first).
@@ -179,6 +202,7 @@ class GeneticConfig(_Strict):
             prompts that fit ``llm.context_tokens``).
         racing: stop judging a verified candidate once it is clearly worse than the best one so
             far (a sequential paired test, ``optimizers/strategies/racing.py``).
+        examples: teaching examples (see :class:`ExamplesConfig`).
     """
 
     population_size: int = Field(6, ge=1)
@@ -205,12 +229,13 @@ class GeneticConfig(_Strict):
     offspring_per_generation: int | None = Field(None, ge=1)
     budget: BudgetConfig = BudgetConfig()
     random_seed: Seed = 42
-    strategy: Literal["auto", "distill", "genetic"] = "auto"
+    strategy: Literal["auto", "distill", "genetic", "examples"] = "auto"
     distill_rounds: int = Field(6, ge=1)
     distill_lessons: int = Field(5, ge=1)
     distill_sample_size: int = Field(60, ge=2)
     distill_max_calls: int = Field(4, ge=1)
     racing: bool = True
+    examples: ExamplesConfig = ExamplesConfig()
 
     @model_validator(mode="after")
     def _settings_that_work_together(self) -> GeneticConfig:

@@ -20,11 +20,12 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.examples import ExampleStore
 from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import JUDGE_OPERATION, LLMClient, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 
-__all__ = ["EVALUATION_CAUSES", "Evaluator", "Observer", "Score", "candidate_key", "score"]
+__all__ = ["EVALUATION_CAUSES", "EXAMPLES_KEY", "Evaluator", "Observer", "Score", "candidate_key", "score"]
 
 #: Causes of a failed evaluation that no failed call accounts for: every call was answered, but
 #: the answer stayed malformed after the re-ask (``parse``) or a judge ensemble ran out of time.
@@ -33,9 +34,19 @@ EVALUATION_CAUSES = frozenset({"parse", "timeout"})
 CandidateKey = tuple[tuple[str, str], ...]
 
 
-def candidate_key(instructions: Mapping[str, str]) -> CandidateKey:
-    """Identity of a candidate: its instructions with whitespace normalised, sorted by prompt."""
-    return tuple(sorted((name, " ".join(text.split())) for name, text in instructions.items()))
+#: The pseudo prompt name under which a candidate key holds its example policy (not ``none``).
+EXAMPLES_KEY = "@examples"
+
+
+def candidate_key(instructions: Mapping[str, str], examples: str = "none") -> CandidateKey:
+    """Identity of a candidate: its instructions with whitespace normalised, sorted by prompt,
+    and its example policy with its settings (:meth:`ExampleStore.key
+    <promptevolver.judge.examples.ExampleStore.key>`) under :data:`EXAMPLES_KEY` unless ``none``
+    (so an instruction-only candidate's key is as before examples existed)."""
+    items = [(name, " ".join(text.split())) for name, text in instructions.items()]
+    if examples != "none":
+        items.append((EXAMPLES_KEY, examples))
+    return tuple(sorted(items))
 
 
 class Observer(Protocol):
@@ -59,11 +70,20 @@ class Evaluator:
         dataset: the annotated samples; positions index ``dataset.samples``.
         max_concurrency: judge requests in flight at once through this evaluator (≥ 1), across
             all its concurrent evaluations.
+        examples: the store of teaching examples a candidate's example policy draws from (None:
+            every candidate is judged without examples).
     """
 
     def __init__(
-        self, *, metric: Metric, llm: LLMClient, dataset: SingleMetricAnnotation, max_concurrency: int
+        self,
+        *,
+        metric: Metric,
+        llm: LLMClient,
+        dataset: SingleMetricAnnotation,
+        max_concurrency: int,
+        examples: ExampleStore | None = None,
     ) -> None:
+        self.examples = examples
         self.metric = metric
         self.llm = llm
         self._limited = InFlightLimit(max_concurrency).wrap(llm)
@@ -77,18 +97,34 @@ class Evaluator:
         #: ``judge``, by cause); add it to the client's usage, which counts the calls that gave up.
         self.failures = Usage()
 
+    def policy_key(self, policy: str) -> str:
+        """The memo key part of an example policy (``none`` without a store)."""
+        if policy == "none":
+            return "none"
+        if self.examples is None:
+            raise ValueError(f"example policy {policy!r} needs an example store")
+        return self.examples.key(policy)
+
     async def evaluate(
-        self, instructions: Mapping[str, str], positions: Sequence[int]
+        self, instructions: Mapping[str, str], positions: Sequence[int], examples: str = "none"
     ) -> dict[int, Judgement]:
-        """Judgements of ``instructions`` on ``positions`` (position → judgement)."""
-        key = candidate_key(instructions)
+        """Judgements of ``instructions`` on ``positions`` (position → judgement), each shown
+        the teaching examples of the example policy ``examples`` (``none``, ``static``,
+        ``retrieval``; see :mod:`promptevolver.judge.examples`)."""
+        key = candidate_key(instructions, self.policy_key(examples))
         todo = [p for p in dict.fromkeys(positions) if (key, p) not in self._memo]
         if self.observer is not None and todo:
             self.observer.plan(len(todo))
 
         async def judge(position: int) -> None:
             inputs = self.dataset.samples[position].metric_input
-            result = await self.metric.ajudge(inputs, llm=self._limited, instructions=instructions)
+            if examples == "none" or self.examples is None:
+                result = await self.metric.ajudge(inputs, llm=self._limited, instructions=instructions)
+            else:
+                shown = self.examples.examples_for(examples, inputs)
+                result = await self.metric.ajudge(  # type: ignore[call-arg]
+                    inputs, llm=self._limited, instructions=instructions, examples=shown
+                )
             self._memo[(key, position)] = result
             self.judged += 1
             if result.failed and result.cause in EVALUATION_CAUSES:
@@ -99,13 +135,18 @@ class Evaluator:
         await asyncio.gather(*(judge(p) for p in todo))
         return {p: self._memo[(key, p)] for p in positions}
 
-    def lookup(self, instructions: Mapping[str, str], position: int) -> Judgement | None:
+    def lookup(
+        self, instructions: Mapping[str, str], position: int, examples: str = "none"
+    ) -> Judgement | None:
         """The memoised judgement of ``instructions`` on ``position``, or None if not judged."""
-        return self._memo.get((candidate_key(instructions), position))
+        return self._memo.get((candidate_key(instructions, self.policy_key(examples)), position))
 
     def remember(self, instructions: Mapping[str, str], position: int, judgement: Judgement) -> None:
-        """Memoise a judgement made earlier (used when resuming from a checkpoint)."""
-        self._memo[(candidate_key(instructions), position)] = judgement
+        """Memoise a judgement made earlier (used when resuming from a checkpoint); the example
+        policy, if any, is in ``instructions`` under :data:`EXAMPLES_KEY` (as memo keys hold it)."""
+        examples = instructions.get(EXAMPLES_KEY, "none")
+        plain = {name: text for name, text in instructions.items() if name != EXAMPLES_KEY}
+        self._memo[(candidate_key(plain, examples), position)] = judgement
 
     def memo_items(self) -> list[tuple[tuple[CandidateKey, int], Judgement]]:
         """Every memoised ((candidate key, position), judgement), in insertion order."""

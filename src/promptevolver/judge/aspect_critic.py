@@ -7,12 +7,13 @@ that concurrent evaluations of different candidates never share mutable state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.errors import ConfigError
 from promptevolver.judge.asking import ask
 from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
@@ -141,19 +142,21 @@ class AspectCritic(PromptSet):
         instructions: Mapping[str, str] | None = None,
         sample_index: int = 0,
         temperature: float | None = None,
+        examples: Sequence[SampleAnnotation] = (),
     ) -> Judgement:
         """Judge one sample with ``instructions`` (default: the metric's own).
 
         ``sample_index`` tells repeated judgements of the same sample apart (it is part of the
         request, hence of cache keys; re-asks add their attempt number to it); ``temperature``
-        overrides the metric's own for this call.
+        overrides the metric's own for this call; ``examples``: annotated samples shown first as
+        teaching examples (:meth:`~promptevolver.judge.prompt_set.PromptSet.demonstrations`).
 
         Never raises for LLM trouble: failed calls and unparseable answers become a failed
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
         """
         client = self.client(llm)
         prompt = self.prompt_for(self.prompt_name, instructions)
-        messages = prompt.render(self.prompt_inputs(inputs))
+        messages = prompt.render(self.prompt_inputs(inputs), self.demonstrations(examples))
         temperature = self.temperature if temperature is None else temperature
         answer = await ask(
             client,

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from promptevolver.errors import AnnotationError
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
 from promptevolver.rundir import as_instructions
+
+if TYPE_CHECKING:
+    from promptevolver.annotations.models import SampleAnnotation
 
 __all__ = ["PromptSet", "check_judge_arguments", "pick_inputs"]
 
@@ -22,6 +25,38 @@ class PromptSet:
     name: str
     llm: LLMClient | None
     _prompts: dict[str, Prompt[Any]]
+    #: The output field that holds the judge's label: ``verdict`` (binary) or ``score``.
+    LABEL_FIELD = "verdict"
+
+    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields this judge shows the LLM (each judge defines its own)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no prompt_inputs")
+
+    def demonstrations(
+        self, examples: Sequence[SampleAnnotation]
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Teaching examples for :meth:`Prompt.render`: per annotated sample, the inputs this judge
+        shows and the human's answer, label first (``{"verdict": 1, "reason": ...}``; the reason is
+        the prompt's edited output's, else the accepted output's; left out when there is none).
+
+        Raises:
+            AnnotationError: an example has no human label, or misses a required input field.
+        """
+        prompt_name = next(iter(self._prompts))
+        binary = self.LABEL_FIELD == "verdict"
+        out = []
+        for sample in examples:
+            label = sample.human_label(binary=binary)
+            if label is None:
+                raise AnnotationError(f"{self.name}: an example has no human label", field="metric_output")
+            shown: dict[str, Any] = {
+                self.LABEL_FIELD: int(label) if binary or float(label).is_integer() else label
+            }
+            expected = sample.expected_output(prompt_name) or {}
+            if isinstance(expected.get("reason"), str) and expected["reason"].strip():
+                shown["reason"] = expected["reason"]
+            out.append((self.prompt_inputs(sample.metric_input), shown))
+        return out
 
     def client(self, llm: LLMClient | None) -> LLMClient:
         """The client of a call: ``llm``, else the judge's own. Raises ValueError with neither."""

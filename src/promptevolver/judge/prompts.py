@@ -9,6 +9,17 @@ A :class:`Prompt` renders an instruction and a mapping of inputs into chat messa
     user:   ## Input
             {"user_input": ..., "response": ..., ...}
 
+With teaching examples (demonstrations: other annotated samples shown with the human's verdict
+and reason), each example is a user/assistant pair between the system message and the judged
+input, the standard few-shot chat form::
+
+    user:      ## Input
+               {...the example's inputs...}
+    assistant: {"verdict": 1, "reason": "...the human's reason..."}
+
+The answer's label comes first in an example, so a reader (a model, or judgeworld's parser)
+sees the human's verdict right after the example's text.
+
 and parses the model's answer back into its output model, repairing what is safely repairable
 (code fences, text around the object, Python-style single quotes). The instruction is what an
 optimizer changes; :func:`split_rendered` recovers (instruction, inputs) from rendered messages.
@@ -20,7 +31,7 @@ import ast
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
@@ -41,6 +52,7 @@ __all__ = [
     "OUTPUT_HEADER",
     "Prompt",
     "extract_json_object",
+    "rendered_examples",
     "section",
     "split_rendered",
 ]
@@ -83,16 +95,26 @@ class Prompt(Generic[OutputT]):
         """The output model's JSON schema, computed once per model and shared: do not mutate it."""
         return _schema_dict(self.output_model)
 
-    def render(self, inputs: dict[str, Any]) -> tuple[ChatMessage, ...]:
-        """Chat messages for ``inputs`` (fields whose value is None are left out)."""
+    def render(
+        self, inputs: dict[str, Any], examples: Sequence[tuple[dict[str, Any], dict[str, Any]]] = ()
+    ) -> tuple[ChatMessage, ...]:
+        """Chat messages for ``inputs`` (fields whose value is None are left out).
+
+        ``examples``: teaching examples, (inputs, output) pairs shown before the judged input
+        in that order (the closest to the judged sample last), each as a user/assistant pair;
+        ``output`` is shown as given (key order kept: put the label first).
+        """
         system = (
             f"{self.instruction.strip()}\n\n{OUTPUT_HEADER}\n"
             f"Return one JSON object that follows this JSON schema, with double-quoted strings "
             f"and nothing else:\n{_schema_text(self.output_model)}"
         )
-        shown = {k: v for k, v in inputs.items() if v is not None}
-        user = f"{INPUT_HEADER}\n{json.dumps(shown, ensure_ascii=False, sort_keys=True)}"
-        return (ChatMessage("system", system), ChatMessage("user", user))
+        messages = [ChatMessage("system", system)]
+        for shown_inputs, output in examples:
+            messages.append(ChatMessage("user", _input_text(shown_inputs)))
+            messages.append(ChatMessage("assistant", json.dumps(output, ensure_ascii=False)))
+        messages.append(ChatMessage("user", _input_text(inputs)))
+        return tuple(messages)
 
     def parse(self, text: str) -> OutputT:
         """The answer as ``output_model``.
@@ -112,6 +134,11 @@ class Prompt(Generic[OutputT]):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "<root>"
             raise OutputParseError(f"output field {where!r}: {first['msg']}", raw=text) from exc
+
+
+def _input_text(inputs: dict[str, Any]) -> str:
+    shown = {k: v for k, v in inputs.items() if v is not None}
+    return f"{INPUT_HEADER}\n{json.dumps(shown, ensure_ascii=False, sort_keys=True)}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -206,10 +233,12 @@ def _balanced_object(text: str) -> str | None:
 def split_rendered(
     messages: tuple[ChatMessage, ...] | list[ChatMessage],
 ) -> tuple[str, dict[str, Any]] | None:
-    """(instruction, inputs) of messages made by :meth:`Prompt.render`, or None if not such."""
-    if len(messages) < 2 or messages[0].role != "system":
+    """(instruction, inputs) of messages made by :meth:`Prompt.render`, or None if not such
+    (the judged inputs: the last message; teaching examples before it, see
+    :func:`rendered_examples`)."""
+    if len(messages) < 2 or len(messages) % 2 or messages[0].role != "system":
         return None
-    system, user = messages[0].content, messages[1].content
+    system, user = messages[0].content, messages[-1].content
     marker = f"\n\n{OUTPUT_HEADER}\n"
     if marker not in system or not user.startswith(INPUT_HEADER + "\n"):
         return None
@@ -220,6 +249,25 @@ def split_rendered(
     except json.JSONDecodeError:
         return None
     return (instruction, inputs) if isinstance(inputs, dict) else None
+
+
+def rendered_examples(
+    messages: tuple[ChatMessage, ...] | list[ChatMessage],
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The teaching examples of messages made by :meth:`Prompt.render`: (inputs, shown output)
+    pairs in prompt order; empty when there are none or the messages are not such."""
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for user, assistant in zip(messages[1:-1:2], messages[2:-1:2]):
+        if user.role != "user" or assistant.role != "assistant" or not user.content.startswith(INPUT_HEADER):
+            return []
+        try:
+            inputs = json.loads(user.content[len(INPUT_HEADER) + 1 :])
+            output = json.loads(assistant.content)
+        except json.JSONDecodeError:
+            return []
+        if isinstance(inputs, dict) and isinstance(output, dict):
+            out.append((inputs, output))
+    return out
 
 
 def section(text: str, heading: str) -> str | None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.asking import ask
 from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
@@ -79,6 +80,8 @@ class RubricJudge(PromptSet):
         ValueError: an empty name or definition, a range that is empty or not whole numbers on a
             discrete scale, a rubric level outside the range, or ``max_reasks`` < 0.
     """
+
+    LABEL_FIELD = "score"
 
     PROMPT_NAME = "single_turn_simple_criteria_prompt"
     REQUIRED_FIELDS = ("user_input", "response")
@@ -146,11 +149,12 @@ class RubricJudge(PromptSet):
         instructions: Mapping[str, str] | None = None,
         sample_index: int = 0,
         temperature: float | None = None,
+        examples: Sequence[SampleAnnotation] = (),
     ) -> Judgement:
         """Score one sample with ``instructions`` (default: the metric's own).
 
         Returns a :class:`Judgement` whose ``score`` is the answer's score (a float in
-        ``score_range``). ``sample_index`` and ``temperature`` as in
+        ``score_range``). ``sample_index``, ``temperature`` and ``examples`` as in
         :meth:`AspectCritic.ajudge <promptevolver.judge.aspect_critic.AspectCritic.ajudge>`.
 
         Never raises for LLM trouble: failed calls and unusable answers become a failed
@@ -162,7 +166,7 @@ class RubricJudge(PromptSet):
         answer = await ask(
             client,
             prompt,
-            prompt.render(self.prompt_inputs(inputs)),
+            prompt.render(self.prompt_inputs(inputs), self.demonstrations(examples)),
             sample_index=sample_index,
             temperature=self.temperature if temperature is None else temperature,
             max_reasks=self.max_reasks,

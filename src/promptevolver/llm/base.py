@@ -243,6 +243,15 @@ class Usage:
             fields[name] = _merged(getattr(self, name), getattr(other, name), sign)
         return Usage(**fields)
 
+    def prompt_tokens_per_call(self) -> dict[str, float]:
+        """Operation → mean prompt tokens per answered call (e.g. ``judge``: what one judge call
+        sends, teaching examples included), rounded to 0.1; operations without a call left out."""
+        return {
+            op: round(self.prompt_tokens_by_operation.get(op, 0) / n, 1)
+            for op, n in sorted(self.calls_by_operation.items())
+            if n
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """The ``usage`` block of result.json (README "Where results go"); ``cost_usd`` in US dollars."""
         return {
@@ -259,6 +268,7 @@ class Usage:
             "failures_by_cause": dict(sorted(self.failures_by_cause.items())),
             "cache_hits_by_operation": dict(sorted(self.cache_hits_by_operation.items())),
             "prompt_tokens_by_operation": dict(sorted(self.prompt_tokens_by_operation.items())),
+            "prompt_tokens_per_call": self.prompt_tokens_per_call(),
             "completion_tokens_by_operation": dict(sorted(self.completion_tokens_by_operation.items())),
             "cost_usd_by_operation": {
                 op: round(v, 9) for op, v in sorted(self.cost_usd_by_operation.items())

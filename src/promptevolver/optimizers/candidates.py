@@ -31,6 +31,9 @@ class Candidate:
             from; the rest is out-of-bag for it).
         fold: out-of-bag runs (small data): the fold of samples its lineage keeps unseen, to be
             compared with the seed on; None otherwise.
+        examples: its example policy (:mod:`promptevolver.judge.examples`): ``none`` (judged on
+            its instructions alone), ``static`` or ``retrieval`` (teaching examples from the
+            run's store of annotated train samples shown with every judged input).
     """
 
     id: int
@@ -45,6 +48,7 @@ class Candidate:
     screened_out: bool = False
     seen: frozenset[int] = frozenset()
     fold: int | None = None
+    examples: str = "none"
 
     @property
     def is_seed(self) -> bool:
@@ -93,4 +97,5 @@ class Candidate:
             "failures": self.failures,
             "coverage": None if self.largest_score is None else round(self.largest_score.coverage, 6),
             "feedback": list(self.feedback),
+            "examples": self.examples,
         }

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from promptevolver.config.models import GeneticConfig
 
-__all__ = ["PhaseCalls", "minibatch_size", "offspring_count", "phase_calls"]
+__all__ = ["PhaseCalls", "example_candidates", "minibatch_size", "offspring_count", "phase_calls"]
 
 
 @dataclass(frozen=True)
@@ -121,14 +121,26 @@ def phase_calls(
     )
 
 
+def example_candidates(config: GeneticConfig) -> int:
+    """Candidates with teaching examples the verification stage judges besides the others: 2
+    under policy ``auto`` (static and retrieval; ``strategy: examples`` too), 1 under one
+    policy, 0 under ``none``."""
+    policy = config.examples.policy
+    if policy == "none":
+        return 0
+    return 2 if policy == "auto" else 1
+
+
 def _pipeline_calls(
     config: GeneticConfig, n_train: int, n_val: int, prompts: int, judge: int, meta: int, ladders: int
 ) -> PhaseCalls:
     """The distill-first pipeline's bounds (see the module docstring)."""
     n_eval = n_val or n_train
     per_round = prompts * (config.distill_max_calls + 1)
-    distill = ladders * config.distill_rounds * per_round
-    verify = (1 + ladders * config.distill_rounds) * n_eval * judge
+    distilling = config.strategy != "examples"
+    distill = ladders * config.distill_rounds * per_round if distilling else 0
+    rungs = ladders * config.distill_rounds if distilling else 0
+    verify = (1 + rungs + example_candidates(config)) * n_eval * judge
     auto = config.strategy == "auto" and config.generations > 0 and config.population_size > 1
     generation = offspring_count(config, n_train) * (meta + n_train * judge) if auto else 0
     final = (1 + config.finalists) * n_val * judge if auto else 0

@@ -210,27 +210,37 @@ class GeneticOptimizer(Optimizer):
             budget.calibrate_reserve(run)
 
     async def _pipeline(self, run: SearchRun, run_dir: str | Path | None) -> OptimizationResult:
-        """distill → verify → search when warranted (``strategy: auto``; ``distill`` stops after
-        verifying). Each stage is checkpointed once done, so a resume starts at the next one."""
+        """distill → verify → examples → search when warranted (``strategy: auto``; ``distill``
+        stops after the examples; ``examples`` skips the distillation). Each stage is
+        checkpointed once done, so a resume starts at the next one."""
         state = run.state
         if not state.candidates:
             assert self.metric is not None
             phases.register_seed(run, self.metric.get_instructions())
         if "distill" not in state.stages:  # the verification's minimum is reserved (reserve_upfront)
-            await phases.distill(run)
+            if run.config.strategy == "examples":
+                phases.skip_distill(run)
+            else:
+                await phases.distill(run)
             self._checkpoint(run, run_dir)
         if "verify" not in state.stages:
             await phases.verify(run, [c for c in state.candidates if c.operator == "distill"])
             self._checkpoint(run, run_dir)
         verified = state.candidates[state.stages["verify"]["produced"][0]]
+        if "examples" not in state.stages:
+            await phases.choose_examples(run, verified)
+            self._checkpoint(run, run_dir)
+        chosen = state.candidates[state.stages["examples"]["produced"][0]]
         if "search" not in state.stages:
             run_it, why = phases.search_warranted(run, verified)
             if not run_it:
-                return phases.finish_verified(run, verified, "distilled", why)
+                return phases.finish_verified(run, chosen, "distilled", why)
             await phases.start_search(run, verified, why)
+            if not chosen.is_seed:  # the examples stage's choice, when it beat the verified rung
+                state.chosen = chosen.id
             self._checkpoint(run, run_dir)
         elif not state.stages["search"].get("ran"):
-            return phases.finish_verified(run, verified, "distilled", state.stages["search"]["why"])
+            return phases.finish_verified(run, chosen, "distilled", state.stages["search"]["why"])
         reason = await self._evolve(run, run_dir)
         phases.end_search(run)
         return await phases.finish(run, reason)

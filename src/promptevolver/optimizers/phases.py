@@ -37,6 +37,7 @@ from promptevolver.optimizers.strategies.racing import Race
 
 __all__ = [
     "RACE_STREAM",
+    "choose_examples",
     "distill",
     "finish",
     "finish_verified",
@@ -371,6 +372,115 @@ def _descends(run: SearchRun, c: Candidate, ancestor: Candidate) -> bool:
     return False
 
 
+def skip_distill(run: SearchRun) -> None:
+    """``strategy: examples``: no distillation (the instruction is kept as it is; 0 meta calls)."""
+    run.state.stages["distill"] = {
+        "ran": False,
+        "why": "strategy examples: the instruction is kept as it is",
+        "judge_calls": 0,
+        "meta_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "seconds": 0.0,
+        "produced": [],
+    }
+
+
+def example_policies(run: SearchRun) -> tuple[list[str], str]:
+    """The example policies the examples stage verifies, and why (none: why not)."""
+    policy = run.config.examples.policy
+    if policy == "none":
+        return [], "examples: {policy: none}"
+    store = run.examples
+    if store is None:
+        return [], "the judge cannot show examples (several prompts, an ensemble, an ajudge without them)"
+    if not len(store):
+        return [], "no annotated train sample to show"
+    policies: list[str] = ["static", "retrieval"] if policy == "auto" else [policy]
+    if "static" in policies and not store.static:
+        policies.remove("static")
+    if not policies:
+        return [], "no train correction to make a static set of"
+    return policies, f"policy {policy}"
+
+
+async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
+    """Stage 2b: the verified candidate ``base`` with teaching examples (one candidate per policy
+    of :func:`example_policies`, operator ``examples``, its parent ``base``), judged on the same
+    held-out samples as ``base`` and kept only when the paired bootstrap says, with probability
+    ``confidence``, that it beats ``base`` (the one with the largest gain among those that do).
+    Returns the chosen candidate (``base`` when no example policy wins or none was tried);
+    ``result.json``'s ``stages.examples`` says what was judged, each policy's Δ and p.
+
+    Raises:
+        LLMUnusableError: too many of the stage's judge calls failed.
+    """
+    started, before = time.perf_counter(), run.usage()
+    policies, why = example_policies(run)
+    n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
+    calls = len(policies) * n_eval * run.metric.calls_per_evaluation
+    if policies and not run.budget.allows(calls, reserve=0):
+        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' verification"
+    if not policies:
+        run.state.stages["examples"] = _stage_report(
+            run, before, started, produced=[base.id], tried=[], why=why
+        )
+        return base
+    store = run.examples
+    assert store is not None
+    candidates = []
+    for policy in policies:
+        shown = frozenset(store.positions_for(policy, {})) if policy == "static" else frozenset()
+        c = Candidate(
+            id=len(run.state.candidates),
+            instructions=dict(base.instructions),
+            generation=base.generation,
+            operator="examples",
+            parents=(base.id,),
+            seen=base.seen | shown,
+            fold=base.fold,
+            examples=policy,
+        )
+        run.state.add(c)
+        candidates.append(c)
+    run.begin_step("the examples' verification on held-out samples", count_parse=True)
+    await _held_out(run, [base, *candidates], keep=())
+    run.end_step()
+    if run.split.regime == "held-out":
+        focus = run.validation_focus
+        compare = held_out(base, focus.weight_array(focus.positions))
+    else:
+        compare = out_of_bag(base, run.train)
+    rng = final_choice_rng(run.config.random_seed)
+    rows, chosen = [], base
+    best_delta = 0.0
+    for c in candidates:
+        mine, theirs, mask, weights = compare(c)
+        delta, p = paired(mine, theirs, mask, weights, rng)
+        eligible = delta is not None and mine.coverage >= run.min_coverage
+        rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
+        if eligible and delta is not None and delta > best_delta and p >= run.config.confidence:
+            chosen, best_delta = c, delta
+    verdict = (
+        f"candidate {chosen.id} ({chosen.examples}) beats candidate {base.id} without examples by "
+        f"{best_delta:+.3f} with probability >= {run.config.confidence:g}"
+        if chosen is not base
+        else f"no example policy beat candidate {base.id} with probability {run.config.confidence:g}"
+    )
+    run.state.stages["examples"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[chosen.id],
+        base=base.id,
+        tried=rows,
+        why=verdict,
+        policy=chosen.examples,
+    )
+    run.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    return chosen
+
+
 def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
     auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
@@ -452,7 +562,13 @@ def finish_verified(
     run: SearchRun, best: Candidate, stop_reason: str, why_no_search: str
 ) -> OptimizationResult:
     """The result of a run that ended after verification (``strategy: distill``, or ``auto``
-    when the search was not warranted)."""
+    when the search was not warranted). The stop reason is ``budget`` instead of
+    ``stop_reason`` when the budget refused a stage the run would have made (the search, when
+    warranted, the examples' verification, or a distillation round)."""
+    examples_why = str(run.state.stages.get("examples", {}).get("why", ""))
+    stops = run.state.stages.get("distill", {}).get("stop", {}).values()
+    if why_no_search.startswith("warranted (") or examples_why.startswith("the budget") or "budget" in stops:
+        stop_reason = "budget"
     run.state.stop_reason = stop_reason
     run.state.chosen = best.id
     run.state.stages.setdefault("search", {"ran": False, "why": why_no_search})
@@ -471,6 +587,7 @@ def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -
         "meta_calls": used.meta_calls,
         "prompt_tokens": used.prompt_tokens,
         "completion_tokens": used.completion_tokens,
+        "prompt_tokens_per_judge_call": used.prompt_tokens_per_call().get("judge"),
         "seconds": round(time.perf_counter() - started, 3),
         **extra,
     }

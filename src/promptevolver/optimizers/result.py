@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -11,6 +13,8 @@ if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
     from promptevolver.optimizers.run import SearchRun
 
+from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.judge.examples import ExampleStore
 from promptevolver.llm.base import is_simulated
 from promptevolver.optimizers import reporting
 from promptevolver.rundir import write_result
@@ -59,6 +63,11 @@ class OptimizationResult(Mapping[str, str]):
         racing: the verification's race (rule, looks, dropped candidates, ``saved_judge_calls``).
         stage_seconds: wall-clock seconds of each stage (kept apart from ``stages``, like
             ``duration_s``, so that the same seed gives the same result but for timings).
+        examples: the chosen candidate's teaching examples: ``policy`` (``none``, ``static``,
+            ``retrieval``), ``key`` (the policy with its settings, as memo keys hold it) and,
+            unless ``none``, the ``store`` (:meth:`ExampleStore.to_dict
+            <promptevolver.judge.examples.ExampleStore.to_dict>`: ``k``, ``min_similarity``, the
+            train ``positions`` of the pool, the ``static`` set, the pool samples).
         config, random_seed, duration_s (seconds, wall clock).
         simulated_llm: True when the judge or the meta calls were answered by the simulated LLM
             (:func:`~promptevolver.llm.base.is_simulated`), not a model.
@@ -87,6 +96,26 @@ class OptimizationResult(Mapping[str, str]):
     stage_seconds: dict[str, float] = field(default_factory=dict, compare=False)
     simulated_llm: bool = False
     notes: list[str] = field(default_factory=list)
+    examples: dict[str, Any] = field(default_factory=lambda: {"policy": "none", "key": "none"})
+
+    @property
+    def example_policy(self) -> str:
+        """The chosen judge's example policy: ``none``, ``static`` or ``retrieval``."""
+        return str(self.examples.get("policy", "none"))
+
+    def example_store(self) -> ExampleStore | None:
+        """The pool the chosen judge's examples come from (None under policy ``none``)."""
+        store = self.examples.get("store")
+        if self.example_policy == "none" or not store:
+            return None
+        return _store(store)
+
+    def examples_for(self, metric_input: Mapping[str, Any]) -> list[SampleAnnotation]:
+        """The annotated train samples the chosen judge is shown with ``metric_input``, in prompt
+        order (the most similar last); empty under policy ``none``. Pass them to the judge's
+        ``ajudge(..., examples=...)`` (``promptevolver evaluate`` does)."""
+        store = self.example_store()
+        return [] if store is None else store.examples_for(self.example_policy, metric_input)
 
     def __getitem__(self, key: str) -> str:
         return self.best_instructions[key]
@@ -105,9 +134,10 @@ class OptimizationResult(Mapping[str, str]):
     @property
     def produced_by(self) -> str:
         """Which stage produced the chosen candidate: ``seed`` (nothing beat it), ``distill`` (a
-        verified rung of the ladder) or ``search`` (the genetic search)."""
+        verified rung of the ladder), ``examples`` (teaching examples added to the verified
+        instruction) or ``search`` (the genetic search)."""
         operator = next((c["operator"] for c in self.lineage if c["id"] == self.best_id), "seed")
-        return {"seed": "seed", "distill": "distill"}.get(operator, "search")
+        return {"seed": "seed", "distill": "distill", "examples": "examples"}.get(operator, "search")
 
     @property
     def improved(self) -> bool:
@@ -136,6 +166,7 @@ class OptimizationResult(Mapping[str, str]):
             "stages": self.stages,
             "lessons": self.lessons,
             "racing": self.racing,
+            "examples": self.examples,
             "lineage": self.lineage,
             "config": self.config,
             "random_seed": self.random_seed,
@@ -197,9 +228,37 @@ class OptimizationResult(Mapping[str, str]):
             lessons=state.lessons,
             racing=state.race,
             stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
+            examples=_examples_block(run, best),
         )
 
 
 def _simulated(run: SearchRun) -> dict[str, Any]:
     simulated = is_simulated(run.llm) or is_simulated(run.reflection_llm)
     return {"simulated_llm": simulated, "notes": [SIMULATED_NOTE] if simulated else []}
+
+
+def _examples_block(run: SearchRun, best: Candidate) -> dict[str, Any]:
+    """The result's examples: the chosen policy over a store of every annotated sample of the
+    run. The held-out samples join the pool once the choice is made (as a model is refit on all
+    its data after model selection): the validation figures were measured with the train pool
+    (``pool_during_the_run``), which never held a sample it was judged on."""
+    if best.examples == "none" or run.examples is None:
+        return {"policy": "none", "key": "none"}
+    usable = [p for p, y in enumerate(run.labels) if y is not None]
+    store = run.examples.extended([run.dataset.samples[p] for p in usable], usable)
+    return {
+        "policy": best.examples,
+        "key": run.examples.key(best.examples),
+        "pool_during_the_run": len(run.examples),
+        "store": store.to_dict(),
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def _store_cached(text: str) -> ExampleStore:
+    return ExampleStore.from_dict(json.loads(text))
+
+
+def _store(data: Mapping[str, Any]) -> ExampleStore:
+    """The store of a result (built once per distinct store: a TF-IDF fit)."""
+    return _store_cached(json.dumps(data, sort_keys=True))

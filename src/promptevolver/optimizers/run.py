@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import LLMUnusableError, NotSentError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
+from promptevolver.judge.examples import ExampleStore
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
@@ -107,8 +109,14 @@ class SearchRun:
         #: Out-of-bag runs: each usable sample's fold (stratified like the split); else empty.
         self.folds = _folds(self.split, strata, rng) if self.split.regime == "out-of-bag" else {}
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
+        #: The teaching examples' pool (the annotated train samples), when examples are considered.
+        self.examples = _example_store(dataset, self.labels, self.split.train, metric, config, self.evidence)
         self.evaluator = Evaluator(
-            metric=metric, llm=self.llm, dataset=dataset, max_concurrency=config.max_concurrency
+            metric=metric,
+            llm=self.llm,
+            dataset=dataset,
+            max_concurrency=config.max_concurrency,
+            examples=self.examples,
         )
         self.budget = BudgetGuard(config.budget, self.usage)
         self._fingerprint: str | None = None
@@ -193,7 +201,9 @@ class SearchRun:
 
     async def judge_each(self, items: Sequence[tuple[Candidate, Sequence[int]]], split: str) -> list[Score]:
         """Score each candidate on its own positions, all at once; events in item order."""
-        results = await asyncio.gather(*(self.evaluator.evaluate(c.instructions, pos) for c, pos in items))
+        results = await asyncio.gather(
+            *(self.evaluator.evaluate(c.instructions, pos, c.examples) for c, pos in items)
+        )
         scores = [score(self.loss, judged, pos, self.labels) for (_, pos), judged in zip(items, results)]
         for (c, _), s in zip(items, scores):
             self.events.emit(
@@ -228,7 +238,7 @@ class SearchRun:
     async def score_on(self, candidate: Candidate, positions: Sequence[int]) -> Score:
         """``candidate``'s score on ``positions`` from memoised judgements (no calls when it was
         judged there already; no events)."""
-        judged = await self.evaluator.evaluate(candidate.instructions, positions)
+        judged = await self.evaluator.evaluate(candidate.instructions, positions, candidate.examples)
         return score(self.loss, judged, positions, self.labels)
 
     def has_unseen_evidence(self) -> bool:
@@ -283,6 +293,46 @@ class _Announced:
 
 #: Folds of an out-of-bag run: each offspring learns from the others and is checked on its own.
 OUT_OF_BAG_FOLDS = 2
+
+
+def shows_examples(metric: Metric) -> bool:
+    """Whether ``metric`` can be shown teaching examples: one prompt, ``demonstrations`` and an
+    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge; not a metric with several
+    prompts, an ensemble, a Ragas metric object or a user's judge without them)."""
+    if not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
+        return False
+    try:
+        return "examples" in inspect.signature(metric.ajudge).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _example_store(
+    dataset: SingleMetricAnnotation,
+    labels: Sequence[float | None],
+    train: Sequence[int],
+    metric: Metric,
+    config: GeneticConfig,
+    evidence: dict[int, Any],
+) -> ExampleStore | None:
+    """The pool of teaching examples: the annotated train samples (the learning part, never a
+    held-out one); None when the run considers no example (policy ``none``, ``strategy:
+    genetic``) or the metric cannot show them (no ``demonstrations``: several prompts, or a
+    user's judge)."""
+    if config.strategy == "genetic" or config.examples.policy == "none":
+        return None
+    if not shows_examples(metric):
+        return None
+    pool = [p for p in train if labels[p] is not None]
+    return ExampleStore(
+        [dataset.samples[p] for p in pool],
+        pool,
+        k=config.examples.k,
+        min_similarity=config.examples.min_similarity,
+        binary=dataset.is_binary,
+        prompt_name=_only_prompt(metric),
+        corrections=[i for i, p in enumerate(pool) if evidence[p].kind == "verdict"],
+    )
 
 
 def _folds(split: Split, strata: dict[int, Any], rng: np.random.Generator) -> dict[int, int]:

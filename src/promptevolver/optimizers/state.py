@@ -86,7 +86,8 @@ class SearchState:
         if candidate.id != len(self.candidates):
             raise ValueError(f"candidate id {candidate.id} is not the next id {len(self.candidates)}")
         self.candidates.append(candidate)
-        self._keys[candidate_key(candidate.instructions)] = candidate.id
+        if candidate.examples == "none":  # one with examples shares its base's instructions
+            self._keys[candidate_key(candidate.instructions)] = candidate.id
 
     # --- checkpoint form -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +177,7 @@ def _candidate(c: Candidate) -> dict[str, Any]:
         "screened_out": c.screened_out,
         "seen": sorted(c.seen),
         "fold": c.fold,
+        "examples": c.examples,
         "train": _score(c.train),
         "minibatch": _score(c.minibatch),
         "validation": _score(c.validation),
@@ -196,4 +198,5 @@ def _uncandidate(d: dict[str, Any]) -> Candidate:
         screened_out=d["screened_out"],
         seen=frozenset(d.get("seen", ())),
         fold=d.get("fold"),
+        examples=d.get("examples", "none"),
     )

@@ -238,7 +238,7 @@ def _gather_verdicts(facts: RunFacts) -> None:
     validation = list((result.get("split") or {}).get("validation_positions") or [])
     keys = {
         "seed": candidate_key(result["seed_instructions"]),
-        "best": candidate_key(result["best_instructions"]),
+        "best": candidate_key(result["best_instructions"], (result.get("examples") or {}).get("key", "none")),
     }
     train = _train_positions(facts, memo, keys["seed"], validation)
     facts.positions = {"train": train, "validation": validation}

@@ -91,7 +91,13 @@ from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
-from promptevolver.optimizers.cost import PhaseCalls, minibatch_size, offspring_count, phase_calls
+from promptevolver.optimizers.cost import (
+    PhaseCalls,
+    example_candidates,
+    minibatch_size,
+    offspring_count,
+    phase_calls,
+)
 from promptevolver.optimizers.distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
 from promptevolver.optimizers.focus import VERDICT_SHARE
 from promptevolver.optimizers.operators import meta_prompts as ops
@@ -382,12 +388,16 @@ class _Plan:
         return max(1, min(self.cfg.distill_rounds - 2, 1 + int(math.log2(1 + self.shown() / 8))))
 
     def pipeline_phases(self, batches: int) -> list[dict[str, Any]]:
-        """Expected calls of the pipeline's stages: distill, verify, search (expected 0)."""
-        taught = self.productive_rounds()
+        """Expected calls of the pipeline's stages: distill, verify, examples (a candidate per
+        example policy, judged on the held-out samples; a judge with one prompt), search
+        (expected 0). ``strategy: examples`` distills nothing."""
+        taught = self.productive_rounds() if self.cfg.strategy != "examples" else 0
         rounds = min(self.cfg.distill_rounds, taught + 2) if taught else 1
-        meta = self.ladders * self.prompts * (rounds * batches + taught) if self.shown() else 0
+        distilling = self.shown() and self.cfg.strategy != "examples"
+        meta = self.ladders * self.prompts * (rounds * batches + taught) if distilling else 0
         n_eval = self.n_val or self.n_train
         rungs = self.ladders if taught else 0
+        examples = example_candidates(self.cfg) if self.prompts == 1 else 0
         search = {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0}
         unshown = self.corrections / self.ladders - self.cfg.distill_rounds * self.cfg.distill_sample_size
         searches = self.cfg.strategy == "auto" and self.cfg.generations > 0 and self.cfg.population_size > 1
@@ -402,6 +412,7 @@ class _Plan:
         return [
             {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
             {"phase": "verify", "judge_calls": float((1 + rungs) * n_eval * self.judges), "meta_calls": 0.0},
+            {"phase": "examples", "judge_calls": float(examples * n_eval * self.judges), "meta_calls": 0.0},
             search,
         ]
 

@@ -26,6 +26,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.judge.examples import ExampleStore
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.preflight import preflight
 from promptevolver.rundir import (
@@ -192,8 +193,14 @@ async def score_instructions(
     *,
     positions: Sequence[int] | None = None,
     dataset: SingleMetricAnnotation | None = None,
+    examples: Mapping[str, Any] | None = None,
 ) -> Scorecard:
     """Judge ``positions`` (default: every usable sample) with ``instructions`` and score them.
+
+    ``examples``: a result's ``examples`` block (:func:`promptevolver.rundir.load_examples`):
+    under policy ``static`` or ``retrieval`` each sample is judged with the teaching examples the
+    optimized judge is shown (from the run's store of train samples; retrieval never shows a
+    sample its own text). None or policy ``none``: instructions only.
 
     Uses the config's metric, LLM (with its cache) and loss type (binary or numeric).
 
@@ -212,8 +219,12 @@ async def score_instructions(
     await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
-    evaluator = Evaluator(metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency)
-    judged = await evaluator.evaluate(instructions, chosen)
+    policy = str((examples or {}).get("policy", "none"))
+    store = ExampleStore.from_dict(examples["store"]) if examples and policy != "none" else None
+    evaluator = Evaluator(
+        metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency, examples=store
+    )
+    judged = await evaluator.evaluate(instructions, chosen, policy)
     figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary")
     pairs = tuple(
         (float(labels[p] or 0.0), float(score)) for p in chosen if (score := judged[p].score) is not None

@@ -148,13 +148,23 @@ def stage_line(result: OptimizationResult) -> str:
         saved = v.get("saved_judge_calls", 0)
         saving = f" ({saved} saved by racing)" if saved else ""
         parts.append(f"verify {v['judge_calls']} judge calls{saving}")
+    if st.get("examples", {}).get("tried"):
+        e = st["examples"]
+        per_call = e.get("prompt_tokens_per_judge_call")
+        tokens = f", {per_call:,.0f} prompt tokens a call" if per_call else ""
+        parts.append(f"examples {e['judge_calls']} judge calls{tokens}, kept: {e.get('policy', 'none')}")
     search = st.get("search", {})
     if search.get("ran"):
         calls = f"{search.get('judge_calls', 0)} judge + {search.get('meta_calls', 0)} meta calls"
         parts.append(f"search {calls}")
     else:
         parts.append(f"no search ({search.get('why', 'n/a')})")
-    sources = {"seed": "the seed", "distill": "the distillation stage", "search": "the search"}
+    sources = {
+        "seed": "the seed",
+        "distill": "the distillation stage",
+        "examples": "the examples stage (the verified instruction with teaching examples)",
+        "search": "the search",
+    }
     source = sources[result.produced_by]
     return f"stages: {' -> '.join(parts)}; the result comes from {source}"
 

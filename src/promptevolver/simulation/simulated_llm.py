@@ -24,6 +24,19 @@ answers do not depend on call order. A sample unknown to the world gets a hash-d
 :class:`~promptevolver.simulation.engineer.SimulatedEngineer`, over the same world: it writes only
 from what the prompt shows (see :mod:`promptevolver.simulation.engineer`).
 
+**Teaching examples** (other annotated samples shown with a verdict before the judged input,
+:meth:`Prompt.render <promptevolver.judge.prompts.Prompt.render>`'s ``examples``; judgeworld's
+rule, its README's "Demonstrations"): an example *teaches* a generic criterion of the judged
+sample it carries too when it is shown with its human verdict, and *mis-teaches* it when shown with
+the opposite one. With k = sum over the judged sample's criteria of max(0, teaching -
+mis-teaching), a sample whose criteria the instruction does not name gets the human verdict with
+probability ``1 - (1 - p_demo)^k`` (else the instruction-only rule): one example is a weaker lever
+than naming the criterion (``p_demo`` 0.6; three teaching examples give 0.94). Every distinct
+example beyond ``demo_free`` (4) adds ``demo_penalty`` (0.01) to the flip probability (a diluted
+context); only the last ``demo_cap`` (16) examples count. The draw is keyed by the instruction and
+the sample, not by the examples, so a sample taught by k examples is taught by k + 1 too. A prompt
+without examples is answered exactly as before.
+
 Limits: phrases stand for meaning (a paraphrase names nothing, a negated mention still names);
 token counts are whitespace words.
 """
@@ -38,7 +51,7 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.errors import ContextLengthExceededError
-from promptevolver.judge.prompts import split_rendered
+from promptevolver.judge.prompts import rendered_examples, split_rendered
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.pricing import Price
@@ -74,6 +87,11 @@ class SimulatedJudgeLLM(BaseLLMClient):
         repetition_penalty: flip probability added to a repetitive instruction.
         max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient` (a price
             makes the simulation report what the same tokens would cost, in USD).
+        p_demo: probability in [0, 1] that one teaching example teaches the judged sample its
+            human verdict (see the module docstring).
+        demo_free, demo_penalty, demo_cap: examples shown before the dilution starts (≥ 0), flip
+            probability added per distinct example beyond them (≥ 0), most examples that count
+            (≥ 1; the closest to the judged input).
         context_tokens: the simulated context window in tokens (None: no limit): a longer prompt
             is refused with :class:`~promptevolver.errors.ContextLengthExceededError`, as an
             OpenAI server answers ``context_length_exceeded``.
@@ -104,7 +122,19 @@ class SimulatedJudgeLLM(BaseLLMClient):
         max_concurrency: int = 64,
         price: Price | None = None,
         context_tokens: int | None = None,
+        p_demo: float = 0.6,
+        demo_free: int = 4,
+        demo_penalty: float = 0.01,
+        demo_cap: int = 16,
     ) -> None:
+        if not 0.0 <= p_demo <= 1.0 or demo_free < 0 or demo_penalty < 0 or demo_cap < 1:
+            raise ValueError("p_demo must be in [0, 1], demo_free and demo_penalty >= 0, demo_cap >= 1")
+        self.p_demo, self.demo_free, self.demo_penalty, self.demo_cap = (
+            p_demo,
+            demo_free,
+            demo_penalty,
+            demo_cap,
+        )
         for name, value in (("noise", noise), ("malformed_rate", malformed_rate), ("p_discover", p_discover)):
             if not 0.0 <= value <= (0.5 if name == "noise" else 1.0):
                 raise ValueError(f"{name} out of range, got {value}")
@@ -181,6 +211,9 @@ class SimulatedJudgeLLM(BaseLLMClient):
             "repetition_penalty",
         )
         settings = {name: getattr(self, name) for name in names}
+        demos = {"p_demo": 0.6, "demo_free": 4, "demo_penalty": 0.01, "demo_cap": 16}
+        # named only when changed, so the identity (and caches) of default settings stay as before
+        settings.update({name: getattr(self, name) for name, v in demos.items() if getattr(self, name) != v})
         world = [
             sorted((k, dataclasses.asdict(t)) for k, t in self.world.samples.items()),
             sorted((k, dataclasses.asdict(c)) for k, c in self.world.criteria.items()),
@@ -209,7 +242,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         for an unrecognised prompt (it answers a JSON error object instead)."""
         rendered = split_rendered(request.messages)
         if rendered is not None:
-            return self._judge(*rendered, request.sample_index)
+            return self._judge(*rendered, request.sample_index, rendered_examples(request.messages))
         return self.engineer().answer(request.messages[-1].content)
 
     def engineer(self) -> SimulatedEngineer:
@@ -225,7 +258,34 @@ class SimulatedJudgeLLM(BaseLLMClient):
         )
 
     # --- judge -------------------------------------------------------------------------------
-    def _judge(self, instruction: str, inputs: dict[str, Any], sample_index: int) -> str:
+    def demo_effect(
+        self, key: str, truth: Truth, examples: list[tuple[dict[str, Any], dict[str, Any]]]
+    ) -> tuple[int, int]:
+        """(k, distinct examples) of teaching examples for the judged sample ``key`` (module
+        docstring): k = sum over its generic criteria of max(0, teaching - mis-teaching)."""
+        teaching: dict[str, int] = {}
+        seen: set[str] = set()
+        for shown_inputs, output in examples[-self.demo_cap :]:
+            other = sample_key(shown_inputs)
+            if other == key or other in seen:
+                continue
+            seen.add(other)
+            demo = self.world.samples.get(other)
+            verdict = output.get("verdict", output.get("score"))
+            if demo is None or verdict not in (0, 1):
+                continue
+            for cid in set(demo.criteria) & set(truth.criteria):
+                if self.world.criteria[cid].kind == "generic":
+                    teaching[cid] = teaching.get(cid, 0) + (1 if verdict == demo.label else -1)
+        return sum(max(0, n) for n in teaching.values()), len(seen)
+
+    def _judge(
+        self,
+        instruction: str,
+        inputs: dict[str, Any],
+        sample_index: int,
+        examples: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    ) -> str:
         key = sample_key(inputs)
         truth = self.world.samples.get(key)
         normalized = " ".join(instruction.split())
@@ -234,11 +294,15 @@ class SimulatedJudgeLLM(BaseLLMClient):
         if truth is None:
             verdict = int(unit(self.random_seed, "unknown", normalized, key) < 0.5)
             return json.dumps({"reason": "No basis to judge this input.", "verdict": verdict})
+        k, shown = self.demo_effect(key, truth, examples) if examples else (0, 0)
+        p_flip = min(0.5, self.noise_rate(instruction) + max(0, shown - self.demo_free) * self.demo_penalty)
         if self.applies(instruction, truth):
             verdict, reason = truth.label, truth.edited_reason or self._applied_reason(instruction, truth)
+        elif k and unit(self.random_seed, "demo", normalized, key, sample_index) < 1 - (1 - self.p_demo) ** k:
+            verdict, reason = truth.label, truth.edited_reason or truth.original_reason
         else:
             verdict, reason = truth.original, truth.original_reason
-        if unit(self.random_seed, "noise", normalized, key, sample_index) < self.noise_rate(instruction):
+        if unit(self.random_seed, "noise", normalized, key, sample_index) < p_flip:
             verdict, reason = 1 - verdict, NOISE_REASON
         return json.dumps({"reason": reason, "verdict": verdict})
 
