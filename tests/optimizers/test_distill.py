@@ -304,3 +304,20 @@ def test_the_search_never_applies_a_sample_fact():
     _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=1)
     assert rewrites and not any("Zyxwvut" in text for text in rewrites)
     assert all("be stricter" in text for text in rewrites)
+
+
+def test_racing_stops_a_candidate_with_no_gain_over_its_reference():
+    """futility: a candidate that must beat a reference (the examples stage's verified rung) and
+    shows no gain on the first look stops; one ahead of it goes on."""
+    n = 40
+    base = np.array([1.0] * 20 + [0.0] * 20)
+    truth = {0: base, 1: base.copy(), 2: np.ones(n)}
+    cands = [_Cand(0, seed=True), _Cand(1), _Cand(2)]
+
+    async def judge(cs, positions):
+        return [score_of([truth[c.id][p] for p in positions]) for c in cs]
+
+    race = Race(looks=4, futility=0)
+    alive = asyncio.run(race.run(cands, list(range(n)), np.ones(n), judge, np.random.default_rng(3)))
+    assert [c.id for c in alive] == [0, 2]
+    assert race.report["dropped"][0]["id"] == 1 and race.report["dropped"][0]["look"] == 1

@@ -444,8 +444,12 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         run.state.add(c)
         candidates.append(c)
     run.begin_step("the examples' verification on held-out samples", count_parse=True)
-    await _held_out(run, [base, *candidates], keep=())
+    race = Race(looks=4 if run.config.racing else 1, futility=base.id)
+    judged = await _held_out(run, [base, *candidates], keep={base.id}, race=race)
     run.end_step()
+    for c in candidates:  # stopped for futility: not measured on every held-out sample
+        if c not in judged:
+            c.validation = None
     if run.split.regime == "held-out":
         focus = run.validation_focus
         compare = held_out(base, focus.weight_array(focus.positions))
@@ -455,6 +459,11 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     rows, chosen = [], base
     best_delta = 0.0
     for c in candidates:
+        if run.split.regime == "held-out" and c.validation is None:  # stopped by the race
+            rows.append(
+                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
+            )
+            continue
         mine, theirs, mask, weights = compare(c)
         delta, p = paired(mine, theirs, mask, weights, rng)
         eligible = delta is not None and mine.coverage >= run.min_coverage
@@ -476,6 +485,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         tried=rows,
         why=verdict,
         policy=chosen.examples,
+        racing=race.report,
     )
     run.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
     return chosen

@@ -45,18 +45,23 @@ class Race:
     Args:
         looks: cumulative chunks the samples are judged in (≥ 1; 1: no racing).
         alpha: a candidate whose probability of beating the leader falls below this stops.
+        futility: the id of a reference candidate: after each look but the last, a candidate
+            that does no better than it on the samples judged so far (paired Δ ≤ 0) stops — it
+            has to beat the reference to be chosen (the examples stage), and a candidate that
+            has shown no gain on a quarter of the samples rarely ends with a clear one.
 
     Raises:
         ValueError: an argument out of range.
     """
 
-    def __init__(self, *, looks: int = 4, alpha: float = 0.1) -> None:
+    def __init__(self, *, looks: int = 4, alpha: float = 0.1, futility: int | None = None) -> None:
         if looks < 1:
             raise ValueError(f"looks must be >= 1, got {looks}")
         if not 0.0 <= alpha < 0.5:
             raise ValueError(f"alpha must be in [0, 0.5), got {alpha}")
         self.looks = looks
         self.alpha = alpha
+        self.futility = futility
         #: After :meth:`run`: the rule, the dropped candidates and the judge calls saved.
         self.report: dict[str, Any] = {}
 
@@ -87,10 +92,22 @@ class Race:
                 continue
             w = weights[idx]
             leader = max(alive, key=lambda c: (_mean(scores[c.id], w), c.is_seed, -c.length, -c.id))
+            everywhere = np.ones(len(idx), dtype=bool)
             for c in list(alive):
-                if c.is_seed or c is leader or c.id in keep:
+                if c.is_seed or c.id in keep or c.id == self.futility:
                     continue
-                delta, p = paired(scores[c.id], scores[leader.id], np.ones(len(idx), dtype=bool), w, rng)
+                if self.futility is not None and self.futility in scores:
+                    gain, _ = paired(scores[c.id], scores[self.futility], everywhere, w, rng)
+                    if gain is not None and gain <= 0:
+                        alive.remove(c)
+                        saved += (len(positions) - cut) * calls_per_evaluation
+                        dropped.append(
+                            {"id": c.id, "look": look, "judged": cut, "futile_against": self.futility}
+                        )
+                        continue
+                if c is leader:
+                    continue
+                delta, p = paired(scores[c.id], scores[leader.id], everywhere, w, rng)
                 if delta is not None and p < self.alpha:
                     alive.remove(c)
                     saved += (len(positions) - cut) * calls_per_evaluation
