@@ -198,7 +198,9 @@ def test_the_pipeline_cost_model_bounds_each_stage():
     the genetic generation; the floor one round and one verified rung (optimizers/cost.py)."""
     from promptevolver.optimizers.cost import phase_calls
 
-    config = GeneticConfig(distill_rounds=3, distill_max_calls=2, population_size=4, finalists=2)
+    config = GeneticConfig(
+        distill_rounds=3, distill_max_calls=2, population_size=4, finalists=2, examples={"policy": "none"}
+    )
     held_out = phase_calls(
         config, n_train=10, n_val=5, prompts=1, calls_per_evaluation=2, meta_calls_per_offspring=2
     )

@@ -78,8 +78,8 @@ def test_the_json_object_has_the_documented_keys_and_adds_up():
 
 def test_the_pipeline_estimate_has_its_stages_and_no_judge_call_to_distill():
     e = estimate(_config(strategy="auto")).to_dict()
-    assert [p["phase"] for p in e["phases"]] == ["distill", "verify", "search"]
-    distill, verify, _ = e["phases"]
+    assert [p["phase"] for p in e["phases"]] == ["distill", "verify", "examples", "search"]
+    distill, verify, _, _ = e["phases"]
     assert distill["judge_calls"] == 0 and distill["meta_calls"] > 0 and verify["meta_calls"] == 0
     assert verify["judge_calls"] == 2 * e["validation"]  # the seed and the top rung, held out
     genetic = estimate(_config()).to_dict()
