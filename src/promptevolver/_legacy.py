@@ -1,9 +1,9 @@
 """Old import paths of release 0.1, kept working for one release.
 
-Release 0.2 moved the flat modules into packages (README "Layout"). ``import
+Release 0.2 moved the flat modules into packages (docs/layout.md). ``import
 promptevolver.metrics`` and the like still work: a meta-path finder answers the old name with
 the new module (the same object) and emits a :class:`DeprecationWarning` naming the new path.
-:data:`MOVED` is the one table of old → new paths (the README lists it too).
+:data:`MOVED` is the one table of old → new paths (docs/layout.md lists it too).
 """
 
 from __future__ import annotations
