@@ -45,7 +45,9 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
 
     Raises:
         AnnotationError: missing/malformed file or sample, a label that does not fit the metric's
-            kind, or the metric is not in the file (the message lists the metrics present).
+            ``label_scale`` (a binary metric's 0/1, a rubric's score range; names the file,
+            sample and field), or the metric is not in the file (the message lists the metrics
+            present).
         ConfigError: ``loss.type: binary`` and the metric's labels are numeric.
     """
     if isinstance(config.dataset, SyntheticSource):
@@ -57,10 +59,16 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
             return generate_statements(StatementsSpec(**arguments))
         return generate(SyntheticSpec(**arguments))
     name = config.metric_name or config.metric.name
-    # A rubric or a supported fraction is numeric whatever its values (a faithfulness score is
-    # often exactly 1.0, which inference would take for a binary verdict).
-    kind: Literal["numeric"] | None = None if config.metric.is_binary else "numeric"
+    # The kind of the labels comes from the metric, not from the values: an aspect critic's are
+    # 0/1 verdicts, a rubric's scores in its range, a supported fraction's in [0, 1].
+    # (A binary metric's set is read as it is and then bound, so that a value other than 0/1 is
+    # reported as the judge's, naming the file, sample and field; a numeric one is read numeric,
+    # since a score often exactly 0 or 1 would read as verdicts.)
+    judge = build_judge(config.metric)
+    scale = judge.label_scale
+    kind: Literal["numeric"] | None = None if scale.kind == "binary" else "numeric"
     dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name, kind=kind)
+    dataset = dataset.with_scale(scale, judge=type(judge).__name__)
     if config.loss.type == "binary" and not dataset.is_binary:
         raise ConfigError(
             f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "
