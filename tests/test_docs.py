@@ -89,3 +89,25 @@ def test_the_five_minute_annotation_file_and_config_load(tmp_path: Path) -> None
         "reason": "The response names Lyon where the reference says Paris.",
         "verdict": 0,
     }
+
+
+def test_the_local_model_commands_can_be_pasted_as_they_are() -> None:
+    """A server started in the background is waited for before anything talks to it; Ollama's
+    server runs before ``ollama pull``; the llama.cpp build is the portable one CI makes."""
+    page = (DOCS / "local-models.md").read_text(encoding="utf-8")
+    blocks = _blocks(page, "bash")
+    for block in blocks:
+        lines = [line for line in block.splitlines() if line.strip()]
+        for i, line in enumerate(lines):
+            if re.search(r"&(\s*#.*)?$", line) and not line.rstrip().endswith("&&"):
+                assert "curl" in lines[i + 1] and "break" in lines[i + 1], f"nothing waits after: {line}"
+        if "ollama pull" in block:
+            assert block.index("ollama serve") < block.index("ollama pull")
+    ci = (ROOT / ".ci" / "llama_server.sh").read_text(encoding="utf-8")
+    cmake_args = re.search(r'^LLAMA_CMAKE_ARGS="(.+)"$', ci, flags=re.MULTILINE)
+    version = re.search(r'^LLAMA_CPP_VERSION="(.+)"$', ci, flags=re.MULTILINE)
+    assert cmake_args and version
+    [llama] = [b for b in blocks if "llama_cpp.server" in b]
+    assert f'CMAKE_ARGS="{cmake_args.group(1)}"' in llama
+    assert f"llama-cpp-python[server]=={version.group(1)}" in llama
+    assert "-DGGML_NATIVE=OFF" in cmake_args.group(1) and "AMX_INT8=OFF" in cmake_args.group(1)
