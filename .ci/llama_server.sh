@@ -48,12 +48,20 @@ llama_start() {
     _llama_wait "$base_url" || { llama_stop; return 1; }
     export PROMPTEVOLVER_REAL_LLM_BASE_URL="$base_url"
     export PROMPTEVOLVER_REAL_LLM_MODEL="$LLAMA_MODEL_ALIAS"
+    export PROMPTEVOLVER_REAL_LLM_LOG="$LLAMA_LOG"  # a test during which it dies shows its end
     echo "ci: llama-cpp-python $LLAMA_CPP_VERSION serving SmolLM2-135M-Instruct at $base_url (pid $LLAMA_PID)" >&2
 }
 
 llama_stop() {
     if [ -n "${LLAMA_PID:-}" ]; then
-        kill "$LLAMA_PID" 2>/dev/null || true
+        if ! kill "$LLAMA_PID" 2>/dev/null; then  # it was gone before we stopped it: say how it died
+            local status=0
+            wait "$LLAMA_PID" 2>/dev/null || status=$?
+            if [ "$status" -gt 128 ]; then
+                echo "ci: the llama server had died of signal $((status - 128))" \
+                    "$([ "$status" = 132 ] && echo '(SIGILL: built for another CPU)')" >&2
+            fi
+        fi
         wait "$LLAMA_PID" 2>/dev/null || true
         LLAMA_PID=""
     fi
