@@ -9,10 +9,16 @@ evaluation and the initial population, each generation, and the final choice on 
   best fitness so far beside it (the loss on the judged train samples, what the search ranks by).
 * Elsewhere (a log file, CI): one plain line per phase, per finished generation, and every
   ``interval_s`` seconds while calls go on; nothing that redraws.
+
+The steps of a run that make no LLM call (loading the annotations, building the simulated LLM,
+writing the report) are announced with :meth:`CallProgress.step`, so a long one is never
+silent. When the run stops, the bar's total becomes the real count of calls (the bound is an
+upper bound; a search that stops early makes fewer), so it ends full.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -70,6 +76,14 @@ class CallProgress:
         if handler is not None:
             handler(event)
 
+    def step(self, text: str) -> None:
+        """Announce a step that makes no LLM call (``text``, e.g. "writing the report"): a line
+        above the bar, or a plain line with the time elapsed."""
+        if self.bar:
+            tqdm.write(text, file=sys.stderr)  # where the bar is
+        else:
+            self.write(f"{text} ({self._elapsed()})")
+
     def close(self) -> None:
         """End the bar (idempotent); call it when the run ends, also on errors."""
         if self._tqdm is not None:
@@ -110,6 +124,11 @@ class CallProgress:
         self.phase = _FINAL_PHASE  # until the next generation starts
 
     def _on_stop(self, event: Event) -> None:
+        if self._tqdm is not None:  # the search is over: the real count is the total
+            self._tqdm.total = self.calls
+            self._tqdm.set_description_str(f"{self.label}: done" if self.label else "done", refresh=False)
+            self._tqdm.update(self.calls - self._tqdm.n)
+            self._tqdm.refresh()
         if not self.bar and self.calls:
             self.write(f"done: {self.calls:,} LLM calls ({self._elapsed()})")
         self.close()
