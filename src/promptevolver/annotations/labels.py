@@ -119,11 +119,15 @@ def check_label_values(
     path: str | Path | None = None,
     metric: str | None = None,
     declared_by: str = "declared binary",
+    remedy: str = (
+        'declare the metric numeric (kind=\'numeric\', or "kind": "numeric" in a {name, kind, samples} file)'
+    ),
 ) -> LabelKind:
     """:func:`check_labels` on the validated samples' ``metric_output`` and ``target`` values
     (None: no target), aligned with the samples: what a loader checks without reading the
     sample objects again. ``value_range``: a numeric metric's ``(low, high)``, every value within
-    it; ``declared_by`` says in the error who made the metric binary.
+    it; ``declared_by`` says in the error who made the metric binary, ``remedy`` the way out
+    besides fixing the value.
 
     Raises:
         AnnotationError: as :func:`check_labels`, or a value outside ``value_range`` (the first,
@@ -137,9 +141,8 @@ def check_label_values(
     if resolved == "binary" and _count_binary(values) != len(values):
         index, field, value = _first(outputs, targets, lambda v: v in (0.0, 1.0))
         raise AnnotationError(
-            f"{_show(value)} is not a binary label (0 or 1) of this metric, {declared_by}; fix the value, or "
-            'declare the metric numeric (kind=\'numeric\', or "kind": "numeric" in a '
-            "{name, kind, samples} file; a rubric judge in a run)",
+            f"{_show(value)} is not a binary label (0 or 1) of this metric, {declared_by}; "
+            f"fix the value, or {remedy}",
             path=path,
             metric=metric,
             sample_index=index,

@@ -77,14 +77,21 @@ class SingleMetricAnnotation(_Sourced):
     # --- Loading and saving -------------------------------------------------------------
     @classmethod
     def from_json(
-        cls, path: str | Path, metric_name: str | None = None, *, kind: LabelKind | None = None
+        cls,
+        path: str | Path,
+        metric_name: str | None = None,
+        *,
+        kind: LabelKind | None = None,
+        scale: LabelScale | None = None,
+        judge: str = "its judge",
     ) -> SingleMetricAnnotation:
         """Load one metric: a ``{"name", "samples"}`` file, a Ragas file holding one metric (or
         ``metric_name`` of several), a JSON list of samples or a JSONL file (named ``metric_name``,
         else the file's stem). ``kind``: ``"binary"`` or ``"numeric"`` labels; None takes the
         file's ``"kind"`` or infers it (:mod:`~promptevolver.annotations.labels`). Every label is
-        checked here, before anything uses the set. Warns (UnusableSamplesWarning) when samples
-        have no human label.
+        checked here, before anything uses the set. ``scale``: the metric's label scale, which
+        then decides the kind (:meth:`with_scale`; ``judge`` names it in errors). Warns
+        (UnusableSamplesWarning) when samples have no human label.
 
         Raises:
             AnnotationError: missing or malformed file, a directory, nesting too deep to read; a
@@ -96,6 +103,8 @@ class SingleMetricAnnotation(_Sourced):
         """
         ((name, (samples, label_kind)),) = _load(Path(path), metric_name, single=True, kind=kind).items()
         dataset = _trusted(name, samples, path, label_kind)  # validated
+        if scale is not None:
+            dataset = dataset.with_scale(scale, judge=judge)
         _warn_unusable(dataset)
         return dataset
 
@@ -162,6 +171,7 @@ class SingleMetricAnnotation(_Sourced):
             path=self.source,
             metric=self.name,
             declared_by=f"which is binary as {judge} gives verdicts 0 or 1",
+            remedy="judge scores with a numeric metric (RubricJudge; in a config, metric type: rubric)",
         )
         return _trusted(self.name, self.samples, self.source, kind)
 

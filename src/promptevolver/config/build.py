@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import (
@@ -61,14 +60,10 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     name = config.metric_name or config.metric.name
     # The kind of the labels comes from the metric, not from the values: an aspect critic's are
     # 0/1 verdicts, a rubric's scores in its range, a supported fraction's in [0, 1].
-    # (A binary metric's set is read as it is and then bound, so that a value other than 0/1 is
-    # reported as the judge's, naming the file, sample and field; a numeric one is read numeric,
-    # since a score often exactly 0 or 1 would read as verdicts.)
     judge = build_judge(config.metric)
-    scale = judge.label_scale
-    kind: Literal["numeric"] | None = None if scale.kind == "binary" else "numeric"
-    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name, kind=kind)
-    dataset = dataset.with_scale(scale, judge=type(judge).__name__)
+    dataset = SingleMetricAnnotation.from_json(
+        config.dataset, metric_name=name, scale=judge.label_scale, judge=type(judge).__name__
+    )
     if config.loss.type == "binary" and not dataset.is_binary:
         raise ConfigError(
             f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "

@@ -11,9 +11,11 @@ evaluation and the initial population, each generation, and the final choice on 
   ``interval_s`` seconds while calls go on; nothing that redraws.
 
 The steps of a run that make no LLM call (loading the annotations, building the simulated LLM,
-writing the report) are announced with :meth:`CallProgress.step`, so a long one is never
-silent. When the run stops, the bar's total becomes the real count of calls (the bound is an
-upper bound; a search that stops early makes fewer), so it ends full.
+writing the report) are announced with :meth:`CallProgress.step`: on a terminal at once, above
+the bar; in plain lines, the steps before the search are timed on its first line (so that a run
+that fails to load stays one error line) and the steps after it get a line each. When the run
+stops, the bar's total becomes the real count of calls (the bound is an upper bound; a search
+that stops early makes fewer), so it ends full.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class CallProgress:
         self._last_line = self._started
         self._announced: str | None = None
         self._tqdm: Any = None
+        self._before: list[tuple[str, float]] = []  # steps before the first call: (text, start)
+        self._searching = False
 
     def __call__(self, event: Event) -> None:
         handler = getattr(self, f"_on_{event.kind}", None)
@@ -81,6 +85,8 @@ class CallProgress:
         above the bar, or a plain line with the time elapsed."""
         if self.bar:
             tqdm.write(text, file=sys.stderr)  # where the bar is
+        elif not self._searching and not self.calls:
+            self._before.append((text.split(":")[0], self.clock()))
         else:
             self.write(f"{text} ({self._elapsed()})")
 
@@ -99,10 +105,21 @@ class CallProgress:
         now = self.clock()
         if self._announced != self.phase:
             self._announced, self._last_line = self.phase, now
-            self.write(f"{self.phase}: {self._count()}")
+            self.write(f"{self.phase}: {self._count()}{self._steps_before(now)}")
         elif now - self._last_line >= self.interval_s:
             self._last_line = now
             self.write(f"{self.phase}: {self._count()}")
+
+    def _steps_before(self, now: float) -> str:
+        """"; after loading the annotations 12 s, ..." on the first line, once."""
+        if self._searching or not self._before:
+            self._searching = True
+            return ""
+        self._searching = True
+        ends = [start for _, start in self._before[1:]] + [now]
+        steps = zip(self._before, ends, strict=True)
+        done = ", ".join(f"{text} {end - start:.0f} s" for (text, start), end in steps)
+        return f"; before it: {done}"
 
     def _on_generation_start(self, event: Event) -> None:
         of = f" of {self.generations}" if self.generations is not None else ""
@@ -131,6 +148,7 @@ class CallProgress:
             self._tqdm.refresh()
         if not self.bar and self.calls:
             self.write(f"done: {self.calls:,} LLM calls ({self._elapsed()})")
+        self._searching = True  # what follows the search gets a line of its own
         self.close()
 
     # --- output ---------------------------------------------------------------------------------
