@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,21 @@ HELP_FILE = DATA / "annotated_data.json"
 AC_DEFINITION = (
     "Given the user_input, reference and response. Is the response correct compared with the reference"
 )
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C as a terminal delivers it, whatever started the suite.
+
+    Tests that press Ctrl-C send this process SIGINT and expect ``KeyboardInterrupt``. A
+    background job of a non-interactive shell (``pytest &`` in a script) and ``nohup`` start
+    Python with SIGINT ignored, so the signal would be dropped and the run would finish; this
+    installs Python's default handler (:func:`signal.default_int_handler`) for each test and
+    restores what was there after it. (``asyncio.run`` then installs its own, as for a user.)
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -322,6 +322,7 @@ def _optimize(args: argparse.Namespace) -> int:
             callbacks=[] if args.quiet else [progress],
             source=source,
             log=lambda line: _say(args, line),
+            step=(lambda _: None) if args.quiet else progress.step,
         )
     except KeyboardInterrupt:
         progress.close()

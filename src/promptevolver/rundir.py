@@ -38,9 +38,9 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -141,7 +141,9 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
 
     The bytes go to a temporary file in the same folder, are flushed to disk (fsync) and renamed
     over ``path``: readers see the old file or the new one, never a mix. On any failure (a full
-    disk, an interrupt) the temporary file is removed and the old file is left untouched.
+    disk, an interrupt) the temporary file is removed and the old file is left untouched. The
+    file's mode is what the umask leaves of 0o666, as for any file a program creates (0o644
+    under umask 022), so others can read a report where the umask lets them.
 
     Raises:
         OSError: the folder cannot be created or the file cannot be written.
@@ -149,7 +151,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = _create_temporary(target)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
@@ -161,6 +163,19 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+def _create_temporary(target: Path) -> tuple[int, str]:
+    """A new, exclusively created temporary file next to ``target``: (descriptor, path). Created
+    with mode 0o666 so that the kernel applies the umask (``tempfile.mkstemp`` forces 0o600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # another writer's name: draw again
+            continue
+    raise FileExistsError(f"no free temporary file name next to {target}")
 
 
 def write_json(path: str | Path, data: Any, *, indent: int | None = None) -> Path:

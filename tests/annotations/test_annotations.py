@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +151,8 @@ def test_metric_annotation_indexing_iteration_and_len(tmp_path: Path) -> None:
     path = write_json(tmp_path / "both.json", {"answer_correctness": ac_raw, "helpfulness": help_raw})
     multi = MetricAnnotation.from_json(path)
 
-    assert len(multi) == 2 and multi.n_samples == len(ac_raw) + len(help_raw)
+    assert len(multi) == multi.n_samples == len(ac_raw) + len(help_raw)  # Ragas' len: annotations
+    assert len(multi.keys()) == 2
     assert list(multi) == ["answer_correctness", "helpfulness"]
     assert [m.name for m in multi.values()] == ["answer_correctness", "helpfulness"]
     assert multi["helpfulness"].name == "helpfulness"
@@ -749,21 +749,34 @@ def test_train_test_split_default_stratifies_on_the_human_label(helpfulness: Sin
         assert abs(count - 7 * labels.count(value) / len(labels)) < 1
 
 
-def test_metric_annotation_is_a_read_only_mapping_of_metric_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize("metric_name", [None, "helpfulness"])
+def test_len_counts_annotations_over_all_metrics_as_ragas_does(tmp_path: Path, metric_name) -> None:
+    _, ac_raw = raw_samples(AC_FILE)
+    _, help_raw = raw_samples(HELP_FILE)
+    path = write_json(tmp_path / "both.json", {"answer_correctness": ac_raw, "helpfulness": help_raw})
+    ours = MetricAnnotation.from_json(path, metric_name=metric_name)
+    expected = len(help_raw) + (len(ac_raw) if metric_name is None else 0)
+    assert len(ours) == expected == sum(len(m) for m in ours.values())
+    assert len(MetricAnnotation.from_json(write_json(tmp_path / "none.json", {}))) == 0
+    ragas_schema = pytest.importorskip("ragas.dataset_schema", reason="the Ragas extra is not installed")
+    assert len(ragas_schema.MetricAnnotation.from_json(str(path), metric_name)) == expected
+
+
+def test_metric_annotation_reads_like_a_dict_of_metric_names(tmp_path: Path) -> None:
     _, ac_raw = raw_samples(AC_FILE)
     _, help_raw = raw_samples(HELP_FILE)
     path = write_json(tmp_path / "both.json", {"answer_correctness": ac_raw, "helpfulness": help_raw})
     multi = MetricAnnotation.from_json(path)
 
-    assert isinstance(multi, Mapping)
-    assert list(multi.keys()) == ["answer_correctness", "helpfulness"] == list(multi.root)
+    assert list(multi) == list(multi.keys()) == ["answer_correctness", "helpfulness"] == list(multi.root)
     assert [(name, m.name, len(m)) for name, m in multi.items()] == [
         ("answer_correctness", "answer_correctness", len(ac_raw)),
         ("helpfulness", "helpfulness", len(help_raw)),
     ]
     assert dict(multi) == {name: multi[name] for name in multi.root}
     assert multi.get("helpfulness") == multi["helpfulness"] and multi.get("faithfulness") is None
-    assert len(multi.keys()) == len(multi.values()) == len(multi) == 2
+    assert len(multi.keys()) == len(multi.values()) == len(multi.items()) == 2
+    assert "helpfulness" in multi and "faithfulness" not in multi
     with pytest.raises(TypeError):
         multi["faithfulness"] = multi["helpfulness"]  # type: ignore[index]
     assert MetricAnnotation.from_json(path) == multi  # Ragas' classmethod and equality kept

@@ -109,7 +109,7 @@ def test_named_file_with_another_metric_name_is_an_error(tmp_path: Path) -> None
 
 def test_empty_files(tmp_path: Path) -> None:
     no_metrics = write_json(tmp_path / "empty.json", {})
-    assert len(MetricAnnotation.from_json(no_metrics)) == 0
+    assert len(MetricAnnotation.from_json(no_metrics)) == 0  # no annotation
     with pytest.raises(AnnotationError, match="0 metrics"):
         SingleMetricAnnotation.from_json(no_metrics)
     no_samples = write_json(tmp_path / "none.json", {"m": []})
@@ -413,7 +413,7 @@ def test_ragas_call_shapes(two_metrics: Path) -> None:
     """The calls Ragas' optimizer and users make, with Ragas' positional signatures."""
     multi = MetricAnnotation.from_json(two_metrics, None)
     dataset = multi["helpfulness"]
-    assert multi.n_samples == len(multi["answer_correctness"]) + len(dataset)  # Ragas' len(multi)
+    assert len(multi) == multi.n_samples == len(multi["answer_correctness"]) + len(dataset)  # Ragas' len
     assert len(dataset.sample(5, "metric_output")) == 5
     assert len(dataset.sample(5)) == 5
     batches = dataset.batch(4, True)

@@ -1,5 +1,7 @@
-"""Labels are checked at load: a binary metric's labels are 0 or 1, a number is a number, and the
-kind of a metric (binary or numeric) follows the documented rule (``annotations/labels.py``)."""
+"""Labels are checked: a number is a number at load (any finite one, as in Ragas); a metric declared
+binary (``kind``, or a run's judge through its ``label_scale``) has labels 0 or 1, a numeric one
+with a range has labels in it; and the kind of a set follows the documented rule
+(``annotations/labels.py``), never a majority guess that raises."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation, UnusableSamplesWarning
-from promptevolver.annotations.labels import LabelKind
+from promptevolver.annotations.labels import LabelKind, LabelScale
 from promptevolver.errors import AnnotationError
 
 from .test_annotations import sample_dict, write_json
@@ -63,16 +65,27 @@ BAD_NUMBERS = [0.5, 2, -1, 1e308, -1e308, 5e-324, 0.999999, 1.0000001, 3]
 @pytest.mark.parametrize("field", ["metric_output", "target"])
 @pytest.mark.parametrize("shape", ["ragas", "jsonl"])
 @pytest.mark.parametrize("loader", sorted(LOADERS))
-def test_one_non_binary_number_among_verdicts_is_a_located_error(
+def test_one_non_binary_number_among_verdicts_loads_and_fails_a_binary_metric(
     tmp_path: Path, value: float, field: str, shape: str, loader: str
 ) -> None:
     items = binary_items(20)
     items[13][field] = value
     path = write(tmp_path, items, shape)
-    err = load_error(path, loader)
-    assert_located(err, path, 13, field)
-    assert "not a binary label" in str(err) and "kind='numeric'" in str(err)
-    assert f"{value:g}" in str(err) or repr(value) in str(err)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusableSamplesWarning)
+        loaded = LOADERS[loader](path)  # any finite number, as in Ragas: the set reads as numeric
+    assert loaded.kind == "numeric" and loaded.samples[13][field] == value
+    for err in (load_error(path, loader, kind="binary"), _scale_error(loaded, LabelScale("binary"))):
+        assert_located(err, path, 13, field)
+        assert "not a binary label" in str(err)
+        assert "kind='numeric'" in str(err) or "metric type: rubric" in str(err)  # the way out
+        assert f"{value:g}" in str(err) or repr(value) in str(err)
+
+
+def _scale_error(dataset: SingleMetricAnnotation, scale: LabelScale) -> AnnotationError:
+    with pytest.raises(AnnotationError) as info:
+        dataset.with_scale(scale, judge="AspectCritic")
+    return info.value
 
 
 WRONG_TYPES: dict[str, list[Any]] = {
@@ -112,9 +125,12 @@ def test_the_first_offending_sample_is_named(tmp_path: Path) -> None:
         items[index]["metric_output"] = value
     items[4]["target"] = -1
     path = write(tmp_path, items)
-    err = load_error(path)
+    assert_located(load_error(path, kind="binary"), path, 4, "target")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusableSamplesWarning)
+        err = _scale_error(SingleMetricAnnotation.from_json(path), LabelScale("binary"))
     assert_located(err, path, 4, "target")
-    assert "binary by its values (27 of 31 are 0 or 1)" in str(err)  # 30 outputs and 1 target: the majority
+    assert "binary as AspectCritic gives verdicts 0 or 1" in str(err)
 
 
 def test_nan_metric_output_is_the_failed_call_marker_not_a_label(tmp_path: Path) -> None:
@@ -141,13 +157,11 @@ def test_a_rubric_and_a_score_metric_load_as_numeric(tmp_path: Path) -> None:
         assert dataset.labels() == [float(i["metric_output"]) for i in items]
 
 
-def test_a_score_metric_of_mostly_ones_needs_kind_numeric(tmp_path: Path) -> None:
-    """A faithfulness-like score that is often exactly 1.0 looks binary; the error says what to do."""
+def test_a_score_metric_of_mostly_ones_loads_as_numeric(tmp_path: Path) -> None:
+    """A faithfulness-like score that is often exactly 1.0 is numeric: no guess from the majority."""
     items = [sample_dict(v, i=i) for i, v in enumerate([1, 1, 1, 0.67, 1, 0, 0.5])]
     path = write(tmp_path, items)
-    err = load_error(path)
-    assert_located(err, path, 3, "metric_output")
-    assert "binary by its values (5 of 7 are 0 or 1)" in str(err) and "kind='numeric'" in str(err)
+    assert SingleMetricAnnotation.from_json(path).kind == "numeric"
     for loader in sorted(LOADERS):
         dataset = LOADERS[loader](path, kind="numeric")
         assert dataset.kind == "numeric" and dataset.labels()[3] == 0.67
@@ -210,13 +224,75 @@ def test_kind_for_a_metric_not_in_the_file_is_an_error(tmp_path: Path) -> None:
         MetricAnnotation.from_json(path, kind={"mm": "numeric"})
 
 
-def test_sets_built_in_memory_are_checked_too() -> None:
+def test_sets_built_in_memory_are_checked_against_a_declared_kind() -> None:
     items = binary_items(9)
     items[6]["metric_output"] = 0.5
     with pytest.raises(ValidationError, match=r"sample 6, field 'metric_output': 0.5 is not a binary label"):
-        SingleMetricAnnotation.model_validate({"name": "m", "samples": items})
-    with pytest.raises(ValidationError, match=r"metric 'm', sample 6"):
-        MetricAnnotation.model_validate({"root": {"m": items}})
+        SingleMetricAnnotation.model_validate({"name": "m", "samples": items, "kind": "binary"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusableSamplesWarning)
+        assert SingleMetricAnnotation.model_validate({"name": "m", "samples": items}).kind == "numeric"
+        assert MetricAnnotation.model_validate({"root": {"m": items}}).kinds == {"m": "numeric"}
+
+
+RUBRIC_0_2 = [1, 1, 1, 0, 0, 0, 2, 2, 2]
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+def test_a_0_2_rubric_of_mostly_0_and_1_is_a_numeric_set_not_an_error(tmp_path: Path, accepted: bool) -> None:
+    """The issue's case: most labels are 0/1, the metric is a 0-2 rubric; no kind is guessed from that."""
+    items = [sample_dict(v, is_accepted=accepted or i % 2 == 0, i=i) for i, v in enumerate(RUBRIC_0_2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusableSamplesWarning)
+        built = SingleMetricAnnotation(name="m", samples=items)  # type: ignore[arg-type]
+        loaded = {name: load(write(tmp_path, items)) for name, load in LOADERS.items()}
+    for dataset in (built, *loaded.values()):
+        assert dataset.kind == "numeric" and [s.metric_output for s in dataset] == RUBRIC_0_2
+        rubric = dataset.with_scale(LabelScale("numeric", 0, 2), judge="RubricJudge")
+        assert rubric.kind == "numeric" and rubric.labels() == dataset.labels()
+
+
+@pytest.mark.parametrize(
+    ("scale", "values", "bad"),
+    [
+        (LabelScale("numeric", 1, 5), [1, 3, 5, 4, 7, 2], (4, 7)),
+        (LabelScale("numeric", 1, 5), [1, 3, 5, 0.5, 2], (3, 0.5)),
+        (LabelScale("numeric", 0, 1), [0, 0.25, 1, 1.5], (3, 1.5)),
+        (LabelScale("numeric", 0, 2), RUBRIC_0_2 + [-1], (9, -1)),
+        (LabelScale("binary"), RUBRIC_0_2, (6, 2)),
+    ],
+)
+def test_a_value_outside_the_metrics_scale_is_a_located_error(
+    tmp_path: Path, scale: LabelScale, values: list[float], bad: tuple[int, float]
+) -> None:
+    path = write(tmp_path, [sample_dict(v, i=i) for i, v in enumerate(values)])
+    dataset = SingleMetricAnnotation.from_json(path)
+    err = _scale_error(dataset, scale)
+    assert_located(err, path, bad[0], "metric_output")
+    assert f"{bad[1]:g}" in str(err)
+    assert ("score range" in str(err)) == (scale.kind == "numeric")
+
+
+def test_a_target_out_of_range_is_named_and_a_scale_without_range_takes_any_number(tmp_path: Path) -> None:
+    items = [sample_dict(v, i=i) for i, v in enumerate([1, 2, 3, 4])]
+    items[2]["target"] = 9
+    path = write(tmp_path, items)
+    dataset = SingleMetricAnnotation.from_json(path)
+    assert_located(_scale_error(dataset, LabelScale("numeric", 1, 5)), path, 2, "target")
+    assert dataset.with_scale(LabelScale("numeric")).labels() == [1.0, 2.0, 9.0, 4.0]
+
+
+def test_binding_to_a_binary_metric_gives_rejected_samples_their_flipped_label() -> None:
+    items = [sample_dict(v, is_accepted=i != 2, i=i) for i, v in enumerate([0, 1, 1])]
+    numeric = SingleMetricAnnotation(name="m", samples=items, kind="numeric")  # type: ignore[arg-type]
+    assert numeric.labels() == [0.0, 1.0, None]
+    assert numeric.with_scale(LabelScale("binary")).labels() == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("args", [("scores",), ("binary", 0, 1), ("numeric", 1, None), ("numeric", 5, 1)])
+def test_a_bad_label_scale_is_refused(args: tuple[Any, ...]) -> None:
+    with pytest.raises(ValueError):
+        LabelScale(*args)
 
 
 # --- The whole class of inputs (hypothesis) -------------------------------------------------------
@@ -254,11 +330,19 @@ def binary_set_with_one_bad_label(draw: st.DrawFn) -> tuple[list[dict[str, Any]]
 def test_any_bad_label_among_binary_samples_is_named(
     case: tuple[list[dict[str, Any]], int, str, Any], shape: str
 ) -> None:
-    items, index, field, _ = case
-    with tempfile.TemporaryDirectory() as tmp:
+    """A wrong type at load whatever the kind; a number other than 0/1 once the metric is binary."""
+    items, index, field, value = case
+    wrong_type = not isinstance(value, (int, float)) or isinstance(value, bool)
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusableSamplesWarning)
         path = write(Path(tmp), items, shape)
         for loader in sorted(LOADERS):
-            assert_located(load_error(path, loader), path, index, field)
+            assert_located(load_error(path, loader, kind="binary"), path, index, field)
+            if wrong_type:
+                assert_located(load_error(path, loader), path, index, field)
+            else:
+                err = _scale_error(LOADERS[loader](path), LabelScale("binary"))
+                assert_located(err, path, index, field)
 
 
 label_values = st.sampled_from([0, 1, 0.0, 1.0]) | st.floats(-10, 10, allow_nan=False)
@@ -272,13 +356,14 @@ label_values = st.sampled_from([0, 1, 0.0, 1.0]) | st.floats(-10, 10, allow_nan=
     kind=st.sampled_from([None, "binary", "numeric"]),
 )
 def test_the_kind_rule(outputs: list[float], targets: list[float | None], kind: LabelKind | None) -> None:
-    """Given kind, or the majority of label values: binary loads iff every value is 0 or 1."""
+    """Given kind, else binary iff there are values and every one is 0 or 1; only a declared
+    binary kind with another value is an error."""
     items = [sample_dict(i=i) | {"metric_output": v} for i, v in enumerate(outputs)]
     for item, target in zip(items, targets, strict=False):
         item["target"] = target
     values = [v for v in outputs if not math.isnan(v)] + [t for t in targets[: len(outputs)] if t is not None]
     binary_values = sum(v in (0, 1) for v in values)
-    expected = kind or ("binary" if 2 * binary_values > len(values) else "numeric")
+    expected = kind or ("binary" if values and binary_values == len(values) else "numeric")
     with tempfile.TemporaryDirectory() as tmp:
         path = write(Path(tmp), items)
         if expected == "binary" and binary_values < len(values):

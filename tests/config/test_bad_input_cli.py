@@ -106,16 +106,19 @@ def test_the_same_file_is_refused_by_evaluate_and_estimate(
         assert code == 1 and "sample 7, field 'target'" in line and str(data) in line
 
 
-def test_numeric_labels_under_a_binary_loss_name_the_config_key(
+def test_numeric_labels_under_a_binary_metric_name_the_file_sample_and_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The kind comes from the metric: scores under an aspect critic (0/1 verdicts) are refused."""
+
     def scores(samples: list[dict[str, Any]]) -> None:
         for i, sample in enumerate(samples):
             sample.update(metric_output=(i % 5) / 4 + 0.1, is_accepted=True)
 
     data = annotations(tmp_path, scores, n=50)
     code, line = run(optimize(config(tmp_path, dataset=str(data)), tmp_path / "run"), capsys)
-    assert code == 1 and "loss.type is 'binary'" in line and "numeric" in line and str(data) in line
+    assert code == 1 and str(data) in line and "sample 0, field 'metric_output'" in line
+    assert "binary as AspectCritic gives verdicts 0 or 1" in line and "metric type: rubric" in line
 
 
 def test_a_metric_given_twice_in_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -209,7 +212,7 @@ def test_output_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_a_score_file_declared_numeric_runs_under_mse(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The remedy the error names is reachable from a config: "kind": "numeric" in the file."""
+    """The remedy the error names is reachable from a config: a judge of scores (type: rubric)."""
 
     def mostly_ones(samples: list[dict[str, Any]]) -> None:
         for i, sample in enumerate(samples):
@@ -219,8 +222,19 @@ def test_a_score_file_declared_numeric_runs_under_mse(
     cfg = config(tmp_path, dataset=str(data), loss={"type": "mse"})
     code, line = run(["estimate", str(cfg)], capsys)
     assert code == 1 and "sample 0, field 'metric_output': 0.6 is not a binary label" in line
-    assert '"kind": "numeric"' in line
+    assert "metric type: rubric" in line
     declared = json.loads(data.read_text(encoding="utf-8")) | {"kind": "numeric"}
     data.write_text(json.dumps(declared), encoding="utf-8")
-    assert main(["estimate", str(cfg), "--json"]) == 0
+    assert run(["estimate", str(cfg)], capsys)[0] == 1  # the file cannot overrule the metric
+    for sample in declared["samples"]:  # the aspect critic's traces are not a rubric's
+        sample.pop("prompts", None)
+    data.write_text(json.dumps(declared), encoding="utf-8")
+    rubric = {
+        "type": "rubric",
+        "name": "answer_correctness",
+        "definition": AC_DEFINITION,
+        "score_range": [0, 1],
+    }
+    scores = config(tmp_path, dataset=str(data), loss={"type": "mse"}, metric=rubric)
+    assert main(["estimate", str(scores), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["judge_calls"] > 0

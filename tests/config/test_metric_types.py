@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from promptevolver import AspectCritic, JudgeEnsemble, RubricJudge, SingleMetricAnnotation, StatementSupport
 from promptevolver.config.build import build_metric, load_dataset
 from promptevolver.config.models import MetricConfig, RunConfig, SyntheticDatasetConfig
-from promptevolver.errors import AnnotationError
 from promptevolver.judge.statements import DEFAULT_DEFINITION
 from promptevolver.runs.export import apply_snippet
 
@@ -141,14 +140,13 @@ def test_a_dumped_config_reads_back_equal(synthetic):
 
 
 def test_a_numeric_metric_type_loads_its_file_as_numeric_even_when_most_scores_are_whole(tmp_path):
-    """A faithfulness score is often exactly 1.0: inference alone would take the file for binary
-    verdicts and refuse the 0.5; the metric type says the labels are numbers."""
+    """A faithfulness score is often exactly 1.0; the 0.5 makes the file numeric on its own, and the
+    metric type says the labels are numbers in [0, 1]."""
     inputs = {"user_input": "q", "response": "r", "retrieved_contexts": ["c"]}
     samples = [{"metric_input": inputs, "metric_output": v, "is_accepted": True} for v in [1.0] * 9 + [0.5]]
     path = tmp_path / "faithfulness.json"
     path.write_text(json.dumps({"faithfulness": samples}))
-    with pytest.raises(AnnotationError, match="numeric"):
-        SingleMetricAnnotation.from_json(path)
+    assert SingleMetricAnnotation.from_json(path).kind == "numeric"  # no majority guess
     config = RunConfig.model_validate(
         {
             "dataset": str(path),

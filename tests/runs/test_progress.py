@@ -73,10 +73,29 @@ def test_the_bar_counts_calls_against_the_bound_and_follows_a_raised_bound(capsy
     assert "seed and initial population:  10%" in capsys.readouterr().err
 
 
+def test_the_bar_ends_at_the_real_count_when_the_search_stops_early(capsys):
+    progress = CallProgress(bar=True, write=print, generations=4)
+    progress.step("loading the annotations: a.json")
+    progress(_call(30, bound=598))
+    bar = progress._tqdm
+    progress(Event("stop", 1, {"reason": "patience"}))
+    assert (bar.n, bar.total, bar.desc) == (30, 30, "done")  # not 30 of 598
+    err = capsys.readouterr().err
+    assert "loading the annotations: a.json" in err and "done: 100%" in err
+
+
 def test_a_real_run_reports_every_phase_and_never_counts_past_the_bound(tmp_path):
     lines: list[str] = []
     progress = CallProgress(bar=False, write=lines.append, interval_s=1e-9, generations=2)
-    result = execute(RunConfig.model_validate(SYNTHETIC), tmp_path / "run", callbacks=[progress])
+    result = execute(
+        RunConfig.model_validate(SYNTHETIC), tmp_path / "run", callbacks=[progress], step=progress.step
+    )
+    # the steps before the search are timed on its first line, the step after it has its own
+    assert lines[0].startswith("seed and initial population: ")
+    before = r"; before it: loading the annotations \d+ s, building the simulated LLM \d+ s$"
+    assert re.search(before, lines[0])
+    assert lines[-1].startswith(f"writing result.json, the exports and the report to {tmp_path / 'run'} (")
+    lines = lines[:-1]
     phases = {line.split(":")[0] for line in lines}
     assert {"seed and initial population", "generation 1 of 2", "final choice on validation"} <= phases
     counts = [tuple(int(x.replace(",", "")) for x in m.groups()) for m in map(COUNT.search, lines) if m]

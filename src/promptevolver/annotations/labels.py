@@ -4,20 +4,23 @@ A metric is **binary** (its judge gives verdicts 0 or 1) or **numeric** (it give
 score, a 1–5 rubric). The kind decides the human label of a rejected sample (the flipped verdict
 for a binary metric, none for a numeric one) and which loss can learn from the labels.
 
-How the kind is decided, in this order:
+The kind comes from the metric, not from a guess. As in Ragas, the annotation models accept any
+finite number as a ``metric_output`` or ``target``; until a metric says otherwise a set's kind is:
 
-1. the ``kind`` passed to the loader or the set (``"binary"`` or ``"numeric"``);
-2. the ``"kind"`` key of a ``{"name", "kind", "samples"}`` file (what ``to_json`` writes);
-3. inferred from the label values (every ``metric_output`` and ``target``, NaN outputs aside):
-   binary when more than half of them are exactly 0 or 1, numeric otherwise (also when there
-   are none).
+1. the ``kind`` passed to the loader or the set (``"binary"`` or ``"numeric"``), checked: a
+   declared binary metric's values must all be 0 or 1;
+2. the ``"kind"`` key of a ``{"name", "kind", "samples"}`` file (what ``to_json`` writes), checked
+   the same way;
+3. else read off the values, never raising: ``"binary"`` when there are label values (every
+   ``metric_output`` and ``target``, NaN outputs aside) and all of them are 0 or 1, ``"numeric"``
+   otherwise (a 0–2 rubric ``[1, 1, 1, 0, 0, 0, 2, 2, 2]`` is numeric, not a binary set with a bad 2).
 
-A binary metric's label values must all be 0 or 1: one 0.5, 2, −1 or 1e308 among verdicts is an
-:class:`~promptevolver.errors.AnnotationError` naming the sample and the field, raised at load,
-not a metric quietly taken for numeric. A numeric metric's label values are finite numbers of
-any scale (checked by :class:`~promptevolver.annotations.models.SampleAnnotation`, as is the type:
-a string or a boolean is never a number). A score metric whose values are mostly exactly 0 or 1
-(a faithfulness score that is often 1.0) is inferred binary: pass ``kind="numeric"``.
+When a run starts, the metric's own :class:`LabelScale` decides
+(:meth:`SingleMetricAnnotation.with_scale
+<promptevolver.annotations.single.SingleMetricAnnotation.with_scale>`, before any LLM call): an
+aspect critic is binary and every value must be 0 or 1; a rubric judge is numeric and every value
+must lie in its ``score_range``; a supported fraction lies in [0, 1]. A value that does not fit is
+an :class:`~promptevolver.errors.AnnotationError` naming the file, the sample and the field.
 
 A ``metric_output`` of NaN (how Ragas records a failed judge call) fits either kind: it is no
 label (the sample is unusable unless ``target`` is set) and does not count in the inference.
@@ -25,7 +28,8 @@ label (the sample is unusable unless ``target`` is set) and does not count in th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -35,6 +39,7 @@ from promptevolver.errors import AnnotationError
 __all__ = [
     "LABEL_KINDS",
     "LabelKind",
+    "LabelScale",
     "check_inputs",
     "check_label_values",
     "check_labels",
@@ -47,6 +52,34 @@ LabelKind = Literal["binary", "numeric"]
 LABEL_KINDS: tuple[LabelKind, ...] = get_args(LabelKind)
 
 
+@dataclass(frozen=True)
+class LabelScale:
+    """What a metric's labels are: ``kind`` (``"binary"``: verdicts 0 or 1; ``"numeric"``: scores)
+    and, for scores, the closed range ``[low, high]`` they lie in (None: any finite number).
+    A judge declares it as its ``label_scale`` attribute.
+
+    Raises:
+        ValueError: an unknown kind, a range on a binary scale, or ``low > high``.
+    """
+
+    kind: LabelKind
+    low: float | None = None
+    high: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in LABEL_KINDS:
+            raise ValueError(f"kind must be one of {list(LABEL_KINDS)}, got {self.kind!r}")
+        if (self.low is None) != (self.high is None) or (self.kind == "binary" and self.low is not None):
+            raise ValueError("a range is (low, high) together, and only on a numeric scale")
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low must be <= high, got [{self.low:g}, {self.high:g}]")
+
+    @property
+    def value_range(self) -> tuple[float, float] | None:
+        """``(low, high)``, or None when any finite number fits."""
+        return None if self.low is None or self.high is None else (self.low, self.high)
+
+
 def _present(outputs: Sequence[float], targets: Sequence[float | None]) -> list[float]:
     """The label values: outputs without NaN, then the targets that are set."""
     return [v for v in outputs if v == v] + [t for t in targets if t is not None]  # v != v: NaN
@@ -57,12 +90,13 @@ def _count_binary(values: list[float]) -> int:
 
 
 def _kind_of(values: list[float]) -> LabelKind:
-    return "binary" if 2 * _count_binary(values) > len(values) else "numeric"
+    return "binary" if values and _count_binary(values) == len(values) else "numeric"
 
 
 def infer_kind(samples: Sequence[SampleAnnotation]) -> LabelKind:
-    """``"binary"`` when more than half of the label values (``metric_output`` without NaN, and
-    ``target``) are exactly 0 or 1, else ``"numeric"`` (also for no values)."""
+    """``"binary"`` when there are label values (``metric_output`` without NaN, and ``target``) and
+    every one is exactly 0 or 1, else ``"numeric"`` (also for no values). Never raises: a value
+    that is not 0 or 1 makes the set numeric until a metric says it is binary."""
     return _kind_of(_present([s.metric_output for s in samples], [s.target for s in samples]))
 
 
@@ -76,7 +110,7 @@ def check_labels(
     """The kind of the metric's labels (``kind``, else :func:`infer_kind`), once every label fits it.
 
     Raises:
-        AnnotationError: ``kind`` is not a label kind; or the metric is binary and a
+        AnnotationError: ``kind`` is not a label kind; or ``kind`` is ``"binary"`` and a
             ``metric_output`` (NaN aside) or ``target`` is not 0 or 1 — the first such sample,
             named with its file, metric, index and field.
     """
@@ -90,44 +124,64 @@ def check_label_values(
     targets: Sequence[float | None],
     kind: LabelKind | None = None,
     *,
+    value_range: tuple[float, float] | None = None,
     path: str | Path | None = None,
     metric: str | None = None,
+    declared_by: str = "declared binary",
+    remedy: str = (
+        'declare the metric numeric (kind=\'numeric\', or "kind": "numeric" in a {name, kind, samples} file)'
+    ),
 ) -> LabelKind:
     """:func:`check_labels` on the validated samples' ``metric_output`` and ``target`` values
     (None: no target), aligned with the samples: what a loader checks without reading the
-    sample objects again."""
+    sample objects again. ``value_range``: a numeric metric's ``(low, high)``, every value within
+    it; ``declared_by`` says in the error who made the metric binary, ``remedy`` the way out
+    besides fixing the value.
+
+    Raises:
+        AnnotationError: as :func:`check_labels`, or a value outside ``value_range`` (the first,
+            named with its file, metric, sample index and field).
+    """
     if kind is not None and kind not in LABEL_KINDS:
         message = f"kind must be one of {list(LABEL_KINDS)}, got {kind!r}"
         raise AnnotationError(message, path=path, metric=metric)
     values = _present(outputs, targets)
     resolved = kind or _kind_of(values)
     if resolved == "binary" and _count_binary(values) != len(values):
-        index, field, value = _first_non_binary(outputs, targets)
-        why = "declared binary" if kind else _majority(values)
+        index, field, value = _first(outputs, targets, lambda v: v in (0.0, 1.0))
         raise AnnotationError(
-            f"{_show(value)} is not a binary label (0 or 1) of this metric, {why}; fix the value, or "
-            'declare the metric numeric (kind=\'numeric\', or "kind": "numeric" in a '
-            "{name, kind, samples} file)",
+            f"{_show(value)} is not a binary label (0 or 1) of this metric, {declared_by}; "
+            f"fix the value, or {remedy}",
             path=path,
             metric=metric,
             sample_index=index,
             field=field,
         )
+    if resolved == "numeric" and value_range is not None:
+        low, high = value_range
+        if not all(low <= v <= high for v in values):
+            index, field, value = _first(outputs, targets, lambda v: low <= v <= high)
+            raise AnnotationError(
+                f"{_show(value)} is outside this metric's score range [{_show(low)}, {_show(high)}]; "
+                "fix the value, or the metric's score_range",
+                path=path,
+                metric=metric,
+                sample_index=index,
+                field=field,
+            )
     return resolved
 
 
-def _first_non_binary(outputs: Sequence[float], targets: Sequence[float | None]) -> tuple[int, str, float]:
-    """(sample index, field, value) of the first label value that is not 0 or 1 (NaN outputs aside)."""
+def _first(
+    outputs: Sequence[float], targets: Sequence[float | None], fits: Callable[[float], bool]
+) -> tuple[int, str, float]:
+    """(sample index, field, value) of the first label value that does not fit (NaN outputs aside)."""
     for index, (output, target) in enumerate(zip(outputs, targets, strict=True)):
-        if output == output and output not in (0.0, 1.0):
+        if output == output and not fits(output):
             return index, "metric_output", output
-        if target is not None and target not in (0.0, 1.0):
+        if target is not None and not fits(target):
             return index, "target", target
-    raise AssertionError("called only when a value is not 0 or 1")
-
-
-def _majority(values: list[float]) -> str:
-    return f"binary by its values ({_count_binary(values)} of {len(values)} are 0 or 1)"
+    raise AssertionError("called only when a value does not fit")
 
 
 def _show(value: Any) -> str:

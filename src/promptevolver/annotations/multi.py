@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from pathlib import Path
 
 from pydantic import PrivateAttr, model_validator
@@ -15,15 +15,16 @@ from promptevolver.annotations.single import SingleMetricAnnotation, _Sourced, _
 from promptevolver.errors import AnnotationKeyError
 
 
-class MetricAnnotation(_Sourced, Mapping[str, SingleMetricAnnotation]):
+class MetricAnnotation(_Sourced):
     """Annotations of several metrics: ``root`` maps a metric name to its samples (Ragas' shape).
 
-    A read-only ``Mapping[str, SingleMetricAnnotation]``, like a dict of metric name →
-    annotations: ``m["name"]`` gives a :class:`SingleMetricAnnotation` (sharing the samples and
-    the source file); ``keys()``, ``values()``, ``items()``, ``get()``, ``in`` and iteration go
-    over the metrics in file order, and ``len`` counts the metrics (a Mapping's length; Ragas'
-    ``len`` counted samples, which :attr:`n_samples` gives). Ragas' ``root``, ``from_json`` and
-    indexing work as in Ragas. Each metric has a label kind, binary or numeric
+    As in Ragas, ``len(m)`` is the number of annotations over all metrics (also
+    :attr:`n_samples`), ``m["name"]`` gives a :class:`SingleMetricAnnotation` (sharing the samples
+    and the source file), and ``root`` and ``from_json`` work as there. Like a read-only dict of
+    metric name → annotations, ``keys()``, ``values()``, ``items()``, ``get()``, ``in`` and
+    iteration go over the metrics in file order; ``len(m.keys())`` counts the metrics. It is not a
+    ``collections.abc.Mapping``: a Mapping's ``len`` must count its keys, which would break Ragas'
+    ``len``. Each metric has a label kind, binary or numeric
     (:mod:`~promptevolver.annotations.labels`; :attr:`kinds`), checked when the set is built or
     loaded.
     """
@@ -94,18 +95,36 @@ class MetricAnnotation(_Sourced, Mapping[str, SingleMetricAnnotation]):
         kind = self._kinds.get(key) or check_labels(samples, path=self.source, metric=key)
         return _trusted(key, samples, self.source, kind)
 
+    def get(
+        self, key: str, default: SingleMetricAnnotation | None = None
+    ) -> SingleMetricAnnotation | None:
+        """The samples of metric ``key``, or ``default`` when the file has no such metric."""
+        return self[key] if key in self.root else default
+
+    def keys(self) -> KeysView[str]:
+        """The metric names, in file order (a read-only view)."""
+        return self.root.keys()
+
+    def values(self) -> ValuesView[SingleMetricAnnotation]:
+        """Each metric's :class:`SingleMetricAnnotation`, in file order."""
+        return {name: self[name] for name in self.root}.values()
+
+    def items(self) -> ItemsView[str, SingleMetricAnnotation]:
+        """(metric name, :class:`SingleMetricAnnotation`) pairs, in file order."""
+        return {name: self[name] for name in self.root}.items()
+
     def __contains__(self, key: object) -> bool:
         return key in self.root
 
     def __len__(self) -> int:
-        """Number of metrics (see :attr:`n_samples` for the samples)."""
-        return len(self.root)
+        """Number of annotations over all metrics, as Ragas' ``len`` (``len(keys())``: the metrics)."""
+        return self.n_samples
 
     def __iter__(self) -> Iterator[str]:  # type: ignore[override]
-        """The metric names, in file order (a Mapping's keys)."""
+        """The metric names, in file order (as a dict's keys)."""
         return iter(self.root)
 
     @property
     def n_samples(self) -> int:
-        """Number of samples over all metrics (what Ragas' ``len`` counts)."""
+        """Number of annotations over all metrics (``len``)."""
         return sum(len(samples) for samples in self.root.values())

@@ -12,7 +12,7 @@ from pydantic import BaseModel, PrivateAttr, model_validator
 from promptevolver.annotations import sampling, strata, subsets
 from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
 from promptevolver.annotations.io import _dump_samples, _load, _write_json, _write_jsonl
-from promptevolver.annotations.labels import LabelKind, check_labels
+from promptevolver.annotations.labels import LabelKind, LabelScale, check_label_values, check_labels
 from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation, UnusableSample
 from promptevolver.annotations.usable import unusable_samples
 from promptevolver.annotations.usable import usable_label_array as usable_label_array
@@ -52,9 +52,10 @@ class SingleMetricAnnotation(_Sourced):
     gives a :class:`SampleAnnotation`, a slice a new set).
 
     ``kind`` is the kind of the metric's labels, ``"binary"`` or ``"numeric"``
-    (:mod:`~promptevolver.annotations.labels`): given, or inferred from the samples when the set
-    is built or loaded (None on input means "infer"); every label fits it, else building or
-    loading the set raises AnnotationError.
+    (:mod:`~promptevolver.annotations.labels`): given (then every label must fit it, else building
+    or loading the set raises AnnotationError), or read off the values when the set is built or
+    loaded (None on input; any finite numbers are accepted, as in Ragas). A run binds the set to
+    its metric's kind with :meth:`with_scale`.
 
     Sampling methods take ``random_seed``: an int or a ``numpy.random.Generator`` (same seed →
     same result); ``None`` draws fresh entropy, not reproducible, as Ragas' unseeded sampling.
@@ -76,14 +77,21 @@ class SingleMetricAnnotation(_Sourced):
     # --- Loading and saving -------------------------------------------------------------
     @classmethod
     def from_json(
-        cls, path: str | Path, metric_name: str | None = None, *, kind: LabelKind | None = None
+        cls,
+        path: str | Path,
+        metric_name: str | None = None,
+        *,
+        kind: LabelKind | None = None,
+        scale: LabelScale | None = None,
+        judge: str = "its judge",
     ) -> SingleMetricAnnotation:
         """Load one metric: a ``{"name", "samples"}`` file, a Ragas file holding one metric (or
         ``metric_name`` of several), a JSON list of samples or a JSONL file (named ``metric_name``,
         else the file's stem). ``kind``: ``"binary"`` or ``"numeric"`` labels; None takes the
         file's ``"kind"`` or infers it (:mod:`~promptevolver.annotations.labels`). Every label is
-        checked here, before anything uses the set. Warns (UnusableSamplesWarning) when samples
-        have no human label.
+        checked here, before anything uses the set. ``scale``: the metric's label scale, which
+        then decides the kind (:meth:`with_scale`; ``judge`` names it in errors). Warns
+        (UnusableSamplesWarning) when samples have no human label.
 
         Raises:
             AnnotationError: missing or malformed file, a directory, nesting too deep to read; a
@@ -95,6 +103,8 @@ class SingleMetricAnnotation(_Sourced):
         """
         ((name, (samples, label_kind)),) = _load(Path(path), metric_name, single=True, kind=kind).items()
         dataset = _trusted(name, samples, path, label_kind)  # validated
+        if scale is not None:
+            dataset = dataset.with_scale(scale, judge=judge)
         _warn_unusable(dataset)
         return dataset
 
@@ -143,6 +153,27 @@ class SingleMetricAnnotation(_Sourced):
         """Whether the metric's labels are binary verdicts (``kind == "binary"``); then every
         ``metric_output`` (NaN aside) and ``target`` is 0 or 1."""
         return self.kind == "binary"
+
+    def with_scale(self, scale: LabelScale, *, judge: str = "its judge") -> SingleMetricAnnotation:
+        """This set with the kind of a metric's labels (``scale.kind``), once every label fits the
+        scale: 0 or 1 for a binary metric, within ``scale.value_range`` for a numeric one. What a
+        run does before any LLM call; ``judge`` names who says so in the error.
+
+        Raises:
+            AnnotationError: the first value that does not fit, naming the file, metric, sample
+                index and field (``metric_output`` or ``target``).
+        """
+        kind = check_label_values(
+            [s.metric_output for s in self.samples],
+            [s.target for s in self.samples],
+            scale.kind,
+            value_range=scale.value_range,
+            path=self.source,
+            metric=self.name,
+            declared_by=f"which is binary as {judge} gives verdicts 0 or 1",
+            remedy="judge scores with a numeric metric (RubricJudge; in a config, metric type: rubric)",
+        )
+        return _trusted(self.name, self.samples, self.source, kind)
 
     def labels(self) -> list[float | None]:
         """Human label of every sample (None where a sample has none), aligned with ``samples``."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
@@ -47,9 +46,10 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
 
     Raises:
         AnnotationError: missing/malformed file or sample, a label that does not fit the metric's
-            kind, or the metric is not in the file (the message lists the metrics present); the
-            metric has no samples; a text input that is not a string; a recorded verdict of a
-            binary metric that is not 0 or 1.
+            ``label_scale`` (a binary metric's 0/1, a rubric's score range; names the file,
+            sample and field), or the metric is not in the file (the message lists the metrics
+            present); the metric has no samples; a text input that is not a string; a recorded
+            verdict of a binary metric that is not 0 or 1.
         ConfigError: ``loss.type: binary`` and the metric's labels are numeric.
     """
     if isinstance(config.dataset, SyntheticSource):
@@ -61,10 +61,12 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
             return generate_statements(StatementsSpec(**arguments))
         return generate(SyntheticSpec(**arguments))
     name = config.metric_name or config.metric.name
-    # A rubric or a supported fraction is numeric whatever its values (a faithfulness score is
-    # often exactly 1.0, which inference would take for a binary verdict).
-    kind: Literal["numeric"] | None = None if config.metric.is_binary else "numeric"
-    dataset = SingleMetricAnnotation.from_json(config.dataset, metric_name=name, kind=kind)
+    # The kind of the labels comes from the metric, not from the values: an aspect critic's are
+    # 0/1 verdicts, a rubric's scores in its range, a supported fraction's in [0, 1].
+    judge = build_judge(config.metric)
+    dataset = SingleMetricAnnotation.from_json(
+        config.dataset, metric_name=name, scale=judge.label_scale, judge=type(judge).__name__
+    )
     if not dataset.samples:
         raise AnnotationError(f"metric {name!r} has no samples: nothing to learn from", path=config.dataset)
     check_inputs(dataset.samples, path=config.dataset, metric=name)

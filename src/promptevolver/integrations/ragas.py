@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations.labels import LabelScale
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import AnnotationError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
@@ -143,6 +144,13 @@ class RagasMetric(PromptSet):
     def prompt_name(self) -> str:
         """The optimized Ragas prompt's name."""
         return next(iter(self._prompts))
+
+    @property
+    def label_scale(self) -> LabelScale:
+        """Binary for an AspectCritic; scores (in ``score_range`` when given) for a SimpleCriteriaScore."""
+        if self.kind == "binary":
+            return LabelScale("binary")
+        return LabelScale("numeric", *self.score_range) if self.score_range else LabelScale("numeric")
 
     @property
     def calls_per_evaluation(self) -> int:

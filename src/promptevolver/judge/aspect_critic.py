@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.errors import ConfigError
 from promptevolver.judge.asking import ask
@@ -57,6 +58,8 @@ class AspectCritic(PromptSet):
     """
 
     PROMPT_NAME = "single_turn_aspect_critic_prompt"
+    #: Verdicts 0 or 1: a run checks that every annotation's value is one of them.
+    label_scale = LabelScale("binary")
     REQUIRED_FIELDS = ("user_input", "response")
     OPTIONAL_FIELDS = ("reference", "retrieved_contexts", "reference_contexts")
 

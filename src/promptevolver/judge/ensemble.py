@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from promptevolver.annotations import FIELD_ALIASES, normalize_metric_input
+from promptevolver.annotations.labels import LabelScale
 from promptevolver.errors import AnnotationError
 from promptevolver.judge.aggregation import AGGREGATIONS, aggregate
 from promptevolver.judge.batch import BatchEvaluation, EvaluationItem, as_item, cancel
 from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judgement, Metric
+from promptevolver.judge.protocol import Judgement, Metric, label_scale_of
 from promptevolver.llm.base import LLMClient
 
 __all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "as_item"]
@@ -127,6 +128,11 @@ class JudgeEnsemble(BatchEvaluation):
             f"JudgeEnsemble(metric={self.metric!r}, num_judges={self.num_judges}, "
             f"aggregation_method={self.aggregation_method!r})"
         )
+
+    @property
+    def label_scale(self) -> LabelScale | None:
+        """The wrapped judge's (see :func:`~promptevolver.judge.protocol.label_scale_of`)."""
+        return label_scale_of(self.metric)
 
     @property
     def calls_per_evaluation(self) -> int:

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Protocol, runtime_checkable
 
+from promptevolver.annotations.labels import LabelScale
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
 
-__all__ = ["OUTPUTS", "Judgement", "Metric"]
+__all__ = ["OUTPUTS", "Judgement", "Metric", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
@@ -63,6 +64,10 @@ class Metric(Protocol):
             a single judge, 2 for a statement extractor and its verifier, ``num_judges`` times the
             wrapped metric's for an ensemble; a re-ask after a malformed answer adds one); the cost
             model reads it.
+
+    Optional: ``label_scale``, a :class:`~promptevolver.annotations.labels.LabelScale` saying
+    what its labels are (binary verdicts, or scores in a range); ours all declare it, and a run
+    checks the annotations against it before any call (:func:`label_scale_of`).
     """
 
     name: str
@@ -105,3 +110,10 @@ class Metric(Protocol):
         :class:`Judgement`. Raises AnnotationError for a sample missing a required field.
         """
         ...
+
+
+def label_scale_of(metric: object) -> LabelScale | None:
+    """The metric's declared ``label_scale`` (an ensemble's is its judge's), or None when it
+    declares none (a user's judge may not); then a run keeps the annotations' own kind."""
+    scale = getattr(metric, "label_scale", None)
+    return scale if isinstance(scale, LabelScale) else None

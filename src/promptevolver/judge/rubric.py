@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.asking import ask
 from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
@@ -112,6 +113,11 @@ class RubricJudge(PromptSet):
         seed = seed_instruction(definition, low, high, discrete, self.rubrics)
         model = rubric_output_model(low, high, discrete)
         self._prompts: dict[str, Prompt[Any]] = {self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, model)}
+
+    @property
+    def label_scale(self) -> LabelScale:
+        """Scores in ``score_range``: a run checks that every annotation's value lies in it."""
+        return LabelScale("numeric", *self.score_range)
 
     def __repr__(self) -> str:
         low, high = self.score_range

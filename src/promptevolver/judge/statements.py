@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from promptevolver.annotations.labels import LabelScale
 from promptevolver.judge.asking import UnusableAnswer, ask, output_dict
 from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
@@ -82,6 +83,8 @@ class StatementSupport(PromptSet):
 
     EXTRACTOR = "statement_generator_prompt"
     VERIFIER = "n_l_i_statement_prompt"
+    #: A supported fraction: a run checks that every annotation's value lies in [0, 1].
+    label_scale = LabelScale("numeric", 0.0, 1.0)
     REQUIRED_FIELDS = ("user_input", "response", "retrieved_contexts")
 
     def __init__(

@@ -33,7 +33,7 @@ from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge.protocol import Metric, label_scale_of
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.preflight import preflight
@@ -133,6 +133,8 @@ class GeneticOptimizer(Optimizer):
                 is False: nothing is overwritten; resume it, or choose or empty the directory.
             InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable annotations.
             AnnotationError: a usable sample lacks a field the metric needs (names the sample).
+                Or a label that does not fit the metric's ``label_scale`` (0/1 verdicts, or a
+                score range; names the file, sample and field), before any call.
             BudgetExceededError: the budget cannot pay for the initial population and one generation.
             CheckpointError: ``resume`` with a missing checkpoint or one of another run.
             LLMUnusableError: the LLM failed on more than ``max_failure_rate`` of a step's calls
@@ -184,6 +186,9 @@ class GeneticOptimizer(Optimizer):
     ) -> SearchRun:
         if self.metric is None or self.llm is None:
             raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
+        scale = label_scale_of(self.metric)
+        if scale is not None:  # the metric says what its labels are: every annotation must fit
+            dataset = dataset.with_scale(scale, judge=type(self.metric).__name__)
         operators = default_operators(config) if self.operators is None else self.operators
         return SearchRun(
             metric=self.metric,

@@ -60,6 +60,7 @@ def execute(
     callbacks: Sequence[Callback] = (),
     source: str | Path | None = None,
     log: Callable[[str], None] = lambda _: None,
+    step: Callable[[str], None] = lambda _: None,
 ) -> OptimizationResult:
     """Build everything ``config`` names, optimize, and write the run directory.
 
@@ -77,6 +78,9 @@ def execute(
 
     Args:
         source: where ``config`` was read from, for messages (default: DIR/config.yaml).
+        step: receives a line before each step that makes no LLM call and may take long (loading
+            the annotations, building the simulated LLM, writing the report), e.g.
+            :meth:`CallProgress.step <promptevolver.runs.progress.CallProgress.step>`.
 
     Raises:
         PromptEvolverError: bad data, config, budget or checkpoint (see :mod:`promptevolver.errors`);
@@ -92,12 +96,15 @@ def execute(
         settings = config.effective_optimizer()
         log(resume_point(directory).describe(settings.generations, settings.patience))
     opt_config = config.effective_optimizer()
+    step(f"loading the annotations: {_dataset_name(config)}")
     dataset = load_dataset(config)
     match = resolve_prompt(config, dataset)
     if match.rename not in (None, AspectCritic.PROMPT_NAME) or match.how == "absent":
         log(match.describe())  # the usual case is named in the outcome ("best instruction for ...")
     config = config.model_copy(update={"prompt_name": match.rename})  # config.yaml records it
     seed, prompt = opt_config.random_seed, match.rename
+    if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
+        step(f"building the simulated LLM: mining criteria from {len(dataset):,} annotations")
     llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
     reflection = None
     if config.reflection_llm is not None:
@@ -122,6 +129,7 @@ def execute(
             raise CheckpointError(
                 f"{exc} (config: {source or directory / CONFIG_FILE}; dataset: {_dataset_name(config)})"
             ) from exc
+        step(f"writing result.json, the exports and the report to {directory}")
         write_result(directory, result)
         write_exports(directory, result.best_instructions, config.metric)
         facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best

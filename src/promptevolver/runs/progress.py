@@ -12,10 +12,17 @@ evaluation and the initial population, each generation, and the final choice on 
 
 While calls wait in a long retry backoff (a 429 storm, a server failing), a ``waiting`` event
 gives a line too (at most one every ``interval_s`` seconds): the run waits, it does not hang.
+The steps of a run that make no LLM call (loading the annotations, building the simulated LLM,
+writing the report) are announced with :meth:`CallProgress.step`: on a terminal at once, above
+the bar; in plain lines, the steps before the search are timed on its first line (so that a run
+that fails to load stays one error line) and the steps after it get a line each. When the run
+stops, the bar's total becomes the real count of calls (the bound is an upper bound; a search
+that stops early makes fewer), so it ends full.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -69,11 +76,23 @@ class CallProgress:
         self._last_line = self._started
         self._announced: str | None = None
         self._tqdm: Any = None
+        self._before: list[tuple[str, float]] = []  # steps before the first call: (text, start)
+        self._searching = False
 
     def __call__(self, event: Event) -> None:
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler is not None:
             handler(event)
+
+    def step(self, text: str) -> None:
+        """Announce a step that makes no LLM call (``text``, e.g. "writing the report"): a line
+        above the bar, or a plain line with the time elapsed."""
+        if self.bar:
+            tqdm.write(text, file=sys.stderr)  # where the bar is
+        elif not self._searching and not self.calls:
+            self._before.append((text.split(":")[0], self.clock()))
+        else:
+            self.write(f"{text} ({self._elapsed()})")
 
     def close(self) -> None:
         """End the bar (idempotent); call it when the run ends, also on errors."""
@@ -90,7 +109,7 @@ class CallProgress:
         now = self.clock()
         if self._announced != self.phase:
             self._announced, self._last_line = self.phase, now
-            self.write(f"{self.phase}: {self._count()}")
+            self.write(f"{self.phase}: {self._count()}{self._steps_before(now)}")
         elif now - self._last_line >= self.interval_s:
             self._last_line = now
             self.write(f"{self.phase}: {self._count()}")
@@ -110,6 +129,16 @@ class CallProgress:
             tqdm.write(line)
         else:
             self.write(line)
+    def _steps_before(self, now: float) -> str:
+        """"; after loading the annotations 12 s, ..." on the first line, once."""
+        if self._searching or not self._before:
+            self._searching = True
+            return ""
+        self._searching = True
+        ends = [start for _, start in self._before[1:]] + [now]
+        steps = zip(self._before, ends, strict=True)
+        done = ", ".join(f"{text} {end - start:.0f} s" for (text, start), end in steps)
+        return f"; before it: {done}"
 
     def _on_generation_start(self, event: Event) -> None:
         of = f" of {self.generations}" if self.generations is not None else ""
@@ -147,8 +176,14 @@ class CallProgress:
             tqdm.write(line)
 
     def _on_stop(self, event: Event) -> None:
+        if self._tqdm is not None:  # the search is over: the real count is the total
+            self._tqdm.total = self.calls
+            self._tqdm.set_description_str(f"{self.label}: done" if self.label else "done", refresh=False)
+            self._tqdm.update(self.calls - self._tqdm.n)
+            self._tqdm.refresh()
         if not self.bar and self.calls:
             self.write(f"done: {self.calls:,} LLM calls ({self._elapsed()})")
+        self._searching = True  # what follows the search gets a line of its own
         self.close()
 
     # --- output ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The README's config reference is a valid config: every key it shows exists, under the section
+"""The config reference (docs/config.md) is a valid config: every key it shows exists, under the section
 it shows it in, with a value the models accept (the docs cannot drift from the models)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from ..conftest import ROOT
 
 
 def _readme_config() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Config format") :]
+    text = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
+    section = text[text.index("# Config format") :]
     return section.split("```yaml\n", 1)[1].split("```", 1)[0]
 
 
