@@ -180,6 +180,7 @@ def test_optimize_end_to_end_completes_or_stops_clearly(tmp_path: Path, record_p
         "max_concurrency": 2,
         "timeout_s": 300,
         "meta_max_tokens": 256,
+        "context_tokens": 4096,  # the server's --n_ctx (.ci/llama_server.sh)
     }
     raw["optimizer"].update(population_size=2, generations=1)
     config = tmp_path / "run.yaml"
