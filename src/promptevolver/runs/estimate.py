@@ -60,6 +60,9 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
   more criteria; D = ``distill_rounds``), then two barren rounds; each round ``b`` lessons calls
   (the shown corrections packed into ``llm.context_tokens``, at most ``distill_max_calls``) and,
   when it teaches, one rewrite per prompt: ``L · K · ((R_p + 2) · b + R_p)`` meta calls, 0 judge calls.
+* *Examples*: each example policy tried (``examples.policy: auto``: static and retrieval) is
+  raced against the verified rung and expected to stop after the first of its 4 looks (it rarely
+  beats a distilled rung): ``policies · n_eval · J / 4``.
 * *Verification*, top first: the seed and each ladder's top rung on the held-out samples
   (``(1 + L) · n_eval · J``); the lower rungs are raced only when no top rung beats the seed
   (not in the expectation; in ``max_calls``).
@@ -107,6 +110,10 @@ from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, vali
 from promptevolver.optimizers.strategies.budget import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
+
+#: The looks of a race (optimizers/strategies/racing.py's default): an example candidate that shows
+#: no gain over the verified rung at the first look stops there.
+RACE_LOOKS = 4
 
 T = TypeVar("T")
 
@@ -397,7 +404,9 @@ class _Plan:
         meta = self.ladders * self.prompts * (rounds * batches + taught) if distilling else 0
         n_eval = self.n_val or self.n_train
         rungs = self.ladders if taught else 0
-        examples = example_candidates(self.cfg) if self.prompts == 1 else 0
+        examples = float(example_candidates(self.cfg)) if self.prompts == 1 else 0.0
+        if self.cfg.racing:  # raced against the verified rung: one without a gain stops after a look
+            examples /= RACE_LOOKS
         search = {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0}
         unshown = self.corrections / self.ladders - self.cfg.distill_rounds * self.cfg.distill_sample_size
         searches = self.cfg.strategy == "auto" and self.cfg.generations > 0 and self.cfg.population_size > 1
