@@ -100,16 +100,19 @@ class SimulatedEngineer:
         for body in parts.values():
             for line in body.splitlines():
                 item = _json_line(line)
-                if item is None:
-                    continue
-                truth = self.world.samples.get(sample_key(item["input"]))
-                carried = set(truth.criteria) if truth else set()
-                reason = (item.get("expected_output") or {}).get("reason")
-                if isinstance(reason, str):
-                    carried |= {c for c in self.named(reason) if self.world.criteria[c].kind == "generic"}
-                for cid in carried:
+                for cid in self.carried(item) if item is not None else ():
                     counts[cid] = counts.get(cid, 0) + 1
         return counts
+
+    def carried(self, item: dict[str, Any]) -> set[str]:
+        """The criteria a shown sample carries: its world criteria, plus the generic criteria its
+        shown expected reason names."""
+        truth = self.world.samples.get(sample_key(item["input"]))
+        carried = set(truth.criteria) if truth else set()
+        reason = (item.get("expected_output") or {}).get("reason")
+        if isinstance(reason, str):
+            carried |= {c for c in self.named(reason) if self.world.criteria[c].kind == "generic"}
+        return carried
 
     def discover(self, user: str, parts: dict[str, str]) -> list[Criterion]:
         """Criteria learnt from the shown samples, generic first, most evidenced first."""
@@ -152,12 +155,7 @@ class SimulatedEngineer:
             item = _json_line(line)
             if item is None or not isinstance(item.get("id"), int):
                 continue
-            truth = self.world.samples.get(sample_key(item["input"]))
-            carried = set(truth.criteria) if truth else set()
-            reason = (item.get("expected_output") or {}).get("reason")
-            if isinstance(reason, str):
-                carried |= {c for c in self.named(reason) if self.world.criteria[c].kind == "generic"}
-            for cid in carried:
+            for cid in self.carried(item):
                 out.setdefault(cid, set()).add(item["id"])
         return out
 
