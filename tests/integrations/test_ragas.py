@@ -87,7 +87,11 @@ def test_a_ragas_simple_criteria_score_is_optimized_with_mse_and_written_back():
     result = optimize_ragas_metric(scorer, dataset, llm=llm, config=CONFIG, score_range=(1, 5))
     assert result.loss["name"] == "MSELoss"
     seed, best = result.scores["seed"], result.scores["best"]
-    assert best["validation"] <= seed["validation"] and best["train"] < seed["train"]
+    assert best["validation"] < seed["validation"]  # a lower mean squared error on held-out samples
+    if result.stop_reason == "distilled":  # the distilled rung is verified on held-out samples only
+        assert seed["train"] is None and best["train"] is None  # not measured: n/a, never a 0.000
+    else:
+        assert best["train"] < seed["train"]
     assert scorer.get_prompts()[SC_PROMPT].instruction == result[SC_PROMPT]
     assert isinstance(RagasMetric(scorer).default_loss(), MSELoss)
 
