@@ -402,7 +402,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from promptevolver.config.build import load_dataset
-    from promptevolver.runs.evaluate import other_metric, run_of, score_instructions, validation_positions
+    from promptevolver.runs.evaluate import (
+        learned_from_validation,
+        other_metric,
+        run_of,
+        score_instructions,
+        validation_positions,
+    )
     from promptevolver.runs.evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs.export import scorecard_rows
     from promptevolver.runs.gate import check_gate, default_figure, interval_of
@@ -418,6 +424,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     positions = None
     if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
         positions = validation_positions(run_dir, dataset, config=config)
+        if in_sample := learned_from_validation(run_dir, instructions):
+            warnings.warn(in_sample, stacklevel=1)
     examples = rundir.load_examples(args.instructions)
     card = asyncio.run(
         score_instructions(config, instructions, positions=positions, dataset=dataset, examples=examples)

@@ -83,7 +83,7 @@ def test_run_through_every_fault_counts_retries_and_failures(
         Fault.rate_limit(retry_after=0.01),
         Fault.server_error(500),
         Fault.server_error(503),
-        Fault.delay(3.0),  # past the 1 s timeout
+        Fault.delay(8.0),  # past the 4 s timeout below
         Fault.malformed_body(),
         Fault.truncated_body(),
         Fault.drop_connection(),
@@ -91,7 +91,9 @@ def test_run_through_every_fault_counts_retries_and_failures(
     permanent = [Fault.error(400, "Invalid request: the prompt is too long.")]
     cut_off = [Fault.answer('{"reason": "The response is')]  # answered, but not usable JSON
     server.inject(*transient, *permanent, *cut_off)
-    llm = client(server, price=Price(prompt=0.15, completion=0.60))
+    # a 4 s timeout: an answer of a loaded machine is never taken for the injected delay (with
+    # 1 s, calls slowed by the load timed out too and the retries counted 9, not 7)
+    llm = client(server, price=Price(prompt=0.15, completion=0.60), timeout_s=4.0)
 
     result = optimize(llm, ac_dataset, ac_metric)
 

@@ -321,3 +321,39 @@ def test_racing_stops_a_candidate_with_no_gain_over_its_reference():
     alive = asyncio.run(race.run(cands, list(range(n)), np.ones(n), judge, np.random.default_rng(3)))
     assert [c.id for c in alive] == [0, 2]
     assert race.report["dropped"][0]["id"] == 1 and race.report["dropped"][0]["look"] == 1
+
+
+@pytest.mark.parametrize("refusals", [1, 2])
+def test_one_rejected_rewrite_is_a_barren_round_and_two_in_a_row_stop_the_ladder(refusals):
+    """A prompt engineer that returns the instruction unchanged (lessons it could not phrase)
+    makes that round barren; the next round offers other lessons. Two rejections in a row stop
+    the ladder (``rejected``)."""
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    (seed,) = metric.get_instructions().values()
+    rewrites = []
+
+    def writer(request: LLMRequest) -> str:
+        if request.operation == "feedback":
+            item = {"lesson": f"lesson {request.sample_index}", "explains": [1]}
+            return json.dumps({"feedback": [item]})
+        rewrites.append(request.sample_index)
+        unchanged = len(rewrites) <= refusals
+        return json.dumps({"instruction": seed if unchanged else f"careful {request.sample_index}"})
+
+    def judge(instruction: str, i: int) -> int:
+        return labels[i] if "careful" in instruction else 1 - labels[i]
+
+    llm = rule_llm(ds, judge, writer)
+    result = GeneticOptimizer(metric=metric, llm=llm).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "cross_fit": False}
+    )
+    rungs = [c for c in result.lineage if c["operator"] == "distill"]
+    stop = result.stages["distill"]["stop"]["all"]
+    assert result.operator_stats["rejected"].get("distill: unchanged instruction") == refusals
+    if refusals == 1:
+        assert rungs and stop != "rejected" and len(rewrites) >= 2
+        assert result.best_id == rungs[-1]["id"] or result.best_id in {c["id"] for c in rungs}
+    else:
+        assert not rungs and stop == "rejected" and len(rewrites) == 2

@@ -78,10 +78,12 @@ def test_the_json_object_has_the_documented_keys_and_adds_up():
 
 def test_the_pipeline_estimate_has_its_stages_and_no_judge_call_to_distill():
     e = estimate(_config(strategy="auto")).to_dict()
-    assert [p["phase"] for p in e["phases"]] == ["distill", "verify", "examples", "search"]
-    distill, verify, _, _ = e["phases"]
+    assert [p["phase"] for p in e["phases"]] == ["distill", "verify", "examples", "cross_fit", "search"]
+    distill, verify, _, cross_fit, search = e["phases"]
     assert distill["judge_calls"] == 0 and distill["meta_calls"] > 0 and verify["meta_calls"] == 0
     assert verify["judge_calls"] == 2 * e["validation"]  # the seed and the top rung, held out
+    # the cross-fit check (the verified and the cross-fit rung on train) when the search does not run
+    assert (cross_fit["judge_calls"] > 0) == (search["judge_calls"] == 0)
     genetic = estimate(_config()).to_dict()
     assert e["total_calls"] < genetic["total_calls"] and e["max_calls"] >= e["total_calls"]
 

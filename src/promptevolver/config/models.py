@@ -200,6 +200,11 @@ class GeneticConfig(_Strict):
             kind of correction, rotating through them from round to round).
         distill_max_calls: most feedback calls of one round (the corrections are packed into
             prompts that fit ``llm.context_tokens``).
+        cross_fit: after verification, learn from the held-out corrections too: a short ladder
+            from the validation corrections the verified candidate still gets wrong, kept only
+            when it beats that candidate on the learning samples (which its new lessons never
+            saw). Its held-out evidence is that paired comparison; its validation figure is
+            ``n/a`` (it learned from the validation samples). See docs/pipeline.md.
         racing: stop judging a verified candidate once it is clearly worse than the best one so
             far (a sequential paired test, ``optimizers/strategies/racing.py``).
         examples: teaching examples (see :class:`ExamplesConfig`).
@@ -234,6 +239,7 @@ class GeneticConfig(_Strict):
     distill_lessons: int = Field(5, ge=1)
     distill_sample_size: int = Field(60, ge=2)
     distill_max_calls: int = Field(4, ge=1)
+    cross_fit: bool = True
     racing: bool = True
     examples: ExamplesConfig = ExamplesConfig()
 

@@ -23,8 +23,10 @@ verified candidate is judged on (n_val; out of bag, n_train)::
 
     distill      = L · D · K · (C + 1)               lessons calls and one rewrite per prompt a round
     verify       = (1 + L · D) · n_eval · J           the seed and every rung, before racing
+    cross_fit    = 2 · min(n_train, 32) · J           held out only: the verified and the cross-fit
+                   + K · X · (C + 1)                 rung on train, X = min(3, D) rounds
     seed         = n_eval · J                        the seed's held-out evaluation
-    initial      = distill + verify
+    initial      = distill + verify + cross_fit
     search_start = 2 · n_train · J                   auto, when the search runs: seed and choice on train
     generation   = O · (M + n_train · J)             auto only (distill: 0)
     final        = (1 + F) · n_val · J               auto only: the search's finalists on validation
@@ -50,6 +52,7 @@ class PhaseCalls:
     final: int
     distill: int = 0
     verify: int = 0
+    cross_fit: int = 0
     search_start: int = 0
     floor: int | None = None
 
@@ -144,13 +147,19 @@ def _pipeline_calls(
     auto = config.strategy == "auto" and config.generations > 0 and config.population_size > 1
     generation = offspring_count(config, n_train) * (meta + n_train * judge) if auto else 0
     final = (1 + config.finalists) * n_val * judge if auto else 0
+    crossing = distilling and config.cross_fit and n_val > 0
+    cross_fit = 2 * min(n_train, 32) * judge + prompts * min(3, config.distill_rounds) * (
+        config.distill_max_calls + 1
+    )
+    cross_fit = cross_fit if crossing else 0
     return PhaseCalls(
         seed=n_eval * judge,
-        initial=distill + verify,
+        initial=distill + verify + cross_fit,
         generation=generation,
         final=final,
         distill=distill,
         verify=verify,
+        cross_fit=cross_fit,
         search_start=2 * n_train * judge if auto else 0,
         floor=2 * n_eval * judge + per_round,
     )

@@ -30,8 +30,9 @@ learned. A round, for each prompt of the metric:
    most ``distill_lessons`` (a lesson only one correction carries goes last, and is the first left
    out) → the next rung.
 
-The ladder stops growing when two rounds in a row teach no new general lesson (``converged``), when a rewrite
-is rejected (unchanged, unparseable, a failed call: ``rejected``), after ``distill_rounds``
+The ladder stops growing when two rounds in a row teach no new general lesson (``converged``),
+when two rewrites in a row are rejected (unchanged, unparseable, a failed call: ``rejected``;
+after one, the round is barren and the next offers other lessons), after ``distill_rounds``
 (``rounds``), or when the budget refuses a call (``budget``).
 """
 
@@ -286,6 +287,8 @@ class Distiller:
         rounds, lessons, sample_size, max_calls: ``distill_rounds``, ``distill_lessons``,
             ``distill_sample_size`` and ``distill_max_calls`` of the config.
         answer_tokens: tokens set aside for a lessons call's answer (the meta calls' cap).
+        operator: the operator its rungs are recorded with (``distill``; ``cross_fit`` for the
+            ladder climbed from the held-out corrections, :func:`..phases.cross_fit`).
     """
 
     def __init__(
@@ -296,9 +299,10 @@ class Distiller:
         sample_size: int,
         max_calls: int,
         answer_tokens: int = ANSWER_TOKENS,
+        operator: str = "distill",
     ) -> None:
         self.rounds, self.lessons, self.sample_size = rounds, lessons, sample_size
-        self.max_calls, self.answer_tokens = max_calls, answer_tokens
+        self.max_calls, self.answer_tokens, self.operator = max_calls, answer_tokens, operator
 
     async def climb(
         self, view: DistillView, ctx: MetaContext, rng: np.random.Generator, first_slot: int
@@ -336,7 +340,8 @@ class Distiller:
         ladder = Ladder(fold, pool=LessonPool(view.facts))
         pool = ladder.pool
         assert pool is not None
-        current, offset, barren = dict(view.seed.instructions), 0, 0
+        current, offset, barren, refused = dict(view.seed.instructions), 0, 0, 0
+        tried: set[str] = set()  # lessons a rejected rewrite was given: not offered again
         window = context_window(ctx.llm)
         longest = max((len(o) for o in orders.values()), default=0)
         for round_ in range(1, self.rounds + 1):
@@ -358,7 +363,13 @@ class Distiller:
                 shown += [p for b in batches for p in b]
                 ladder.shown.update(shown)
                 contrast += extra
-                chosen = pool.ranked([x for x in taught if not x.sample_fact and x.applied_round is None])
+                chosen = pool.ranked(
+                    [
+                        x
+                        for x in taught
+                        if not x.sample_fact and x.applied_round is None and x.text not in tried
+                    ]
+                )
                 chosen = chosen[: self.lessons]
                 if ladder.stop == "budget":
                     return ladder
@@ -374,18 +385,23 @@ class Distiller:
                 slot += 1
                 ladder.calls += 1
                 plan = Plan(
-                    "distill",
+                    self.operator,
                     (view.seed,),
                     positions=tuple(dict.fromkeys(shown)),
                     contrast=tuple(contrast),
                     fold=fold,
                 )
                 if out.value is None:
-                    ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
                     ladder.rungs.append(
                         Child(plan, None, [x.text for x in chosen], rejected=out.rejected, error=out.error)
                     )
-                    return ladder
+                    refused += 1
+                    if out.rejected == "llm error: budget" or refused >= BARREN_ROUNDS:
+                        ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
+                        return ladder
+                    tried.update(x.text for x in chosen)  # a barren round; the next offers others
+                    continue
+                refused = 0
                 instructions[name] = str(out.value)
                 for x in chosen:
                     x.applied_round = round_
@@ -394,7 +410,7 @@ class Distiller:
             barren = 0 if applied else barren + 1
             if applied:
                 plan = Plan(
-                    "distill",
+                    self.operator,
                     (view.seed,),
                     positions=tuple(dict.fromkeys(shown)),
                     contrast=tuple(contrast),

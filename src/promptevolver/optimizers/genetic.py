@@ -215,7 +215,7 @@ class GeneticOptimizer(Optimizer):
             budget.calibrate_reserve(run)
 
     async def _pipeline(self, run: SearchRun, run_dir: str | Path | None) -> OptimizationResult:
-        """distill → verify → examples → search when warranted (``strategy: auto``; ``distill``
+        """distill → verify → examples → cross-fit, or search when warranted (``strategy: auto``; ``distill``
         stops after the examples; ``examples`` skips the distillation). Each stage is
         checkpointed once done, so a resume starts at the next one."""
         state = run.state
@@ -239,12 +239,18 @@ class GeneticOptimizer(Optimizer):
         if "search" not in state.stages:
             run_it, why = phases.search_warranted(run, verified)
             if not run_it:
+                if "cross_fit" not in state.stages:
+                    await phases.cross_fit(run, chosen)
+                    self._checkpoint(run, run_dir)
+                chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
                 return phases.finish_verified(run, chosen, "distilled", why)
             await phases.start_search(run, verified, why)
             if not chosen.is_seed:  # the examples stage's choice, when it beat the verified rung
                 state.chosen = chosen.id
             self._checkpoint(run, run_dir)
         elif not state.stages["search"].get("ran"):
+            if "cross_fit" in state.stages:
+                chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
             return phases.finish_verified(run, chosen, "distilled", state.stages["search"]["why"])
         reason = await self._evolve(run, run_dir)
         phases.end_search(run)

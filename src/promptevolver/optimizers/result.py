@@ -135,9 +135,11 @@ class OptimizationResult(Mapping[str, str]):
     def produced_by(self) -> str:
         """Which stage produced the chosen candidate: ``seed`` (nothing beat it), ``distill`` (a
         verified rung of the ladder), ``examples`` (teaching examples added to the verified
-        instruction) or ``search`` (the genetic search)."""
+        instruction), ``cross_fit`` (the verified candidate with lessons from the held-out
+        corrections, checked on the learning samples) or ``search`` (the genetic search)."""
         operator = next((c["operator"] for c in self.lineage if c["id"] == self.best_id), "seed")
-        return {"seed": "seed", "distill": "distill", "examples": "examples"}.get(operator, "search")
+        known = {"seed", "distill", "examples", "cross_fit"}
+        return operator if operator in known else "search"
 
     @property
     def improved(self) -> bool:

@@ -560,9 +560,9 @@ def _pipeline(facts: RunFacts) -> Section | None:
     if not stages:
         return None
     rows = []
-    for name in ("distill", "verify", "search"):
+    for name in ("distill", "verify", "examples", "cross_fit", "search"):
         st = stages.get(name)
-        if not st or (name == "search" and not st.get("ran")):
+        if not st or st.get("ran") is False:
             continue
         tokens = st.get("prompt_tokens", 0) + st.get("completion_tokens", 0)
         rows.append(
@@ -575,7 +575,13 @@ def _pipeline(facts: RunFacts) -> Section | None:
             ]
         )
     search = stages.get("search") or {}
-    produced = {"seed": "the seed (nothing beat it)", "distill": "a distilled rung", "search": "the search"}
+    produced = {
+        "seed": "the seed (nothing beat it)",
+        "distill": "a distilled rung",
+        "examples": "the examples stage",
+        "cross_fit": "the cross-fit stage (lessons from the held-out corrections)",
+        "search": "the search",
+    }
     intro = Para(
         f"Strategy {result.get('strategy', 'n/a')}. The result comes from "
         f"{produced.get(result.get('produced_by', ''), 'n/a')}. Search: "
@@ -626,6 +632,23 @@ def _pipeline(facts: RunFacts) -> Section | None:
                 "sample (they cannot transfer), the others came after the round's best evidenced ones."
             )
         )
+    cross = stages.get("cross_fit") or {}
+    if cross.get("rungs"):
+        applied = [x for x in cross.get("lessons", []) if x.get("applied_round") is not None]
+        kept = cross.get("produced") != [cross.get("base")]
+        blocks.append(
+            Para(
+                f"Cross-fit: a ladder from {cross.get('corrections', 0)} held-out corrections that candidate "
+                f"#{cross.get('base')} still got wrong applied "
+                + (
+                    "; ".join(f"{_short(x['text'], 160)} (evidence {x['evidence']})" for x in applied)
+                    or "nothing"
+                )
+                + f". {'Kept' if kept else 'Not kept'}: {cross.get('why', 'n/a')}."
+            )
+        )
+    elif cross.get("why"):
+        blocks.append(Para(f"Cross-fit: not run ({cross['why']})."))
     return Section("Pipeline: distill, verify, search", blocks)
 
 

@@ -66,6 +66,10 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
 * *Verification*, top first: the seed and each ladder's top rung on the held-out samples
   (``(1 + L) · n_eval · J``); the lower rungs are raced only when no top rung beats the seed
   (not in the expectation; in ``max_calls``).
+* *Cross-fit* (held out only, ``cross_fit`` on, when the search does not run): the verified and
+  the cross-fit rung judged on at most 32 train samples, ``2 · min(n_train, 32) · J`` judge
+  calls (racing rarely stops a rung whose lessons come from corrections), and ``K · 4`` meta
+  calls (three lessons rounds, one rewrite).
 * *Search*: expected to run only when a ladder has more corrections than its rounds can show
   (``c > D · distill_sample_size``): then the seed and the verified rung on train and about one
   generation whose offspring are screened on a minibatch (``O · m · J`` judge calls). It also runs
@@ -418,10 +422,17 @@ class _Plan:
             plans = offspring_count(self.cfg, self.n_train)
             search["judge_calls"] = float((2 * self.n_train + plans * self.minibatch) * self.judges)
             search["meta_calls"] = first["meta_calls"]
+        crossing = distilling and self.cfg.cross_fit and self.n_val > 0 and not search["judge_calls"]
+        cross_fit = {
+            "phase": "cross_fit",
+            "judge_calls": float(2 * min(self.n_train, 32) * self.judges) if crossing else 0.0,
+            "meta_calls": float(self.prompts * 4) if crossing else 0.0,
+        }
         return [
             {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
             {"phase": "verify", "judge_calls": float((1 + rungs) * n_eval * self.judges), "meta_calls": 0.0},
             {"phase": "examples", "judge_calls": float(examples * n_eval * self.judges), "meta_calls": 0.0},
+            cross_fit,
             search,
         ]
 
@@ -613,9 +624,11 @@ class _Tokens:
         priced = self.judge_price is not None and self.meta_price is not None
         seed_left = self.seed_judge_calls  # the seed's calls carry its own instruction; others a grown one
         for p in phases:
-            meta = {"initial": self.meta_initial, "distill": self.meta_distill}.get(
-                p["phase"], self.meta_generation
-            )
+            meta = {
+                "initial": self.meta_initial,
+                "distill": self.meta_distill,
+                "cross_fit": self.meta_distill,
+            }.get(p["phase"], self.meta_generation)
             seed = min(seed_left, p["judge_calls"])
             seed_left -= seed
             for calls, (pt, ct), price in (

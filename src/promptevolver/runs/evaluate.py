@@ -38,7 +38,14 @@ from promptevolver.rundir import (
     result_path,
 )
 
-__all__ = ["Scorecard", "other_metric", "run_of", "score_instructions", "validation_positions"]
+__all__ = [
+    "Scorecard",
+    "learned_from_validation",
+    "other_metric",
+    "run_of",
+    "score_instructions",
+    "validation_positions",
+]
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,24 @@ def other_metric(run_dir: str | Path, config: RunConfig) -> str | None:
             f"({Path(run_dir) / CONFIG_FILE}) than the config's"
         )
     return None
+
+
+def learned_from_validation(run_dir: str | Path, instructions: Mapping[str, str]) -> str | None:
+    """A warning when ``instructions`` are the run's chosen ones and they learned from the run's
+    validation samples (the cross-fit stage, :func:`promptevolver.optimizers.phases.cross_fit`):
+    a score on those samples is then in-sample, not a held-out figure. None otherwise."""
+    try:
+        result = read_result(run_dir)
+    except RunDirError:
+        return None
+    if (result.get("final_choice") or {}).get("stage") != "cross_fit":
+        return None
+    if dict(result.get("best_instructions") or {}) != dict(instructions):
+        return None
+    return (
+        f"the run's chosen instructions ({run_dir}) learned from its validation samples' corrections "
+        "(cross-fit): this score on them is in-sample, not a held-out figure"
+    )
 
 
 def _result_metric(run_dir: str | Path) -> str | None:

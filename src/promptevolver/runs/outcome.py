@@ -153,6 +153,10 @@ def stage_line(result: OptimizationResult) -> str:
         per_call = e.get("prompt_tokens_per_judge_call")
         tokens = f", {per_call:,.0f} prompt tokens a call" if per_call else ""
         parts.append(f"examples {e['judge_calls']} judge calls{tokens}, kept: {e.get('policy', 'none')}")
+    if st.get("cross_fit", {}).get("rungs"):
+        x = st["cross_fit"]
+        kept = "kept" if x.get("produced") != [x.get("base")] else "not kept"
+        parts.append(f"cross-fit {x['judge_calls']} judge + {x['meta_calls']} meta calls, {kept}")
     search = st.get("search", {})
     if search.get("ran"):
         calls = f"{search.get('judge_calls', 0)} judge + {search.get('meta_calls', 0)} meta calls"
@@ -163,6 +167,7 @@ def stage_line(result: OptimizationResult) -> str:
         "seed": "the seed",
         "distill": "the distillation stage",
         "examples": "the examples stage (the verified instruction with teaching examples)",
+        "cross_fit": "the cross-fit stage (the verified candidate with held-out lessons)",
         "search": "the search",
     }
     source = sources[result.produced_by]
@@ -194,6 +199,8 @@ def _best(candidates: Sequence[Mapping[str, Any]], higher: bool) -> Mapping[str,
 def _who(c: Mapping[str, Any]) -> str:
     if c.get("operator") == "distill":
         return f"candidate {c['id']} (distilled rung)"
+    if c.get("operator") == "cross_fit":
+        return f"candidate {c['id']} (cross-fit rung)"
     made = "the seed" if c["id"] == 0 else f"{c['operator'].replace('_', ' ')}, generation {c['generation']}"
     return f"candidate {c['id']} ({made})"
 

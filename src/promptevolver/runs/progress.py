@@ -36,7 +36,11 @@ __all__ = ["CallProgress"]
 _FIRST_PHASE = "seed and initial population"
 _FINAL_PHASE = "final choice on validation"
 #: The phase names of the distill-first pipeline's stages.
-_STAGES = {"distill": "distillation (meta calls only)", "verify": "verification on held-out samples"}
+_STAGES = {
+    "distill": "distillation (meta calls only)",
+    "verify": "verification on held-out samples",
+    "cross_fit": "cross-fit: lessons from the held-out corrections, checked on the learning samples",
+}
 
 
 class CallProgress:
@@ -129,8 +133,9 @@ class CallProgress:
             tqdm.write(line)
         else:
             self.write(line)
+
     def _steps_before(self, now: float) -> str:
-        """"; after loading the annotations 12 s, ..." on the first line, once."""
+        """ "; after loading the annotations 12 s, ..." on the first line, once."""
         if self._searching or not self._before:
             self._searching = True
             return ""
@@ -167,8 +172,12 @@ class CallProgress:
         if d.get("stage") == "distill":
             line = f"distillation done: {len(d.get('candidates', []))} rungs of the ladder (no judge call)"
             self.phase = _STAGES["verify"]
+        elif d.get("stage") == "cross_fit":
+            line = f"cross-fit done: candidate {d.get('chosen')} chosen"
+            self.phase = _FINAL_PHASE
         else:
-            line = f"verification done: candidate {d.get('chosen')} chosen"
+            line = f"{d.get('stage', 'verify')} done: candidate {d.get('chosen')} chosen"
+            line = line.replace("verify done", "verification done")
             self.phase = _FINAL_PHASE
         if not self.bar:
             self.write(f"{line}; {self._count()}")
