@@ -47,7 +47,7 @@ from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineeri
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
-from promptevolver.optimizers.strategies import budget, selection
+from promptevolver.optimizers.strategies import budget, screening, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
@@ -206,13 +206,13 @@ class GeneticOptimizer(Optimizer):
     def _check_budget(run: SearchRun, *, upfront: bool = True) -> None:
         """Refuse a budget the run cannot keep, before any call (``upfront``: the call bounds of
         the first steps too). The final choice's share is held back once the seed's evaluation
-        has shown what a judge call costs (:meth:`SearchRun.after_seed`)."""
+        has shown what a judge call costs (:func:`.strategies.budget.after_seed`)."""
         check_prices(run.config.budget, run.clients)
         if upfront:
             check_upfront(run.config.budget, run.calls)
-            budget.reserve_upfront(run)
+            budget.reserve_upfront(views.budget_view(run))
         else:
-            budget.calibrate_reserve(run)
+            budget.calibrate_reserve(views.budget_view(run))
 
     async def _pipeline(self, run: SearchRun, run_dir: str | Path | None) -> OptimizationResult:
         """distill → verify → examples → search when warranted (``strategy: auto``; ``distill``
@@ -280,7 +280,8 @@ class GeneticOptimizer(Optimizer):
         state.tried.update(p.key for p in plans)
         children = adoption.adopt(run, await run.breeder.run(plans, views.meta_context(run, population)))
         by_id = {c.id: c for c in state.candidates}
-        passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
+        parents_of = {c.id: [by_id[p] for p in c.parents] for c in children}
+        passed = await screening.screen(views.screening_view(run), children, parents_of)
         await run.judge_train(passed)
         size, elites = run.config.population_size, run.config.elite_count
         run.end_step()

@@ -25,7 +25,7 @@ from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import budget
+from promptevolver.optimizers.strategies import budget, screening
 from promptevolver.optimizers.strategies.final_choice import (
     PairedChoice,
     final_choice_rng,
@@ -71,10 +71,10 @@ async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str
     breeding = run.breeder.run(plans, views.meta_context(run, [seed]))
     made = (await gather_or_cancel([breeding, _judged(run, seed)]))[0]
     run.end_step()
-    budget.after_seed(run, seed)
+    budget.after_seed(views.budget_view(run), seed)
     run.begin_step("the initial population")
     children = adoption.adopt(run, made)
-    passed = await run.screen(children, {c.id: [seed] for c in children})
+    passed = await screening.screen(views.screening_view(run), children, {c.id: [seed] for c in children})
     await run.judge_train(passed)
     run.end_step()
     run.state.population = [seed, *passed]
@@ -551,7 +551,7 @@ async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
     run.begin_step("the search's first population", count_parse=True)
     await run.judge_train(population)
     run.end_step()
-    budget.after_seed(run, seed)
+    budget.after_seed(views.budget_view(run), seed)
     run.state.population = population
     history.record_generation(run, offspring=0)
 

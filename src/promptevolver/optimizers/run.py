@@ -1,11 +1,10 @@
 """One search in progress: its fixed context (split, evaluator, cost bounds) and its state.
 
 :class:`SearchRun` is what the generation loop (:mod:`.genetic`) works on. It registers new
-candidates (dropping duplicates), judges candidates through the run's one evaluator, screens
-offspring on minibatches (the rules are in :mod:`.strategies.screening`) and totals the run's
-usage. What operators see of it is built in :mod:`.views`; its history in :mod:`.history`.
-Its :attr:`~SearchRun.state` is a :class:`~promptevolver.optimizers.state.SearchState`, the
-only thing a checkpoint saves.
+candidates (dropping duplicates), judges candidates through the run's one evaluator and totals
+the run's usage. What operators and strategies see of it is built in :mod:`.views`; its history
+in :mod:`.history`. Its :attr:`~SearchRun.state` is a
+:class:`~promptevolver.optimizers.state.SearchState`, the only thing a checkpoint saves.
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ from promptevolver.optimizers.focus import make_focus
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import screening
 from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter
 from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
 
@@ -228,12 +226,6 @@ class SearchRun:
             candidates, await self.judge(candidates, self.validation_focus.positions, "validation")
         ):
             c.validation = s
-
-    async def screen(
-        self, children: list[Candidate], parents_of: dict[int, list[Candidate]]
-    ) -> list[Candidate]:
-        """Offspring that pass minibatch screening (:func:`.strategies.screening.screen`)."""
-        return await screening.screen(self, children, parents_of)
 
     async def score_on(self, candidate: Candidate, positions: Sequence[int]) -> Score:
         """``candidate``'s score on ``positions`` from memoised judgements (no calls when it was

@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from promptevolver.annotations import SampleAnnotation
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
@@ -33,10 +35,10 @@ from promptevolver.optimizers.cost import PhaseCalls
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
-    from promptevolver.optimizers.run import SearchRun
 
 __all__ = [
     "BudgetGuard",
+    "BudgetView",
     "BudgetMeter",
     "BudgetSpentError",
     "Spend",
@@ -274,19 +276,43 @@ def check_prices(config: BudgetConfig, clients: Sequence[LLMClient]) -> None:
 # --- the run's budget checks (sized from what its calls cost) ---------------------------------------
 
 
-def calibrate_reserve(run: SearchRun) -> Spend:
+@dataclass(frozen=True)
+class BudgetView:
+    """What the run's budget checks read, and the meter they set (built by
+    :func:`~promptevolver.optimizers.views.budget_view`).
+
+    Attributes:
+        config: the budget; meter: the run's :class:`BudgetMeter` (its reserve is set here).
+        calls: the cost model's upper bounds on each phase's calls.
+        usage: the run's usage so far.
+        judged_final: judge calls of the final choice made already (the seed's validation
+            evaluation, when it was judged with the seed).
+        metric: the judge; sample: the first train sample (a judge call's estimate renders the
+            judge's prompts on it; None when train is empty).
+        price: the judge client's price (None: none known).
+    """
+
+    config: BudgetConfig
+    meter: BudgetMeter
+    calls: PhaseCalls
+    usage: Callable[[], Usage]
+    judged_final: int
+    metric: Metric
+    sample: SampleAnnotation | None
+    price: Price | None
+
+
+def calibrate_reserve(view: BudgetView) -> Spend:
     """Hold back the final choice's share of the budget, sized from the judge calls so far
     (their average tokens and cost); returns what the judge calls so far cost."""
-    used = run.usage()
+    used = view.usage()
     judge = Spend(
         used.judge_calls,
         used.prompt_tokens_by_operation.get("judge", 0) + used.completion_tokens_by_operation.get("judge", 0),
         used.cost_usd_by_operation.get("judge", 0.0),
     )
-    remaining = run.calls.final
-    if run.state.candidates and run.state.seed.validation is not None:  # judged with the seed
-        remaining -= len(run.validation_focus.positions) * run.metric.calls_per_evaluation
-    run.meter.calibrate_reserve(max(0, remaining), used.judge_calls, judge)
+    remaining = view.calls.final - view.judged_final
+    view.meter.calibrate_reserve(max(0, remaining), used.judge_calls, judge)
     return judge
 
 
@@ -300,9 +326,9 @@ ESTIMATE_SLACK = 2.0
 MAX_UPFRONT_SHARE = 0.9
 
 
-def reserve_upfront(run: SearchRun) -> None:
+def reserve_upfront(view: BudgetView) -> None:
     """Before the first call: refuse a budget that cannot pay for the seed's evaluation and the
-    final choice (``run.calls.minimum()`` judge calls, each estimated from its prompt,
+    final choice (``view.calls.minimum()`` judge calls, each estimated from its prompt,
     :func:`judge_call_spend` without completion tokens), and hold them back from every other
     request until the seed is evaluated (:attr:`BudgetMeter.seed_phase`): at most
     :data:`MAX_UPFRONT_SHARE` of a token or cost bound.
@@ -311,20 +337,20 @@ def reserve_upfront(run: SearchRun) -> None:
         BudgetExceededError: the budget cannot pay even at ``1 / ESTIMATE_SLACK`` of the estimate
             (naming the bound, the calls and their estimated tokens and cost).
     """
-    if not run.meter.active:
+    if not view.meter.active:
         return
-    per_call = judge_call_spend(run, completion_tokens=0)
-    n = run.calls.minimum()
+    per_call = judge_call_spend(view, completion_tokens=0)
+    n = view.calls.minimum()
     need = Spend(n, n * per_call.tokens, n * per_call.cost_usd)
     surely = Spend(n, int(need.tokens / ESTIMATE_SLACK), need.cost_usd / ESTIMATE_SLACK)
-    over = surely.over(run.config.budget)
+    over = surely.over(view.config)
     if over:
         raise BudgetExceededError(
-            f"budget.{over} cannot pay for the seed's evaluation and the final choice: {run.calls.seed} "
-            f"+ {run.calls.final} judge calls of about {per_call.tokens} prompt tokens "
+            f"budget.{over} cannot pay for the seed's evaluation and the final choice: {view.calls.seed} "
+            f"+ {view.calls.final} judge calls of about {per_call.tokens} prompt tokens "
             f"(${per_call.cost_usd:.6f}) each, about {need.tokens} tokens (${need.cost_usd:.6f}) in all"
         )
-    config = run.config.budget
+    config = view.config
     tokens = (
         need.tokens
         if config.max_tokens is None
@@ -335,31 +361,32 @@ def reserve_upfront(run: SearchRun) -> None:
         if config.max_cost_usd is None
         else min(need.cost_usd, MAX_UPFRONT_SHARE * config.max_cost_usd)
     )
-    run.meter.reserve, run.meter.seed_phase = Spend(n, tokens, cost), True
+    view.meter.reserve, view.meter.seed_phase = Spend(n, tokens, cost), True
 
 
-def after_seed(run: SearchRun, seed: Candidate) -> None:
+def after_seed(view: BudgetView, seed: Candidate) -> None:
     """Hold back the final choice's share, sized from the seed's evaluation. When the budget
     cannot pay for it (the up-front estimate was low) or refused part of the seed's evaluation,
     the search stops here on ``budget`` (the meter is marked spent): the final choice gets what is
     left, and the run still ends with a result."""
-    run.meter.seed_phase = False
-    calibrate_reserve(run)
+    view.meter.seed_phase = False
+    calibrate_reserve(view)
     assert seed.train is not None
-    used = run.usage()
+    used = view.usage()
     spent = Spend(used.total_calls, used.total_tokens, used.cost_usd)
-    over = (spent + run.meter.reserve).over(run.config.budget)
+    over = (spent + view.meter.reserve).over(view.config)
     if over:
-        run.meter.spent, run.meter.refused_by = True, run.meter.refused_by or over
+        view.meter.spent, view.meter.refused_by = True, view.meter.refused_by or over
 
 
-def judge_call_spend(run: SearchRun, *, completion_tokens: int = 256) -> Spend:
+def judge_call_spend(view: BudgetView, *, completion_tokens: int = 256) -> Spend:
     """Estimated spend of one judge call: the seed's prompts rendered on the first train sample
     (⌈characters / 4⌉ tokens) and ``completion_tokens`` of answer."""
-    sample = run.dataset.samples[run.train[0]]
-    inputs = run.metric.prompt_inputs(sample.metric_input)
-    chars = sum(len(m.content) for p in run.metric.get_prompts().values() for m in p.render(inputs))
+    if view.sample is None:
+        raise IndexError("no train sample to estimate a judge call on")
+    inputs = view.metric.prompt_inputs(view.sample.metric_input)
+    chars = sum(len(m.content) for p in view.metric.get_prompts().values() for m in p.render(inputs))
     prompt = -(-chars // 4)
-    price = price_of(run.clients[0])
+    price = view.price
     cost = 0.0 if price is None else price.cost_usd(prompt_tokens=prompt, completion_tokens=completion_tokens)
     return Spend(calls=1, tokens=prompt + completion_tokens, cost_usd=cost)

@@ -1,4 +1,5 @@
-"""Selection: ranking, elitism, tournaments, the Pareto front and complementary parents.
+"""Selection: ranking, elitism, tournaments, the Pareto front, complementary parents, and the
+parent-selection role the breeder calls (:class:`ParentSelector`, default :class:`ParetoTournament`).
 
 All functions are pure: they read candidates' scores and draw from the ``numpy.random.Generator``
 they are given; they never create state.
@@ -24,19 +25,35 @@ among the fitter half of the pool; the second is the other member of the fitter 
 per-sample correctness differs from the first's on the most samples (Hamming distance), ties
 to the better-ranked. A candidate is never paired with itself, nor with one that is right and
 wrong on exactly the same samples (distance 0: there is nothing to combine).
+
+**Parents of an offspring** (:class:`ParentSelector`): the breeder asks the run's selector for
+the parents an operator takes (its ``arity``) and hands them to the operator's ``plan``; operators
+never select. :class:`ParetoTournament`, the default: one parent is a tournament winner among the
+Pareto front of the candidates the operator can improve (all of them when none is on the front);
+two parents are :func:`complementary_parents`; none is the empty tuple.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 
-__all__ = ["complementary_parents", "front_rows", "pareto_front", "rank", "survivors", "tournament"]
+__all__ = [
+    "ParentSelector",
+    "ParetoTournament",
+    "complementary_parents",
+    "front_rows",
+    "pareto_front",
+    "rank",
+    "survivors",
+    "tournament",
+]
 
 
 logger = logging.getLogger(__name__)
@@ -187,3 +204,52 @@ def survivors(
                 break
             chosen.setdefault(c.id, c)
     return rank(list(chosen.values()), loss, min_coverage=min_coverage)
+
+
+class ParentSelector(Protocol):
+    """The parent-selection role: who an offspring's parents are (see the module docstring)."""
+
+    def select(
+        self,
+        population: Sequence[Candidate],
+        loss: Loss,
+        rng: np.random.Generator,
+        *,
+        arity: int,
+        tournament_size: int,
+        eligible: Callable[[Candidate], bool] | None = None,
+    ) -> tuple[Candidate, ...] | None:
+        """``arity`` parents drawn from ``rng`` among ``population`` (``eligible``: the candidates
+        the operator can improve; None: all), or None when the population offers none."""
+        ...
+
+
+class ParetoTournament:
+    """The default :class:`ParentSelector`: a tournament on the Pareto front of the eligible
+    candidates for one parent, :func:`complementary_parents` for two, none for zero.
+
+    Raises (from :meth:`select`):
+        ValueError: an ``arity`` other than 0, 1 or 2.
+    """
+
+    def select(
+        self,
+        population: Sequence[Candidate],
+        loss: Loss,
+        rng: np.random.Generator,
+        *,
+        arity: int,
+        tournament_size: int,
+        eligible: Callable[[Candidate], bool] | None = None,
+    ) -> tuple[Candidate, ...] | None:
+        if arity == 0:
+            return ()
+        if arity == 2:
+            return complementary_parents(population, loss, rng, tournament_size)
+        if arity != 1:
+            raise ValueError(f"ParetoTournament selects 0, 1 or 2 parents, not {arity}")
+        pool = [c for c in population if eligible is None or eligible(c)]
+        if not pool:
+            return None
+        front = [c for c in pareto_front(population) if c in pool] or pool
+        return (tournament(front, loss, rng, tournament_size),)
