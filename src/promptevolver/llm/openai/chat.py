@@ -185,7 +185,7 @@ class NegotiatedChat:
         # ``post`` with ``cast_to=bytes`` is the SDK's documented way to make a raw request: it
         # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
         # and response model, which cost ~1 ms of CPU per call and halved throughput at
-        # max_concurrency 32 (benchmarks/bench_llm_throughput.py). Streamed, so that the body is
+        # max_concurrency 32 (benchmarks/perf/llm_throughput.py). Streamed, so that the body is
         # read here, bounded.
         cap = completion_cap(
             request, judge_max_tokens=self.judge_max_tokens, meta_max_tokens=self.meta_max_tokens
