@@ -21,6 +21,7 @@ from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.operators.crossover import Crossover
 from promptevolver.optimizers.operators.mutation import Mutation
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.strategies.selection import Pool
 
 from ..helpers import PROMPT, make_dataset, score_of
 
@@ -236,10 +237,10 @@ class _FirstCandidates:
     def __init__(self) -> None:
         self.calls: list[int] = []
 
-    def select(self, population, loss, rng, *, arity, tournament_size, eligible=None):  # type: ignore[no-untyped-def]
+    def select(self, pool: Pool, arity: int, rng: np.random.Generator) -> tuple[Candidate, ...] | None:
         self.calls.append(arity)
-        pool = [c for c in population if eligible is None or eligible(c)]
-        return tuple(pool[:arity]) if len(pool) >= arity else None
+        eligible = [c for c in pool.population if pool.eligible is None or pool.eligible(c)]
+        return tuple(eligible[:arity]) if len(eligible) >= arity else None
 
 
 def test_operators_plan_from_the_parents_the_breeder_selects() -> None:

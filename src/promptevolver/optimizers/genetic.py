@@ -54,7 +54,7 @@ from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
 
 
-class GeneticOptimizer(Optimizer):
+class GeneticOptimizer(Optimizer[OptimizationResult]):
     """Genetic search over instructions; see the module docstring for the algorithm.
 
     Args:
@@ -86,24 +86,6 @@ class GeneticOptimizer(Optimizer):
         self.callbacks = list(callbacks)
         self.operators = None if operators is None else list(operators)
         self.stop_conditions = list(DEFAULT_STOP_CONDITIONS if stop_conditions is None else stop_conditions)
-
-    def optimize(
-        self,
-        dataset: SingleMetricAnnotation,
-        loss: Loss,
-        config: Mapping[str, Any] | GeneticConfig | None = None,
-        *,
-        run_dir: str | Path | None = None,
-        resume: bool = False,
-        callbacks: Sequence[Callback] = (),
-        **ragas_kwargs: Any,
-    ) -> OptimizationResult:
-        """Synchronous :meth:`aoptimize` (see :meth:`Optimizer.optimize`)."""
-        result = super().optimize(
-            dataset, loss, config, run_dir=run_dir, resume=resume, callbacks=callbacks, **ragas_kwargs
-        )
-        assert isinstance(result, OptimizationResult)
-        return result
 
     async def aoptimize(
         self,

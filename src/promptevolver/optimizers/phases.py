@@ -419,7 +419,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     policies, why = example_policies(run)
     n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
     calls = len(policies) * n_eval * run.metric.calls_per_evaluation
-    if policies and not run.budget.allows(calls, reserve=0):
+    if policies and not run.meter.allows(calls, reserve=0):
         policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' verification"
     if not policies:
         run.state.stages["examples"] = _stage_report(
@@ -517,7 +517,7 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
             "corrections) and the distillation used every correction"
         )
-    if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
+    if not run.meter.allows(run.calls.initial_search(), reserve=run.calls.final):
         return False, f"warranted ({why}) but the budget cannot pay for it"
     return True, why
 

@@ -40,7 +40,7 @@ from promptevolver.optimizers.focus import make_focus
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter
+from promptevolver.optimizers.strategies.budget import BudgetMeter
 from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
 
 __all__ = ["SearchRun"]
@@ -116,7 +116,6 @@ class SearchRun:
             max_concurrency=config.max_concurrency,
             examples=self.examples,
         )
-        self.budget = BudgetGuard(config.budget, self.usage)
         self._fingerprint: str | None = None
         #: Share of its evaluations a candidate needs measured to be ranked on its score.
         self.min_coverage = 1.0 - config.max_failure_rate
@@ -246,7 +245,7 @@ class SearchRun:
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
         calls = self.calls
-        return not self.meter.spent and self.budget.allows(calls.generation, reserve=self.meter.reserve.calls)
+        return not self.meter.spent and self.meter.allows(calls.generation, reserve=self.meter.reserve.calls)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included); its failures include the judge

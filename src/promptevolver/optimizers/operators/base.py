@@ -31,7 +31,7 @@ from promptevolver.optimizers.evidence import Evidence
 from promptevolver.optimizers.operators.meta_prompts import Example
 from promptevolver.optimizers.state import PlanKey
 
-__all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan"]
+__all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan", "Weighted"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,20 @@ class MetaContext:
         return Example(
             inputs=self.metric.prompt_inputs(sample.metric_input), expected=expected, judged=judged
         )
+
+
+class Weighted:
+    """The ``weight`` of a bundled operator: its relative odds of being drawn for an offspring
+    (0 switches it off), checked when the operator is made.
+
+    Raises:
+        ValueError: ``weight`` < 0.
+    """
+
+    def __init__(self, *, weight: float = 1.0) -> None:
+        if weight < 0:
+            raise ValueError(f"weight must be >= 0, got {weight}")
+        self.weight = weight
 
 
 class Operator(Protocol):

@@ -26,7 +26,7 @@ from promptevolver.optimizers.operators.crossover import Crossover
 from promptevolver.optimizers.operators.mutation import Mutation
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.state import PlanKey
-from promptevolver.optimizers.strategies.selection import ParentSelector, ParetoTournament
+from promptevolver.optimizers.strategies.selection import ParentSelector, ParetoTournament, Pool
 
 __all__ = ["Breeder", "default_operators"]
 
@@ -139,14 +139,9 @@ class Breeder:
         candidates it accepts (its ``eligible``, if it has one), then its ``plan``; None when
         either has nothing to offer."""
         eligible = getattr(operator, "eligible", None)
-        parents = self.selector.select(
-            view.population,
-            view.loss,
-            rng,
-            arity=operator.arity,
-            tournament_size=view.config.tournament_size,
-            eligible=None if eligible is None else functools.partial(_eligible, eligible, view=view),
-        )
+        accepts = None if eligible is None else functools.partial(_eligible, eligible, view=view)
+        pool = Pool(view.population, view.loss, view.config.tournament_size, accepts)
+        parents = self.selector.select(pool, operator.arity, rng)
         return None if parents is None else operator.plan(view, parents, rng)
 
     async def run(self, plans: Sequence[Plan], ctx: MetaContext) -> list[Child]:

@@ -14,12 +14,12 @@ import numpy as np
 
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["Crossover"]
 
 
-class Crossover:
+class Crossover(Weighted):
     """Merges two parents (see the module docstring).
 
     Args:
@@ -28,11 +28,6 @@ class Crossover:
 
     name = "crossover"
     arity = 2
-
-    def __init__(self, *, weight: float = 1.0) -> None:
-        if weight < 0:
-            raise ValueError(f"weight must be >= 0, got {weight}")
-        self.weight = weight
 
     def meta_calls(self, prompts: int) -> int:
         return prompts

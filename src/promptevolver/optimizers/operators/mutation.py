@@ -26,12 +26,12 @@ import numpy as np
 from promptevolver.annotations import sampling
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["Mutation"]
 
 
-class Mutation:
+class Mutation(Weighted):
     """Feedback-guided rewrite of one parent (see the module docstring).
 
     Args:
@@ -40,11 +40,6 @@ class Mutation:
 
     name = "mutation"
     arity = 1
-
-    def __init__(self, *, weight: float = 1.0) -> None:
-        if weight < 0:
-            raise ValueError(f"weight must be >= 0, got {weight}")
-        self.weight = weight
 
     def meta_calls(self, prompts: int) -> int:
         return 2  # feedback and rewrite of one prompt (a metric of several: one per mutation)

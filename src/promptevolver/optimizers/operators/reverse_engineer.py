@@ -13,12 +13,12 @@ import numpy as np
 from promptevolver.annotations import sampling
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["ReverseEngineering"]
 
 
-class ReverseEngineering:
+class ReverseEngineering(Weighted):
     """Instructions inferred from examples (see the module docstring).
 
     Args:
@@ -29,9 +29,7 @@ class ReverseEngineering:
     arity = 0
 
     def __init__(self, *, weight: float = 0.0) -> None:
-        if weight < 0:
-            raise ValueError(f"weight must be >= 0, got {weight}")
-        self.weight = weight
+        super().__init__(weight=weight)
 
     def meta_calls(self, prompts: int) -> int:
         return prompts

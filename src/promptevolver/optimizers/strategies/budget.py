@@ -10,12 +10,12 @@ Three layers, from coarse to exact:
   engineering, feedback) can never eat the seed's evaluation. From then on the run never stops
   without a result: a budget reached at any point (even during the seed's evaluation, when the
   estimate was low) ends the search with the best so far, ``stop_reason: budget``;
-* :class:`BudgetGuard` decides before each generation whether it may start: when the budget has
-  room beyond the final choice's reserve (not the generation's upper bound, which stopped a
-  budget of what a run needs at 30 % of it); tokens and cost at the average call so far;
-* :class:`BudgetMeter` checks every request as it is sent, against what was spent and what is in
-  flight, and holds back the final choice's reserve: the bound holds for the whole run, exceeded
-  by at most the estimation error of the requests in flight when it is reached.
+* :class:`BudgetMeter` decides before each step whether it may start (:meth:`BudgetMeter.allows`:
+  when the budget has room beyond the final choice's reserve, not the step's upper bound, which
+  stopped a budget of what a run needs at 30 % of it; tokens and cost at the average call so
+  far), checks every request as it is sent, against what was spent and what is in flight, and
+  holds back the final choice's reserve: the bound holds for the whole run, exceeded by at most
+  the estimation error of the requests in flight when it is reached.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
 
 __all__ = [
-    "BudgetGuard",
     "BudgetView",
     "BudgetMeter",
     "BudgetSpentError",
@@ -50,46 +49,6 @@ __all__ = [
     "price_of",
     "reserve_upfront",
 ]
-
-
-class BudgetGuard:
-    """Decides whether the next step fits in the budget.
-
-    Args:
-        config: the bounds.
-        usage: a function returning the run's usage so far.
-    """
-
-    def __init__(self, config: BudgetConfig, usage: Callable[[], Usage]) -> None:
-        self.config = config
-        self.usage = usage
-
-    def allows(self, calls: int, *, reserve: int) -> bool:
-        """True when one more step (at most ``calls`` calls) can start: the budget has room for a
-        call beyond ``reserve`` (calls held back for the final choice), in calls, and in tokens
-        and cost at the average call so far. The step is not projected at its upper bound (a
-        generation's bound is often ten times what it spends, and a budget of what a run needs
-        stopped it at 30 %): the :class:`BudgetMeter` cuts the step where the budget ends, and
-        the search stops there with the best so far (a candidate whose evaluation was cut short
-        ranks after those measured well enough)."""
-        used = self.usage()
-        total = used.total_calls
-        projected = min(calls, 1) + reserve
-        if self.config.max_calls is not None and total + projected > self.config.max_calls:
-            return False
-        per_call_tokens = (used.prompt_tokens + used.completion_tokens) / total if total else 0.0
-        tokens = used.prompt_tokens + used.completion_tokens
-        if (
-            self.config.max_tokens is not None
-            and tokens + projected * per_call_tokens > self.config.max_tokens
-        ):
-            return False
-        cost = float(getattr(used, "cost_usd", 0.0) or 0.0)
-        per_call_cost = cost / total if total else 0.0
-        return not (
-            self.config.max_cost_usd is not None
-            and cost + projected * per_call_cost > self.config.max_cost_usd
-        )
 
 
 def check_upfront(config: BudgetConfig, calls: PhaseCalls) -> None:
@@ -151,6 +110,33 @@ class BudgetMeter:
     def active(self) -> bool:
         c = self.config
         return c.max_calls is not None or c.max_tokens is not None or c.max_cost_usd is not None
+
+    def allows(self, calls: int, *, reserve: int) -> bool:
+        """True when one more step (at most ``calls`` calls) can start: the budget has room for a
+        call beyond ``reserve`` (calls held back for the final choice), in calls, and in tokens
+        and cost at the average call so far. The step is not projected at its upper bound (a
+        generation's bound is often ten times what it spends, and a budget of what a run needs
+        stopped it at 30 %): the :class:`BudgetMeter` cuts the step where the budget ends, and
+        the search stops there with the best so far (a candidate whose evaluation was cut short
+        ranks after those measured well enough)."""
+        used = self.usage()
+        total = used.total_calls
+        projected = min(calls, 1) + reserve
+        if self.config.max_calls is not None and total + projected > self.config.max_calls:
+            return False
+        per_call_tokens = (used.prompt_tokens + used.completion_tokens) / total if total else 0.0
+        tokens = used.prompt_tokens + used.completion_tokens
+        if (
+            self.config.max_tokens is not None
+            and tokens + projected * per_call_tokens > self.config.max_tokens
+        ):
+            return False
+        cost = float(getattr(used, "cost_usd", 0.0) or 0.0)
+        per_call_cost = cost / total if total else 0.0
+        return not (
+            self.config.max_cost_usd is not None
+            and cost + projected * per_call_cost > self.config.max_cost_usd
+        )
 
     def calibrate_reserve(self, final_calls: int, judge_calls: int, judge_spend: Spend) -> None:
         """Size the reserve from what ``judge_calls`` judge calls actually cost (``judge_spend``):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -47,6 +48,7 @@ from promptevolver.optimizers.candidates import Candidate
 __all__ = [
     "ParentSelector",
     "ParetoTournament",
+    "Pool",
     "complementary_parents",
     "front_rows",
     "pareto_front",
@@ -206,21 +208,22 @@ def survivors(
     return rank(list(chosen.values()), loss, min_coverage=min_coverage)
 
 
+@dataclass(frozen=True)
+class Pool:
+    """Who may be a parent: the ``population``, the ``loss`` that ranks it, the tournament size,
+    and which candidates the operator can improve (``eligible``; None: all)."""
+
+    population: Sequence[Candidate]
+    loss: Loss
+    tournament_size: int
+    eligible: Callable[[Candidate], bool] | None = None
+
+
 class ParentSelector(Protocol):
     """The parent-selection role: who an offspring's parents are (see the module docstring)."""
 
-    def select(
-        self,
-        population: Sequence[Candidate],
-        loss: Loss,
-        rng: np.random.Generator,
-        *,
-        arity: int,
-        tournament_size: int,
-        eligible: Callable[[Candidate], bool] | None = None,
-    ) -> tuple[Candidate, ...] | None:
-        """``arity`` parents drawn from ``rng`` among ``population`` (``eligible``: the candidates
-        the operator can improve; None: all), or None when the population offers none."""
+    def select(self, pool: Pool, arity: int, rng: np.random.Generator) -> tuple[Candidate, ...] | None:
+        """``arity`` parents drawn from ``rng`` among ``pool``, or None when it offers none."""
         ...
 
 
@@ -232,24 +235,15 @@ class ParetoTournament:
         ValueError: an ``arity`` other than 0, 1 or 2.
     """
 
-    def select(
-        self,
-        population: Sequence[Candidate],
-        loss: Loss,
-        rng: np.random.Generator,
-        *,
-        arity: int,
-        tournament_size: int,
-        eligible: Callable[[Candidate], bool] | None = None,
-    ) -> tuple[Candidate, ...] | None:
+    def select(self, pool: Pool, arity: int, rng: np.random.Generator) -> tuple[Candidate, ...] | None:
         if arity == 0:
             return ()
         if arity == 2:
-            return complementary_parents(population, loss, rng, tournament_size)
+            return complementary_parents(pool.population, pool.loss, rng, pool.tournament_size)
         if arity != 1:
             raise ValueError(f"ParetoTournament selects 0, 1 or 2 parents, not {arity}")
-        pool = [c for c in population if eligible is None or eligible(c)]
-        if not pool:
+        eligible = [c for c in pool.population if pool.eligible is None or pool.eligible(c)]
+        if not eligible:
             return None
-        front = [c for c in pareto_front(population) if c in pool] or pool
-        return (tournament(front, loss, rng, tournament_size),)
+        front = [c for c in pareto_front(pool.population) if c in eligible] or eligible
+        return (tournament(front, pool.loss, rng, pool.tournament_size),)
