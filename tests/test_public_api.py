@@ -42,3 +42,15 @@ def test_the_names_users_import_stay_exported():
     assert required <= set(promptevolver.__all__)
     llm = importlib.import_module("promptevolver.llm")
     assert {"OpenAIClient", "ScriptedLLM", "SimulatedJudgeLLM", "CachedLLM", "LLMClient"} <= set(llm.__all__)
+
+
+def test_a_lazy_package_lists_each_name_once_and_resolves_it_on_first_use():
+    from promptevolver._lazy import lazy_package
+
+    getattr_, names = lazy_package("pkg", {"json": ["dumps", "loads"], "math": ["pi"]}, also=["__version__"])
+    assert names == ["__version__", "dumps", "loads", "pi"]
+    assert getattr_("pi") == pytest.approx(3.14159, abs=1e-5)
+    with pytest.raises(AttributeError, match="'pkg' has no attribute 'nope'"):
+        getattr_("nope")
+    with pytest.raises(ValueError, match="'dumps' is exported by json and pickle"):
+        lazy_package("pkg", {"json": ["dumps"], "pickle": ["dumps"]})

@@ -8,107 +8,76 @@ The names below are imported on first use, so ``import promptevolver`` loads no 
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.annotations import (
-        EvaluationDataset,
-        MetricAnnotation,
-        PromptAnnotation,
-        SampleAnnotation,
-        SingleMetricAnnotation,
-        SingleTurnSample,
-        UnusableSamplesWarning,
-    )
-    from promptevolver.config.models import GeneticConfig
-    from promptevolver.errors import (
-        AnnotationError,
-        AnnotationKeyError,
-        BudgetExceededError,
-        CacheError,
-        CheckpointError,
-        ConfigError,
-        InsufficientDataError,
-        LLMError,
-        PromptEvolverError,
-    )
-    from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
-    from promptevolver.judge.aspect_critic import AspectCritic
-    from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
-    from promptevolver.judge.protocol import Judgement
-    from promptevolver.judge.rubric import RubricJudge
-    from promptevolver.judge.statements import StatementSupport
-    from promptevolver.optimizers.genetic import GeneticOptimizer
-    from promptevolver.optimizers.result import OptimizationResult
-    from promptevolver.runs.suggest import Suggestion, Suggestions, suggest
+    from promptevolver.annotations import EvaluationDataset as EvaluationDataset
+    from promptevolver.annotations import MetricAnnotation as MetricAnnotation
+    from promptevolver.annotations import PromptAnnotation as PromptAnnotation
+    from promptevolver.annotations import SampleAnnotation as SampleAnnotation
+    from promptevolver.annotations import SingleMetricAnnotation as SingleMetricAnnotation
+    from promptevolver.annotations import SingleTurnSample as SingleTurnSample
+    from promptevolver.annotations import UnusableSamplesWarning as UnusableSamplesWarning
+    from promptevolver.config.models import GeneticConfig as GeneticConfig
+    from promptevolver.errors import AnnotationError as AnnotationError
+    from promptevolver.errors import AnnotationKeyError as AnnotationKeyError
+    from promptevolver.errors import BudgetExceededError as BudgetExceededError
+    from promptevolver.errors import CacheError as CacheError
+    from promptevolver.errors import CheckpointError as CheckpointError
+    from promptevolver.errors import ConfigError as ConfigError
+    from promptevolver.errors import InsufficientDataError as InsufficientDataError
+    from promptevolver.errors import LLMError as LLMError
+    from promptevolver.errors import PromptEvolverError as PromptEvolverError
+    from promptevolver.evaluation.losses import BinaryMetricLoss as BinaryMetricLoss
+    from promptevolver.evaluation.losses import Loss as Loss
+    from promptevolver.evaluation.losses import MSELoss as MSELoss
+    from promptevolver.judge.aspect_critic import AspectCritic as AspectCritic
+    from promptevolver.judge.ensemble import EvaluationItem as EvaluationItem
+    from promptevolver.judge.ensemble import JudgeEnsemble as JudgeEnsemble
+    from promptevolver.judge.protocol import Judgement as Judgement
+    from promptevolver.judge.rubric import RubricJudge as RubricJudge
+    from promptevolver.judge.statements import StatementSupport as StatementSupport
+    from promptevolver.optimizers.genetic import GeneticOptimizer as GeneticOptimizer
+    from promptevolver.optimizers.result import OptimizationResult as OptimizationResult
+    from promptevolver.runs.suggest import Suggestion as Suggestion
+    from promptevolver.runs.suggest import Suggestions as Suggestions
+    from promptevolver.runs.suggest import suggest as suggest
 
 __version__ = "0.2.0"
 
-_EXPORTS = {
-    "EvaluationDataset": "promptevolver.annotations",
-    "MetricAnnotation": "promptevolver.annotations",
-    "PromptAnnotation": "promptevolver.annotations",
-    "SampleAnnotation": "promptevolver.annotations",
-    "SingleMetricAnnotation": "promptevolver.annotations",
-    "SingleTurnSample": "promptevolver.annotations",
-    "UnusableSamplesWarning": "promptevolver.annotations",
-    "GeneticConfig": "promptevolver.config.models",
-    "AnnotationError": "promptevolver.errors",
-    "AnnotationKeyError": "promptevolver.errors",
-    "BudgetExceededError": "promptevolver.errors",
-    "CacheError": "promptevolver.errors",
-    "CheckpointError": "promptevolver.errors",
-    "ConfigError": "promptevolver.errors",
-    "InsufficientDataError": "promptevolver.errors",
-    "LLMError": "promptevolver.errors",
-    "PromptEvolverError": "promptevolver.errors",
-    "BinaryMetricLoss": "promptevolver.evaluation.losses",
-    "Loss": "promptevolver.evaluation.losses",
-    "MSELoss": "promptevolver.evaluation.losses",
-    "AspectCritic": "promptevolver.judge.aspect_critic",
-    "Judgement": "promptevolver.judge.protocol",
-    "RubricJudge": "promptevolver.judge.rubric",
-    "StatementSupport": "promptevolver.judge.statements",
-    "EvaluationItem": "promptevolver.judge.ensemble",
-    "JudgeEnsemble": "promptevolver.judge.ensemble",
-    "GeneticOptimizer": "promptevolver.optimizers.genetic",
-    "OptimizationResult": "promptevolver.optimizers.result",
-    "Suggestion": "promptevolver.runs.suggest",
-    "Suggestions": "promptevolver.runs.suggest",
-    "suggest": "promptevolver.runs.suggest",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "AnnotationError",
-    "AnnotationKeyError",
-    "AspectCritic",
-    "BinaryMetricLoss",
-    "BudgetExceededError",
-    "CacheError",
-    "CheckpointError",
-    "ConfigError",
-    "EvaluationDataset",
-    "EvaluationItem",
-    "GeneticConfig",
-    "GeneticOptimizer",
-    "InsufficientDataError",
-    "JudgeEnsemble",
-    "Judgement",
-    "LLMError",
-    "Loss",
-    "MSELoss",
-    "MetricAnnotation",
-    "OptimizationResult",
-    "PromptAnnotation",
-    "PromptEvolverError",
-    "RubricJudge",
-    "SampleAnnotation",
-    "SingleMetricAnnotation",
-    "SingleTurnSample",
-    "StatementSupport",
-    "Suggestion",
-    "Suggestions",
-    "UnusableSamplesWarning",
-    "__version__",
-    "suggest",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.annotations": [
+            "EvaluationDataset",
+            "MetricAnnotation",
+            "PromptAnnotation",
+            "SampleAnnotation",
+            "SingleMetricAnnotation",
+            "SingleTurnSample",
+            "UnusableSamplesWarning",
+        ],
+        "promptevolver.config.models": ["GeneticConfig"],
+        "promptevolver.errors": [
+            "AnnotationError",
+            "AnnotationKeyError",
+            "BudgetExceededError",
+            "CacheError",
+            "CheckpointError",
+            "ConfigError",
+            "InsufficientDataError",
+            "LLMError",
+            "PromptEvolverError",
+        ],
+        "promptevolver.evaluation.losses": ["BinaryMetricLoss", "Loss", "MSELoss"],
+        "promptevolver.judge.aspect_critic": ["AspectCritic"],
+        "promptevolver.judge.protocol": ["Judgement"],
+        "promptevolver.judge.rubric": ["RubricJudge"],
+        "promptevolver.judge.statements": ["StatementSupport"],
+        "promptevolver.judge.ensemble": ["EvaluationItem", "JudgeEnsemble"],
+        "promptevolver.optimizers.genetic": ["GeneticOptimizer"],
+        "promptevolver.optimizers.result": ["OptimizationResult"],
+        "promptevolver.runs.suggest": ["Suggestion", "Suggestions", "suggest"],
+    },
+    also=["__version__"],
+)

@@ -12,7 +12,7 @@ import pytest
 
 from promptevolver import SingleMetricAnnotation
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_annotations.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "perf" / "annotations.py"
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,9 @@ from promptevolver.errors import OutputParseError
 from promptevolver.judge.aspect_critic import AspectCriticOutput
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm import CachedLLM, ScriptedLLM
-from promptevolver.llm.error_bodies import server_message
-from promptevolver.llm.negotiation import (
+from promptevolver.llm.openai import OpenAIClient
+from promptevolver.llm.openai.errors import server_message
+from promptevolver.llm.openai.negotiation import (
     Negotiation,
     negotiation_of,
     rejects_response_format,
@@ -19,7 +20,6 @@ from promptevolver.llm.negotiation import (
     response_format,
     structured_output_mode,
 )
-from promptevolver.llm.openai import OpenAIClient
 
 SCHEMA = {"type": "object"}
 OPENAI_MAX_TOKENS = (

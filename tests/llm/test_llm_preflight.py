@@ -20,7 +20,9 @@ from promptevolver.cli import main
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import CachedLLM
 from promptevolver.llm.openai import OpenAIClient
-from promptevolver.llm.preflight import cause_of_connection_error, model_ids, preflight
+from promptevolver.llm.openai.errors import cause_of_connection_error
+from promptevolver.llm.openai.preflight import model_ids
+from promptevolver.llm.preflight import preflight
 from promptevolver.testing import DIALECTS, Fault, LocalOpenAIServer
 
 from ..conftest import AC_DEFINITION, AC_FILE

@@ -13,9 +13,8 @@ import pytest
 
 from promptevolver.errors import PermanentLLMError, TransientLLMError
 from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
-from promptevolver.llm.negotiation import Negotiation
-from promptevolver.llm.openai_chat import NegotiatedChat
-from promptevolver.llm.openai_sdk import LoopSDK
+from promptevolver.llm.openai.chat import LoopSDK, NegotiatedChat
+from promptevolver.llm.openai.negotiation import Negotiation
 from promptevolver.llm.redaction import redact_text
 from promptevolver.testing import Fault, LocalOpenAIServer
 

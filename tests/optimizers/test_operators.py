@@ -16,9 +16,12 @@ from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Operator, Plan
+from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.operators.crossover import Crossover
 from promptevolver.optimizers.operators.mutation import Mutation
+from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.strategies.selection import Pool
 
 from ..helpers import PROMPT, make_dataset, score_of
 
@@ -36,6 +39,11 @@ def candidate(cid: int, correct: list[float] | None, instructions: dict[str, str
         operator="seed" if cid == 0 else "mutation",
         train=None if correct is None else score_of(correct),
     )
+
+
+def planned(operator: Operator, breeding: BreedingView, rng: np.random.Generator) -> Plan | None:
+    """One plan the way a run makes it: the breeder's selector picks the parents, the operator plans."""
+    return Breeder([operator], ReverseEngineering()).plan_one(operator, breeding, rng)
 
 
 def view(population: list[Candidate], train: list[int] = TRAIN, **kwargs: object) -> BreedingView:
@@ -65,7 +73,7 @@ PERFECT = [1.0] * 20
 
 # --- mutation ----------------------------------------------------------------------------------
 def test_a_mutation_shows_its_parents_failures_and_a_few_passing_samples_for_contrast():
-    plan = Mutation().plan(view([candidate(0, FAILS_FIRST_FIVE)]), np.random.default_rng(0))
+    plan = planned(Mutation(), view([candidate(0, FAILS_FIRST_FIVE)]), np.random.default_rng(0))
     assert plan is not None and plan.operator == "mutation" and [p.id for p in plan.parents] == [0]
     assert len(plan.positions) == CONFIG.sample_size and set(plan.positions) <= set(range(5))
     assert plan.contrast and set(plan.contrast) <= set(range(5, 20))
@@ -74,27 +82,27 @@ def test_a_mutation_shows_its_parents_failures_and_a_few_passing_samples_for_con
 
 def test_a_mutation_plan_is_the_generators_not_the_clocks():
     population = [candidate(0, FAILS_FIRST_FIVE), candidate(1, [1.0] * 10 + [0.0] * 10)]
-    draws = [Mutation().plan(view(population), np.random.default_rng(seed)) for seed in (3, 3, 4, 5, 6)]
+    draws = [planned(Mutation(), view(population), np.random.default_rng(seed)) for seed in (3, 3, 4, 5, 6)]
     assert draws[0] == draws[1]
     assert len({(p.parents[0].id, p.positions) for p in draws if p is not None}) > 1
 
 
 def test_a_population_with_nothing_left_to_learn_gets_no_mutation():
-    assert Mutation().plan(view([candidate(0, PERFECT)]), np.random.default_rng(0)) is None
+    assert planned(Mutation(), view([candidate(0, PERFECT)]), np.random.default_rng(0)) is None
     unjudged = candidate(1, None)  # nothing judged and no unseen correction: nothing to show
-    assert Mutation().plan(view([unjudged]), np.random.default_rng(0)) is None
+    assert planned(Mutation(), view([unjudged]), np.random.default_rng(0)) is None
 
 
 def test_a_perfect_parent_still_learns_from_corrections_its_lineage_has_not_seen():
     pool = (16, 18)  # corrections outside the judged train part, never shown to its lineage
     perfect = candidate(0, [1.0] * 15)
-    plan = Mutation().plan(
+    plan = planned(Mutation(), 
         view([perfect], train=list(range(15)), evidence_pool=pool), np.random.default_rng(0)
     )
     assert plan is not None and set(plan.positions) == set(pool)
     seen = dataclasses.replace(perfect, seen=frozenset(pool))
     assert (
-        Mutation().plan(view([seen], train=list(range(15)), evidence_pool=pool), np.random.default_rng(0))
+        planned(Mutation(), view([seen], train=list(range(15)), evidence_pool=pool), np.random.default_rng(0))
         is None
     )
 
@@ -187,7 +195,7 @@ def test_crossover_pairs_two_different_parents_that_get_different_samples_right(
         candidate(2, FAILS_FIRST_FIVE),
     )
     for seed in range(10):
-        plan = Crossover().plan(view([a, b, c]), np.random.default_rng(seed))
+        plan = planned(Crossover(), view([a, b, c]), np.random.default_rng(seed))
         assert plan is not None and plan.operator == "crossover"
         first, second = plan.parents
         assert first.id != second.id and 1 in (first.id, second.id)  # the two that disagree
@@ -195,9 +203,10 @@ def test_crossover_pairs_two_different_parents_that_get_different_samples_right(
 
 def test_crossover_needs_two_candidates_that_disagree_somewhere():
     rng = np.random.default_rng(0)
-    assert Crossover().plan(view([candidate(0, FAILS_FIRST_FIVE)]), rng) is None
+    assert planned(Crossover(), view([candidate(0, FAILS_FIRST_FIVE)]), rng) is None
     assert (
-        Crossover().plan(view([candidate(0, FAILS_FIRST_FIVE), candidate(1, FAILS_FIRST_FIVE)]), rng) is None
+        planned(Crossover(), view([candidate(0, FAILS_FIRST_FIVE), candidate(1, FAILS_FIRST_FIVE)]), rng)
+        is None
     )
 
 
@@ -220,3 +229,29 @@ def test_a_rejected_merge_keeps_parent_as_instruction_and_a_childlike_a_parent_i
     assert child.instructions == {"extract": "Extract both.", "verify": "Verify A."}
     unchanged = run(Crossover(), Plan("crossover", (a, b)), ScriptedLLM(["garbled", "garbled"]))
     assert unchanged.instructions is None and unchanged.rejected == "no change"
+
+
+class _FirstCandidates:
+    """A parent selector that always takes the first ``arity`` candidates, recording each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def select(self, pool: Pool, arity: int, rng: np.random.Generator) -> tuple[Candidate, ...] | None:
+        self.calls.append(arity)
+        eligible = [c for c in pool.population if pool.eligible is None or pool.eligible(c)]
+        return tuple(eligible[:arity]) if len(eligible) >= arity else None
+
+
+def test_operators_plan_from_the_parents_the_breeder_selects() -> None:
+    a, b, c = candidate(0, FAILS_FIRST_FIVE), candidate(1, PERFECT), candidate(2, FAILS_FIRST_FIVE)
+    selector = _FirstCandidates()
+    breeder = Breeder([Mutation(), Crossover()], ReverseEngineering(), selector=selector)
+    mutation = breeder.plan_one(Mutation(), view([b, c, a]), np.random.default_rng(0))
+    assert mutation is not None and mutation.parents == (c,)  # b has nothing to learn: not eligible
+    crossover = breeder.plan_one(Crossover(), view([b, c, a]), np.random.default_rng(0))
+    assert crossover is not None and crossover.parents == (b, c)
+    assert selector.calls == [1, 2]
+    # the operators take the parents they are given, whoever chose them
+    assert Mutation().plan(view([a, c]), (a,), np.random.default_rng(1)).parents == (a,)  # type: ignore[union-attr]
+    assert Crossover().plan(view([a, c]), (c, a), np.random.default_rng(1)).parents == (c, a)  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ import pytest
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import GeneticConfig, RunConfig
 from promptevolver.errors import BudgetExceededError
+from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.operators.crossover import Crossover
@@ -40,10 +41,11 @@ def _judge(labels: list[int]):
 
 
 class Suffix:
-    """A user's own operator: appends a fixed sentence to its parent (no meta call)."""
+    """A user's own operator: appends a fixed sentence to the parent it is given (no meta call)."""
 
     name = "suffix"
     weight = 1.0
+    arity = 1
 
     def __init__(self) -> None:
         self.runs = 0
@@ -51,9 +53,10 @@ class Suffix:
     def meta_calls(self, prompts: int) -> int:
         return 0
 
-    def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
-        parent = view.population[int(rng.integers(len(view.population)))]
-        return Plan(self.name, (parent,))
+    def plan(
+        self, view: BreedingView, parents: tuple[Candidate, ...], rng: np.random.Generator
+    ) -> Plan | None:
+        return Plan(self.name, parents)
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         self.runs += 1

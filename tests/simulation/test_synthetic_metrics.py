@@ -94,7 +94,7 @@ def test_statement_samples_score_the_supported_fraction_of_each_side():
 
 
 def test_the_bundled_files_are_the_generators_output():
-    path = ROOT / "benchmarks" / "make_metric_data.py"
+    path = ROOT / "benchmarks" / "synthetic" / "make_metric_data.py"
     spec = importlib.util.spec_from_file_location("make_metric_data", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

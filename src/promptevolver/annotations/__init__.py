@@ -41,12 +41,13 @@ metric-input and prompt-input field names of other libraries are accepted (:data
 
 Layout: :mod:`~promptevolver.annotations.models` (the sample records, field aliases and the label
 rule), :mod:`~promptevolver.annotations.io` (reading, validating and writing files),
-:mod:`~promptevolver.annotations.labels` (binary or numeric labels, and their check),
-:mod:`~promptevolver.annotations.single` (:class:`SingleMetricAnnotation`: labels, selection,
-sampling, batches, splits), :mod:`~promptevolver.annotations.subsets` (the sets its sampling
-methods return), :mod:`~promptevolver.annotations.usable` (samples without a human label),
-:mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`) and
-:mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`).
+:mod:`~promptevolver.annotations.labels` (binary or numeric labels, their check, and which samples
+have none), :mod:`~promptevolver.annotations.sampling` (class keys, seeded stratified samples,
+batches and splits: the one home of sampling), :mod:`~promptevolver.annotations.single`
+(:class:`SingleMetricAnnotation`: labels, selection, and the sampling methods that select what
+``sampling`` picks), :mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`) and
+:mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`). No module here imports
+another that imports it back (``tests/test_import_circles.py``).
 """
 
 from promptevolver.annotations.dataset import EvaluationDataset, SingleTurnSample

@@ -113,7 +113,7 @@ def _parse_bytes(data: bytes, path: Path, *, line: int | None = None, sample_ind
     or too deep nesting is an AnnotationError naming where.
 
     Fast path: jiter (Rust; parses the bytes without decoding them to a str first) with its
-    duplicate-key check: on the 20,000-sample file of ``benchmarks/bench_annotations.py`` a load
+    duplicate-key check: on the 20,000-sample file of ``benchmarks/perf/annotations.py`` a load
     takes 6–12 % less CPU time, and 80 MB less peak memory, than decoding and ``json.loads``
     without any check did, where Python's reader with a checking hook takes 4–10 % more (JSON and
     JSONL, measured in alternating processes on a loaded machine). jiter is stricter than Python's

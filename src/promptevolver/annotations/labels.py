@@ -28,12 +28,13 @@ label (the sample is unusable unless ``target`` is set) and does not count in th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations.models import SampleAnnotation, UnusableSample
 from promptevolver.errors import AnnotationError
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "check_labels",
     "check_recorded_verdicts",
     "infer_kind",
+    "unusable_samples",
 ]
 
 LabelKind = Literal["binary", "numeric"]
@@ -249,3 +251,13 @@ def check_inputs(
                     sample_index=index,
                     field=f"metric_input.{key}",
                 )
+
+
+def unusable_samples(samples: list[SampleAnnotation], *, binary: bool) -> list[UnusableSample]:
+    """(position, reason) of every sample without a human label, in sample order; ``binary``:
+    the metric's labels are verdicts (a rejected verdict is then flipped into a label)."""
+    return [
+        UnusableSample(i, s.unusable_reason(binary=binary))  # type: ignore[arg-type]
+        for i, s in enumerate(samples)
+        if s.target is None and (math.isnan(s.metric_output) or not (binary or s.is_accepted))
+    ]

@@ -1,28 +1,133 @@
-"""Seeded, stratified sampling over class keys: the arithmetic behind the annotation API.
+"""Seeded, stratified sampling: the one home of how annotation sets are sampled, batched and split.
 
-Every function takes the class key of each item (any hashable values, shape ``(n,)``) and a
-``numpy.random.Generator``; they return positions into that sequence. Nothing here touches
-Python's global ``random`` or numpy's global state.
+Three parts, none of which knows :class:`~promptevolver.annotations.SingleMetricAnnotation` (its
+sampling methods call these and select the positions returned):
+
+* **class keys** — :func:`stratify_keys`: the class of each sample for a ``stratify_key``;
+* **the arithmetic** — :func:`stratified_sample`, :func:`stratified_split`,
+  :func:`shuffled_batches`, :func:`stratified_batches`, :func:`largest_remainder`: each takes the
+  class key of each item (any hashable values, shape ``(n,)``) and a ``numpy.random.Generator``
+  and returns positions into that sequence;
+* **the sets' contracts** — :func:`make_rng` (the Generator from a ``random_seed``),
+  :func:`sample_positions` and :func:`split_count` (the argument checks of ``sample`` and
+  ``train_test_split``).
+
+Nothing here touches Python's global ``random`` or numpy's global state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import json
+import math
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
+from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.errors import AnnotationKeyError
+
 __all__ = [
+    "KEY_FIELDS",
+    "class_key",
     "group_by_class",
     "largest_remainder",
     "make_rng",
+    "sample_positions",
     "shuffled_batches",
     "split_count",
     "stratified_batches",
     "stratified_sample",
     "stratified_split",
+    "stratify_keys",
 ]
 
 Seed = int | np.random.Generator | None
+
+
+# -- class keys ----------------------------------------------------------------------------
+
+#: Sample fields usable as a ``stratify_key`` besides the label and extra fields.
+KEY_FIELDS = ("metric_output", "is_accepted", "target")
+
+
+def stratify_keys(
+    samples: Sequence[SampleAnnotation],
+    labels: Callable[[], Sequence[float | None]],
+    stratify_key: str | None,
+    *,
+    path: str | None,
+    metric: str,
+) -> list[Hashable]:
+    """The class key of every sample for ``stratify_key``; shape ``(len(samples),)``.
+
+    ``labels`` gives the human label of each sample (read only for the label key); ``path`` and
+    ``metric`` name the set in errors. See :meth:`SingleMetricAnnotation.stratify_keys
+    <promptevolver.annotations.SingleMetricAnnotation.stratify_keys>` for the keys understood.
+
+    Raises:
+        AnnotationKeyError: an unknown key (the message names it and the valid forms).
+    """
+    if stratify_key is None or stratify_key == "label":
+        return [class_key(label) for label in labels()]
+    if stratify_key in KEY_FIELDS or any(stratify_key in (s.model_extra or {}) for s in samples):
+        return [class_key(getattr(s, stratify_key, None)) for s in samples]
+    if stratify_key.startswith("metric_input."):
+        return _input_keys(samples, stratify_key.split(".", 1)[1], path=path, metric=metric)
+    raise _unknown_key(samples, stratify_key, path=path, metric=metric)
+
+
+def _input_keys(
+    samples: Sequence[SampleAnnotation], field: str, *, path: str | None, metric: str
+) -> list[Hashable]:
+    if samples and not any(field in s.metric_input for s in samples):
+        present = sorted({k for s in samples for k in s.metric_input})
+        raise AnnotationKeyError(
+            f"unknown stratify_key 'metric_input.{field}': no sample has metric_input.{field}; "
+            f"metric_input fields: {present}",
+            path=path,
+            metric=metric,
+        )
+    return [class_key(s.metric_input.get(field)) for s in samples]
+
+
+def _unknown_key(
+    samples: Sequence[SampleAnnotation], key: str, *, path: str | None, metric: str
+) -> AnnotationKeyError:
+    hint = ""
+    if any(key in s.metric_input for s in samples):
+        hint = f" (did you mean 'metric_input.{key}'?)"
+    return AnnotationKeyError(
+        f"unknown stratify_key {key!r}{hint}; use 'label', 'metric_output', 'is_accepted', "
+        "'target', an extra sample field or 'metric_input.<field>'",
+        path=path,
+        metric=metric,
+    )
+
+
+def class_key(value: Any) -> Hashable:
+    """A hashable class key for a field value: NaN → None, lists and dicts → their JSON text."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+# -- the sets' contracts --------------------------------------------------------------------
+
+
+def sample_positions(keys: Sequence[Hashable], n: int, random_seed: Seed) -> list[int]:
+    """``SingleMetricAnnotation.sample``: ``n`` distinct positions, sorted, stratified on ``keys``
+    (all equal for a uniform draw).
+
+    Raises:
+        ValueError: ``n`` < 0 or ``n`` > ``len(keys)`` (the number of samples).
+    """
+    if not 0 <= n <= len(keys):
+        raise ValueError(f"n must be in [0, {len(keys)}] (the number of samples), got {n}")
+    return stratified_sample(keys, n, make_rng(random_seed))
+
+
+# -- the arithmetic --------------------------------------------------------------------------
 
 
 def make_rng(random_seed: Seed) -> np.random.Generator:

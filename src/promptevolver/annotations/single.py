@@ -3,22 +3,30 @@ labels, selection, sampling, batches and splits; and :class:`_Sourced`, the base
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar, overload
 
+import numpy as np
 from pydantic import BaseModel, PrivateAttr, model_validator
 
-from promptevolver.annotations import sampling, strata, subsets
+from promptevolver.annotations import sampling
 from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
 from promptevolver.annotations.io import _dump_samples, _load, _write_json, _write_jsonl
-from promptevolver.annotations.labels import LabelKind, LabelScale, check_label_values, check_labels
-from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation, UnusableSample
-from promptevolver.annotations.usable import unusable_samples
-from promptevolver.annotations.usable import usable_label_array as usable_label_array
-from promptevolver.annotations.usable import warn_unusable as _warn_unusable
-
-#: Sample fields that may serve as a stratify key, besides extra fields and ``metric_input.X``.
+from promptevolver.annotations.labels import (
+    LabelKind,
+    LabelScale,
+    check_label_values,
+    check_labels,
+    unusable_samples,
+)
+from promptevolver.annotations.models import (
+    PromptAnnotation,
+    SampleAnnotation,
+    UnusableSample,
+    UnusableSamplesWarning,
+)
 
 _S = TypeVar("_S", bound="_Sourced")
 
@@ -222,7 +230,9 @@ class SingleMetricAnnotation(_Sourced):
         Raises:
             AnnotationKeyError: an unknown key (the message names it and the valid forms).
         """
-        return strata.stratify_keys(self, stratify_key)
+        return sampling.stratify_keys(
+            self.samples, self.labels, stratify_key, path=self.source, metric=self.name
+        )
 
     def sample(
         self, n: int, stratify_key: str | None = None, random_seed: sampling.Seed = None
@@ -237,7 +247,8 @@ class SingleMetricAnnotation(_Sourced):
             ValueError: ``n`` < 0 or ``n`` > ``len(self)``.
             AnnotationKeyError: an unknown ``stratify_key``.
         """
-        return subsets.sample(self, n, stratify_key, random_seed)
+        keys = [0] * len(self) if stratify_key is None else self.stratify_keys(stratify_key)
+        return self.select(sampling.sample_positions(keys, n, random_seed))
 
     def batch(
         self, batch_size: int, drop_last_batch: bool = False, random_seed: sampling.Seed = None
@@ -248,7 +259,9 @@ class SingleMetricAnnotation(_Sourced):
         Raises:
             ValueError: ``batch_size`` < 1.
         """
-        return subsets.batches(self, batch_size, drop_last_batch, random_seed)
+        rng = sampling.make_rng(random_seed)
+        positions = sampling.shuffled_batches(len(self), batch_size, rng, drop_last_batch)
+        return [self.select(batch) for batch in positions]
 
     def stratified_batches(
         self,
@@ -272,9 +285,12 @@ class SingleMetricAnnotation(_Sourced):
             ValueError: ``batch_size`` < 1.
             AnnotationKeyError: an unknown ``stratify_key``.
         """
-        return subsets.stratified_batches(
-            self, batch_size, stratify_key, drop_last_batch, replace, random_seed
+        keys = self.stratify_keys(stratify_key)
+        rng = sampling.make_rng(random_seed)
+        positions = sampling.stratified_batches(
+            keys, batch_size, rng, drop_last_batch=drop_last_batch, replace=replace
         )
+        return [self.select(batch) for batch in positions]
 
     def train_test_split(
         self, test_size: float | int = 0.2, random_seed: sampling.Seed = 42, stratify_key: str | None = None
@@ -289,7 +305,10 @@ class SingleMetricAnnotation(_Sourced):
             ValueError: fewer than 2 samples, or ``test_size`` out of range.
             AnnotationKeyError: an unknown ``stratify_key``.
         """
-        return subsets.train_test_split(self, test_size, random_seed, stratify_key)
+        n_test = sampling.split_count(test_size, len(self))  # checked before the key
+        keys = self.stratify_keys(stratify_key)
+        train, test = sampling.stratified_split(keys, n_test, sampling.make_rng(random_seed))
+        return self.select(train), self.select(test)
 
 
 def _trusted(
@@ -299,3 +318,31 @@ def _trusted(
     again: 20,000 checks cost 50 ms)."""
     dataset = SingleMetricAnnotation.model_construct(name=name, samples=samples, kind=kind)
     return dataset._with_source(source)
+
+
+def _warn_unusable(dataset: SingleMetricAnnotation) -> None:
+    """Warn (:class:`UnusableSamplesWarning`, attributed to the loader's caller) when samples of
+    ``dataset`` have no human label: how many, grouped by reason, the first 10 positions of each."""
+    unusable = dataset.unusable_samples()
+    if not unusable:
+        return
+    by_reason: dict[str, list[int]] = {}
+    for sample_index, reason in unusable:
+        by_reason.setdefault(reason, []).append(sample_index)
+    details = "; ".join(
+        f"{reason}: samples {indices[:10]}{' …' if len(indices) > 10 else ''}"
+        for reason, indices in by_reason.items()
+    )
+    warnings.warn(
+        f"file {dataset.source}, metric {dataset.name!r}: {len(unusable)} of {len(dataset)} samples have "
+        f"no human label and cannot be learned from ({details}); see unusable_samples()",
+        UnusableSamplesWarning,
+        stacklevel=3,
+    )
+
+
+def usable_label_array(dataset: SingleMetricAnnotation) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, labels) of usable samples as arrays of shape ``(n_usable,)``."""
+    labels = dataset.labels()
+    idx = np.array([i for i, y in enumerate(labels) if y is not None], dtype=np.int64)
+    return idx, np.array([labels[i] for i in idx], dtype=np.float64)

@@ -2,33 +2,24 @@
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.evaluation.agreement import Agreement, agreement_of
-    from promptevolver.evaluation.evaluator import Evaluator, Score, candidate_key, score
-    from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+    from promptevolver.evaluation.agreement import Agreement as Agreement
+    from promptevolver.evaluation.agreement import agreement_of as agreement_of
+    from promptevolver.evaluation.evaluator import Evaluator as Evaluator
+    from promptevolver.evaluation.evaluator import Score as Score
+    from promptevolver.evaluation.evaluator import candidate_key as candidate_key
+    from promptevolver.evaluation.evaluator import score as score
+    from promptevolver.evaluation.losses import BinaryMetricLoss as BinaryMetricLoss
+    from promptevolver.evaluation.losses import Loss as Loss
+    from promptevolver.evaluation.losses import MSELoss as MSELoss
 
-_EXPORTS = {
-    "Evaluator": "promptevolver.evaluation.evaluator",
-    "Score": "promptevolver.evaluation.evaluator",
-    "candidate_key": "promptevolver.evaluation.evaluator",
-    "score": "promptevolver.evaluation.evaluator",
-    "BinaryMetricLoss": "promptevolver.evaluation.losses",
-    "Loss": "promptevolver.evaluation.losses",
-    "MSELoss": "promptevolver.evaluation.losses",
-    "Agreement": "promptevolver.evaluation.agreement",
-    "agreement_of": "promptevolver.evaluation.agreement",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "Agreement",
-    "BinaryMetricLoss",
-    "Evaluator",
-    "Loss",
-    "MSELoss",
-    "Score",
-    "agreement_of",
-    "candidate_key",
-    "score",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.evaluation.evaluator": ["Evaluator", "Score", "candidate_key", "score"],
+        "promptevolver.evaluation.losses": ["BinaryMetricLoss", "Loss", "MSELoss"],
+        "promptevolver.evaluation.agreement": ["Agreement", "agreement_of"],
+    },
+)

@@ -4,36 +4,27 @@ their verdicts), :class:`JudgeEnsemble`."""
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput
-    from promptevolver.judge.ensemble import EvaluationItem, JudgeEnsemble
-    from promptevolver.judge.prompts import Prompt
-    from promptevolver.judge.protocol import Judgement, Metric
-    from promptevolver.judge.rubric import RubricJudge
-    from promptevolver.judge.statements import StatementSupport
+    from promptevolver.judge.aspect_critic import AspectCritic as AspectCritic
+    from promptevolver.judge.aspect_critic import AspectCriticOutput as AspectCriticOutput
+    from promptevolver.judge.ensemble import EvaluationItem as EvaluationItem
+    from promptevolver.judge.ensemble import JudgeEnsemble as JudgeEnsemble
+    from promptevolver.judge.prompts import Prompt as Prompt
+    from promptevolver.judge.protocol import Judgement as Judgement
+    from promptevolver.judge.protocol import Metric as Metric
+    from promptevolver.judge.rubric import RubricJudge as RubricJudge
+    from promptevolver.judge.statements import StatementSupport as StatementSupport
 
-_EXPORTS = {
-    "AspectCritic": "promptevolver.judge.aspect_critic",
-    "AspectCriticOutput": "promptevolver.judge.aspect_critic",
-    "Judgement": "promptevolver.judge.protocol",
-    "Metric": "promptevolver.judge.protocol",
-    "JudgeEnsemble": "promptevolver.judge.ensemble",
-    "EvaluationItem": "promptevolver.judge.ensemble",
-    "Prompt": "promptevolver.judge.prompts",
-    "RubricJudge": "promptevolver.judge.rubric",
-    "StatementSupport": "promptevolver.judge.statements",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "AspectCritic",
-    "AspectCriticOutput",
-    "EvaluationItem",
-    "JudgeEnsemble",
-    "Judgement",
-    "Metric",
-    "Prompt",
-    "RubricJudge",
-    "StatementSupport",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.judge.aspect_critic": ["AspectCritic", "AspectCriticOutput"],
+        "promptevolver.judge.protocol": ["Judgement", "Metric"],
+        "promptevolver.judge.ensemble": ["JudgeEnsemble", "EvaluationItem"],
+        "promptevolver.judge.prompts": ["Prompt"],
+        "promptevolver.judge.rubric": ["RubricJudge"],
+        "promptevolver.judge.statements": ["StatementSupport"],
+    },
+)

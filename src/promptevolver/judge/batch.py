@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 
 __all__ = ["BatchEvaluation", "EvaluationItem", "ItemLike", "as_item", "cancel", "gather_or_cancel"]
@@ -57,46 +56,20 @@ def as_item(data: ItemLike) -> EvaluationItem:
 
 
 class BatchEvaluation:
-    """Batch evaluation with per-item instructions, for a class that has the judge methods below."""
-
-    name: str
-
-    def get_prompts(self) -> dict[str, Prompt[Any]]:
-        raise NotImplementedError
-
-    def set_prompts(self, **prompts: Prompt[Any]) -> None:
-        raise NotImplementedError
-
-    def get_instructions(self) -> dict[str, str]:
-        raise NotImplementedError
-
-    def set_instructions(self, instructions: Mapping[str, str]) -> None:
-        raise NotImplementedError
-
-    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
-
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-    ) -> Judgement:
-        raise NotImplementedError
+    """Batch evaluation with per-item instructions, for a class that is a
+    :class:`~promptevolver.judge.protocol.Metric` (its methods are typed ``self: Metric``; the
+    protocol is the one declaration of what a judge has)."""
 
     @overload
-    async def aevaluate(self, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
+    async def aevaluate(self: Metric, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
 
     @overload
     async def aevaluate(
-        self, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+        self: Metric, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
     ) -> list[Judgement]: ...
 
     async def aevaluate(
-        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+        self: Metric, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
     ) -> Judgement | list[Judgement]:
         """Evaluate one item (→ a Judgement) or a list of items (→ Judgements in the same order).
 
@@ -111,31 +84,18 @@ class BatchEvaluation:
             TypeError: an item is neither an EvaluationItem nor a mapping.
             Nothing is sent to the LLM when one of these is raised.
         """
-        return await self._evaluate(data, llm)
-
-    async def _evaluate(
-        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], llm: LLMClient | None
-    ) -> Judgement | list[Judgement]:
-        batch = isinstance(data, (list, tuple))
-        items = [as_item(d) for d in (data if isinstance(data, (list, tuple)) else [data])]
-        plans = self._instructions_per_item(items)
-        for index, item in enumerate(items):
-            self._check_item(index, item)
-        judged = await gather_or_cancel(
-            [self.ajudge(item.inputs, llm=llm, instructions=plan) for item, plan in zip(items, plans)]
-        )
-        return judged if batch else judged[0]
+        return await _evaluate(self, data, llm)
 
     @overload
-    def evaluate(self, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
+    def evaluate(self: Metric, data: ItemLike, *, llm: LLMClient | None = None) -> Judgement: ...
 
     @overload
     def evaluate(
-        self, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+        self: Metric, data: list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
     ) -> list[Judgement]: ...
 
     def evaluate(
-        self, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
+        self: Metric, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], *, llm: LLMClient | None = None
     ) -> Judgement | list[Judgement]:
         """Synchronous :meth:`aevaluate` (runs its own event loop with ``asyncio.run``).
 
@@ -146,29 +106,11 @@ class BatchEvaluation:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._evaluate(data, llm))
+            return asyncio.run(_evaluate(self, data, llm))
         raise RuntimeError("evaluate() cannot run inside an event loop; use `await aevaluate(...)`")
 
-    def _instructions_per_item(self, items: Sequence[EvaluationItem]) -> list[dict[str, str]]:
-        base = self.get_instructions()
-        keys = [tuple(sorted((item.instructions or {}).items())) for item in items]
-        per_set: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-        for key in dict.fromkeys(keys):
-            unknown = sorted({name for name, _ in key} - set(base))
-            if unknown:
-                raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(base)}")
-            per_set[key] = {**base, **dict(key)}
-        return [per_set[key] for key in keys]
-
-    def _check_item(self, index: int, item: EvaluationItem) -> None:
-        try:
-            self.prompt_inputs(item.inputs)
-        except AnnotationError as exc:
-            message = str(exc).split(": ", 1)[-1]
-            raise AnnotationError(message, metric=self.name, sample_index=index, field=exc.field) from exc
-
     @contextmanager
-    def custom_instructions(self, instructions: Mapping[str, str]) -> Iterator[None]:
+    def custom_instructions(self: Metric, instructions: Mapping[str, str]) -> Iterator[None]:
         """Set ``instructions`` on the wrapped metric for a ``with`` block; on exit — also when the
         block raises — restore the prompts it had before.
 
@@ -184,6 +126,39 @@ class BatchEvaluation:
             yield
         finally:
             self.set_prompts(**previous)
+
+
+async def _evaluate(
+    metric: Metric, data: ItemLike | list[ItemLike] | tuple[ItemLike, ...], llm: LLMClient | None
+) -> Judgement | list[Judgement]:
+    batch = isinstance(data, (list, tuple))
+    items = [as_item(d) for d in (data if isinstance(data, (list, tuple)) else [data])]
+    plans = _instructions_per_item(metric, items)
+    for index, item in enumerate(items):
+        _check_item(metric, index, item)
+    judged = await gather_or_cancel(
+        [metric.ajudge(item.inputs, llm=llm, instructions=plan) for item, plan in zip(items, plans)]
+    )
+    return judged if batch else judged[0]
+
+
+def _instructions_per_item(metric: Metric, items: Sequence[EvaluationItem]) -> list[dict[str, str]]:
+    base = metric.get_instructions()
+    keys = [tuple(sorted((item.instructions or {}).items())) for item in items]
+    per_set: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    for key in dict.fromkeys(keys):
+        unknown = sorted({name for name, _ in key} - set(base))
+        if unknown:
+            raise KeyError(f"unknown prompt(s) {unknown}; prompts: {sorted(base)}")
+        per_set[key] = {**base, **dict(key)}
+    return [per_set[key] for key in keys]
+
+def _check_item(metric: Metric, index: int, item: EvaluationItem) -> None:
+    try:
+        metric.prompt_inputs(item.inputs)
+    except AnnotationError as exc:
+        message = str(exc).split(": ", 1)[-1]
+        raise AnnotationError(message, metric=metric.name, sample_index=index, field=exc.field) from exc
 
 
 async def cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:

@@ -14,42 +14,37 @@ Names are imported on first use (the openai SDK and scikit-learn are not loaded 
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.llm.base import BaseLLMClient, ChatMessage, Completion, LLMClient, LLMRequest, Usage
-    from promptevolver.llm.cache import CachedLLM, CacheError
-    from promptevolver.llm.fake import ScriptedLLM
-    from promptevolver.llm.openai import OpenAIClient
-    from promptevolver.llm.pricing import Price
-    from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
+    from promptevolver.llm.base import BaseLLMClient as BaseLLMClient
+    from promptevolver.llm.base import ChatMessage as ChatMessage
+    from promptevolver.llm.base import Completion as Completion
+    from promptevolver.llm.base import LLMClient as LLMClient
+    from promptevolver.llm.base import LLMRequest as LLMRequest
+    from promptevolver.llm.base import Usage as Usage
+    from promptevolver.llm.cache import CachedLLM as CachedLLM
+    from promptevolver.llm.cache import CacheError as CacheError
+    from promptevolver.llm.fake import ScriptedLLM as ScriptedLLM
+    from promptevolver.llm.openai import OpenAIClient as OpenAIClient
+    from promptevolver.llm.pricing import Price as Price
+    from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM as SimulatedJudgeLLM
 
-_EXPORTS = {
-    "BaseLLMClient": "promptevolver.llm.base",
-    "ChatMessage": "promptevolver.llm.base",
-    "Completion": "promptevolver.llm.base",
-    "LLMClient": "promptevolver.llm.base",
-    "LLMRequest": "promptevolver.llm.base",
-    "Usage": "promptevolver.llm.base",
-    "CachedLLM": "promptevolver.llm.cache",
-    "CacheError": "promptevolver.llm.cache",
-    "ScriptedLLM": "promptevolver.llm.fake",
-    "OpenAIClient": "promptevolver.llm.openai",
-    "Price": "promptevolver.llm.pricing",
-    "SimulatedJudgeLLM": "promptevolver.simulation.simulated_llm",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "BaseLLMClient",
-    "CacheError",
-    "CachedLLM",
-    "ChatMessage",
-    "Completion",
-    "LLMClient",
-    "LLMRequest",
-    "OpenAIClient",
-    "Price",
-    "ScriptedLLM",
-    "SimulatedJudgeLLM",
-    "Usage",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.llm.base": [
+            "BaseLLMClient",
+            "ChatMessage",
+            "Completion",
+            "LLMClient",
+            "LLMRequest",
+            "Usage",
+        ],
+        "promptevolver.llm.cache": ["CachedLLM", "CacheError"],
+        "promptevolver.llm.fake": ["ScriptedLLM"],
+        "promptevolver.llm.openai": ["OpenAIClient"],
+        "promptevolver.llm.pricing": ["Price"],
+        "promptevolver.simulation.simulated_llm": ["SimulatedJudgeLLM"],
+    },
+)

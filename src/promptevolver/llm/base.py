@@ -403,7 +403,7 @@ class BaseLLMClient(ABC):
         # The first attempt runs bare; only after a transient failure do the others run under
         # tenacity. Its per-call objects form reference cycles, and with many calls in flight
         # they outlive the young generations: building them for every call made full garbage
-        # collections frequent enough to cost ~15% of throughput (bench_llm_throughput.py).
+        # collections frequent enough to cost ~15% of throughput (benchmarks/perf/llm_throughput.py).
         try:
             return await call.attempt()
         except TransientLLMError as exc:

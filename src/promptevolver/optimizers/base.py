@@ -6,7 +6,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
@@ -16,6 +16,9 @@ from promptevolver.optimizers.events import Callback, check_callbacks
 
 __all__ = ["Optimizer"]
 
+#: What an optimizer's ``optimize`` returns: prompt name → instruction (or a richer mapping).
+ResultT = TypeVar("ResultT", bound=Mapping[str, str])
+
 #: Keyword arguments of Ragas' ``Optimizer.optimize`` accepted (and ignored) for drop-in use:
 #: settings whose job is done here by the config (``max_concurrency``, batches) or by the rule that
 #: a failed call is recorded with its cause. Ragas' ``callbacks`` is not among them: ours are
@@ -23,7 +26,7 @@ __all__ = ["Optimizer"]
 RAGAS_COMPAT_KWARGS = frozenset({"run_config", "batch_size", "with_debugging_logs", "raise_exceptions"})
 
 
-class Optimizer(ABC):
+class Optimizer(ABC, Generic[ResultT]):
     """Ragas' call shape: ``Optimizer(metric=..., llm=...).optimize(dataset=..., loss=..., config=...)``.
 
     Args:
@@ -53,9 +56,10 @@ class Optimizer(ABC):
         resume: bool = False,
         callbacks: Sequence[Callback] = (),
         **ragas_kwargs: Any,
-    ) -> Mapping[str, str]:
-        """Run :meth:`aoptimize` in a fresh event loop (call :meth:`aoptimize` from async code),
-        then close the LLM clients' connections of that loop (clients reopen them on next use).
+    ) -> ResultT:
+        """Run :meth:`aoptimize` in a fresh event loop and return what it returns (call
+        :meth:`aoptimize` from async code), then close the LLM clients' connections of that loop
+        (clients reopen them on next use).
 
         ``run_dir`` receives a checkpoint after every generation; ``resume`` continues from it.
         ``callbacks`` are called with this run's events, after the optimizer's own (Ragas' keyword;
@@ -78,7 +82,7 @@ class Optimizer(ABC):
         run_dir: str | Path | None,
         resume: bool,
         callbacks: Sequence[Callback],
-    ) -> Mapping[str, str]:
+    ) -> ResultT:
         """Optimize, then close the clients' connections bound to this event loop."""
         try:
             return await self.aoptimize(
@@ -100,6 +104,6 @@ class Optimizer(ABC):
         run_dir: str | Path | None = None,
         resume: bool = False,
         callbacks: Sequence[Callback] = (),
-    ) -> Mapping[str, str]:
+    ) -> ResultT:
         """Optimize the metric's instructions on ``dataset``; return prompt name → instruction.
         ``callbacks`` receive this run's events (in addition to any the optimizer holds)."""

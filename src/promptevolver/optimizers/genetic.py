@@ -47,14 +47,14 @@ from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineeri
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
-from promptevolver.optimizers.strategies import budget, selection
+from promptevolver.optimizers.strategies import budget, screening, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
 
 
-class GeneticOptimizer(Optimizer):
+class GeneticOptimizer(Optimizer[OptimizationResult]):
     """Genetic search over instructions; see the module docstring for the algorithm.
 
     Args:
@@ -86,24 +86,6 @@ class GeneticOptimizer(Optimizer):
         self.callbacks = list(callbacks)
         self.operators = None if operators is None else list(operators)
         self.stop_conditions = list(DEFAULT_STOP_CONDITIONS if stop_conditions is None else stop_conditions)
-
-    def optimize(
-        self,
-        dataset: SingleMetricAnnotation,
-        loss: Loss,
-        config: Mapping[str, Any] | GeneticConfig | None = None,
-        *,
-        run_dir: str | Path | None = None,
-        resume: bool = False,
-        callbacks: Sequence[Callback] = (),
-        **ragas_kwargs: Any,
-    ) -> OptimizationResult:
-        """Synchronous :meth:`aoptimize` (see :meth:`Optimizer.optimize`)."""
-        result = super().optimize(
-            dataset, loss, config, run_dir=run_dir, resume=resume, callbacks=callbacks, **ragas_kwargs
-        )
-        assert isinstance(result, OptimizationResult)
-        return result
 
     async def aoptimize(
         self,
@@ -206,13 +188,13 @@ class GeneticOptimizer(Optimizer):
     def _check_budget(run: SearchRun, *, upfront: bool = True) -> None:
         """Refuse a budget the run cannot keep, before any call (``upfront``: the call bounds of
         the first steps too). The final choice's share is held back once the seed's evaluation
-        has shown what a judge call costs (:meth:`SearchRun.after_seed`)."""
+        has shown what a judge call costs (:func:`.strategies.budget.after_seed`)."""
         check_prices(run.config.budget, run.clients)
         if upfront:
             check_upfront(run.config.budget, run.calls)
-            budget.reserve_upfront(run)
+            budget.reserve_upfront(views.budget_view(run))
         else:
-            budget.calibrate_reserve(run)
+            budget.calibrate_reserve(views.budget_view(run))
 
     async def _pipeline(self, run: SearchRun, run_dir: str | Path | None) -> OptimizationResult:
         """distill → verify → examples → cross-fit, or search when warranted (``strategy: auto``; ``distill``
@@ -286,7 +268,8 @@ class GeneticOptimizer(Optimizer):
         state.tried.update(p.key for p in plans)
         children = adoption.adopt(run, await run.breeder.run(plans, views.meta_context(run, population)))
         by_id = {c.id: c for c in state.candidates}
-        passed = await run.screen(children, {c.id: [by_id[p] for p in c.parents] for c in children})
+        parents_of = {c.id: [by_id[p] for p in c.parents] for c in children}
+        passed = await screening.screen(views.screening_view(run), children, parents_of)
         await run.judge_train(passed)
         size, elites = run.config.population_size, run.config.elite_count
         run.end_step()

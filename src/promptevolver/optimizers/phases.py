@@ -25,7 +25,7 @@ from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import budget
+from promptevolver.optimizers.strategies import budget, screening
 from promptevolver.optimizers.strategies.final_choice import (
     PairedChoice,
     final_choice_rng,
@@ -81,10 +81,10 @@ async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str
     breeding = run.breeder.run(plans, views.meta_context(run, [seed]))
     made = (await gather_or_cancel([breeding, _judged(run, seed)]))[0]
     run.end_step()
-    budget.after_seed(run, seed)
+    budget.after_seed(views.budget_view(run), seed)
     run.begin_step("the initial population")
     children = adoption.adopt(run, made)
-    passed = await run.screen(children, {c.id: [seed] for c in children})
+    passed = await screening.screen(views.screening_view(run), children, {c.id: [seed] for c in children})
     await run.judge_train(passed)
     run.end_step()
     run.state.population = [seed, *passed]
@@ -429,7 +429,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     policies, why = example_policies(run)
     n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
     calls = len(policies) * n_eval * run.metric.calls_per_evaluation
-    if policies and not run.budget.allows(calls, reserve=0):
+    if policies and not run.meter.allows(calls, reserve=0):
         policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' verification"
     if not policies:
         run.state.stages["examples"] = _stage_report(
@@ -697,7 +697,7 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
             "corrections) and the distillation used every correction"
         )
-    if not run.budget.allows(run.calls.initial_search(), reserve=run.calls.final):
+    if not run.meter.allows(run.calls.initial_search(), reserve=run.calls.final):
         return False, f"warranted ({why}) but the budget cannot pay for it"
     return True, why
 
@@ -731,7 +731,7 @@ async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
     run.begin_step("the search's first population", count_parse=True)
     await run.judge_train(population)
     run.end_step()
-    budget.after_seed(run, seed)
+    budget.after_seed(views.budget_view(run), seed)
     run.state.population = population
     history.record_generation(run, offspring=0)
 

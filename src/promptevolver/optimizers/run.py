@@ -1,11 +1,10 @@
 """One search in progress: its fixed context (split, evaluator, cost bounds) and its state.
 
 :class:`SearchRun` is what the generation loop (:mod:`.genetic`) works on. It registers new
-candidates (dropping duplicates), judges candidates through the run's one evaluator, screens
-offspring on minibatches (the rules are in :mod:`.strategies.screening`) and totals the run's
-usage. What operators see of it is built in :mod:`.views`; its history in :mod:`.history`.
-Its :attr:`~SearchRun.state` is a :class:`~promptevolver.optimizers.state.SearchState`, the
-only thing a checkpoint saves.
+candidates (dropping duplicates), judges candidates through the run's one evaluator and totals
+the run's usage. What operators and strategies see of it is built in :mod:`.views`; its history
+in :mod:`.history`. Its :attr:`~SearchRun.state` is a
+:class:`~promptevolver.optimizers.state.SearchState`, the only thing a checkpoint saves.
 """
 
 from __future__ import annotations
@@ -41,8 +40,7 @@ from promptevolver.optimizers.focus import make_focus
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import screening
-from promptevolver.optimizers.strategies.budget import BudgetGuard, BudgetMeter
+from promptevolver.optimizers.strategies.budget import BudgetMeter
 from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
 
 __all__ = ["SearchRun"]
@@ -118,7 +116,6 @@ class SearchRun:
             max_concurrency=config.max_concurrency,
             examples=self.examples,
         )
-        self.budget = BudgetGuard(config.budget, self.usage)
         self._fingerprint: str | None = None
         #: Share of its evaluations a candidate needs measured to be ranked on its score.
         self.min_coverage = 1.0 - config.max_failure_rate
@@ -229,12 +226,6 @@ class SearchRun:
         ):
             c.validation = s
 
-    async def screen(
-        self, children: list[Candidate], parents_of: dict[int, list[Candidate]]
-    ) -> list[Candidate]:
-        """Offspring that pass minibatch screening (:func:`.strategies.screening.screen`)."""
-        return await screening.screen(self, children, parents_of)
-
     async def score_on(self, candidate: Candidate, positions: Sequence[int]) -> Score:
         """``candidate``'s score on ``positions`` from memoised judgements (no calls when it was
         judged there already; no events)."""
@@ -254,7 +245,7 @@ class SearchRun:
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
         calls = self.calls
-        return not self.meter.spent and self.budget.allows(calls.generation, reserve=self.meter.reserve.calls)
+        return not self.meter.spent and self.meter.allows(calls.generation, reserve=self.meter.reserve.calls)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included); its failures include the judge

@@ -1,7 +1,9 @@
-"""What operators see of a search in progress: the breeding view and the meta-call context.
+"""What operators and strategies see of a search in progress, built here from the run.
 
-The operators (:mod:`.operators`) never hold the :class:`~promptevolver.optimizers.run.SearchRun`;
-the generation loop hands them these read-only views, built here from the run.
+The operators (:mod:`.operators`) and strategies (:mod:`.strategies`) never hold the
+:class:`~promptevolver.optimizers.run.SearchRun`; the generation loop hands them these views: the
+breeding view and the meta-call context (operators), the distillation view, the screening view
+and the budget view (what :mod:`.strategies.screening` and :mod:`.strategies.budget` read).
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.cost import minibatch_size
 from promptevolver.optimizers.distill import DistillView
 from promptevolver.optimizers.operators.base import BreedingView, MetaContext
+from promptevolver.optimizers.strategies.budget import BudgetView, price_of
+from promptevolver.optimizers.strategies.screening import ScreeningView
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
 
-__all__ = ["breeding_view", "distill_view", "judge_outputs", "meta_context"]
+__all__ = ["breeding_view", "budget_view", "distill_view", "judge_outputs", "meta_context", "screening_view"]
 
 
 def breeding_view(run: SearchRun) -> BreedingView:
@@ -73,3 +78,34 @@ def judge_outputs(run: SearchRun, candidate: Candidate) -> dict[int, dict[str, A
         if j is not None:
             out[p] = {"reason": j.reason, key: j.score} if not j.failed else {"error": j.error}
     return out
+
+
+def screening_view(run: SearchRun) -> ScreeningView:
+    """The minibatch size, train part, labels, loss, generator and judging that screening reads."""
+    return ScreeningView(
+        minibatch_size(run.config, len(run.train)),
+        run.train,
+        run.labels,
+        run.loss,
+        run.state.rng,
+        run.judge_each,
+        run.score_on,
+    )
+
+
+def budget_view(run: SearchRun) -> BudgetView:
+    """The budget, meter, call bounds and usage the budget checks read, with what a judge call
+    costs (the metric, the first train sample, the judge client's price) and the final choice's
+    judge calls already made (the seed's validation evaluation, when judged with the seed)."""
+    judged_with_seed = bool(run.state.candidates) and run.state.seed.validation is not None
+    judged_final = len(run.validation_focus.positions) * run.metric.calls_per_evaluation
+    return BudgetView(
+        run.config.budget,
+        run.meter,
+        run.calls,
+        run.usage,
+        judged_final if judged_with_seed else 0,
+        run.metric,
+        run.dataset.samples[run.train[0]] if run.train else None,
+        price_of(run.clients[0]),
+    )

@@ -2,17 +2,15 @@
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.report.write import build_report, write_report
+    from promptevolver.report.write import build_report as build_report
+    from promptevolver.report.write import write_report as write_report
 
-_EXPORTS = {
-    "write_report": "promptevolver.report.write",
-    "build_report": "promptevolver.report.write",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "build_report",
-    "write_report",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.report.write": ["write_report", "build_report"],
+    },
+)

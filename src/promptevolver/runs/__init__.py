@@ -5,24 +5,19 @@ The run directory these write (file names, atomic writes, readers) is :mod:`prom
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.rundir import CONFIG_FILE, RESULT_FILE
-    from promptevolver.runs.optimize import execute, write_config, write_result
+    from promptevolver.rundir import CONFIG_FILE as CONFIG_FILE
+    from promptevolver.rundir import RESULT_FILE as RESULT_FILE
+    from promptevolver.runs.optimize import execute as execute
+    from promptevolver.runs.optimize import write_config as write_config
+    from promptevolver.runs.optimize import write_result as write_result
 
-_EXPORTS = {
-    "execute": "promptevolver.runs.optimize",
-    "write_config": "promptevolver.runs.optimize",
-    "write_result": "promptevolver.runs.optimize",
-    "RESULT_FILE": "promptevolver.rundir",
-    "CONFIG_FILE": "promptevolver.rundir",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "CONFIG_FILE",
-    "RESULT_FILE",
-    "execute",
-    "write_config",
-    "write_result",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.runs.optimize": ["execute", "write_config", "write_result"],
+        "promptevolver.rundir": ["RESULT_FILE", "CONFIG_FILE"],
+    },
+)

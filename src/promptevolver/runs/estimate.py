@@ -126,7 +126,7 @@ T = TypeVar("T")
 class CostModel:
     """The constants of the estimate (see the module docstring); all are shares in [0, 1].
 
-    Fitted (``benchmarks/estimate_accuracy.py --fit``) on the bundled configs (answer_correctness,
+    Fitted (``python -m benchmarks.perf.estimate_accuracy --fit``) on the bundled configs (answer_correctness,
     helpfulness, synthetic_200, synthetic_2000, helpfulness_rubric) and four synthetic ones
     (60–400 samples, population 3–6, every seed of each) run with the simulated judge of mined
     criteria; with ``fixes_per_round`` applied to binary metrics only, the expected calls err by

@@ -3,33 +3,25 @@ binary verdicts, rubric scores, and statements with their verdicts (a two-prompt
 
 from typing import TYPE_CHECKING
 
-from promptevolver._lazy import lazy_exports
+from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
-    from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
-    from promptevolver.simulation.synthetic import SyntheticSpec, generate
-    from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
-    from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
+    from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM as SimulatedJudgeLLM
+    from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM as SimulatedMetricsLLM
+    from promptevolver.simulation.synthetic import SyntheticSpec as SyntheticSpec
+    from promptevolver.simulation.synthetic import generate as generate
+    from promptevolver.simulation.synthetic_rubric import RubricSpec as RubricSpec
+    from promptevolver.simulation.synthetic_rubric import generate_rubric as generate_rubric
+    from promptevolver.simulation.synthetic_statements import StatementsSpec as StatementsSpec
+    from promptevolver.simulation.synthetic_statements import generate_statements as generate_statements
 
-_EXPORTS = {
-    "SimulatedJudgeLLM": "promptevolver.simulation.simulated_llm",
-    "SimulatedMetricsLLM": "promptevolver.simulation.simulated_metrics",
-    "SyntheticSpec": "promptevolver.simulation.synthetic",
-    "generate": "promptevolver.simulation.synthetic",
-    "RubricSpec": "promptevolver.simulation.synthetic_rubric",
-    "generate_rubric": "promptevolver.simulation.synthetic_rubric",
-    "StatementsSpec": "promptevolver.simulation.synthetic_statements",
-    "generate_statements": "promptevolver.simulation.synthetic_statements",
-}
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = [
-    "RubricSpec",
-    "SimulatedJudgeLLM",
-    "SimulatedMetricsLLM",
-    "StatementsSpec",
-    "SyntheticSpec",
-    "generate",
-    "generate_rubric",
-    "generate_statements",
-]
+__getattr__, __all__ = lazy_package(
+    __name__,
+    {
+        "promptevolver.simulation.simulated_llm": ["SimulatedJudgeLLM"],
+        "promptevolver.simulation.simulated_metrics": ["SimulatedMetricsLLM"],
+        "promptevolver.simulation.synthetic": ["SyntheticSpec", "generate"],
+        "promptevolver.simulation.synthetic_rubric": ["RubricSpec", "generate_rubric"],
+        "promptevolver.simulation.synthetic_statements": ["StatementsSpec", "generate_statements"],
+    },
+)

@@ -1,13 +1,16 @@
-"""What an operator is: it plans an offspring from the population, then makes it with meta calls.
+"""What an operator is: it plans an offspring from the parents it is given, then makes it with
+meta calls.
 
 An :class:`Operator` has a ``name``, a ``weight`` (relative odds of being drawn for an offspring;
-0 switches it off), :meth:`~Operator.meta_calls` (the most meta calls one offspring costs, read by
-the cost model), :meth:`~Operator.plan` (pure: reads a :class:`BreedingView`, draws from the
-Generator it is given, makes no call) and :meth:`~Operator.run` (the meta calls, through a
-:class:`MetaContext`). Plans are drawn in a fixed order before any call is made and run
-concurrently; children come back in plan order, so a run never depends on which call finishes
-first. To add an operator, write one class with these four members and pass it to
-``GeneticOptimizer(operators=[...])``.
+0 switches it off), an ``arity`` (how many parents it takes: the breeder's
+:class:`~promptevolver.optimizers.strategies.selection.ParentSelector` chooses them; an optional
+``eligible(candidate, view)`` says which candidates it can improve), :meth:`~Operator.meta_calls`
+(the most meta calls one offspring costs, read by the cost model), :meth:`~Operator.plan` (pure:
+reads a :class:`BreedingView` and its parents, draws from the Generator it is given, makes no
+call) and :meth:`~Operator.run` (the meta calls, through a :class:`MetaContext`). Plans are drawn
+in a fixed order before any call is made and run concurrently; children come back in plan order,
+so a run never depends on which call finishes first. To add an operator, write one class with
+these members and pass it to ``GeneticOptimizer(operators=[...])``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from promptevolver.optimizers.evidence import Evidence
 from promptevolver.optimizers.operators.meta_prompts import Example
 from promptevolver.optimizers.state import PlanKey
 
-__all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan"]
+__all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan", "Weighted"]
 
 
 @dataclass(frozen=True)
@@ -155,19 +158,37 @@ class MetaContext:
         )
 
 
+class Weighted:
+    """The ``weight`` of a bundled operator: its relative odds of being drawn for an offspring
+    (0 switches it off), checked when the operator is made.
+
+    Raises:
+        ValueError: ``weight`` < 0.
+    """
+
+    def __init__(self, *, weight: float = 1.0) -> None:
+        if weight < 0:
+            raise ValueError(f"weight must be >= 0, got {weight}")
+        self.weight = weight
+
+
 class Operator(Protocol):
     """A genetic operator (see the module docstring)."""
 
     name: str
     weight: float
+    #: How many parents one offspring takes (0: none, e.g. reverse engineering).
+    arity: int
 
     def meta_calls(self, prompts: int) -> int:
         """The most meta calls one offspring makes, for a candidate of ``prompts`` prompts."""
         ...
 
-    def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
-        """One plan drawn from ``rng`` (slot 0: the breeder numbers it), or None when the
-        population offers nothing for this operator."""
+    def plan(
+        self, view: BreedingView, parents: tuple[Candidate, ...], rng: np.random.Generator
+    ) -> Plan | None:
+        """One plan for ``parents`` (``arity`` of them, chosen by the breeder's selector) drawn
+        from ``rng`` (slot 0: the breeder numbers it), or None when they offer nothing to learn."""
         ...
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:

@@ -1,8 +1,10 @@
 """The breeder: draws which operator makes each offspring, numbers the plans, runs them.
 
 Planning an offspring: one uniform draw picks an operator by the weights (cumulative, in list
-order); if it has nothing to offer (no plan, or a plan already made before: the tabu list), the
-other operators with a weight above 0 are tried in list order. Plans are numbered with run-unique
+order); the parent selector (:class:`~promptevolver.optimizers.strategies.selection.ParentSelector`)
+chooses its parents and the operator plans from them (:meth:`Breeder.plan_one`); if it has
+nothing to offer (no parents, no plan, or a plan already made before: the tabu list), the other
+operators with a weight above 0 are tried in list order. Plans are numbered with run-unique
 slots as they are accepted. Running: all plans concurrently, children in plan order, rejections
 counted by the caller.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +26,7 @@ from promptevolver.optimizers.operators.crossover import Crossover
 from promptevolver.optimizers.operators.mutation import Mutation
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.state import PlanKey
+from promptevolver.optimizers.strategies.selection import ParentSelector, ParetoTournament, Pool
 
 __all__ = ["Breeder", "default_operators"]
 
@@ -39,17 +43,24 @@ class Breeder:
     Args:
         operators: offspring operators, drawn by their ``weight`` (e.g. mutation and crossover).
         reverse_engineering: the operator that seeds the initial population.
+        selector: who an offspring's parents are (default :class:`ParetoTournament`).
 
     Raises:
         ValueError: two operators with the same name.
     """
 
-    def __init__(self, operators: Sequence[Operator], reverse_engineering: ReverseEngineering) -> None:
+    def __init__(
+        self,
+        operators: Sequence[Operator],
+        reverse_engineering: ReverseEngineering,
+        selector: ParentSelector | None = None,
+    ) -> None:
         names = [op.name for op in operators]
         if len(set(names)) != len(names):
             raise ValueError(f"operator names must be unique, got {names}")
         self.operators = list(operators)
         self.reverse_engineering = reverse_engineering
+        self.selector: ParentSelector = selector if selector is not None else ParetoTournament()
         self._by_name: dict[str, Operator] = {op.name: op for op in [*operators, reverse_engineering]}
 
     def meta_calls_per_offspring(self, prompts: int) -> int:
@@ -116,12 +127,22 @@ class Breeder:
             first = int(np.searchsorted(bounds, rng.random(), side="right"))
             order = [first] + [i for i in range(len(self.operators)) if i != first and weights[i] > 0]
             for i in order:
-                plan = self.operators[i].plan(view, rng)
+                plan = self.plan_one(self.operators[i], view, rng)
                 if plan is not None and plan.key not in seen:
                     seen.add(plan.key)
                     plans.append(plan)
                     break
         return _numbered(plans, first_slot)
+
+    def plan_one(self, operator: Operator, view: BreedingView, rng: np.random.Generator) -> Plan | None:
+        """One plan of ``operator`` (slot 0): its parents chosen by the selector among the
+        candidates it accepts (its ``eligible``, if it has one), then its ``plan``; None when
+        either has nothing to offer."""
+        eligible = getattr(operator, "eligible", None)
+        accepts = None if eligible is None else functools.partial(_eligible, eligible, view=view)
+        pool = Pool(view.population, view.loss, view.config.tournament_size, accepts)
+        parents = self.selector.select(pool, operator.arity, rng)
+        return None if parents is None else operator.plan(view, parents, rng)
 
     async def run(self, plans: Sequence[Plan], ctx: MetaContext) -> list[Child]:
         """Run ``plans`` concurrently; children in plan order."""
@@ -130,3 +151,7 @@ class Breeder:
 
 def _numbered(plans: Sequence[Plan], first_slot: int) -> list[Plan]:
     return [dataclasses.replace(p, slot=first_slot + i + 1) for i, p in enumerate(plans)]
+
+
+def _eligible(check: Any, candidate: Candidate, *, view: BreedingView) -> bool:
+    return bool(check(candidate, view))

@@ -1,8 +1,9 @@
 """Crossover: merge two complementary parents into one child, prompt by prompt.
 
-The parents are drawn by :func:`~promptevolver.optimizers.strategies.selection.complementary_parents`
-(a tournament winner and the fitter candidate that differs from it on the most train samples),
-never a candidate with itself (Ragas pairs every candidate with candidate 0, itself included).
+The two parents come from the breeder's selector (by default
+:func:`~promptevolver.optimizers.strategies.selection.complementary_parents`: a tournament winner
+and the fitter candidate that differs from it on the most train samples), never a candidate with
+itself (Ragas pairs every candidate with candidate 0, itself included).
 One meta call per prompt; a prompt whose merge is rejected keeps parent A's instruction, and a
 child equal to a parent is rejected as ``no change``.
 """
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
-from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["Crossover"]
 
 
-class Crossover:
+class Crossover(Weighted):
     """Merges two parents (see the module docstring).
 
     Args:
@@ -26,21 +27,17 @@ class Crossover:
     """
 
     name = "crossover"
-
-    def __init__(self, *, weight: float = 1.0) -> None:
-        if weight < 0:
-            raise ValueError(f"weight must be >= 0, got {weight}")
-        self.weight = weight
+    arity = 2
 
     def meta_calls(self, prompts: int) -> int:
         return prompts
 
-    def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
-        pair = selection.complementary_parents(view.population, view.loss, rng, view.config.tournament_size)
-        if pair is None:
-            return None
-        fold = pair[0].fold if pair[0].fold == pair[1].fold else None
-        return Plan(self.name, pair, fold=fold)
+    def plan(
+        self, view: BreedingView, parents: tuple[Candidate, ...], rng: np.random.Generator
+    ) -> Plan | None:
+        a, b = parents
+        fold = a.fold if a.fold == b.fold else None
+        return Plan(self.name, (a, b), fold=fold)
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         a, b = plan.parents

@@ -1,8 +1,9 @@
 """Mutation: feedback on samples the parent gets wrong, then a rewrite that applies it.
 
-The parent is a tournament winner among the improvable candidates of the Pareto front: those
-that still get a judged train sample wrong, or whose lineage has not yet been shown some of the
-annotations' corrections (:mod:`..evidence`). The feedback call is shown up to ``sample_size``
+The parent is chosen by the breeder's selector among the candidates :meth:`Mutation.eligible`
+accepts (by default a tournament winner on their Pareto front): those that still get a judged
+train sample wrong, or whose lineage has not yet been shown some of the annotations' corrections
+(:mod:`..evidence`). The feedback call is shown up to ``sample_size``
 samples: the parent's judged failures (a stratified draw), then corrections its lineage has not
 seen (the human's verdict and reason; the judge's recorded output when the parent is the seed),
 and, for contrast, up to a quarter as many samples it gets right, corrected reasons first — as
@@ -25,13 +26,12 @@ import numpy as np
 from promptevolver.annotations import sampling
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
-from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["Mutation"]
 
 
-class Mutation:
+class Mutation(Weighted):
     """Feedback-guided rewrite of one parent (see the module docstring).
 
     Args:
@@ -39,21 +39,20 @@ class Mutation:
     """
 
     name = "mutation"
-
-    def __init__(self, *, weight: float = 1.0) -> None:
-        if weight < 0:
-            raise ValueError(f"weight must be >= 0, got {weight}")
-        self.weight = weight
+    arity = 1
 
     def meta_calls(self, prompts: int) -> int:
         return 2  # feedback and rewrite of one prompt (a metric of several: one per mutation)
 
-    def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
-        improvable = [c for c in view.population if _failing(c, view) or _unseen(c, view)]
-        if not improvable:
-            return None
-        front = [c for c in selection.pareto_front(view.population) if c in improvable] or improvable
-        parent = selection.tournament(front, view.loss, rng, view.config.tournament_size)
+    def eligible(self, candidate: Candidate, view: BreedingView) -> bool:
+        """Whether ``candidate`` has something to learn: a judged train sample it gets wrong, or a
+        correction its lineage has not been shown."""
+        return bool(_failing(candidate, view) or _unseen(candidate, view))
+
+    def plan(
+        self, view: BreedingView, parents: tuple[Candidate, ...], rng: np.random.Generator
+    ) -> Plan | None:
+        (parent,) = parents
         fold = parent.fold if parent.fold is not None or not view.folds else int(rng.integers(view.n_folds))
         ok = view.allowed(fold)
         size = view.config.sample_size

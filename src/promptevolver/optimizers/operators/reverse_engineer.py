@@ -11,13 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from promptevolver.annotations import sampling
+from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
+from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["ReverseEngineering"]
 
 
-class ReverseEngineering:
+class ReverseEngineering(Weighted):
     """Instructions inferred from examples (see the module docstring).
 
     Args:
@@ -25,11 +26,10 @@ class ReverseEngineering:
     """
 
     name = "reverse_engineer"
+    arity = 0
 
     def __init__(self, *, weight: float = 0.0) -> None:
-        if weight < 0:
-            raise ValueError(f"weight must be >= 0, got {weight}")
-        self.weight = weight
+        super().__init__(weight=weight)
 
     def meta_calls(self, prompts: int) -> int:
         return prompts
@@ -44,7 +44,9 @@ class ReverseEngineering:
         order = rng.permutation(len(batches))[:count].tolist()
         return [Plan(self.name, (), positions=tuple(view.train[i] for i in batches[b])) for b in order]
 
-    def plan(self, view: BreedingView, rng: np.random.Generator) -> Plan | None:
+    def plan(
+        self, view: BreedingView, parents: tuple[Candidate, ...], rng: np.random.Generator
+    ) -> Plan | None:
         plans = self.plan_many(view, 1, rng)
         return plans[0] if plans else None
 

@@ -10,12 +10,12 @@ Three layers, from coarse to exact:
   engineering, feedback) can never eat the seed's evaluation. From then on the run never stops
   without a result: a budget reached at any point (even during the seed's evaluation, when the
   estimate was low) ends the search with the best so far, ``stop_reason: budget``;
-* :class:`BudgetGuard` decides before each generation whether it may start: when the budget has
-  room beyond the final choice's reserve (not the generation's upper bound, which stopped a
-  budget of what a run needs at 30 % of it); tokens and cost at the average call so far;
-* :class:`BudgetMeter` checks every request as it is sent, against what was spent and what is in
-  flight, and holds back the final choice's reserve: the bound holds for the whole run, exceeded
-  by at most the estimation error of the requests in flight when it is reached.
+* :class:`BudgetMeter` decides before each step whether it may start (:meth:`BudgetMeter.allows`:
+  when the budget has room beyond the final choice's reserve, not the step's upper bound, which
+  stopped a budget of what a run needs at 30 % of it; tokens and cost at the average call so
+  far), checks every request as it is sent, against what was spent and what is in flight, and
+  holds back the final choice's reserve: the bound holds for the whole run, exceeded by at most
+  the estimation error of the requests in flight when it is reached.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from promptevolver.annotations import SampleAnnotation
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
+from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
@@ -33,10 +35,9 @@ from promptevolver.optimizers.cost import PhaseCalls
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
-    from promptevolver.optimizers.run import SearchRun
 
 __all__ = [
-    "BudgetGuard",
+    "BudgetView",
     "BudgetMeter",
     "BudgetSpentError",
     "Spend",
@@ -48,46 +49,6 @@ __all__ = [
     "price_of",
     "reserve_upfront",
 ]
-
-
-class BudgetGuard:
-    """Decides whether the next step fits in the budget.
-
-    Args:
-        config: the bounds.
-        usage: a function returning the run's usage so far.
-    """
-
-    def __init__(self, config: BudgetConfig, usage: Callable[[], Usage]) -> None:
-        self.config = config
-        self.usage = usage
-
-    def allows(self, calls: int, *, reserve: int) -> bool:
-        """True when one more step (at most ``calls`` calls) can start: the budget has room for a
-        call beyond ``reserve`` (calls held back for the final choice), in calls, and in tokens
-        and cost at the average call so far. The step is not projected at its upper bound (a
-        generation's bound is often ten times what it spends, and a budget of what a run needs
-        stopped it at 30 %): the :class:`BudgetMeter` cuts the step where the budget ends, and
-        the search stops there with the best so far (a candidate whose evaluation was cut short
-        ranks after those measured well enough)."""
-        used = self.usage()
-        total = used.total_calls
-        projected = min(calls, 1) + reserve
-        if self.config.max_calls is not None and total + projected > self.config.max_calls:
-            return False
-        per_call_tokens = (used.prompt_tokens + used.completion_tokens) / total if total else 0.0
-        tokens = used.prompt_tokens + used.completion_tokens
-        if (
-            self.config.max_tokens is not None
-            and tokens + projected * per_call_tokens > self.config.max_tokens
-        ):
-            return False
-        cost = float(getattr(used, "cost_usd", 0.0) or 0.0)
-        per_call_cost = cost / total if total else 0.0
-        return not (
-            self.config.max_cost_usd is not None
-            and cost + projected * per_call_cost > self.config.max_cost_usd
-        )
 
 
 def check_upfront(config: BudgetConfig, calls: PhaseCalls) -> None:
@@ -149,6 +110,33 @@ class BudgetMeter:
     def active(self) -> bool:
         c = self.config
         return c.max_calls is not None or c.max_tokens is not None or c.max_cost_usd is not None
+
+    def allows(self, calls: int, *, reserve: int) -> bool:
+        """True when one more step (at most ``calls`` calls) can start: the budget has room for a
+        call beyond ``reserve`` (calls held back for the final choice), in calls, and in tokens
+        and cost at the average call so far. The step is not projected at its upper bound (a
+        generation's bound is often ten times what it spends, and a budget of what a run needs
+        stopped it at 30 %): the :class:`BudgetMeter` cuts the step where the budget ends, and
+        the search stops there with the best so far (a candidate whose evaluation was cut short
+        ranks after those measured well enough)."""
+        used = self.usage()
+        total = used.total_calls
+        projected = min(calls, 1) + reserve
+        if self.config.max_calls is not None and total + projected > self.config.max_calls:
+            return False
+        per_call_tokens = (used.prompt_tokens + used.completion_tokens) / total if total else 0.0
+        tokens = used.prompt_tokens + used.completion_tokens
+        if (
+            self.config.max_tokens is not None
+            and tokens + projected * per_call_tokens > self.config.max_tokens
+        ):
+            return False
+        cost = float(getattr(used, "cost_usd", 0.0) or 0.0)
+        per_call_cost = cost / total if total else 0.0
+        return not (
+            self.config.max_cost_usd is not None
+            and cost + projected * per_call_cost > self.config.max_cost_usd
+        )
 
     def calibrate_reserve(self, final_calls: int, judge_calls: int, judge_spend: Spend) -> None:
         """Size the reserve from what ``judge_calls`` judge calls actually cost (``judge_spend``):
@@ -274,19 +262,43 @@ def check_prices(config: BudgetConfig, clients: Sequence[LLMClient]) -> None:
 # --- the run's budget checks (sized from what its calls cost) ---------------------------------------
 
 
-def calibrate_reserve(run: SearchRun) -> Spend:
+@dataclass(frozen=True)
+class BudgetView:
+    """What the run's budget checks read, and the meter they set (built by
+    :func:`~promptevolver.optimizers.views.budget_view`).
+
+    Attributes:
+        config: the budget; meter: the run's :class:`BudgetMeter` (its reserve is set here).
+        calls: the cost model's upper bounds on each phase's calls.
+        usage: the run's usage so far.
+        judged_final: judge calls of the final choice made already (the seed's validation
+            evaluation, when it was judged with the seed).
+        metric: the judge; sample: the first train sample (a judge call's estimate renders the
+            judge's prompts on it; None when train is empty).
+        price: the judge client's price (None: none known).
+    """
+
+    config: BudgetConfig
+    meter: BudgetMeter
+    calls: PhaseCalls
+    usage: Callable[[], Usage]
+    judged_final: int
+    metric: Metric
+    sample: SampleAnnotation | None
+    price: Price | None
+
+
+def calibrate_reserve(view: BudgetView) -> Spend:
     """Hold back the final choice's share of the budget, sized from the judge calls so far
     (their average tokens and cost); returns what the judge calls so far cost."""
-    used = run.usage()
+    used = view.usage()
     judge = Spend(
         used.judge_calls,
         used.prompt_tokens_by_operation.get("judge", 0) + used.completion_tokens_by_operation.get("judge", 0),
         used.cost_usd_by_operation.get("judge", 0.0),
     )
-    remaining = run.calls.final
-    if run.state.candidates and run.state.seed.validation is not None:  # judged with the seed
-        remaining -= len(run.validation_focus.positions) * run.metric.calls_per_evaluation
-    run.meter.calibrate_reserve(max(0, remaining), used.judge_calls, judge)
+    remaining = view.calls.final - view.judged_final
+    view.meter.calibrate_reserve(max(0, remaining), used.judge_calls, judge)
     return judge
 
 
@@ -300,9 +312,9 @@ ESTIMATE_SLACK = 2.0
 MAX_UPFRONT_SHARE = 0.9
 
 
-def reserve_upfront(run: SearchRun) -> None:
+def reserve_upfront(view: BudgetView) -> None:
     """Before the first call: refuse a budget that cannot pay for the seed's evaluation and the
-    final choice (``run.calls.minimum()`` judge calls, each estimated from its prompt,
+    final choice (``view.calls.minimum()`` judge calls, each estimated from its prompt,
     :func:`judge_call_spend` without completion tokens), and hold them back from every other
     request until the seed is evaluated (:attr:`BudgetMeter.seed_phase`): at most
     :data:`MAX_UPFRONT_SHARE` of a token or cost bound.
@@ -311,20 +323,20 @@ def reserve_upfront(run: SearchRun) -> None:
         BudgetExceededError: the budget cannot pay even at ``1 / ESTIMATE_SLACK`` of the estimate
             (naming the bound, the calls and their estimated tokens and cost).
     """
-    if not run.meter.active:
+    if not view.meter.active:
         return
-    per_call = judge_call_spend(run, completion_tokens=0)
-    n = run.calls.minimum()
+    per_call = judge_call_spend(view, completion_tokens=0)
+    n = view.calls.minimum()
     need = Spend(n, n * per_call.tokens, n * per_call.cost_usd)
     surely = Spend(n, int(need.tokens / ESTIMATE_SLACK), need.cost_usd / ESTIMATE_SLACK)
-    over = surely.over(run.config.budget)
+    over = surely.over(view.config)
     if over:
         raise BudgetExceededError(
-            f"budget.{over} cannot pay for the seed's evaluation and the final choice: {run.calls.seed} "
-            f"+ {run.calls.final} judge calls of about {per_call.tokens} prompt tokens "
+            f"budget.{over} cannot pay for the seed's evaluation and the final choice: {view.calls.seed} "
+            f"+ {view.calls.final} judge calls of about {per_call.tokens} prompt tokens "
             f"(${per_call.cost_usd:.6f}) each, about {need.tokens} tokens (${need.cost_usd:.6f}) in all"
         )
-    config = run.config.budget
+    config = view.config
     tokens = (
         need.tokens
         if config.max_tokens is None
@@ -335,31 +347,32 @@ def reserve_upfront(run: SearchRun) -> None:
         if config.max_cost_usd is None
         else min(need.cost_usd, MAX_UPFRONT_SHARE * config.max_cost_usd)
     )
-    run.meter.reserve, run.meter.seed_phase = Spend(n, tokens, cost), True
+    view.meter.reserve, view.meter.seed_phase = Spend(n, tokens, cost), True
 
 
-def after_seed(run: SearchRun, seed: Candidate) -> None:
+def after_seed(view: BudgetView, seed: Candidate) -> None:
     """Hold back the final choice's share, sized from the seed's evaluation. When the budget
     cannot pay for it (the up-front estimate was low) or refused part of the seed's evaluation,
     the search stops here on ``budget`` (the meter is marked spent): the final choice gets what is
     left, and the run still ends with a result."""
-    run.meter.seed_phase = False
-    calibrate_reserve(run)
+    view.meter.seed_phase = False
+    calibrate_reserve(view)
     assert seed.train is not None
-    used = run.usage()
+    used = view.usage()
     spent = Spend(used.total_calls, used.total_tokens, used.cost_usd)
-    over = (spent + run.meter.reserve).over(run.config.budget)
+    over = (spent + view.meter.reserve).over(view.config)
     if over:
-        run.meter.spent, run.meter.refused_by = True, run.meter.refused_by or over
+        view.meter.spent, view.meter.refused_by = True, view.meter.refused_by or over
 
 
-def judge_call_spend(run: SearchRun, *, completion_tokens: int = 256) -> Spend:
+def judge_call_spend(view: BudgetView, *, completion_tokens: int = 256) -> Spend:
     """Estimated spend of one judge call: the seed's prompts rendered on the first train sample
     (⌈characters / 4⌉ tokens) and ``completion_tokens`` of answer."""
-    sample = run.dataset.samples[run.train[0]]
-    inputs = run.metric.prompt_inputs(sample.metric_input)
-    chars = sum(len(m.content) for p in run.metric.get_prompts().values() for m in p.render(inputs))
+    if view.sample is None:
+        raise IndexError("no train sample to estimate a judge call on")
+    inputs = view.metric.prompt_inputs(view.sample.metric_input)
+    chars = sum(len(m.content) for p in view.metric.get_prompts().values() for m in p.render(inputs))
     prompt = -(-chars // 4)
-    price = price_of(run.clients[0])
+    price = view.price
     cost = 0.0 if price is None else price.cost_usd(prompt_tokens=prompt, completion_tokens=completion_tokens)
     return Spend(calls=1, tokens=prompt + completion_tokens, cost_usd=cost)

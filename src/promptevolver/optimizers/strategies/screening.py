@@ -15,8 +15,8 @@ cost no calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,12 +24,31 @@ from promptevolver.annotations import sampling
 from promptevolver.evaluation.evaluator import Score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.cost import minibatch_size
 
-if TYPE_CHECKING:
-    from promptevolver.optimizers.run import SearchRun
+__all__ = ["ScreeningView", "focused_minibatch", "passes", "screen"]
 
-__all__ = ["focused_minibatch", "passes", "screen"]
+
+@dataclass(frozen=True)
+class ScreeningView:
+    """What screening reads of a run (built by :func:`~promptevolver.optimizers.views.screening_view`).
+
+    Attributes:
+        size: minibatch size in samples (0: screening off).
+        train: the train positions candidates are judged on; labels: human label per position.
+        loss: the loss (its direction decides who is better).
+        rng: the run's generator (minibatches are drawn from it, in child order).
+        judge_each: judges each (candidate, positions) pair, all at once, recording events under
+            the given split name; returns their scores in item order.
+        score_on: a candidate's score on positions from memoised judgements (no calls).
+    """
+
+    size: int
+    train: Sequence[int]
+    labels: Sequence[float | None]
+    loss: Loss
+    rng: np.random.Generator
+    judge_each: Callable[[list[tuple[Candidate, Sequence[int]]], str], Awaitable[list[Score]]]
+    score_on: Callable[[Candidate, Sequence[int]], Awaitable[Score]]
 
 
 def focused_minibatch(
@@ -70,7 +89,7 @@ def passes(child: float, parents: Sequence[float], loss: Loss) -> bool:
 
 
 async def screen(
-    run: SearchRun, children: list[Candidate], parents_of: dict[int, list[Candidate]]
+    view: ScreeningView, children: list[Candidate], parents_of: dict[int, list[Candidate]]
 ) -> list[Candidate]:
     """The children strictly better than their best parent on their focused minibatch.
 
@@ -78,17 +97,17 @@ async def screen(
     run's generator); their ``minibatch`` score is recorded and those that fail are marked
     ``screened_out``. Screening is off (every child passes) when the minibatch size is 0.
     """
-    size = minibatch_size(run.config, len(run.train))
+    size = view.size
     if size == 0 or not children:
         return children
-    rng = run.state.rng
-    batches = [focused_minibatch(parents_of[c.id], run.train, run.labels, size, rng) for c in children]
-    scores = await run.judge_each(list(zip(children, batches)), "minibatch")
+    rng = view.rng
+    batches = [focused_minibatch(parents_of[c.id], view.train, view.labels, size, rng) for c in children]
+    scores = await view.judge_each(list(zip(children, batches)), "minibatch")
     passed = []
     for child, batch, mini in zip(children, batches, scores):
         child.minibatch = mini
-        parents = [await run.score_on(p, batch) for p in parents_of[child.id]]
-        child.screened_out = not all(_worth_judging(mini, parent, run.loss) for parent in parents)
+        parents = [await view.score_on(p, batch) for p in parents_of[child.id]]
+        child.screened_out = not all(_worth_judging(mini, parent, view.loss) for parent in parents)
         if not child.screened_out:
             passed.append(child)
     return passed

@@ -1,4 +1,5 @@
-"""Selection: ranking, elitism, tournaments, the Pareto front and complementary parents.
+"""Selection: ranking, elitism, tournaments, the Pareto front, complementary parents, and the
+parent-selection role the breeder calls (:class:`ParentSelector`, default :class:`ParetoTournament`).
 
 All functions are pure: they read candidates' scores and draw from the ``numpy.random.Generator``
 they are given; they never create state.
@@ -24,19 +25,37 @@ among the fitter half of the pool; the second is the other member of the fitter 
 per-sample correctness differs from the first's on the most samples (Hamming distance), ties
 to the better-ranked. A candidate is never paired with itself, nor with one that is right and
 wrong on exactly the same samples (distance 0: there is nothing to combine).
+
+**Parents of an offspring** (:class:`ParentSelector`): the breeder asks the run's selector for
+the parents an operator takes (its ``arity``) and hands them to the operator's ``plan``; operators
+never select. :class:`ParetoTournament`, the default: one parent is a tournament winner among the
+Pareto front of the candidates the operator can improve (all of them when none is on the front);
+two parents are :func:`complementary_parents`; none is the empty tuple.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from promptevolver.evaluation.losses import Loss
 from promptevolver.optimizers.candidates import Candidate
 
-__all__ = ["complementary_parents", "front_rows", "pareto_front", "rank", "survivors", "tournament"]
+__all__ = [
+    "ParentSelector",
+    "ParetoTournament",
+    "Pool",
+    "complementary_parents",
+    "front_rows",
+    "pareto_front",
+    "rank",
+    "survivors",
+    "tournament",
+]
 
 
 logger = logging.getLogger(__name__)
@@ -187,3 +206,44 @@ def survivors(
                 break
             chosen.setdefault(c.id, c)
     return rank(list(chosen.values()), loss, min_coverage=min_coverage)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Who may be a parent: the ``population``, the ``loss`` that ranks it, the tournament size,
+    and which candidates the operator can improve (``eligible``; None: all)."""
+
+    population: Sequence[Candidate]
+    loss: Loss
+    tournament_size: int
+    eligible: Callable[[Candidate], bool] | None = None
+
+
+class ParentSelector(Protocol):
+    """The parent-selection role: who an offspring's parents are (see the module docstring)."""
+
+    def select(self, pool: Pool, arity: int, rng: np.random.Generator) -> tuple[Candidate, ...] | None:
+        """``arity`` parents drawn from ``rng`` among ``pool``, or None when it offers none."""
+        ...
+
+
+class ParetoTournament:
+    """The default :class:`ParentSelector`: a tournament on the Pareto front of the eligible
+    candidates for one parent, :func:`complementary_parents` for two, none for zero.
+
+    Raises (from :meth:`select`):
+        ValueError: an ``arity`` other than 0, 1 or 2.
+    """
+
+    def select(self, pool: Pool, arity: int, rng: np.random.Generator) -> tuple[Candidate, ...] | None:
+        if arity == 0:
+            return ()
+        if arity == 2:
+            return complementary_parents(pool.population, pool.loss, rng, pool.tournament_size)
+        if arity != 1:
+            raise ValueError(f"ParetoTournament selects 0, 1 or 2 parents, not {arity}")
+        eligible = [c for c in pool.population if pool.eligible is None or pool.eligible(c)]
+        if not eligible:
+            return None
+        front = [c for c in pareto_front(pool.population) if c in eligible] or eligible
+        return (tournament(front, pool.loss, rng, pool.tournament_size),)

@@ -14,7 +14,8 @@ with the URL and the server's words redacted.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,15 +24,32 @@ import openai
 from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, PermanentLLMError
-from promptevolver.llm import preflight as checks
-from promptevolver.llm.error_bodies import names_missing_model, server_message
-from promptevolver.llm.negotiation import Negotiation, TokenParam, rejects_token_param
-from promptevolver.llm.openai_errors import body_text, error_text, retry_after_s
-from promptevolver.llm.openai_wire import CHAT_PATH, MODELS_PATH
+from promptevolver.llm.openai.errors import (
+    body_text,
+    cause_of_connection_error,
+    error_text,
+    names_missing_model,
+    retry_after_s,
+    server_message,
+)
+from promptevolver.llm.openai.negotiation import Negotiation, TokenParam, rejects_token_param
+from promptevolver.llm.openai.wire import CHAT_PATH, MODELS_PATH
 from promptevolver.llm.retry import RetryPolicy, transient_status
 
-__all__ = ["PREFLIGHT_TIMEOUT_S", "PreflightTimeout", "Server", "check_server"]
+__all__ = [
+    "PREFLIGHT_TIMEOUT_S",
+    "PreflightTimeout",
+    "Server",
+    "auth_message",
+    "check_server",
+    "model_ids",
+    "model_not_found_message",
+    "unlisted_model_message",
+    "unreachable_message",
+]
 
+#: How many model names a "not found" message lists before "and N more".
+SHOWN_MODELS = 10
 #: Upper bound in seconds on each preflight request (the client's ``timeout_s`` if shorter).
 PREFLIGHT_TIMEOUT_S = 15.0
 
@@ -85,7 +103,7 @@ async def check_server(server: Server) -> str | None:
     if offered is not None and server.model in offered:
         return None
     await ping_chat(server, offered)
-    return checks.unlisted_model_message(server.model, server.url, offered) if offered else None
+    return unlisted_model_message(server.model, server.url, offered) if offered else None
 
 
 async def listed_models(server: Server) -> list[str] | None:
@@ -104,7 +122,7 @@ async def listed_models(server: Server) -> list[str] | None:
         return None  # no /models here (404, 405, ...) or a broken one: the chat call decides
     except (openai.OpenAIError, PreflightTimeout) as exc:
         raise preflight_error(server, exc) from None
-    return checks.model_ids(body)
+    return model_ids(body)
 
 
 async def ping_chat(server: Server, offered: list[str] | None) -> None:
@@ -183,9 +201,9 @@ def preflight_error(
     tries = f", {attempts} attempts" if attempts > 1 else ""
     if isinstance(exc, openai.APITimeoutError | PreflightTimeout):
         reason = f"no complete answer within {server.preflight_timeout_s:g} s{tries}"
-        return PermanentLLMError(checks.unreachable_message(url, reason))
+        return PermanentLLMError(unreachable_message(url, reason))
     if isinstance(exc, openai.APIConnectionError):
-        return PermanentLLMError(checks.unreachable_message(url, checks.cause_of_connection_error(exc)))
+        return PermanentLLMError(unreachable_message(url, cause_of_connection_error(exc)))
     if not isinstance(exc, openai.APIStatusError):
         return PermanentLLMError(f"{server.where}: {server.redact(str(exc))}")
     return _refusal(server, exc.status_code, server.redact(server_message(body_text(exc))), offered)
@@ -195,9 +213,9 @@ def _refusal(server: Server, status: int, text: str, offered: list[str] | None) 
     """The error for an error answer with ``status`` saying ``text`` (redacted)."""
     url = server.url
     if status in (401, 403):
-        return PermanentLLMError(checks.auth_message(url, server.key_source, status, text), status=status)
+        return PermanentLLMError(auth_message(url, server.key_source, status, text), status=status)
     if status in (400, 404) and names_missing_model(text, server.model):
-        return PermanentLLMError(checks.model_not_found_message(server.model, url, offered), status=status)
+        return PermanentLLMError(model_not_found_message(server.model, url, offered), status=status)
     if status == 404:
         return PermanentLLMError(
             f"no chat-completions endpoint at {url}{CHAT_PATH} (404): check base_url "
@@ -212,3 +230,53 @@ def _refusal(server: Server, status: int, text: str, offered: list[str] | None) 
     return PermanentLLMError(
         f"the server at {url} refused a 1-token test call{tries} ({status}): {text}", status=status
     )
+
+
+# -- the one-line messages -------------------------------------------------------------------
+
+
+def unreachable_message(url: str, reason: str) -> str:
+    """``cannot connect to URL (reason)``; ``url`` must be redacted already."""
+    return f"cannot connect to {url} ({reason})"
+
+
+def auth_message(url: str, key_source: str, status: int, server_text: str) -> str:
+    """The line for a 401/403 answer; ``server_text`` (redacted) is quoted after a 403 only, where
+    it tells permission and quota problems apart."""
+    if status == 401:
+        return f"the server at {url} rejected the API key from {key_source} (401)"
+    return f"the server at {url} refused access with the API key from {key_source} (403): {server_text}"
+
+
+def model_not_found_message(model: str, url: str, offered: Iterable[str] | None) -> str:
+    """``model 'x' not found at URL; the server offers: a, b`` (at most :data:`SHOWN_MODELS`)."""
+    names = sorted(set(offered or ()))
+    if not names:
+        return f"model {model!r} not found at {url} (the server lists no models)"
+    shown = ", ".join(names[:SHOWN_MODELS])
+    more = f" and {len(names) - SHOWN_MODELS} more" if len(names) > SHOWN_MODELS else ""
+    return f"model {model!r} not found at {url}; the server offers: {shown}{more}"
+
+
+def unlisted_model_message(model: str, url: str, offered: Iterable[str]) -> str:
+    """The warning for a model the server does not list but answered for anyway (llama.cpp and
+    LM Studio with one model loaded serve any name with the model they have)."""
+    names = sorted(set(offered))
+    shown = ", ".join(names[:SHOWN_MODELS]) + (" ..." if len(names) > SHOWN_MODELS else "")
+    return (
+        f"model {model!r} is not among the models {url} lists ({shown}), but the server answered a "
+        "test call for it: it may be serving another model under that name"
+    )
+
+
+def model_ids(body: bytes) -> list[str] | None:
+    """Model ids of a ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``, as OpenAI, vLLM,
+    Ollama, LM Studio and llama.cpp answer), or None when ``body`` is not such a list."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    return [str(e["id"]) for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]

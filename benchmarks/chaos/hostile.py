@@ -1,7 +1,7 @@
 """Chaos benchmark, hostile servers (issue 24): each case is ``promptevolver optimize`` in a child
 process against a local OpenAI-compatible server (the simulated judge over real HTTP,
 :class:`~promptevolver.testing.LocalOpenAIServer` and the chaos benchmark's
-:class:`chaos_server.ChaosServer`) that misbehaves in one way:
+:class:`benchmarks.chaos.server.ChaosServer`) that misbehaves in one way:
 
 * ``slow body``: five answers sent one byte a second (each read is quick; a whole body takes
   minutes), ``llm.timeout_s: 3``;
@@ -21,7 +21,7 @@ the run directory's size) and whether that is the handling the issue asks for.
 
 Usage::
 
-    python benchmarks/chaos_hostile.py [--samples 200] [--out benchmarks/results]
+    python -m benchmarks.chaos.hostile [--samples 200] [--out benchmarks/results]
 
 writes ``chaos_hostile.json`` and the section "Hostile servers" of ``chaos.md`` in ``--out``.
 About three minutes on two cores.
@@ -46,10 +46,8 @@ from typing import Any
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chaos import config_text  # noqa: E402
-from chaos_server import ChaosServer  # noqa: E402
-
+from benchmarks.chaos.faults import config_text  # noqa: E402
+from benchmarks.chaos.server import ChaosServer  # noqa: E402
 from promptevolver.annotations import SingleMetricAnnotation  # noqa: E402
 from promptevolver.llm import SimulatedJudgeLLM  # noqa: E402
 from promptevolver.simulation.synthetic import SyntheticSpec, generate  # noqa: E402
@@ -450,7 +448,7 @@ def markdown(meta: dict[str, Any], rows: list[Row]) -> str:
     head = (
         f"{SECTION}\n\n{meta['date']}; {meta['cpus']} CPUs, Python {meta['python']}; synthetic "
         f"{meta['samples']} samples; {meta['minutes']:.1f} min in all. "
-        "Rerun: `python benchmarks/chaos_hostile.py` "
+        "Rerun: `python -m benchmarks.chaos.hostile` "
         "(the cases are in its docstring). Each case is `promptevolver optimize` in a child process "
         "against a local server misbehaving one way; *peak* is the child's peak memory.\n\n"
         f"Handled as asked: {sum(r.handled for r in rows)} of {len(rows)}.\n\n"

@@ -1,8 +1,8 @@
 """The chaos benchmark's summary: ``chaos.json`` (every run) → the table of ``chaos.md``.
 
-Usage (``benchmarks/chaos.py`` calls :func:`write` at its end)::
+Usage (``benchmarks/chaos/faults.py`` calls :func:`write` at its end)::
 
-    python benchmarks/chaos_summary.py benchmarks/results/chaos.json
+    python -m benchmarks.chaos.summary benchmarks/results/chaos.json
 
 rewrites ``chaos.md`` next to it; a ``## Findings`` section already in that file is kept.
 """
@@ -222,7 +222,8 @@ def markdown(data: dict[str, Any], findings: str = "") -> str:
         f"{data['date']}; {data['machine']}; seeds {data['seeds']}, synthetic {data['samples']} samples, "
         f"{data['jobs']} runs at a time; {data['minutes']:.1f} min in all.",
         "",
-        "Rerun: `python benchmarks/chaos.py` (writes this file and `chaos.json`; the scenarios are in its "
+        "Rerun: `python -m benchmarks.chaos.faults` (writes this file and `chaos.json`; the scenarios "
+        "are in its "
         "docstring). Every run is `promptevolver optimize` in a child process against a local "
         "OpenAI-compatible server answering as the simulated judge, whose ledger of every request is the "
         "truth the run's reports are checked against.",
@@ -236,7 +237,8 @@ def markdown(data: dict[str, Any], findings: str = "") -> str:
         "still open when a stopping run ended); `usage.failures_by_cause.parse` vs judge evaluations "
         "that failed on parse (the answer and its re-ask both unusable); `usage.retries` vs the "
         "other HTTP faults, answered calls (net of answers a killed client never read), `usage.cost_usd` "
-        "vs the cost of every answer sent, those never read included (share of it in brackets). *Repeated*: requests for a body the "
+        "vs the cost of every answer sent, those never read included (share of it in brackets). "
+        "*Repeated*: requests for a body the "
         "server had answered in an earlier session; *in flight*: its answer was sent under 0.5 s before "
         "the kill (the client never read it). *Held-out*: the chosen instructions re-scored on the "
         "validation split by `promptevolver evaluate` against a fault-free server; the clean runs' "

@@ -1,7 +1,7 @@
 """Seeded chaos benchmark: faults, a dying server, kills and budgets, through real HTTP and real processes.
 
 Every run is ``promptevolver optimize`` in a child process against a :class:`ChaosServer`
-(``benchmarks/chaos_server.py``) in this process: the simulated judge over HTTP, with seeded faults
+(``benchmarks/chaos/server.py``) in this process: the simulated judge over HTTP, with seeded faults
 and a server-side ledger of every request, which is the truth the run's own reports are checked
 against. Scenarios (each over ``--seeds``):
 
@@ -32,7 +32,7 @@ machine's speed.
 
 Usage::
 
-    python benchmarks/chaos.py [--seeds 0 1 2] [--samples 200] [--jobs 4] [--out benchmarks/results]
+    python -m benchmarks.chaos.faults [--seeds 0 1 2] [--samples 200] [--jobs 4] [--out benchmarks/results]
 
 writes ``chaos.json`` (every run) and ``chaos.md`` (the summary) into ``--out``. About seven
 minutes on two cores with four runs at a time.
@@ -60,10 +60,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import chaos_summary  # noqa: E402
-from chaos_server import HTTP_FAULTS, ChaosServer, Entry  # noqa: E402
-
+from benchmarks.chaos import summary as chaos_summary  # noqa: E402
+from benchmarks.chaos.server import HTTP_FAULTS, ChaosServer, Entry  # noqa: E402
 from promptevolver.simulation.synthetic import SyntheticSpec, generate  # noqa: E402
 
 CLI = [sys.executable, "-m", "promptevolver.cli"]
@@ -764,7 +762,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=4, help="runs at once (each its own server)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results")
     parser.add_argument("--only", nargs="+", choices=("faults", "down", "kills", "budgets"), default=None)
     args = parser.parse_args(argv)
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:

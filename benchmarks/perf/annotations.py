@@ -7,7 +7,7 @@ pass so that tracing does not slow the timings): the peak while each runs and wh
 keeps. Prints a table; exits with status 1 when loading is slower than ``--max-load-ratio`` ×
 ``json.load``.
 
-Run: ``python benchmarks/bench_annotations.py [--samples 20000] [--seed 0] [--repeat 5]``
+Run: ``python -m benchmarks.perf.annotations [--samples 20000] [--seed 0] [--repeat 5]``
 
 The synthetic samples mimic ``benchmarks/data/*.json``: one binary ``answer_correctness``
 metric, one ``single_turn_aspect_critic_prompt`` per sample whose ``prompt_input`` repeats the

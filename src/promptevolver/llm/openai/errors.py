@@ -20,19 +20,35 @@ Messages are redacted by the caller's ``redact`` (the API key) and name the call
 from __future__ import annotations
 
 import email.utils
+import json
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import openai
 
 from promptevolver.errors import ContextLengthExceededError, LLMError, PermanentLLMError, TransientLLMError
-from promptevolver.llm.error_bodies import server_message
-from promptevolver.llm.negotiation import Negotiation, rejects_response_format
-from promptevolver.llm.preflight import cause_of_connection_error
+from promptevolver.llm.openai.negotiation import Negotiation, rejects_response_format
 from promptevolver.llm.retry import transient_status
 
-__all__ = ["body_text", "error_text", "retry_after_s", "translate"]
+__all__ = [
+    "MESSAGE_CHARS",
+    "body_text",
+    "cause_of_connection_error",
+    "error_text",
+    "names_missing_model",
+    "retry_after_s",
+    "server_message",
+    "translate",
+]
+
+#: Longest server message quoted in an error, in characters.
+MESSAGE_CHARS = 300
+#: Words of "unknown model" errors: OpenAI and vLLM "does not exist", Ollama and LM Studio "not
+#: found", LM Studio "Invalid model identifier".
+_MODEL_MISSING_WORDS = ("not found", "does not exist", "invalid model", "unknown model")
 
 
 def translate(
@@ -137,3 +153,64 @@ def _http_date_delay(value: str) -> float | None:
         return None if parsed is None else float(email.utils.mktime_tz(parsed) - time.time())
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+# -- what the server says: error bodies of every shape ----------------------------------------
+
+
+def server_message(body: str) -> str:
+    """The server's own message in an error ``body``, for people: ``error.message``, a string
+    ``error``, ``detail`` or ``message``; else the body itself. Whitespace collapsed, at most
+    :data:`MESSAGE_CHARS` characters. Not redacted: pass it through
+    :func:`~promptevolver.llm.redaction.redact_text` before showing it."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    message: Any = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        message = message or data.get("detail") or data.get("message")
+    text = " ".join(str(message if message else body).split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+def names_missing_model(text: str, model: str) -> bool:
+    """Whether an error ``text`` says that ``model`` is unknown (OpenAI's ``model_not_found``
+    code, or the model's name with a "not found"-like phrase)."""
+    lower = text.lower()
+    if "model_not_found" in lower:
+        return True
+    return model.lower() in lower and any(word in lower for word in _MODEL_MISSING_WORDS)
+
+
+# -- why a connection failed -----------------------------------------------------------------
+
+
+def cause_of_connection_error(exc: BaseException) -> str:
+    """A short reason for a failed connection, e.g. ``connection refused`` or ``name or service not
+    known``, from the first ``OSError`` with an errno chained under the SDK's and httpx's
+    exceptions; else the innermost message."""
+    reason = ""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and (current.strerror or current.errno):
+            return _lower_first(_os_reason(current))
+        text = str(current).strip()
+        reason = text or reason
+        current = current.__cause__ or current.__context__
+    return _lower_first(reason) if reason else "no answer"
+
+
+def _os_reason(exc: OSError) -> str:
+    # asyncio's ConnectionRefusedError has strerror "Connect call failed (...)": the errno says more.
+    if isinstance(exc.errno, int) and exc.errno > 0:
+        return os.strerror(exc.errno)
+    return str(exc.strerror)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]

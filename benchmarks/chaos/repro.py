@@ -3,7 +3,7 @@
 Each prints what an uninterrupted run reports, what the resumed run reports and what was really
 spent or drawn, and ends with ``PROBLEM`` or ``ok``::
 
-    python benchmarks/chaos_repro.py [cost] [retries] [final-choice]
+    python -m benchmarks.chaos.repro [cost] [retries] [final-choice]
 
 In-process and on the simulated judge (``retries`` over real HTTP to a local server), with an
 interruption raised from the optimizer's ``llm_call`` event as the tests do: a few seconds each.

@@ -9,7 +9,7 @@ pseudo-words), seeded, so running this again writes the same bytes:
 * ``benchmarks/data/faithfulness_statements.json`` — ``faithfulness``, a statement extractor and a
   per-statement verifier (:mod:`promptevolver.simulation.synthetic_statements`).
 
-Run: ``python benchmarks/make_metric_data.py [--check]`` (``--check``: exit 1 if a file differs).
+Run: ``python -m benchmarks.synthetic.make_metric_data [--check]`` (``--check``: exit 1 if a file differs).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def files() -> dict[Path, SingleMetricAnnotation]:
@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path} ({len(dataset)} samples, {len(dataset.usable_indices())} usable)")
     if stale:
-        print(f"out of date: {', '.join(stale)}; run python benchmarks/make_metric_data.py", file=sys.stderr)
+        rerun = "python -m benchmarks.synthetic.make_metric_data"
+        print(f"out of date: {', '.join(stale)}; run {rerun}", file=sys.stderr)
         return 1
     return 0
 

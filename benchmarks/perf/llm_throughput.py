@@ -15,7 +15,7 @@ latency, and measures:
 
 Usage::
 
-    python benchmarks/bench_llm_throughput.py [--calls 3200] [--latency-ms 50] [--concurrency 32]
+    python -m benchmarks.perf.llm_throughput [--calls 3200] [--latency-ms 50] [--concurrency 32]
                                               [--repeat 3] [--overhead-calls 500]
 
 The figures depend on the machine and its load: run it on an otherwise idle machine.

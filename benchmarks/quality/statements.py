@@ -4,12 +4,12 @@ Seed vs best MSE of the supported fraction on held-out samples (and MAE, re-judg
 each run spends (two judge calls an evaluation), with the simulated LLM. Writes
 benchmarks/results/bench_statements.{json,md}.
 
-Run: ``python benchmarks/bench_statements.py [--seeds 0 1 2 3 4] [--config PATH]``
+Run: ``python -m benchmarks.quality.statements [--seeds 0 1 2 3 4] [--config PATH]``
 """
 
 from __future__ import annotations
 
-from bench_rubric import main
+from benchmarks.quality.rubric import main
 
 if __name__ == "__main__":
     main(

@@ -3,20 +3,9 @@
 :class:`OpenAIClient` talks to any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
 remembered, it negotiates the structured-output mode and the token-cap field the server accepts
-(:mod:`promptevolver.llm.negotiation`): a 400/422/500 refusing ``response_format`` or the token
-field is re-sent at once in the next mode or with the other field (no retry spent). Its parts:
-
-* :mod:`~promptevolver.llm.openai_chat` — :class:`~promptevolver.llm.openai_chat.NegotiatedChat`:
-  one call sent in the negotiated mode, re-sent on a refusal, SDK errors translated;
-* :mod:`~promptevolver.llm.openai_wire` — request bodies and response parsing (a 200 answer whose
-  body is not a chat completion is a ``TransientLLMError(status=None)``);
-* :mod:`~promptevolver.llm.openai_errors` — SDK errors translated into :mod:`promptevolver.errors`
-  (the table is in its docstring);
-* :mod:`~promptevolver.llm.openai_preflight` — :meth:`OpenAIClient.preflight`: server, key and
-  model checked with one cheap call;
-* :mod:`~promptevolver.llm.openai_sdk` — one SDK client per running event loop.
-
-This module and those (but ``openai_wire``) are the only ones that import the SDK.
+(:mod:`~promptevolver.llm.openai.negotiation`): a 400/422/500 refusing ``response_format`` or
+the token field is re-sent at once in the next mode or with the other field (no retry spent). Its
+parts are the other modules of this package (the table is in its docstring).
 
 The SDK's own retries are disabled (``max_retries=0``): the base class retries transient errors
 with tenacity. Error messages and ``repr`` never contain the API key, and show ``base_url`` with
@@ -33,11 +22,10 @@ from urllib.parse import urlsplit
 
 from promptevolver.errors import ConfigError
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
-from promptevolver.llm.negotiation import Mode, Negotiation, StructuredOutput
-from promptevolver.llm.openai_chat import NegotiatedChat
-from promptevolver.llm.openai_errors import retry_after_s
-from promptevolver.llm.openai_preflight import Server, check_server
-from promptevolver.llm.openai_sdk import LoopSDK
+from promptevolver.llm.openai.chat import LoopSDK, NegotiatedChat
+from promptevolver.llm.openai.errors import retry_after_s
+from promptevolver.llm.openai.negotiation import Mode, Negotiation, StructuredOutput
+from promptevolver.llm.openai.preflight import Server, check_server
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
 from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_S, DEFAULT_RETRY_MAX_S
@@ -73,7 +61,7 @@ class OpenAIClient(BaseLLMClient):
             (seconds for the ``_s`` ones, USD per 1M tokens for the price).
 
     Attributes:
-        negotiation: what was learnt about the server (:class:`~promptevolver.llm.negotiation.
+        negotiation: what was learnt about the server (:class:`~promptevolver.llm.openai.negotiation.
             Negotiation`); ``negotiation.to_dict()`` is a run's ``usage.structured_output``.
         display_url: ``base_url`` as it may be shown: userinfo and query values redacted.
 
@@ -203,7 +191,7 @@ class OpenAIClient(BaseLLMClient):
 
     async def _send(self, request: LLMRequest) -> Completion:
         """Send ``request`` once, in the negotiated mode, stepping down on a refusal
-        (:meth:`NegotiatedChat.send <promptevolver.llm.openai_chat.NegotiatedChat.send>`).
+        (:meth:`NegotiatedChat.send <promptevolver.llm.openai.chat.NegotiatedChat.send>`).
 
         While the structured-output mode is unconfirmed, requests with a schema go one at a time
         (a probe lock), so that the server is asked about each mode once, not by every request

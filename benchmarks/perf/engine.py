@@ -1,6 +1,6 @@
 """Engine performance: overhead per judge evaluation, peak memory, growth with sample count.
 
-Run: ``python benchmarks/bench_engine.py [--quick]``. Prints a Markdown table and writes
+Run: ``python -m benchmarks.perf.engine [--quick]``. Prints a Markdown table and writes
 ``benchmarks/results/engine.json``. Figures, never assertions: machines are shared and noisy.
 
 1. **Overhead per evaluation** — a whole optimization on the 20,000-sample synthetic set with a
@@ -32,7 +32,7 @@ from promptevolver.llm.base import LLMRequest
 from promptevolver.runs.optimize import execute
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
 
 

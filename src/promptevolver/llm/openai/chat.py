@@ -2,51 +2,97 @@
 server: :class:`NegotiatedChat`, the sending half of :class:`~promptevolver.llm.openai.OpenAIClient`.
 
 A 400/422/500 refusing ``response_format`` or the token field is re-sent at once in the next mode
-or with the other field (no retry spent; :mod:`promptevolver.llm.negotiation` holds the rules and
+or with the other field (no retry spent; :mod:`promptevolver.llm.openai.negotiation` holds the rules and
 the state). While the mode is unconfirmed, requests with a schema go one at a time (a probe lock
 per running event loop), so the server is asked about each mode once, not by every request in
-flight. Every other SDK error is translated (:mod:`promptevolver.llm.openai_errors`).
+flight. Every other SDK error is translated (:mod:`promptevolver.llm.openai.errors`).
 
 ``timeout_s`` is a deadline for the whole exchange (sending, waiting, reading the whole body), not
 for each read: a server that sends one byte a second, or a body that never ends, fails the call as
 a timeout (transient, retried). The body is read in chunks up to
-:func:`~promptevolver.llm.openai_wire.body_limit` bytes; a longer one is closed unread and the call
+:func:`~promptevolver.llm.openai.wire.body_limit` bytes; a longer one is closed unread and the call
 fails as too long (:class:`~promptevolver.errors.AnswerTooLongError`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import openai
+from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, TransientLLMError
 from promptevolver.llm.base import Completion, LLMRequest
-from promptevolver.llm.negotiation import (
+from promptevolver.llm.openai.errors import error_text, translate
+from promptevolver.llm.openai.negotiation import (
     Mode,
     Negotiation,
     TokenParam,
     rejects_response_format,
     rejects_token_param,
 )
-from promptevolver.llm.openai_errors import error_text, translate
-from promptevolver.llm.openai_sdk import LoopSDK
-from promptevolver.llm.openai_wire import (
+from promptevolver.llm.openai.wire import (
     CHAT_PATH,
     body_limit,
     chat_params,
     completion_cap,
     parse_completion,
+    split_query,
     too_long,
 )
 
-__all__ = ["NegotiatedChat", "read_bounded"]
+__all__ = ["LoopSDK", "NegotiatedChat", "read_bounded"]
 
 #: The SDK's switch for an unread (streamed) raw response, as its ``with_streaming_response`` sets
 #: it: the body is then read here, chunk by chunk, up to a bound.
 _STREAMED = {"X-Stainless-Raw-Response": "stream"}
+
+
+class LoopSDK:
+    """The SDK client of the running event loop, built on first use in each loop.
+
+    Args:
+        base_url: API root (None: the SDK's default); api_key: the key (never shown in ``repr``);
+        timeout_s: per-request timeout in seconds.
+    """
+
+    def __init__(self, *, base_url: str | None, api_key: str, timeout_s: float) -> None:
+        self._base_url = base_url
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._sdk: AsyncOpenAI | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(timeout_s={self._timeout_s:g})"
+
+    def current(self) -> AsyncOpenAI:
+        """The SDK client of the running event loop (made now if it has none).
+
+        Raises:
+            RuntimeError: no event loop is running.
+        """
+        loop = asyncio.get_running_loop()
+        if self._sdk is None or self._loop is None or self._loop() is not loop:
+            root, query = split_query(self._base_url)
+            self._sdk = AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=root,
+                timeout=self._timeout_s,
+                max_retries=0,
+                default_query=query or None,
+            )
+            self._loop = weakref.ref(loop)
+        return self._sdk
+
+    async def aclose(self) -> None:
+        """Close the SDK client last made (and its connections), if any."""
+        sdk, self._sdk, self._loop = self._sdk, None, None
+        if sdk is not None:
+            await sdk.close()
 
 
 class NegotiatedChat:
@@ -139,7 +185,7 @@ class NegotiatedChat:
         # ``post`` with ``cast_to=bytes`` is the SDK's documented way to make a raw request: it
         # keeps the SDK's auth, timeouts and error types but skips its per-call params transform
         # and response model, which cost ~1 ms of CPU per call and halved throughput at
-        # max_concurrency 32 (benchmarks/bench_llm_throughput.py). Streamed, so that the body is
+        # max_concurrency 32 (benchmarks/perf/llm_throughput.py). Streamed, so that the body is
         # read here, bounded.
         cap = completion_cap(
             request, judge_max_tokens=self.judge_max_tokens, meta_max_tokens=self.meta_max_tokens
@@ -175,7 +221,7 @@ class NegotiatedChat:
         return self._probe_locks[loop_id]
 
     def translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
-        """``exc`` as our error (:func:`~promptevolver.llm.openai_errors.translate`); ``refused``:
+        """``exc`` as our error (:func:`~promptevolver.llm.openai.errors.translate`); ``refused``:
         the request carried a ``response_format`` (the error then says what was negotiated)."""
         return translate(
             exc,

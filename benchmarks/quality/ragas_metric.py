@@ -9,7 +9,7 @@ written back into the Ragas object (checked), seed vs best on held-out samples a
 spent. Needs Ragas: ``pip install -e ".[ragas]"``. Writes
 benchmarks/results/bench_ragas_{aspect_critic,simple_criteria}.{json,md}.
 
-Run: ``python benchmarks/bench_ragas_metric.py [--seeds 0 1 2 3 4]``
+Run: ``python -m benchmarks.quality.ragas_metric [--seeds 0 1 2 3 4]``
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ from typing import Any
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
-from metric_kinds import Setup, bench  # noqa: E402
-
+from benchmarks.quality.metric_kinds import Setup, bench  # noqa: E402
 from promptevolver import SingleMetricAnnotation  # noqa: E402
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM  # noqa: E402
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = {"population_size": 6, "generations": 4}
 
 

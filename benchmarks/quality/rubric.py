@@ -3,7 +3,7 @@
 Seed vs best MSE on held-out samples (and MAE, exact, within-one, weighted kappa, re-judged), and
 the calls each run spends, with the simulated LLM. Writes benchmarks/results/bench_rubric.{json,md}.
 
-Run: ``python benchmarks/bench_rubric.py [--seeds 0 1 2 3 4] [--config PATH]``
+Run: ``python -m benchmarks.quality.rubric [--seeds 0 1 2 3 4] [--config PATH]``
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from pathlib import Path
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from metric_kinds import Setup, bench  # noqa: E402
-
+from benchmarks.quality.metric_kinds import Setup, bench  # noqa: E402
 from promptevolver import GeneticOptimizer  # noqa: E402
 from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset  # noqa: E402
 from promptevolver.config.models import RunConfig, load_run_config  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def setup_of(config: RunConfig) -> Setup:

@@ -2,8 +2,8 @@
 
 Run with the Ragas venv (``pip install -e ".[bench]"``)::
 
-    /work/ragas-venv/bin/python benchmarks/ragas_side_by_side.py            # bundled files
-    /work/ragas-venv/bin/python benchmarks/ragas_side_by_side.py --data synthetic.json --seeds 0 1
+    /work/ragas-venv/bin/python -m benchmarks.sidebyside.ragas            # bundled files
+    /work/ragas-venv/bin/python -m benchmarks.sidebyside.ragas --data synthetic.json --seeds 0 1
 
 For every annotation file, population size and seed:
 
@@ -11,7 +11,8 @@ For every annotation file, population size and seed:
    and config ``{population_size: P, random_seed: seed}`` (defaults otherwise). Its stratified split
    (``validation_fraction`` 0.3) gives the validation positions; train = the other usable samples.
 2. **Ragas**: its ``GeneticOptimizer`` + ``AspectCritic`` driven by
-   :class:`ragas_adapter.SimulatedRagasLLM` over the same world (same file, same seed), trained on a
+   :class:`benchmarks.sidebyside.ragas_adapter.SimulatedRagasLLM` over the same world (same file,
+   same seed), trained on a
    ``SingleMetricAnnotation`` of the train samples only, config ``{population_size: P,
    num_demonstrations: 3, sample_size: 12}``. ``random`` and ``numpy.random`` are seeded with the
    run seed; ``nest_asyncio`` is applied to a fresh event loop first (see the defects below).
@@ -59,7 +60,8 @@ from promptevolver.llm import SimulatedJudgeLLM  # noqa: E402
 from promptevolver.simulation.simulated_llm import sample_key  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
+BENCH = HERE.parent
 PROMPT = "single_turn_aspect_critic_prompt"
 DEFINITIONS = {
     "answer_correctness": (
@@ -286,7 +288,8 @@ def run_ragas(
     from ragas.losses import BinaryMetricLoss as RagasBinaryLoss
     from ragas.metrics._aspect_critic import AspectCritic as RagasAspectCritic
     from ragas.optimizers import GeneticOptimizer as RagasGenetic
-    from ragas_adapter import SimulatedRagasLLM
+
+    from benchmarks.sidebyside.ragas_adapter import SimulatedRagasLLM
 
     llm = SimulatedRagasLLM(
         SimulatedJudgeLLM(dataset=dataset, random_seed=seed),
@@ -413,7 +416,7 @@ def judge_agreement(
 # --- probe of the empty-deque defect ------------------------------------------------------------
 def probe(args: argparse.Namespace, paths: list[Path]) -> Any:
     """Ragas runs WITHOUT the nest_asyncio workaround, in a child process (apply() is global)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe-child", "--no-probe"]
+    cmd = [sys.executable, "-m", "benchmarks.sidebyside.ragas", "--probe-child", "--no-probe"]
     for path in paths:
         cmd += ["--data", str(path)]
     cmd += ["--populations", *map(str, args.populations), "--seeds", *map(str, args.seeds)]
@@ -598,7 +601,8 @@ FAITHFULNESS: list[str] = [
     "noise hash; the answer JSON {reason, verdict} is what Ragas' AspectCriticOutput parses. Checked per "
     "run: every (instruction, train sample) Ragas judged was re-judged by our Evaluator (see findings).",
     "Meta calls: the evidence a Ragas meta-prompt shows is re-rendered by OUR operator functions "
-    "(promptevolver.optimizers.operators.meta_prompts) through an in-memory tap, so the fake reads our section "
+    "(promptevolver.optimizers.operators.meta_prompts) through an in-memory tap, so the fake reads "
+    "our section "
     "headings: reverse_engineer <- Ragas' (input, expected output) pairs (edited_output else "
     "prompt_output, accepted samples only, as Ragas chose them); feedback <- Ragas' instruction plus "
     "each (input, output, expected_output) it shows (output -> judge_output); rewrite <- instruction + "
@@ -639,7 +643,8 @@ def markdown(report: dict[str, Any]) -> str:
         "SingleMetricAnnotation of the train samples only) and are scored identically: our `Evaluator` +",
         "`SimulatedJudgeLLM(dataset=full file, random_seed=seed)` + `BinaryMetricLoss(accuracy)` on the same",
         "validation positions. Calls and tokens are those each optimizer made (scoring calls uncounted).",
-        "Ours: `population_size=P, random_seed=seed, small_data=0` (always the held-out split), defaults otherwise (generations 4, patience 2, ...).",
+        "Ours: `population_size=P, random_seed=seed, small_data=0` (always the held-out split), "
+        "defaults otherwise (generations 4, patience 2, ...).",
         f"Ragas: `population_size=P`, {RAGAS_CONFIG}; one generation by design.",
         "",
         "| file | method | pop | seed validation | best validation | judge calls | meta calls | total calls "
@@ -765,7 +770,9 @@ def synthetic_sources(args: argparse.Namespace, notes: list[str]) -> list[Source
     try:
         from promptevolver.simulation.synthetic import SyntheticSpec, generate
     except ImportError:
-        notes.append(f"--synthetic {args.synthetic}: promptevolver.simulation.synthetic is not available; not run.")
+        notes.append(
+            f"--synthetic {args.synthetic}: promptevolver.simulation.synthetic is not available; not run."
+        )
         return []
     out = []
     folder = Path(tempfile.mkdtemp(prefix="ragas_side_by_side_"))
@@ -773,7 +780,8 @@ def synthetic_sources(args: argparse.Namespace, notes: list[str]) -> list[Source
         path = folder / f"synthetic_{n}.json"
         generate(SyntheticSpec(n_samples=n, random_seed=args.synthetic_data_seed)).to_json(path)
         label = (
-            f"synthetic_{n} (promptevolver.simulation.synthetic, n_samples={n}, random_seed={args.synthetic_data_seed})"
+            f"synthetic_{n} (promptevolver.simulation.synthetic, n_samples={n}, "
+            f"random_seed={args.synthetic_data_seed})"
         )
         out.append(load(path, label, args, args.synthetic_seeds or args.seeds))
     return out
@@ -796,16 +804,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--synthetic-seeds", type=int, nargs="+", help="run seeds there (default: --seeds)")
     parser.add_argument("--synthetic-data-seed", type=int, default=0, help="SyntheticSpec.random_seed")
-    parser.add_argument("--output-dir", type=Path, default=HERE / "results")
+    parser.add_argument("--output-dir", type=Path, default=BENCH / "results")
     parser.add_argument("--name", default="ragas_side_by_side")
     parser.add_argument("--no-probe", action="store_true", help="skip the empty-deque probe")
     parser.add_argument("--note", action="append", default=[], help="extra note for the report")
     parser.add_argument("--probe-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
-    sys.path.insert(0, str(HERE))
 
-    paths = args.data or sorted(Path(p) for p in glob.glob(str(HERE / "data" / "*.json")))
+    paths = args.data or sorted(Path(p) for p in glob.glob(str(BENCH / "data" / "*.json")))
     if args.probe_child:
         probe_child(args, paths)
         return 0

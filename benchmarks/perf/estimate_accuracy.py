@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/estimate_accuracy.py [CONFIG ...]      # the bundled configs and a few synthetic sets
-    python benchmarks/estimate_accuracy.py --fit               # ... and refit the CostModel constants
+    python -m benchmarks.perf.estimate_accuracy [CONFIG ...]  # the bundled configs and a few synthetic sets
+    python -m benchmarks.perf.estimate_accuracy --fit         # ... and refit the CostModel constants
 
 Prints, per config, the actual LLM calls of each seed, their mean, the estimate and the relative
 error. ``--fit`` searches a grid of :class:`promptevolver.runs.estimate.CostModel` constants for
@@ -14,8 +14,8 @@ changing the search or the simulated judge, and copy the constants into ``CostMo
 from __future__ import annotations
 
 import argparse
-import json
 import itertools
+import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +25,7 @@ from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.runs.estimate import CostModel, estimate_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = [ROOT / "configs" / f"{n}.yaml" for n in ("answer_correctness", "helpfulness", "synthetic_200")]
 #: Synthetic sets beside the bundled configs: (samples, population, generations).
 SYNTHETIC = [(60, 3, 4), (120, 4, 4), (400, 3, 4), (400, 6, 4)]
@@ -74,7 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path)
     parser.add_argument("--fit", action="store_true", help="refit the CostModel constants on the runs")
-    parser.add_argument("--runs-file", type=Path, help="JSON of actual calls per config: read if present, else written")
+    parser.add_argument(
+        "--runs-file", type=Path, help="JSON of actual calls per config: read if present, else written"
+    )
     args = parser.parse_args()
     known = json.loads(args.runs_file.read_text()) if args.runs_file and args.runs_file.is_file() else {}
     runs = []
@@ -88,9 +90,8 @@ def main() -> None:
         dataset = load_dataset(config)
         e = estimate_dataset(config, dataset)
         runs.append((config, dataset, mean))
-        print(
-            f"| {name} | {len(seeds)} | {', '.join(map(str, calls))} | {mean:.0f} | {e.total_calls} | {e.total_calls / mean - 1:+.0%} |"
-        )
+        shown, error = ", ".join(map(str, calls)), e.total_calls / mean - 1
+        print(f"| {name} | {len(seeds)} | {shown} | {mean:.0f} | {e.total_calls} | {error:+.0%} |")
     if args.runs_file:
         args.runs_file.write_text(json.dumps(known, indent=1))
     if args.fit:

@@ -1,5 +1,5 @@
-"""Shared part of the metric-kind benchmarks (bench_rubric.py, bench_statements.py,
-bench_ragas_metric.py): seed vs best on held-out samples, and calls, over seeds.
+"""Shared part of the metric-kind benchmarks (rubric.py, statements.py,
+ragas_metric.py): seed vs best on held-out samples, and calls, over seeds.
 
 For each seed, one optimization (the simulated LLM: free and deterministic); then the seed's and
 the best instructions are judged again on the run's validation samples by a fresh evaluator over
@@ -29,7 +29,7 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.result import OptimizationResult
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+"""The OpenAI-compatible provider: :class:`OpenAIClient` and what it learns about its server.
+
+:class:`OpenAIClient` talks to any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
+Ollama, LM Studio, llama.cpp, LiteLLM, ...) through the official ``openai`` SDK. This package is
+the only place that imports the SDK. Who owns what inside it:
+
+==========================  ====================================================================
+module                      owns
+==========================  ====================================================================
+``client``                  :class:`OpenAIClient`: settings, key and URL checks, the seam
+``chat``                    one call sent in the negotiated mode, re-sent on a refusal; the SDK
+                            client of the running event loop (:class:`~.chat.LoopSDK`)
+``wire``                    request bodies and response parsing, without the SDK
+``negotiation``             which structured-output mode and token-cap field the server takes
+``errors``                  SDK errors translated into :mod:`promptevolver.errors`; reading error
+                            bodies of every shape; why a connection failed
+``preflight``               server, key and model checked with one cheap call, and its messages
+==========================  ====================================================================
+
+Only the names below are public; the modules are internals (they would be ``_client`` etc.).
+"""
+
+from promptevolver.llm.openai.client import OpenAIClient
+from promptevolver.llm.openai.errors import retry_after_s
+from promptevolver.llm.openai.negotiation import (
+    Mode,
+    Negotiation,
+    StructuredOutput,
+    TokenParam,
+    negotiation_of,
+    structured_output_mode,
+)
+
+__all__ = [
+    "Mode",
+    "Negotiation",
+    "OpenAIClient",
+    "StructuredOutput",
+    "TokenParam",
+    "negotiation_of",
+    "retry_after_s",
+    "structured_output_mode",
+]
