@@ -121,8 +121,8 @@ def test_corrections_are_packed_to_fit_the_window_and_split_when_refused(dataset
     assert len(sent) > distill["meta_calls"] // 4  # several lessons calls a round
     assert max(sent) <= 2_500
     assert result.usage["failures"] == 0
-    assert distill["context_splits"] == len(refused)
-    assert result.produced_by == "distill"
+    assert distill["context_splits"] + result.stages["cross_fit"].get("context_splits", 0) == len(refused)
+    assert result.produced_by in ("distill", "cross_fit")
 
 
 def test_a_refused_prompt_is_split_through_real_http(dataset):
@@ -158,7 +158,9 @@ def test_distillation_makes_no_judge_call_and_the_ladder_is_nested(dataset):
     assert result.stages["verify"]["judge_calls"] > 0
     assert result.stages["search"]["ran"] is False
     assert result.history == []
-    assert result.scores["best"]["validation"] > result.scores["seed"]["validation"]
+    verified = result.stages["verify"]["produced"][0]
+    validation = next(c for c in result.lineage if c["id"] == verified)["validation"]
+    assert validation > result.scores["seed"]["validation"]
     applied = [x for x in result.lessons if x["applied_round"] is not None]
     assert applied and not any(x["sample_fact"] for x in applied)
 

@@ -96,6 +96,7 @@ def test_examples_that_hurt_are_not_kept(ds):
     assert result.example_policy == "none" and result.examples_for(ds.samples[0].metric_input) == []
     assert {row["policy"] for row in result.stages["examples"]["tried"]} == {"static", "retrieval"}
     assert result.best_id == 0
+    assert result.usage["llm_calls"]["meta"] == 0 and result.stages["cross_fit"]["ran"] is False
 
 
 def test_policy_none_judges_no_example_and_the_default_tries_both(ds):

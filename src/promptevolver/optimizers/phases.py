@@ -568,6 +568,7 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
         "corrections": len(wrong),
         "lessons": lessons,
         "stop": ladder.stop,
+        "context_splits": ladder.context_splits,
     }
     chosen = base
     if not rungs:
@@ -586,12 +587,14 @@ def _cross_fit_skip(run: SearchRun, base: Candidate) -> str | None:
     """Why the cross-fit stage does not run for ``base`` (None: it runs)."""
     if not run.config.cross_fit:
         return "cross_fit off"
+    if run.config.strategy == "examples":
+        return "strategy examples: the instruction is kept as it is (0 meta calls)"
     if run.split.regime != "held-out":
         return "out of bag: every sample already taught a ladder"
     if base.validation is None:
         return f"candidate {base.id} has no held-out verdicts to learn from"
     calls = 2 * min(len(run.train), CROSS_FIT_CHECK) * run.metric.calls_per_evaluation
-    if not run.budget.allows(calls, reserve=0):
+    if not run.meter.allows(calls, reserve=0):
         return f"the budget cannot pay for the {calls} judge calls of its check"
     return None
 
