@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from promptevolver.judge.statements import StatementSupport
     from promptevolver.optimizers.genetic import GeneticOptimizer
     from promptevolver.optimizers.result import OptimizationResult
+    from promptevolver.runs.many import ManyResult, optimize_many
     from promptevolver.runs.suggest import Suggestion, Suggestions, suggest
 
 __version__ = "0.2.0"
@@ -73,6 +74,8 @@ _EXPORTS = {
     "JudgeEnsemble": "promptevolver.judge.ensemble",
     "GeneticOptimizer": "promptevolver.optimizers.genetic",
     "OptimizationResult": "promptevolver.optimizers.result",
+    "ManyResult": "promptevolver.runs.many",
+    "optimize_many": "promptevolver.runs.many",
     "Suggestion": "promptevolver.runs.suggest",
     "Suggestions": "promptevolver.runs.suggest",
     "suggest": "promptevolver.runs.suggest",
@@ -97,6 +100,7 @@ __all__ = [
     "LLMError",
     "Loss",
     "MSELoss",
+    "ManyResult",
     "MetricAnnotation",
     "OptimizationResult",
     "PromptAnnotation",
@@ -110,5 +114,6 @@ __all__ = [
     "Suggestions",
     "UnusableSamplesWarning",
     "__version__",
+    "optimize_many",
     "suggest",
 ]
