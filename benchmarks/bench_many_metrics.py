@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MetricAnnotation
 from promptevolver.config.models import ManyConfig, load_config
 from promptevolver.llm.base import Completion, LLMRequest, Usage
+from promptevolver.llm.concurrency import waves
 from promptevolver.runs.many import optimize_many
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 
@@ -36,24 +38,32 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 class Latency:
-    """The simulated judge, answering after ``seconds``."""
+    """The simulated judge, answering after ``seconds``; each call's (start, end) goes to ``calls``."""
 
-    def __init__(self, inner: SimulatedMetricsLLM, seconds: float) -> None:
-        self.inner, self.seconds = inner, seconds
+    def __init__(self, inner: SimulatedMetricsLLM, seconds: float, calls: list[tuple[float, float]]) -> None:
+        self.inner, self.seconds, self.calls = inner, seconds, calls
 
     @property
     def usage(self) -> Usage:
         return self.inner.usage
 
     async def complete(self, request: LLMRequest) -> Completion:
+        start = time.monotonic()
         await asyncio.sleep(self.seconds)
-        return await self.inner.complete(request)
+        try:
+            return await self.inner.complete(request)
+        finally:
+            self.calls.append((start, time.monotonic()))
 
 
-def _setup(config: ManyConfig, seed: int, latency: float) -> tuple[MetricAnnotation, dict[str, Any], Any]:
+def _setup(
+    config: ManyConfig, seed: int, latency: float, calls: list[tuple[float, float]]
+) -> tuple[MetricAnnotation, dict[str, Any], Any]:
     data = MetricAnnotation.from_json(config.dataset)
     judges = {n: AspectCritic(name=n, definition=spec.definition) for n, spec in config.metrics.items()}
-    llms = {n: Latency(SimulatedMetricsLLM(dataset=data[n], random_seed=seed), latency) for n in judges}
+    llms = {
+        n: Latency(SimulatedMetricsLLM(dataset=data[n], random_seed=seed), latency, calls) for n in judges
+    }
     options = config.model_copy(update={"random_seed": seed}).effective_optimizer()
     return data, {"judges": judges, "llms": llms}, options
 
@@ -67,20 +77,26 @@ def _figures(result: Any) -> dict[str, Any]:
 
 
 def one_seed(config: ManyConfig, seed: int, latency: float) -> dict[str, Any]:
-    data, made, options = _setup(config, seed, latency)
+    calls: list[tuple[float, float]] = []
+    data, made, options = _setup(config, seed, latency, calls)
     separate: dict[str, Any] = {}
-    separate_s = 0.0
+    separate_s = separate_cpu = 0.0
+    separate_waves = 0
     for name, judge in made["judges"].items():
-        started = time.perf_counter()
+        calls.clear()
+        started, cpu = time.perf_counter(), time.process_time()
         result = GeneticOptimizer(metric=judge, llm=made["llms"][name]).optimize(
             data[name], BinaryMetricLoss(), options
         )
         separate_s += time.perf_counter() - started
+        separate_cpu += time.process_time() - cpu
+        separate_waves += waves(calls)
         separate[name] = _figures(result)
-    data, made, options = _setup(config, seed, latency)  # fresh clients: usage from zero
-    started = time.perf_counter()
+    calls.clear()
+    data, made, options = _setup(config, seed, latency, calls)  # fresh clients: usage from zero
+    started, cpu = time.perf_counter(), time.process_time()
     many = optimize_many(made["judges"], data, llm=made["llms"], config=options)
-    job_s = time.perf_counter() - started
+    job_s, job_cpu, job_waves = time.perf_counter() - started, time.process_time() - cpu, waves(calls)
     metrics = {}
     for name in made["judges"]:
         own, joint = separate[name], _figures(many[name])
@@ -99,6 +115,11 @@ def one_seed(config: ManyConfig, seed: int, latency: float) -> dict[str, Any]:
         "separate_s": separate_s,
         "job_s": job_s,
         "ratio": job_s / separate_s,
+        "separate_cpu_s": separate_cpu,
+        "job_cpu_s": job_cpu,
+        "separate_waves": separate_waves,
+        "job_waves": job_waves,
+        "waves_ratio": job_waves / separate_waves,
         "metrics": metrics,
     }
 
@@ -140,10 +161,26 @@ def markdown(records: list[dict[str, Any]], latency: float) -> str:
                 + " |"
             )
     ratios = [r["ratio"] for r in records]
+    mean = sum(ratios) / len(ratios)
     lines += [
         "",
-        f"Ratio over seeds: {min(ratios):.2f}–{max(ratios):.2f} (mean {sum(ratios) / len(ratios):.2f}).",
+        f"Wall-time ratio over seeds: {min(ratios):.2f}–{max(ratios):.2f} (mean {mean:.2f}).",
+        "",
+        "Where the time goes: *waves* are the longest chain of LLM calls that waited for one another "
+        "(`promptevolver.llm.concurrency.waves`; wall time ≈ waves × latency + the CPU time the calls "
+        "do not hide), CPU is this process's CPU seconds (the simulated judge's and the engine's "
+        "work, on one thread).",
+        "",
+        "| seed | waves separate (summed) | waves job | waves ratio | CPU s separate | CPU s job |",
+        "|---|---|---|---|---|---|",
     ]
+    for r in records:
+        lines.append(
+            f"| {r['seed']} | {r['separate_waves']} | {r['job_waves']} | {r['waves_ratio']:.2f} "
+            f"| {r['separate_cpu_s']:.2f} | {r['job_cpu_s']:.2f} |"
+        )
+    w = [r["waves_ratio"] for r in records]
+    lines += ["", f"Waves ratio over seeds: {min(w):.2f}–{max(w):.2f} (mean {sum(w) / len(w):.2f})."]
     return "\n".join(lines) + "\n"
 
 
@@ -160,9 +197,14 @@ def main() -> None:
         "latency_s": args.latency,
         "python": platform.python_version(),
         "config": str(CONFIG.relative_to(ROOT)),
+        "load_average_1min": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
     }
     (RESULTS / "many_metrics.json").write_text(json.dumps({**meta, "records": records}, indent=2) + "\n")
-    text = markdown(records, args.latency)
+    text = markdown(records, args.latency) + (
+        f"\nMachine: {meta['cpus']} CPUs, 1-minute load average {meta['load_average_1min']:.1f} when the "
+        "run ended (a shared machine: the CPU part of the wall times is inflated by the other load).\n"
+    )
     (RESULTS / "many_metrics.md").write_text(text)
     print(text)
 

@@ -79,6 +79,28 @@ def test_a_metric_missing_from_the_file_stops_the_job_before_any_call(
     assert not (tmp_path / "run").exists()
 
 
+def test_commands_of_one_metric_refuse_a_job_config_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", str(_config(tmp_path))]) == 1
+    assert "metrics: a config of several metrics (a job) runs with `promptevolver optimize` only" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_new_job_into_a_directory_holding_one_is_refused_naming_what_it_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    (run / "helpfulness").mkdir(parents=True)
+    (run / "helpfulness" / "checkpoint.json").write_text("{}")
+    assert main(["optimize", str(_config(tmp_path)), "-o", str(run), "-q"]) == 1
+    assert f"{run} holds a job (helpfulness/): continue it with promptevolver optimize --resume" in (
+        capsys.readouterr().err
+    )
+    assert (run / "helpfulness" / "checkpoint.json").read_text() == "{}"
+
+
 def test_python_api_refuses_an_absent_metric_before_any_call() -> None:
     data = MetricAnnotation.from_json(TWO)
     metric = AspectCritic(name="faithfulness", definition="Is it faithful?")
@@ -114,6 +136,22 @@ def test_each_metric_in_a_job_gives_what_its_own_run_with_the_same_seed_gives() 
         assert many[name].best_instructions == own.best_instructions
         assert many[name].scores == own.scores
         assert many[name].usage["llm_calls"] == own.usage["llm_calls"]
+
+
+def test_one_client_given_to_every_metric_counts_each_metrics_usage_as_its_own_run() -> None:
+    data = MetricAnnotation.from_json(TWO)
+    shared = SimulatedMetricsLLM(dataset=data["helpfulness"], random_seed=3)  # answers both metrics
+    many = optimize_many(_judges(), data, llm=shared, config=CONFIG)
+    assert not many.failed
+    total = 0
+    for name, metric in _judges().items():
+        alone = SimulatedMetricsLLM(dataset=data["helpfulness"], random_seed=3)
+        own = GeneticOptimizer(metric=metric, llm=alone).optimize(data[name], BinaryMetricLoss(), CONFIG)
+        assert many[name].usage["llm_calls"] == own.usage["llm_calls"]
+        assert many[name].usage["prompt_tokens"] == own.usage["prompt_tokens"]
+        assert many[name].best_instructions == own.best_instructions
+        total += sum(own.usage["llm_calls"].values())
+    assert shared.usage.total_calls == total  # the one client answered both
 
 
 # --- one limit, shared ----------------------------------------------------------------------------
@@ -159,38 +197,9 @@ def test_a_share_of_a_limit_counts_against_the_same_slots_and_closes_alone() -> 
     a, b = limit.share(), limit.share()
 
     async def run() -> None:
-        assert a.slot().slots is b.slot().slots is limit.slot().slots
+        assert a.slot() is b.slot() is limit.slot()
         a.close(LLMError("stopped"))
         assert a.closed is not None and b.closed is None
-
-    asyncio.run(run())
-
-
-def test_a_freed_slot_goes_to_the_share_with_the_fewest_requests_in_flight() -> None:
-    """One metric waiting on a single call is not queued behind another's whole generation."""
-    limit = InFlightLimit(2)
-    a, b = limit.share(), limit.share()
-    granted: list[str] = []
-
-    async def request(share: InFlightLimit, name: str, done: asyncio.Event) -> None:
-        async with share.slot():
-            granted.append(name)
-            await done.wait()
-
-    async def run() -> None:
-        release = {n: asyncio.Event() for n in ("a1", "a2", "a3", "a4", "b1")}
-        tasks = [asyncio.create_task(request(a, n, release[n])) for n in ("a1", "a2", "a3", "a4")]
-        await asyncio.sleep(0)
-        tasks.append(asyncio.create_task(request(b, "b1", release["b1"])))  # queued last
-        await asyncio.sleep(0)
-        assert granted == ["a1", "a2"]
-        release["a1"].set()
-        await asyncio.sleep(0.01)
-        assert granted == ["a1", "a2", "b1"]  # a has one in flight, b none: b first
-        for event in release.values():
-            event.set()
-        await asyncio.gather(*tasks)
-        assert granted == ["a1", "a2", "b1", "a3", "a4"]  # then first come, first served
 
     asyncio.run(run())
 

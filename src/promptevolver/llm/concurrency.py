@@ -17,9 +17,7 @@ its own record of calls (:meth:`~InFlightLimit.take_intervals`).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
-from collections import deque
 
 from promptevolver.errors import LLMError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
@@ -30,12 +28,8 @@ __all__ = ["InFlightLimit", "waves"]
 class InFlightLimit:
     """At most ``limit`` requests in flight through the clients it wraps (≥ 1).
 
-    The slots are made for the running event loop on first use (clients outlive one
-    ``asyncio.run``). A freed slot goes to the waiting request of the :meth:`share` with the
-    fewest requests in flight (the oldest waiter among equals): with one share (a run on its own)
-    that is first come, first served; in a job, a metric waiting on one call (a meta call, a
-    racing step) is not queued behind another metric's whole generation, and slots no metric
-    waits for go to whichever does.
+    The semaphore is made for the running event loop on first use (clients outlive one
+    ``asyncio.run``).
 
     Raises:
         ValueError: ``limit`` < 1.
@@ -45,7 +39,7 @@ class InFlightLimit:
         if limit < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {limit}")
         self.limit = limit
-        self._slots: dict[int, _FairSlots] = {}
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._parent: InFlightLimit | None = None
         #: Once set, requests not yet sent fail with it at once (those in flight finish).
         self.closed: LLMError | None = None
@@ -68,68 +62,18 @@ class InFlightLimit:
         view._parent = self._parent or self
         return view
 
-    def slot(self) -> _Slot:
-        """An async context manager holding one slot (of the shared limit, for a :meth:`share`)."""
-        root = self._parent or self
+    def slot(self) -> asyncio.Semaphore:
+        """The semaphore of the running event loop (the shared one, for a :meth:`share`)."""
+        if self._parent is not None:
+            return self._parent.slot()
         loop = id(asyncio.get_running_loop())
-        if loop not in root._slots:
-            root._slots = {loop: _FairSlots(root.limit)}
-        return _Slot(root._slots[loop], id(self))
+        if loop not in self._semaphores:
+            self._semaphores = {loop: asyncio.Semaphore(self.limit)}
+        return self._semaphores[loop]
 
     def wrap(self, client: LLMClient) -> LLMClient:
         """``client`` behind this limit (its usage is the wrapped client's)."""
         return _Limited(client, self)
-
-
-class _FairSlots:
-    """``n`` slots of one event loop; a freed one goes to the share with the fewest in flight."""
-
-    def __init__(self, n: int) -> None:
-        self.free = n
-        self.in_flight: dict[int, int] = {}
-        self.waiting: dict[int, deque[tuple[int, asyncio.Future[None]]]] = {}
-        self._order = itertools.count()
-
-    async def acquire(self, share: int) -> None:
-        if self.free > 0 and not any(self.waiting.values()):
-            self.free -= 1
-            self.in_flight[share] = self.in_flight.get(share, 0) + 1
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (next(self._order), future)
-        self.waiting.setdefault(share, deque()).append(entry)
-        try:
-            await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled():  # granted just before the cancel
-                self.release(share)
-            else:
-                self.waiting[share].remove(entry)
-            raise
-
-    def release(self, share: int) -> None:
-        self.in_flight[share] -= 1
-        queued = [s for s, q in self.waiting.items() if q]
-        if not queued:
-            self.free += 1
-            return
-        chosen = min(queued, key=lambda s: (self.in_flight.get(s, 0), self.waiting[s][0][0]))
-        _, future = self.waiting[chosen].popleft()
-        self.in_flight[chosen] = self.in_flight.get(chosen, 0) + 1
-        future.set_result(None)
-
-
-class _Slot:
-    __slots__ = ("share", "slots")
-
-    def __init__(self, slots: _FairSlots, share: int) -> None:
-        self.slots, self.share = slots, share
-
-    async def __aenter__(self) -> None:
-        await self.slots.acquire(self.share)
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.slots.release(self.share)
 
 
 def waves(intervals: list[tuple[float, float]]) -> int:

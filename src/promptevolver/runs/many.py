@@ -42,10 +42,10 @@ from promptevolver import rundir
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
 from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
-from promptevolver.errors import AnnotationKeyError, ConfigError, PromptEvolverError, RunDirError
+from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.protocol import Metric
-from promptevolver.llm.base import BaseLLMClient, LLMClient
+from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.optimizers.events import Callback
@@ -288,7 +288,8 @@ def optimize_many(
         dataset: a :class:`MetricAnnotation` (Ragas' shape) or a mapping name → annotations.
         llm: one client for every metric, or name → client (the simulated LLM is mined from one
             metric's annotations: give each metric its own). A client given to several metrics
-            is shared as it is (its usage then counts all their calls).
+            answers all of them (one connection pool, rate limiter and cache), each metric
+            counting its own usage (so its own budget and figures).
         loss: one loss for all, name → loss, or None: accuracy for binary labels, MSE otherwise.
         config: the optimizer's options (:class:`GeneticConfig`), for every metric; its
             ``budget`` is the job's, split by :func:`split_budget`; its ``max_concurrency`` is the
@@ -316,10 +317,13 @@ def optimize_many(
     shares = split_budget(opt.budget, usable)
     limit = InFlightLimit(opt.max_concurrency)
     plans = []
+    judges = _own_views({n: _pick(llm, n, "llm") for n in names})
+    reflections = _own_views(
+        {n: None if reflection_llm is None else _pick(reflection_llm, n, "reflection_llm") for n in names}
+    )
     for n in names:
         metric = _as_metric(metrics[n])
-        client = _pick(llm, n, "llm")
-        reflection = None if reflection_llm is None else _pick(reflection_llm, n, "reflection_llm")
+        client, reflection = judges[n], reflections[n]
         folder = _folder(run_dir, n)
         if folder is not None and not resume and rundir.run_status(folder) != "new":
             raise FileExistsError(
@@ -351,6 +355,46 @@ def optimize_many(
 
     outcomes = asyncio.run(job())
     return ManyResult(_ordered(outcomes, names), time.perf_counter() - started)
+
+
+class _Counted:
+    """One metric's view of a client given to several metrics: the same answers, its own usage
+    (counted from each answer as the client counted it, as a journal replays it), so that each
+    metric's budget and figures are its own. Everything else is the shared client's."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+        self.usage = Usage()
+
+    def __getattr__(self, name: str) -> Any:  # provider, model, context_tokens, price, preflight...
+        return getattr(self.inner, name)
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        op = request.operation
+        try:
+            completion = await self.inner.complete(request)
+        except LLMError as exc:
+            for _ in range(exc.retries):
+                self.usage.record_retry(op)
+            if exc.counts_as_failure:
+                self.usage.record_failure(op, exc.cause)
+            raise
+        for _ in range(completion.retries):
+            self.usage.record_retry(op)
+        if completion.cached:
+            self.usage.record_cache_hit(op)
+        else:
+            self.usage.record(op, completion, cost_usd=completion.cost_usd)
+        return completion
+
+
+def _own_views(clients: Mapping[str, Any]) -> dict[str, Any]:
+    """Name → client, a client given to several metrics replaced by a :class:`_Counted` view each."""
+    given: dict[int, int] = {}
+    for client in clients.values():
+        if client is not None:
+            given[id(client)] = given.get(id(client), 0) + 1
+    return {n: _Counted(c) if c is not None and given[id(c)] > 1 else c for n, c in clients.items()}
 
 
 def _datasets(
@@ -471,7 +515,8 @@ def execute_many(
     plans: list[_Plan] = []
     run_configs: dict[str, RunConfig] = {}
     limit = InFlightLimit(config.llm.max_concurrency)
-    clients: list[LLMClient] = []
+    judges: list[LLMClient] = []
+    reflections: list[LLMClient] = []
     for n, dataset in datasets.items():
         if n in kept:
             continue
@@ -488,8 +533,11 @@ def execute_many(
         plan.callbacks = list(callbacks(n))
         plans.append(plan)
         run_configs[n] = run_config
-        clients += [c for c in (plan.optimizer.llm, plan.optimizer.reflection_llm) if c is not None]
-    _share_rate_limits_and_cache(clients)
+        judges += [c for c in (plan.optimizer.llm,) if c is not None]
+        reflections += [c for c in (plan.optimizer.reflection_llm,) if c is not None]
+    _share_rate_limits_and_cache(judges)  # the judge clients share one; the reflection ones another
+    _share_rate_limits_and_cache(reflections)
+    clients = judges + reflections
     started = time.perf_counter()
     with rundir.locked(top):
         if force and not resume:
