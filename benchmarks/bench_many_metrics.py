@@ -124,12 +124,12 @@ def one_seed(config: ManyConfig, seed: int, latency: float) -> dict[str, Any]:
     }
 
 
-def markdown(records: list[dict[str, Any]], latency: float) -> str:
+def markdown(records: list[dict[str, Any]], latency: float, limit: int) -> str:
     lines = [
         f"# Many judges in one job vs separate runs ({latency * 1000:.0f} ms per LLM call)",
         "",
         "`python benchmarks/bench_many_metrics.py` on `configs/two_metrics.yaml` (simulated judge with "
-        f"a fixed {latency * 1000:.0f} ms latency, `llm.max_concurrency` 16 for the job and for each "
+        f"a fixed {latency * 1000:.0f} ms latency, `llm.max_concurrency` {limit} for the job and for each "
         "separate run). Targets: job wall time ≤ 0.75× the sum of the separate runs; judge calls "
         "within 2 %; the same chosen instructions and validation figures.",
         "",
@@ -188,24 +188,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 0, 1])
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per LLM call")
+    parser.add_argument("--max-concurrency", type=int, default=None, help="instead of the config's")
+    parser.add_argument("--out", default="many_metrics", help="file name (no suffix) in benchmarks/results")
     args = parser.parse_args()
     config = load_config(CONFIG)
     assert isinstance(config, ManyConfig)
+    if args.max_concurrency is not None:
+        llm = config.llm.model_copy(update={"max_concurrency": args.max_concurrency})
+        config = config.model_copy(update={"llm": llm})
     records = [one_seed(config, seed, args.latency) for seed in args.seeds]
     RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {
         "latency_s": args.latency,
         "python": platform.python_version(),
         "config": str(CONFIG.relative_to(ROOT)),
+        "max_concurrency": config.llm.max_concurrency,
         "load_average_1min": os.getloadavg()[0],
         "cpus": os.cpu_count(),
     }
-    (RESULTS / "many_metrics.json").write_text(json.dumps({**meta, "records": records}, indent=2) + "\n")
-    text = markdown(records, args.latency) + (
+    (RESULTS / f"{args.out}.json").write_text(json.dumps({**meta, "records": records}, indent=2) + "\n")
+    text = markdown(records, args.latency, config.llm.max_concurrency) + (
         f"\nMachine: {meta['cpus']} CPUs, 1-minute load average {meta['load_average_1min']:.1f} when the "
         "run ended (a shared machine: the CPU part of the wall times is inflated by the other load).\n"
     )
-    (RESULTS / "many_metrics.md").write_text(text)
+    (RESULTS / f"{args.out}.md").write_text(text)
     print(text)
 
 
