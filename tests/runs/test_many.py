@@ -154,6 +154,34 @@ def test_one_client_given_to_every_metric_counts_each_metrics_usage_as_its_own_r
     assert shared.usage.total_calls == total  # the one client answered both
 
 
+class _Down:
+    """A server that answers nothing: every call fails with HTTP 503."""
+
+    usage = Usage()
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        from promptevolver.errors import TransientLLMError
+
+        self.usage.record_failure(request.operation, "http 503")
+        raise TransientLLMError("service unavailable", status=503)
+
+
+def test_a_metric_whose_llm_is_unusable_is_reported_with_its_cause_while_the_other_finishes() -> None:
+    data = MetricAnnotation.from_json(TWO)
+    llm = {
+        "answer_correctness": _Down(),
+        "helpfulness": SimulatedMetricsLLM(dataset=data["helpfulness"], random_seed=3),
+    }
+    many = optimize_many(_judges(), data, llm=llm, config=CONFIG)
+    assert list(many) == ["helpfulness"]
+    assert many.outcomes["helpfulness"].status == "done"
+    reason = many.failed["answer_correctness"]
+    assert "http 503" in reason
+    with pytest.raises(KeyError, match="metric 'answer_correctness' failed: .*http 503"):
+        many["answer_correctness"]
+    assert many.to_dict()["metrics"]["answer_correctness"]["status"] == "failed"
+
+
 # --- one limit, shared ----------------------------------------------------------------------------
 
 
