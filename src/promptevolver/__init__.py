@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from promptevolver.judge.statements import StatementSupport as StatementSupport
     from promptevolver.optimizers.genetic import GeneticOptimizer as GeneticOptimizer
     from promptevolver.optimizers.result import OptimizationResult as OptimizationResult
+    from promptevolver.runs.many import ManyResult as ManyResult
+    from promptevolver.runs.many import optimize_many as optimize_many
     from promptevolver.runs.suggest import Suggestion as Suggestion
     from promptevolver.runs.suggest import Suggestions as Suggestions
     from promptevolver.runs.suggest import suggest as suggest
@@ -77,6 +79,7 @@ __getattr__, __all__ = lazy_package(
         "promptevolver.judge.ensemble": ["EvaluationItem", "JudgeEnsemble"],
         "promptevolver.optimizers.genetic": ["GeneticOptimizer"],
         "promptevolver.optimizers.result": ["OptimizationResult"],
+        "promptevolver.runs.many": ["ManyResult", "optimize_many"],
         "promptevolver.runs.suggest": ["Suggestion", "Suggestions", "suggest"],
     },
     also=["__version__"],

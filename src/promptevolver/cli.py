@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 # Commands import what they need when they run: `--help` loads no pydantic, YAML, numpy,
 # scikit-learn, matplotlib or openai (benchmarks/results/startup.md has the figures).
@@ -33,9 +33,11 @@ from promptevolver import __version__, rundir
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
 
 if TYPE_CHECKING:
-    from promptevolver.config.models import RunConfig
+    from promptevolver.config.models import ManyConfig, RunConfig
 
 __all__ = ["main"]
+
+_Config = TypeVar("_Config", bound="RunConfig | ManyConfig")
 
 _EXAMPLES = {
     "optimize": """examples:
@@ -278,9 +280,11 @@ def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]
     return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
 
 
-def _with_seed(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+def _with_seed(config: _Config, args: argparse.Namespace) -> _Config:
     seed = getattr(args, "seed", None)
-    return config if seed is None else config.model_copy(update={"random_seed": seed})
+    if seed is None:
+        return config
+    return config.model_copy(update={"random_seed": seed})  # type: ignore[return-value]
 
 
 def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
@@ -292,24 +296,32 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
 # --- optimize --------------------------------------------------------------------------------------
 
 
-def _run_config(args: argparse.Namespace) -> tuple[RunConfig, Path, str]:
-    """The config, the run directory, and where the config came from (for messages)."""
+def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path, str]:
+    """The config (one metric, or several: a job), the run directory, and where the config came
+    from (for messages)."""
+    from promptevolver.config.models import load_config
+
     sets = "".join(f" --set {o}" for o in getattr(args, "overrides", []))
     if args.force and args.resume is not None:
         raise UsageError("--force starts a run afresh; it does not go with --resume")
     if args.resume is not None:
         run_dir = _directory(args.resume, "--resume")
-        if args.config is not None:
-            return _load_config(args.config, args), run_dir, f"{args.config}{sets}"
-        config = _with_seed(rundir.read_config(run_dir, edit=_edit(args)), args)
-        return config, run_dir, f"{run_dir / rundir.CONFIG_FILE}{sets}"
+        path = args.config if args.config is not None else run_dir / rundir.CONFIG_FILE
+        if args.config is None and not path.is_file():
+            rundir.read_config(run_dir)  # says the directory is not a run directory
+        return _with_seed(load_config(path, edit=_edit(args)), args), run_dir, f"{path}{sets}"
     if args.config is None or args.output is None:
         raise UsageError("optimize needs CONFIG and --output DIR, or --resume DIR")
-    return _load_config(args.config, args), _directory(args.output, "--output"), f"{args.config}{sets}"
+    config = _with_seed(load_config(args.config, edit=_edit(args)), args)
+    return config, _directory(args.output, "--output"), f"{args.config}{sets}"
 
 
 def _optimize(args: argparse.Namespace) -> int:
     config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
+    from promptevolver.config.models import ManyConfig
+
+    if isinstance(config, ManyConfig):
+        return _optimize_many(args, config, run_dir, source)
     from promptevolver.runs.optimize import execute
 
     progress = _progress(args, config)
@@ -350,6 +362,53 @@ def _optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, source: str) -> int:
+    """A job of several metrics (docs/many-metrics.md): exit 0 when every metric finished, 1 when
+    any failed (each failed metric and its reason in the table and in DIR/result.json)."""
+    from promptevolver.runs.many import execute_many, summary_lines
+
+    progress: list[Any] = []
+
+    def callbacks(name: str) -> list[Any]:
+        if args.quiet:
+            return []
+        progress.append(_progress(args, config, prefix=f"{name}: ", bar=False))
+        return [progress[-1]]
+
+    try:
+        many = execute_many(
+            config,
+            run_dir,
+            resume=args.resume is not None,
+            force=args.force,
+            callbacks=callbacks,
+            source=source,
+            log=lambda line: _say(args, line),
+            step=(lambda _: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True)),
+        )
+    except KeyboardInterrupt:
+        print(
+            f"promptevolver: interrupted; each metric's last checkpoint is in {run_dir}/<metric>; "
+            f"continue with: promptevolver optimize --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        for p in progress:
+            p.close()
+    print("\n".join(summary_lines(many)))
+    print(f"index: {run_dir / rundir.INDEX_HTML}; each metric's files in {run_dir}/<metric>/")
+    if many.failed:
+        reasons = "; ".join(f"{name}: {why}" for name, why in many.failed.items())
+        print(
+            f"promptevolver: error: {len(many.failed)} of {len(many.outcomes)} metrics failed ({reasons}); "
+            f"fix the cause, then continue with: promptevolver optimize --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def _disk_full(exc: OSError, run_dir: Path) -> str:
     """The line for a full disk (or quota): which file, and whether the run can be resumed."""
     where = f"writing {exc.filename}" if exc.filename else f"writing into {run_dir}"
@@ -372,13 +431,15 @@ def _interrupted(run_dir: Path) -> str:
     return f"promptevolver: interrupted before the run's first checkpoint in {run_dir}: nothing to resume"
 
 
-def _progress(args: argparse.Namespace, config: RunConfig, *, prefix: str = "") -> Any:
-    """A :class:`~promptevolver.runs.progress.CallProgress` on stderr: a bar on a terminal, plain
-    lines (each starting with ``prefix``) otherwise."""
+def _progress(
+    args: argparse.Namespace, config: RunConfig | ManyConfig, *, prefix: str = "", bar: bool = True
+) -> Any:
+    """A :class:`~promptevolver.runs.progress.CallProgress` on stderr: a bar on a terminal (unless
+    not ``bar``), plain lines (each starting with ``prefix``) otherwise."""
     from promptevolver.runs.progress import CallProgress
 
     return CallProgress(
-        bar=sys.stderr.isatty(),
+        bar=bar and sys.stderr.isatty(),
         write=lambda line: print(prefix + line, file=sys.stderr, flush=True),
         generations=config.effective_optimizer().generations,
         verbose=args.verbose,

@@ -99,6 +99,8 @@ PLOTS_DIR = "plots"
 BEST_INSTRUCTIONS_FILE = "best_instructions.json"
 APPLY_SNIPPET_FILE = "apply_best.py"
 SAMPLES_FILE = "samples.jsonl"
+#: A job of several metrics (``metrics:``): its index page, linking each metric's report.
+INDEX_HTML = "index.html"
 #: The lock file of the process writing the run (:func:`locked`), there while it runs.
 LOCK_FILE = ".lock"
 #: Version of the run-directory formats written by this release (result.json, checkpoint.json).
@@ -118,6 +120,7 @@ RUN_FILES = (
     BEST_INSTRUCTIONS_FILE,
     APPLY_SNIPPET_FILE,
     SAMPLES_FILE,
+    INDEX_HTML,
 )
 #: What a directory holds, for ``optimize -o DIR``: ``new`` (no run in it: no run file, or only
 #: the config and an empty journal of a run that stopped before its first checkpoint, e.g. at the

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import PrivateAttr, model_validator
 
 from promptevolver.annotations.dataset import EvaluationDataset
-from promptevolver.annotations.io import KindOption, _dump_samples, _load, _write_json
+from promptevolver.annotations.io import KindOption, _dump_samples, _load, _metric_groups, _read, _write_json
 from promptevolver.annotations.labels import LabelKind, check_labels
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.annotations.single import SingleMetricAnnotation, _Sourced, _trusted, _warn_unusable
@@ -68,6 +68,16 @@ class MetricAnnotation(_Sourced):
         for dataset in annotations.values():
             _warn_unusable(dataset)
         return annotations
+
+    @staticmethod
+    def names_in(path: str | Path) -> list[str]:
+        """The metric names a file holds, in file order, without validating any sample (a job of
+        several metrics checks its names first, then each metric's samples on their own).
+
+        Raises:
+            AnnotationError: a missing or malformed file (not a JSON object of metric → samples).
+        """
+        return list(_metric_groups(_read(Path(path)), Path(path), None))
 
     def to_json(self, path: str | Path) -> None:
         """Write Ragas' multi-metric format; :meth:`from_json` reads back an equal object, and a

@@ -42,7 +42,9 @@ __all__ = [
     "GeneticConfig",
     "LLMConfig",
     "LossConfig",
+    "METRIC_FOLDER",
     "METRIC_TYPES",
+    "ManyConfig",
     "MetricConfig",
     "PriceConfig",
     "RUN_LEVEL_KEYS",
@@ -51,6 +53,7 @@ __all__ = [
     "SyntheticDatasetConfig",
     "SyntheticSource",
     "format_validation_error",
+    "load_config",
     "load_run_config",
 ]
 
@@ -606,6 +609,16 @@ class RunConfig(_Strict):
             return handler(value)
         raise ValueError(f"expected a file path or {{synthetic: {{n_samples: ...}}}}, got {repr(value)[:60]}")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_metric(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "metrics" in data:
+            raise ValueError(
+                "metrics: a config of several metrics (a job) runs with `promptevolver optimize` "
+                "only; here give one metric: (docs/many-metrics.md)"
+            )
+        return data
+
     @field_validator("optimizer", mode="before")
     @classmethod
     def _one_place_per_setting(cls, value: Any) -> Any:
@@ -702,5 +715,149 @@ def load_run_config(
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(p))) from exc
     if isinstance(config.dataset, Path) and not config.dataset.is_absolute():
+        config = config.model_copy(update={"dataset": (p.parent / config.dataset).resolve()})
+    return config
+
+
+class ManyConfig(_Strict):
+    """A job of several metrics (``metrics:``, :mod:`promptevolver.runs.many`; docs/many-metrics.md).
+
+    The keys of :class:`RunConfig` with ``metrics`` (name in the annotation file → metric spec,
+    the shape of ``metric:``; a spec without ``name`` takes the key) instead of ``metric`` and
+    ``metric_name``; ``dataset`` is one annotation file holding every metric. ``loss`` applies to
+    every metric (default: ``binary`` accuracy for a binary metric, ``mse`` for a numeric one);
+    ``losses`` (name → loss) overrides it per metric. ``llm``, ``reflection_llm``, ``optimizer``,
+    ``budget`` and ``random_seed`` are the job's: one client setting, one ``max_concurrency``
+    shared by every metric, one budget split across them
+    (:func:`promptevolver.runs.many.split_budget`).
+    """
+
+    dataset: Path
+    metrics: dict[str, MetricConfig] = Field(min_length=1)
+    llm: LLMConfig = LLMConfig()
+    reflection_llm: LLMConfig | None = None
+    loss: LossConfig | None = None
+    losses: dict[str, LossConfig] = Field(default_factory=dict)
+    optimizer: GeneticConfig = GeneticConfig()
+    budget: BudgetConfig | None = None
+    random_seed: Seed | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_specs(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "metric" in data:
+            raise ValueError("metric, metrics: give one of the two (metric: one judge; metrics: several)")
+        if isinstance(data, dict) and isinstance(data.get("dataset"), dict):
+            raise ValueError("dataset: a job of several metrics reads one annotation file, not synthetic")
+        if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
+            specs = {
+                key: {"name": key, **spec} if isinstance(spec, dict) and "name" not in spec else spec
+                for key, spec in data["metrics"].items()
+            }
+            return {**data, "metrics": specs}
+        return data
+
+    @field_validator("metrics")
+    @classmethod
+    def _folder_names(cls, value: dict[str, MetricConfig]) -> dict[str, MetricConfig]:
+        for key in value:
+            if not METRIC_FOLDER.fullmatch(key):
+                raise ValueError(
+                    f"{key!r}: a metric's name is its run folder's name: letters, digits, '_', '-', '.'"
+                    ", not starting with '.'"
+                )
+        return value
+
+    @field_validator("optimizer", mode="before")
+    @classmethod
+    def _one_place_per_setting(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key, where in RUN_LEVEL_KEYS.items():
+                if key in value:
+                    raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
+        return value
+
+    @model_validator(mode="after")
+    def _losses_of_metrics(self) -> ManyConfig:
+        unknown = sorted(self.losses.keys() - self.metrics.keys())
+        if unknown:
+            raise ValueError(f"losses: {unknown} are not among the metrics {sorted(self.metrics)}")
+        for key in self.metrics:
+            self.loss_of(key)
+        return self
+
+    def loss_of(self, key: str) -> LossConfig:
+        """Metric ``key``'s loss: ``losses[key]``, else ``loss``, else by the metric's kind.
+
+        Raises:
+            ValueError: a binary loss for a metric that scores numbers.
+        """
+        spec = self.metrics[key]
+        loss = self.losses.get(key) or self.loss or LossConfig(type="binary" if spec.is_binary else "mse")
+        if not spec.is_binary and loss.type != "mse":
+            raise ValueError(f"loss of {key!r}: metric type {spec.type!r} scores numbers; use {{type: mse}}")
+        return loss
+
+    def for_metric(self, key: str, budget: BudgetConfig | None) -> RunConfig:
+        """Metric ``key``'s own run config: what a separate run of it would read, with ``budget``
+        (its share) as the budget."""
+        return RunConfig(
+            dataset=self.dataset,
+            metric_name=key,
+            metric=self.metrics[key],
+            llm=self.llm,
+            reflection_llm=self.reflection_llm,
+            loss=self.loss_of(key),
+            optimizer=self.optimizer,
+            budget=budget,
+            random_seed=self.random_seed,
+        )
+
+    def effective_optimizer(self) -> GeneticConfig:
+        """The job's optimizer config (the whole budget; see :meth:`RunConfig.effective_optimizer`)."""
+        return self.for_metric(next(iter(self.metrics)), self.budget).effective_optimizer()
+
+    def dump(self, *, relative_to: Path | None = None) -> dict[str, Any]:
+        """The config as a YAML-ready dict (as :meth:`RunConfig.dump`)."""
+        data = self.model_dump(mode="json", exclude={"optimizer": set(RUN_LEVEL_KEYS)}, exclude_none=False)
+        effective = self.effective_optimizer()
+        data["random_seed"] = effective.random_seed
+        data["budget"] = effective.budget.model_dump(mode="json")
+        if relative_to is not None:
+            data["dataset"] = _portable(self.dataset, Path(relative_to))
+        if self.llm.base_url is not None:
+            data["llm"]["base_url"] = stored_base_url(self.llm.base_url)
+        return data
+
+
+#: What a metric's name in ``metrics:`` may be: it names the metric's folder in the run directory.
+METRIC_FOLDER = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+
+def load_config(
+    path: str | Path, *, edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> RunConfig | ManyConfig:
+    """A run config (``metric:``) or a job of several metrics (``metrics:``), read and validated
+    as :func:`load_run_config`.
+
+    Raises:
+        ConfigError: as :func:`load_run_config`; both ``metric`` and ``metrics`` given, or neither
+            (one line naming the file and the keys).
+    """
+    p = Path(path)
+    raw = read_yaml_mapping(p)
+    if edit is not None:
+        raw = edit(raw)
+    if "metric" in raw and "metrics" in raw:
+        raise ConfigError(f"{p}: metric, metrics: give one of the two (metric: one judge; metrics: several)")
+    if "metric" not in raw and "metrics" not in raw:
+        raise ConfigError(f"{p}: metric: missing (or metrics: name -> metric, for several in one job)")
+    if "metric" in raw:
+        return load_run_config(p, edit=edit)
+    try:
+        config = ManyConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(p))) from exc
+    if not config.dataset.is_absolute():
         config = config.model_copy(update={"dataset": (p.parent / config.dataset).resolve()})
     return config

@@ -3,9 +3,12 @@
 :class:`Evaluator` runs a metric with a candidate's instructions over sample positions
 concurrently and memoises every :class:`Judgement` by (whitespace-normalised instructions,
 sample position). Results are keyed by position, so they never depend on the order in which
-concurrent LLM calls complete. One concurrency limit covers everything an evaluator does: at most
-``max_concurrency`` judge requests are in flight at once, however many candidates are evaluated
-together and however many calls one evaluation makes (a judge ensemble makes several).
+concurrent LLM calls complete. The requests in flight are bounded by the client it is given: a
+search's client is behind the run's one limit (:class:`~promptevolver.llm.concurrency.InFlightLimit`,
+shared by every phase), so the evaluator adds none of its own there; given ``max_concurrency``
+(evaluating outside a search) it caps its judge requests in flight itself, however many
+candidates are evaluated together and however many calls one evaluation makes (a judge ensemble
+makes several).
 :func:`score` turns judgements into a loss value and a per-sample correctness vector.
 """
 
@@ -69,7 +72,8 @@ class Evaluator:
         llm: client for judge calls.
         dataset: the annotated samples; positions index ``dataset.samples``.
         max_concurrency: judge requests in flight at once through this evaluator (≥ 1), across
-            all its concurrent evaluations.
+            all its concurrent evaluations; None: ``llm`` already enforces the run's limit
+            (a search's client stack), no second one is added.
         examples: the store of teaching examples a candidate's example policy draws from (None:
             every candidate is judged without examples).
     """
@@ -80,13 +84,13 @@ class Evaluator:
         metric: Metric,
         llm: LLMClient,
         dataset: SingleMetricAnnotation,
-        max_concurrency: int,
+        max_concurrency: int | None = None,
         examples: ExampleStore | None = None,
     ) -> None:
         self.examples = examples
         self.metric = metric
         self.llm = llm
-        self._limited = InFlightLimit(max_concurrency).wrap(llm)
+        self._limited = llm if max_concurrency is None else InFlightLimit(max_concurrency).wrap(llm)
         self.dataset = dataset
         self.max_concurrency = max_concurrency
         self._memo: dict[tuple[CandidateKey, int], Judgement] = {}

@@ -5,6 +5,13 @@ a slot of it for each request. Wrap the judge and the reflection client of a run
 limit and the server never sees more than ``limit`` requests of that run at once, however many
 candidates are judged together and however many calls one evaluation makes. Users set it to
 stay under a provider's concurrency limit (``llm.max_concurrency`` in a run config).
+
+It is the run's one concurrency limit: every phase of a run (judge calls of the evaluator, meta
+calls of the operators and the distillation) sends through the clients it wraps. A job of several
+metrics (:mod:`promptevolver.optimizers.many`) makes one and gives each metric's run a
+:meth:`~InFlightLimit.share` of it: one semaphore for all, so a slot an idle metric does not use
+goes to the others, while each run keeps its own stop switch (:meth:`~InFlightLimit.close`) and
+its own record of calls (:meth:`~InFlightLimit.take_intervals`).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ class InFlightLimit:
             raise ValueError(f"max_concurrency must be >= 1, got {limit}")
         self.limit = limit
         self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._parent: InFlightLimit | None = None
         #: Once set, requests not yet sent fail with it at once (those in flight finish).
         self.closed: LLMError | None = None
         self._intervals: list[tuple[float, float]] = []
@@ -46,8 +54,18 @@ class InFlightLimit:
         """Send no more requests: every later one fails with ``error`` (no call is made)."""
         self.closed = error
 
+    def share(self) -> InFlightLimit:
+        """A view of this limit for one run of a job: the same slots (its requests and those of
+        every other share count against ``limit`` together), its own :meth:`close` and
+        :meth:`take_intervals`."""
+        view = InFlightLimit(self.limit)
+        view._parent = self._parent or self
+        return view
+
     def slot(self) -> asyncio.Semaphore:
-        """The semaphore of the running event loop."""
+        """The semaphore of the running event loop (the shared one, for a :meth:`share`)."""
+        if self._parent is not None:
+            return self._parent.slot()
         loop = id(asyncio.get_running_loop())
         if loop not in self._semaphores:
             self._semaphores = {loop: asyncio.Semaphore(self.limit)}

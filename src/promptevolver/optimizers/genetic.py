@@ -35,6 +35,7 @@ from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric, label_scale_of
 from promptevolver.llm.base import LLMClient
+from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.preflight import preflight
 from promptevolver.optimizers import adoption, checkpoint, history, phases, views
@@ -68,6 +69,9 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             ``mutation_weight`` and ``crossover_weight``).
         stop_conditions: checked in order before each generation (default:
             :data:`~promptevolver.optimizers.strategies.stopping.DEFAULT_STOP_CONDITIONS`).
+        limit: the cap on requests in flight this run sends through, shared with other runs of
+            a job (:meth:`InFlightLimit.share <promptevolver.llm.concurrency.InFlightLimit.share>`;
+            :mod:`promptevolver.optimizers.many`); None: the config's ``max_concurrency``, its own.
     """
 
     def __init__(
@@ -80,12 +84,14 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         callbacks: Sequence[Callback] = (),
         operators: Sequence[Operator] | None = None,
         stop_conditions: Sequence[StopCondition] | None = None,
+        limit: InFlightLimit | None = None,
     ) -> None:
         super().__init__(metric=metric, llm=llm, reflection_llm=reflection_llm)
         self.progress = progress
         self.callbacks = list(callbacks)
         self.operators = None if operators is None else list(operators)
         self.stop_conditions = list(DEFAULT_STOP_CONDITIONS if stop_conditions is None else stop_conditions)
+        self.limit = limit
 
     async def aoptimize(
         self,
@@ -158,6 +164,17 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
                 journal.close()
         return result
 
+    def check(
+        self, dataset: SingleMetricAnnotation, loss: Loss, config: Mapping[str, Any] | GeneticConfig | None
+    ) -> None:
+        """Raise what :meth:`aoptimize` of a new run would raise before its first LLM call (the
+        data, the split, the budget's upfront check), making no call and writing nothing.
+
+        Raises:
+            ValueError, InsufficientDataError, AnnotationError, BudgetExceededError: see :meth:`aoptimize`.
+        """
+        self._check_budget(self._start(dataset, loss, _coerce(config), None))
+
     def _start(
         self,
         dataset: SingleMetricAnnotation,
@@ -182,6 +199,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             events=EventBus([*self.callbacks, *callbacks]),
             breeder=Breeder(operators, ReverseEngineering()),
             journal=journal,
+            limit=self.limit,
         )
 
     @staticmethod

@@ -54,6 +54,9 @@ class SearchRun:
         dataset, loss, config: the annotations, the loss, the optimizer config.
         events: where events go; breeder: plans and runs the operators.
         journal: where answers are recorded as they arrive and replayed from on resume (None: none).
+        limit: the run-wide cap on requests in flight that every phase sends through (a job's
+            :meth:`InFlightLimit.share <promptevolver.llm.concurrency.InFlightLimit.share>`);
+            None: one of ``config.max_concurrency`` for this run alone.
 
     Raises:
         InsufficientDataError, AnnotationError: from the split (before any LLM call).
@@ -71,6 +74,7 @@ class SearchRun:
         events: EventBus,
         breeder: Breeder,
         journal: Journal | None = None,
+        limit: InFlightLimit | None = None,
     ) -> None:
         self.started = time.perf_counter()
         self.metric, self.loss, self.config, self.dataset, self.events = metric, loss, config, dataset, events
@@ -82,7 +86,8 @@ class SearchRun:
         #: Sees every attempt (retries included): a dead server stops the run in seconds.
         self.watch = ServerWatch(on_dead=self._dead_server, on_wait=self._waiting)
         llm, reflection_llm = watched(llm, self.watch), watched(reflection_llm, self.watch)
-        self.limit = InFlightLimit(config.max_concurrency)  # one cap on the run's requests in flight
+        #: The one cap on the run's requests in flight (the evaluator and the operators send through it).
+        self.limit = InFlightLimit(config.max_concurrency) if limit is None else limit
         llm, reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
         if journal is not None:  # answers recorded as they arrive, replayed on resume: a replay
             llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)  # takes no slot
@@ -113,8 +118,7 @@ class SearchRun:
             metric=metric,
             llm=self.llm,
             dataset=dataset,
-            max_concurrency=config.max_concurrency,
-            examples=self.examples,
+            examples=self.examples,  # self.llm is behind self.limit: no second limit
         )
         self._fingerprint: str | None = None
         #: Share of its evaluations a candidate needs measured to be ranked on its score.

@@ -1,0 +1,726 @@
+"""Several judges in one job: each metric of one annotation file optimized as its own run, all
+at once, sharing one limit on requests in flight, one rate limiter, one cache and one budget.
+
+:func:`optimize_many` is the Python form of :meth:`GeneticOptimizer.optimize
+<promptevolver.optimizers.genetic.GeneticOptimizer.optimize>` for a mapping of metrics;
+:func:`execute_many` runs a config with ``metrics:`` (:class:`~promptevolver.config.models.ManyConfig`)
+into a run directory, as :func:`promptevolver.runs.optimize.execute` runs one with ``metric:``.
+
+How the metrics share the job (docs/many-metrics.md):
+
+* **Requests in flight**: one :class:`~promptevolver.llm.concurrency.InFlightLimit` of
+  ``max_concurrency`` slots; each metric's run sends through a :meth:`share
+  <promptevolver.llm.concurrency.InFlightLimit.share>` of it. The runs are asyncio tasks of one
+  event loop, so while one metric waits on a few calls (a racing step, a meta call) the others
+  fill the free slots.
+* **Rate limits and cache** (``provider: openai``): each metric has its own client (its own usage,
+  so its own budget and figures), all with one :class:`~promptevolver.llm.ratelimit.Throttle` and
+  one response-cache file connection.
+* **Budget** (:func:`split_budget`): each bound of the job's budget is split across the metrics
+  in proportion to their usable samples (largest remainder; the shares add up to the bound), and
+  each metric's run keeps to its share. A share is not passed on: a metric that spends less
+  leaves it unspent, so each metric's result stays the one its own run with that budget gives.
+* **Results**: each metric's result is what its own run with the same seed, config and budget
+  gives (its answers do not depend on the order the calls are made in); a metric that fails
+  (bad annotations, its LLM unusable, its budget share too small) is reported with its reason
+  while the others finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from promptevolver import rundir
+from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
+from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset, resolve_prompt
+from promptevolver.config.models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
+from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
+from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.judge.protocol import Metric
+from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.cache import CachedLLM
+from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.optimizers.events import Callback
+from promptevolver.optimizers.genetic import GeneticOptimizer
+from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.report.data import load_run
+from promptevolver.report.write import write_report
+from promptevolver.runs.export import write_exports, write_samples
+from promptevolver.runs.optimize import write_config, write_result
+from promptevolver.runs.resume import check_same_search
+
+__all__ = [
+    "BUDGET_RULE",
+    "ManyResult",
+    "MetricOutcome",
+    "execute_many",
+    "index_html",
+    "optimize_many",
+    "split_budget",
+    "summary_lines",
+]
+
+#: How the job's budget is split (written into the top-level result.json).
+BUDGET_RULE = "proportional to usable samples (largest remainder); a share left unspent is not passed on"
+
+
+@dataclass(frozen=True)
+class MetricOutcome:
+    """One metric's outcome in a job.
+
+    Attributes:
+        name: the metric's name in the annotations (and its folder in the run directory).
+        status: ``done`` or ``failed``.
+        reason: why it failed (one line), None when done.
+        result: its :class:`OptimizationResult` when done.
+        budget: its share of the job's budget (:func:`split_budget`).
+        usable: its usable annotations (0 when they could not be read).
+    """
+
+    name: str
+    status: Literal["done", "failed"]
+    reason: str | None
+    result: OptimizationResult | None
+    budget: BudgetConfig
+    usable: int
+
+    def summary(self) -> dict[str, Any]:
+        """This metric's entry in the top-level result.json (``null`` for what was not measured)."""
+        entry: dict[str, Any] = {
+            "status": self.status,
+            "reason": self.reason,
+            "folder": self.name,
+            "usable_samples": self.usable,
+            "budget": self.budget.model_dump(mode="json"),
+        }
+        r = self.result
+        if r is not None:
+            entry |= {
+                "scores": r.scores,
+                "produced_by": r.produced_by,
+                "stop_reason": r.stop_reason,
+                "llm_calls": r.usage.get("llm_calls"),
+                "tokens": {k: r.usage.get(k) for k in ("prompt_tokens", "completion_tokens")},
+                "cost_usd": r.usage.get("cost_usd"),
+                "best_instructions": r.best_instructions,
+            }
+        return entry
+
+
+@dataclass
+class ManyResult(Mapping[str, OptimizationResult]):
+    """A job's outcome: a Mapping metric name → :class:`OptimizationResult` over the metrics that
+    finished; :attr:`outcomes` holds every metric's, failed ones with their reason.
+
+    Attributes:
+        outcomes: metric name → :class:`MetricOutcome`, in the order the metrics were given.
+        duration_s: wall-clock seconds of the job.
+    """
+
+    outcomes: dict[str, MetricOutcome]
+    duration_s: float = 0.0
+    budget_rule: str = field(default=BUDGET_RULE)
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Metric name → why it failed (empty when every metric finished)."""
+        return {n: o.reason or "" for n, o in self.outcomes.items() if o.status == "failed"}
+
+    def __getitem__(self, key: str) -> OptimizationResult:
+        outcome = self.outcomes[key]
+        if outcome.result is None:
+            raise KeyError(f"metric {key!r} failed: {outcome.reason}")
+        return outcome.result
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([n for n, o in self.outcomes.items() if o.result is not None])
+
+    def __len__(self) -> int:
+        return sum(o.result is not None for o in self.outcomes.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The top-level result.json of a job."""
+        return {
+            "kind": "metrics",
+            "budget_rule": self.budget_rule,
+            "duration_s": round(self.duration_s, 3),
+            "failed": sorted(self.failed),
+            "metrics": {n: o.summary() for n, o in self.outcomes.items()},
+        }
+
+
+def split_budget(budget: BudgetConfig, usable: Mapping[str, int]) -> dict[str, BudgetConfig]:
+    """Each metric's share of ``budget``: every bound in proportion to the metric's usable
+    samples; calls and tokens by largest remainder (the shares add up to the bound; ties go to
+    the metric named first), at least 1 each; cost as a float share. An unbounded key stays None.
+
+    Args:
+        usable: metric name → usable samples (≥ 0; all 0: equal shares).
+
+    Raises:
+        ValueError: ``usable`` is empty.
+    """
+    if not usable:
+        raise ValueError("no metric to split the budget across")
+    total = sum(usable.values())
+    weights = {n: (k / total if total else 1 / len(usable)) for n, k in usable.items()}
+    calls = _whole_shares(budget.max_calls, weights)
+    tokens = _whole_shares(budget.max_tokens, weights)
+    return {
+        n: BudgetConfig(
+            max_calls=calls[n],
+            max_tokens=tokens[n],
+            max_cost_usd=None if budget.max_cost_usd is None else budget.max_cost_usd * w,
+        )
+        for n, w in weights.items()
+    }
+
+
+def _whole_shares(bound: int | None, weights: Mapping[str, float]) -> dict[str, int | None]:
+    if bound is None:
+        return dict.fromkeys(weights)
+    exact = {n: bound * w for n, w in weights.items()}
+    shares = {n: int(x) for n, x in exact.items()}
+    order = sorted(weights, key=lambda n: -(exact[n] - shares[n]))  # stable: first named wins ties
+    for n in order[: bound - sum(shares.values())]:
+        shares[n] += 1
+    return {n: max(1, s) for n, s in shares.items()}
+
+
+# --- the job -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """One metric's run in a job."""
+
+    name: str
+    optimizer: GeneticOptimizer
+    dataset: SingleMetricAnnotation
+    loss: Loss
+    config: GeneticConfig
+    run_dir: Path | None
+    resume: bool
+    callbacks: Sequence[Callback]
+    usable: int
+
+    def failed(self, reason: str) -> MetricOutcome:
+        return MetricOutcome(self.name, "failed", reason, None, self.config.budget, self.usable)
+
+
+async def _run_job(plans: Sequence[_Plan], earlier: Mapping[str, MetricOutcome]) -> dict[str, MetricOutcome]:
+    """Check every plan (no call), then run those that pass concurrently; every outcome, by name."""
+    outcomes = dict(earlier)
+    ready = []
+    for plan in plans:
+        try:
+            if not plan.resume:
+                plan.optimizer.check(plan.dataset, plan.loss, plan.config)
+        except PromptEvolverError as exc:  # bad annotations, too few, a budget share too small
+            outcomes[plan.name] = plan.failed(_one_line(exc))
+        else:
+            ready.append(plan)
+    for plan, outcome in zip(ready, await asyncio.gather(*(_run_one(p) for p in ready))):
+        outcomes[plan.name] = outcome
+    return outcomes
+
+
+async def _run_one(plan: _Plan) -> MetricOutcome:
+    try:
+        result = await plan.optimizer.aoptimize(
+            dataset=plan.dataset,
+            loss=plan.loss,
+            config=plan.config,
+            run_dir=plan.run_dir,
+            resume=plan.resume,
+            callbacks=plan.callbacks,
+        )
+    except PromptEvolverError as exc:  # its LLM unusable, its budget, its checkpoint
+        return plan.failed(_one_line(exc))
+    return MetricOutcome(plan.name, "done", None, result, plan.config.budget, plan.usable)
+
+
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+
+
+def _ordered(outcomes: Mapping[str, MetricOutcome], names: Sequence[str]) -> dict[str, MetricOutcome]:
+    return {n: outcomes[n] for n in names}
+
+
+async def _close(clients: Sequence[LLMClient]) -> None:
+    for client in {id(c): c for c in clients}.values():
+        close = getattr(client, "aclose", None)
+        if close is not None:
+            await close()
+
+
+# --- the Python form ------------------------------------------------------------------------------
+
+
+def optimize_many(
+    metrics: Mapping[str, Any],
+    dataset: MetricAnnotation | Mapping[str, SingleMetricAnnotation],
+    *,
+    llm: LLMClient | Mapping[str, LLMClient],
+    loss: Loss | Mapping[str, Loss] | None = None,
+    config: Mapping[str, Any] | GeneticConfig | None = None,
+    reflection_llm: LLMClient | Mapping[str, LLMClient] | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    callbacks: Sequence[Callback] | Mapping[str, Sequence[Callback]] = (),
+) -> ManyResult:
+    """Optimize several metrics in one job (see the module docstring); the metrics are never
+    changed (apply each result with ``metric.set_instructions(result[name])``).
+
+    Args:
+        metrics: metric name in ``dataset`` → the judge: a promptevolver :class:`Metric`, or a
+            Ragas ``AspectCritic`` / ``SimpleCriteriaScore`` (wrapped in
+            :class:`~promptevolver.integrations.ragas.RagasMetric`; Ragas installed).
+        dataset: a :class:`MetricAnnotation` (Ragas' shape) or a mapping name → annotations.
+        llm: one client for every metric, or name → client (the simulated LLM is mined from one
+            metric's annotations: give each metric its own). A client given to several metrics
+            answers all of them (one connection pool, rate limiter and cache), each metric
+            counting its own usage (so its own budget and figures).
+        loss: one loss for all, name → loss, or None: accuracy for binary labels, MSE otherwise.
+        config: the optimizer's options (:class:`GeneticConfig`), for every metric; its
+            ``budget`` is the job's, split by :func:`split_budget`; its ``max_concurrency`` is the
+            job's one limit on requests in flight.
+        reflection_llm: as ``llm``, for meta calls (default: each metric's ``llm``).
+        run_dir: each metric's checkpoint goes to ``run_dir/<name>/`` (None: none).
+        resume: continue each metric that has a checkpoint there; start the others.
+        callbacks: for every metric, or name → callbacks.
+
+    Returns:
+        A :class:`ManyResult` (Mapping name → :class:`OptimizationResult` over the metrics that
+        finished; ``.failed``: name → reason for the others).
+
+    Raises:
+        AnnotationKeyError: a metric name not in ``dataset`` (lists those present), before any call.
+        ValueError: a name that cannot be a folder name (with ``run_dir``); ``llm``/``loss``
+            mappings that miss a metric.
+        FileExistsError: ``run_dir/<name>`` holds a run and ``resume`` is False (nothing written).
+        TypeError: a metric that is neither a Metric nor a supported Ragas metric object.
+    """
+    names = list(metrics)
+    datasets = _datasets(names, dataset)
+    opt = _coerce(config)
+    usable = {n: len(datasets[n].usable_indices()) for n in names}
+    shares = split_budget(opt.budget, usable)
+    limit = InFlightLimit(opt.max_concurrency)
+    plans = []
+    judges = _own_views({n: _pick(llm, n, "llm") for n in names})
+    reflections = _own_views(
+        {n: None if reflection_llm is None else _pick(reflection_llm, n, "reflection_llm") for n in names}
+    )
+    for n in names:
+        metric = _as_metric(metrics[n])
+        client, reflection = judges[n], reflections[n]
+        folder = _folder(run_dir, n)
+        if folder is not None and not resume and rundir.run_status(folder) != "new":
+            raise FileExistsError(
+                f"{folder} holds a run: resume=True continues it; a new job needs another run_dir"
+            )
+        plans.append(
+            _Plan(
+                name=n,
+                optimizer=GeneticOptimizer(
+                    metric=metric, llm=client, reflection_llm=reflection, limit=limit.share()
+                ),
+                dataset=datasets[n],
+                loss=_loss(loss, n, metric, datasets[n]),
+                config=opt.model_copy(update={"budget": shares[n]}),
+                run_dir=folder,
+                resume=resume and folder is not None and rundir.run_status(folder) != "new",
+                callbacks=list(callbacks.get(n, ()) if isinstance(callbacks, Mapping) else callbacks),
+                usable=usable[n],
+            )
+        )
+    started = time.perf_counter()
+    clients = [c for p in plans for c in (p.optimizer.llm, p.optimizer.reflection_llm) if c is not None]
+
+    async def job() -> dict[str, MetricOutcome]:
+        try:
+            return await _run_job(plans, {})
+        finally:
+            await _close(clients)
+
+    outcomes = asyncio.run(job())
+    return ManyResult(_ordered(outcomes, names), time.perf_counter() - started)
+
+
+class _Counted:
+    """One metric's view of a client given to several metrics: the same answers, its own usage
+    (counted from each answer as the client counted it, as a journal replays it), so that each
+    metric's budget and figures are its own. Everything else is the shared client's."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+        self.usage = Usage()
+
+    def __getattr__(self, name: str) -> Any:  # provider, model, context_tokens, price, preflight...
+        return getattr(self.inner, name)
+
+    async def complete(self, request: LLMRequest) -> Completion:
+        op = request.operation
+        try:
+            completion = await self.inner.complete(request)
+        except LLMError as exc:
+            for _ in range(exc.retries):
+                self.usage.record_retry(op)
+            if exc.counts_as_failure:
+                self.usage.record_failure(op, exc.cause)
+            raise
+        for _ in range(completion.retries):
+            self.usage.record_retry(op)
+        if completion.cached:
+            self.usage.record_cache_hit(op)
+        else:
+            self.usage.record(op, completion, cost_usd=completion.cost_usd)
+        return completion
+
+
+def _own_views(clients: Mapping[str, Any]) -> dict[str, Any]:
+    """Name → client, a client given to several metrics replaced by a :class:`_Counted` view each."""
+    given: dict[int, int] = {}
+    for client in clients.values():
+        if client is not None:
+            given[id(client)] = given.get(id(client), 0) + 1
+    return {n: _Counted(c) if c is not None and given[id(c)] > 1 else c for n, c in clients.items()}
+
+
+def _datasets(
+    names: Sequence[str], dataset: MetricAnnotation | Mapping[str, SingleMetricAnnotation]
+) -> dict[str, SingleMetricAnnotation]:
+    present = list(dataset.keys())
+    missing = [n for n in names if n not in present]
+    if missing:
+        raise AnnotationKeyError(
+            f"metrics {missing} are not in the annotations; metrics present: {present}",
+            path=getattr(dataset, "source", None),
+        )
+    return {n: dataset[n] for n in names}
+
+
+def _coerce(config: Mapping[str, Any] | GeneticConfig | None) -> GeneticConfig:
+    return config if isinstance(config, GeneticConfig) else GeneticConfig.model_validate(dict(config or {}))
+
+
+def _as_metric(metric: Any) -> Metric:
+    if hasattr(metric, "ajudge") and hasattr(metric, "get_instructions"):
+        return metric
+    if type(metric).__module__.startswith("ragas"):
+        from promptevolver.integrations.ragas import RagasMetric
+
+        return RagasMetric(metric)
+    raise TypeError(f"{type(metric).__name__} is neither a promptevolver Metric nor a Ragas metric object")
+
+
+def _pick(given: Any, name: str, what: str) -> Any:
+    if isinstance(given, Mapping):
+        if name not in given:
+            raise ValueError(f"{what} has no entry for metric {name!r} (entries: {sorted(given)})")
+        return given[name]
+    return given
+
+
+def _loss(
+    given: Loss | Mapping[str, Loss] | None, name: str, metric: Metric, data: SingleMetricAnnotation
+) -> Loss:
+    if given is not None:
+        return _pick(given, name, "loss")
+    default = getattr(metric, "default_loss", None)
+    if default is not None:
+        return default()
+    return BinaryMetricLoss(metric="accuracy") if data.is_binary else MSELoss()
+
+
+def _folder(run_dir: str | Path | None, name: str) -> Path | None:
+    if run_dir is None:
+        return None
+    if not METRIC_FOLDER.fullmatch(name):
+        raise ValueError(f"metric name {name!r} cannot be a folder name: letters, digits, '_', '-', '.'")
+    return Path(run_dir) / name
+
+
+# --- a config with metrics: into a run directory ---------------------------------------------------
+
+
+def execute_many(
+    config: ManyConfig,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    callbacks: Callable[[str], Sequence[Callback]] = lambda _: (),
+    source: str | Path | None = None,
+    log: Callable[[str], None] = lambda _: None,
+    step: Callable[[str], None] = lambda _: None,
+) -> ManyResult:
+    """Run a job config into ``run_dir``: ``run_dir/<metric>/`` holds each metric's usual files
+    (config.yaml, checkpoint, journal, result.json, report, samples, exports: its config.yaml is
+    the config of a separate run of it), ``run_dir`` the job's config.yaml, a result.json listing
+    every metric's outcome and index.html linking the per-metric reports.
+
+    Before any LLM call: every metric name is looked up in the file (one missing is a
+    :class:`ConfigError` for the whole job), each metric's annotations are read and checked
+    (bad ones fail that metric, reported with the reason, while the others run), and the budget
+    is split (:func:`split_budget`).
+
+    Args:
+        resume: continue the job in ``run_dir``: a finished metric is kept as it is (its
+            result.json read back), an interrupted or failed one resumed from its checkpoint,
+            one that never started is started.
+        force: start afresh over a job in ``run_dir`` (its files and the metrics' are removed).
+        callbacks: metric name → callbacks for its events (e.g. a progress line per metric).
+        source: where ``config`` was read from, for messages.
+        log, step: as :func:`promptevolver.runs.optimize.execute`.
+
+    Raises:
+        ConfigError: a metric not in the annotation file (names those present), or a bad file.
+        RunDirError: ``run_dir`` holds a job and neither ``resume`` nor ``force``; nothing to
+            resume; another process writes it.
+        CheckpointError: a resumed metric whose config changed its search.
+        KeyboardInterrupt: interrupted; every metric's last checkpoint stays valid.
+    """
+    top = Path(run_dir)
+    rundir.check_unlocked(top)
+    _check_job_dir(top, resume=resume, force=force)
+    step(f"loading the annotations: {config.dataset}")
+    present = MetricAnnotation.names_in(config.dataset)
+    missing = [n for n in config.metrics if n not in present]
+    if missing:
+        raise ConfigError(f"metrics: {missing} not in {config.dataset}; metrics present: {present}")
+    names = list(config.metrics)
+    early: dict[str, MetricOutcome] = {}
+    datasets: dict[str, SingleMetricAnnotation] = {}
+    for n in names:
+        try:
+            datasets[n] = load_dataset(config.for_metric(n, None))
+        except PromptEvolverError as exc:  # this metric's annotations: it fails, the others run
+            early[n] = MetricOutcome(n, "failed", _one_line(exc), None, BudgetConfig(), 0)
+    usable = {n: len(d.usable_indices()) for n, d in datasets.items()}
+    shares = split_budget(config.budget or BudgetConfig(), usable) if usable else {}
+    for n, outcome in list(early.items()):
+        early[n] = MetricOutcome(n, outcome.status, outcome.reason, None, shares.get(n, BudgetConfig()), 0)
+    kept = _finished(top, names, datasets, shares, usable) if resume else {}
+    plans: list[_Plan] = []
+    run_configs: dict[str, RunConfig] = {}
+    limit = InFlightLimit(config.llm.max_concurrency)
+    judges: list[LLMClient] = []
+    reflections: list[LLMClient] = []
+    for n, dataset in datasets.items():
+        if n in kept:
+            continue
+        run_config = config.for_metric(n, shares[n] if config.budget is not None else None)
+        folder = top / n
+        resumed = resume and rundir.run_status(folder) == "interrupted"
+        try:
+            run_config, plan = _plan(run_config, n, dataset, folder, resumed, limit, usable[n], step)
+            if resumed:
+                check_same_search(folder, run_config, source=source or top / rundir.CONFIG_FILE)
+        except ConfigError as exc:  # a prompt name that does not fit this metric's file
+            early[n] = MetricOutcome(n, "failed", _one_line(exc), None, shares[n], usable[n])
+            continue
+        plan.callbacks = list(callbacks(n))
+        plans.append(plan)
+        run_configs[n] = run_config
+        judges += [c for c in (plan.optimizer.llm,) if c is not None]
+        reflections += [c for c in (plan.optimizer.reflection_llm,) if c is not None]
+    _share_rate_limits_and_cache(judges)  # the judge clients share one; the reflection ones another
+    _share_rate_limits_and_cache(reflections)
+    clients = judges + reflections
+    started = time.perf_counter()
+    with rundir.locked(top):
+        if force and not resume:
+            for n in names:
+                rundir.clear_run(top / n)
+            rundir.clear_run(top)
+        text = yaml.safe_dump(config.dump(relative_to=top), sort_keys=False)
+        rundir.write_atomic(top / rundir.CONFIG_FILE, text)
+        for n, run_config in run_configs.items():
+            write_config(top / n, run_config)
+
+        async def job() -> dict[str, MetricOutcome]:
+            try:
+                return await _run_job(plans, {**early, **kept})
+            finally:
+                await _close(clients)
+
+        outcomes = _ordered(asyncio.run(job()), names)
+        for n, outcome in outcomes.items():
+            if outcome.result is not None and n not in kept:
+                step(f"writing result.json, the exports and the report to {top / n}")
+                _write_metric(top / n, outcome.result, run_configs[n], datasets[n])
+        many = ManyResult(outcomes, time.perf_counter() - started)
+        rundir.write_result(top / rundir.RESULT_FILE, many.to_dict())
+        rundir.write_atomic(top / rundir.INDEX_HTML, index_html(many))
+    return many
+
+
+def _check_job_dir(top: Path, *, resume: bool, force: bool) -> None:
+    if resume:
+        if not (top / rundir.CONFIG_FILE).is_file():
+            raise RunDirError(f"{top}: not a job's run directory (no {rundir.CONFIG_FILE} in it)")
+        return
+    held = [p.name for p in (top / rundir.CONFIG_FILE, top / rundir.RESULT_FILE) if p.exists()]
+    held += [f"{d.name}/" for d in sorted(top.glob("*")) if d.is_dir() and rundir.run_status(d) != "new"]
+    if held and not force:
+        raise RunDirError(
+            f"{top} holds a job ({', '.join(held)}): continue it with promptevolver optimize --resume "
+            f"{top}, or start it over with --force"
+        )
+
+
+def _finished(
+    top: Path,
+    names: Sequence[str],
+    datasets: Mapping[str, SingleMetricAnnotation],
+    shares: Mapping[str, BudgetConfig],
+    usable: Mapping[str, int],
+) -> dict[str, MetricOutcome]:
+    """The metrics a resume keeps: those whose folder holds a result.json."""
+    kept = {}
+    for n in names:
+        if n in datasets and rundir.run_status(top / n) == "finished":
+            result = OptimizationResult.from_dict(rundir.read_result(top / n))
+            kept[n] = MetricOutcome(n, "done", None, result, shares[n], usable[n])
+    return kept
+
+
+def _plan(
+    config: RunConfig,
+    name: str,
+    dataset: SingleMetricAnnotation,
+    folder: Path,
+    resume: bool,
+    limit: InFlightLimit,
+    usable: int,
+    step: Callable[[str], None],
+) -> tuple[RunConfig, _Plan]:
+    """The metric's run config (its prompt matched to the file) and its plan; what
+    :func:`promptevolver.runs.optimize.execute` builds for a separate run of it."""
+    match = resolve_prompt(config, dataset)
+    config = config.model_copy(update={"prompt_name": match.rename})
+    seed, prompt = config.effective_optimizer().random_seed, match.rename
+    if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
+        step(f"building the simulated LLM of {name}: mining criteria from {len(dataset):,} annotations")
+    llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
+    reflection = None
+    if config.reflection_llm is not None:
+        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
+    optimizer = GeneticOptimizer(metric=metric, llm=llm, reflection_llm=reflection, limit=limit.share())
+    plan = _Plan(
+        name=name,
+        optimizer=optimizer,
+        dataset=dataset,
+        loss=build_loss(config.loss),
+        config=config.effective_optimizer(),
+        run_dir=folder,
+        resume=resume,
+        callbacks=(),
+        usable=usable,
+    )
+    return config, plan
+
+
+def _share_rate_limits_and_cache(clients: Sequence[LLMClient]) -> None:
+    """One rate limiter and one cache connection for every metric's client: the first client's
+    :class:`Throttle` and response store replace the others' (clients of the same provider
+    settings; each keeps its own usage)."""
+    throttle, store = None, None
+    for client in clients:
+        inner = client.inner if isinstance(client, CachedLLM) else client
+        if isinstance(client, CachedLLM):
+            if store is None:
+                store = client.store
+            elif client.store is not store:
+                client.store.close()
+                client.store = store
+        if isinstance(inner, BaseLLMClient):
+            throttle = throttle or inner.throttle
+            inner.throttle = throttle
+
+
+def _write_metric(
+    folder: Path, result: OptimizationResult, config: RunConfig, dataset: SingleMetricAnnotation
+) -> None:
+    write_result(folder, result)
+    write_exports(folder, result.best_instructions, config.metric)
+    facts = load_run(folder, dataset=dataset)
+    write_report(folder, facts=facts)
+    write_samples(folder, facts)
+
+
+# --- what is shown ---------------------------------------------------------------------------------
+
+
+def _f(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _rows(many: ManyResult) -> list[list[str]]:
+    rows = []
+    for n, o in many.outcomes.items():
+        r = o.result
+        budget = "unbounded" if o.budget.max_calls is None else f"{o.budget.max_calls:,} calls"
+        if r is None:
+            rows.append([n, "failed", "n/a", "n/a", "n/a", "n/a", budget, o.reason or ""])
+            continue
+        s, calls = r.scores, r.usage.get("llm_calls", {})
+        rows.append(
+            [
+                n,
+                "done",
+                _f(s["seed"].get("validation")),
+                _f(s["best"].get("validation")),
+                str(calls.get("judge", "n/a")),
+                str(calls.get("meta", "n/a")),
+                budget,
+                f"{r.produced_by}; stopped: {r.stop_reason}",
+            ]
+        )
+    return rows
+
+
+_HEADER = ["metric", "status", "seed val", "best val", "judge calls", "meta calls", "budget", "outcome"]
+
+
+def summary_lines(many: ManyResult) -> list[str]:
+    """The job's summary table (one row per metric; ``n/a`` for what was not measured) and a
+    line saying which metrics failed."""
+    rows = [_HEADER, *_rows(many)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER) - 1)]
+    lines = ["  ".join([*(c.ljust(w) for c, w in zip(r[:-1], widths)), r[-1]]).rstrip() for r in rows]
+    done = len(many)
+    lines.append(f"{done} of {len(many.outcomes)} metrics done in {many.duration_s:.1f} s")
+    if many.failed:
+        lines.append(f"failed: {', '.join(many.failed)} (see result.json)")
+    return lines
+
+
+def index_html(many: ManyResult) -> str:
+    """The job's index page: one row per metric, linking its report (a failed metric: its reason)."""
+    body = []
+    for row, (n, o) in zip(_rows(many), many.outcomes.items()):
+        cells = [html.escape(c) for c in row]
+        if o.status == "done":
+            cells[0] = f'<a href="{html.escape(n)}/{rundir.REPORT_HTML}">{cells[0]}</a>'
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEADER)
+    return (
+        "<!doctype html>\n<html><head><meta charset='utf-8'><title>promptevolver: metrics</title>"
+        "<style>body{font-family:sans-serif}td,th{padding:4px 10px;text-align:left}</style></head>"
+        f"<body><h1>{len(many)} of {len(many.outcomes)} metrics done</h1>"
+        f"<table><tr>{head}</tr>{''.join(body)}</table>"
+        f"<p>Budget: {html.escape(BUDGET_RULE)}.</p></body></html>\n"
+    )
