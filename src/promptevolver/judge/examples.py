@@ -120,9 +120,10 @@ class ExampleStore:
             return f"static {self.positions_for(policy, {})}"
         return f"{policy} k={self.k} min_similarity={self.min_similarity:g}"
 
-    def indices_for(self, policy: str, metric_input: Mapping[str, Any]) -> list[int]:
+    def indices_for(self, policy: str, metric_input: Mapping[str, Any], *, k: int | None = None) -> list[int]:
         """Indices into the pool of the examples shown with ``metric_input``, in prompt order
-        (the most similar last). Raises ValueError for an unknown policy."""
+        (the most similar last); retrieval shows ``k`` (default the store's). Raises ValueError
+        for an unknown policy."""
         if policy == "none" or not self.samples:
             return []
         if policy == "static":
@@ -136,7 +137,7 @@ class ExampleStore:
         sims = np.asarray((self._matrix @ query.T).todense()).ravel()
         order = np.argsort(-sims, kind="stable")
         picked = [int(i) for i in order if self._texts[i] != text and sims[i] >= self.min_similarity][
-            : self.k
+            : self.k if k is None else k
         ]
         return picked[::-1]
 
@@ -144,9 +145,12 @@ class ExampleStore:
         """Dataset positions of the examples shown with ``metric_input`` (prompt order)."""
         return [self.positions[i] for i in self.indices_for(policy, metric_input)]
 
-    def examples_for(self, policy: str, metric_input: Mapping[str, Any]) -> list[SampleAnnotation]:
-        """The annotated samples shown with ``metric_input`` (prompt order; empty under none)."""
-        return [self.samples[i] for i in self.indices_for(policy, metric_input)]
+    def examples_for(
+        self, policy: str, metric_input: Mapping[str, Any], *, k: int | None = None
+    ) -> list[SampleAnnotation]:
+        """The annotated samples shown with ``metric_input`` (prompt order; empty under none;
+        ``k`` as in :meth:`indices_for`)."""
+        return [self.samples[i] for i in self.indices_for(policy, metric_input, k=k)]
 
     def _most_corrected(self, corrections: Sequence[int]) -> list[int]:
         """One medoid of each of the ``k`` largest groups of corrections (module docstring)."""
