@@ -13,8 +13,9 @@ import yaml
 from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning
 from promptevolver.cli import main
 from promptevolver.errors import AnnotationError, ConfigError
+from promptevolver.judge.examples import ExampleStore
 from promptevolver.rundir import load_examples, read_result
-from promptevolver.runs.memory import update_examples
+from promptevolver.runs.memory import changed_store, update_examples
 
 from ..helpers import make_dataset
 from ..optimizers.test_examples_stage import DEFINITION, _llm, _optimize
@@ -117,3 +118,14 @@ def test_the_cli_updates_the_run_and_prints_one_line(run_dir, capsys):
     assert "-2 removed" in out and "0 meta calls" in out and "held-out accuracy" in out
     assert main(["examples", str(run_dir)]) == 2
     assert "--add FILE, --remove IDS" in capsys.readouterr().err
+
+
+def test_a_static_set_loses_removed_samples_and_added_ones_join_the_pool_only():
+    ds = make_dataset(12, 6)
+    store = ExampleStore(ds.samples[:8], [10, 11, 12, 13, 14, 15, 16, 17], k=3, static=[1, 4, 6])
+    more = _more(2)
+    changed, record = changed_store(store, "static", add=more, remove=[14, 10], first_position=100)
+    assert record["static_before"] == [11, 14, 16] and record["static_after"] == [11, 16]
+    assert changed.positions == [11, 12, 13, 15, 16, 17, 100, 101]
+    assert changed.examples_for("static", {}) == [ds.samples[1], ds.samples[6]]
+    assert record["removed"] == [10, 14] and record["added_positions"] == [100, 101]
