@@ -240,7 +240,7 @@ class GeneticOptimizer(Optimizer):
             run_it, why = phases.search_warranted(run, verified)
             if not run_it:
                 return phases.finish_verified(run, chosen, "distilled", why)
-            await phases.start_search(run, verified, why)
+            await phases.start_search(run, verified, why, chosen)
             if not chosen.is_seed:  # the examples stage's choice, when it beat the verified rung
                 state.chosen = chosen.id
             self._checkpoint(run, run_dir)

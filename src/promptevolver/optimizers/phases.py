@@ -485,6 +485,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         tried=rows,
         why=verdict,
         policy=chosen.examples,
+        static_set=store.positions_for("static", {}),
         racing=race.report,
     )
     run.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
@@ -538,14 +539,20 @@ def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:
     return int(sum(score.correct[i] >= 1.0 for i in measured)), len(measured)
 
 
-async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
+async def start_search(
+    run: SearchRun, verified: Candidate, why: str, chosen: Candidate | None = None
+) -> None:
     """Stage 3's start: the seed and the verified candidates judged on train (the search ranks by
-    train fitness), recorded as generation 0; the generation loop follows."""
+    train fitness), recorded as generation 0; the generation loop follows. ``chosen``: the
+    examples stage's choice, in the population too when it carries a static set (mutation and
+    crossover then evolve the set, :mod:`.operators.demos`)."""
     started = time.perf_counter()
     run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
     run.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
+    if chosen is not None and chosen.examples == "static":
+        population.append(chosen)
     if not verified.is_seed:
         run.state.chosen = verified.id  # the incumbent: a finalist must beat it to replace it
     run.begin_step("the search's first population", count_parse=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from promptevolver.optimizers.operators import demos
 from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
 from promptevolver.optimizers.strategies import selection
@@ -40,7 +41,7 @@ class Crossover:
         if pair is None:
             return None
         fold = pair[0].fold if pair[0].fold == pair[1].fold else None
-        return Plan(self.name, pair, fold=fold)
+        return Plan(self.name, pair, fold=fold, examples=demos.mixed(pair[0], pair[1], view, rng))
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         a, b = plan.parents
@@ -54,6 +55,6 @@ class Crossover:
                 sample_index=plan.slot,
             )
             instructions[name] = a.instructions[name] if out.value is None else str(out.value)
-        if instructions in (a.instructions, b.instructions):
+        if (instructions, plan.examples) in ((a.instructions, a.examples), (b.instructions, b.examples)):
             return Child(plan, None, rejected="no change")
         return Child(plan, instructions)
