@@ -17,7 +17,7 @@ from promptevolver.cli import main
 from .conftest import AC_DEFINITION, ROOT
 
 AC_CONFIG = ROOT / "configs" / "answer_correctness.yaml"
-COMMANDS = ("optimize", "evaluate", "estimate", "report", "bench")
+COMMANDS = ("optimize", "evaluate", "estimate", "report", "bench", "examples")
 ESTIMATE_KEYS = {"judge_calls", "meta_calls", "total_calls", "prompt_tokens", "completion_tokens", "cost_usd"}
 
 

@@ -12,7 +12,9 @@ c600 (``--n 600 --seed 7``), p200 and p600 (the same without cues); each split 6
 * ``examples_retrieval``: ``strategy: examples``, ``examples: {policy: retrieval, k: 3}``;
 * ``examples_auto``: ``strategy: examples`` (static and retrieval verified against none);
 * ``default``: the default config (distill, verify, examples ``auto``);
-* ``none``: the default config with ``examples: {policy: none}`` (instruction only).
+* ``none``: the default config with ``examples: {policy: none}`` (instruction only);
+* ``static``: the default config with ``examples: {policy: static, k: 3}`` (a static set kept
+  only if it wins; when the search runs it evolves the set).
 
 Each run's result is scored on the test split by judgeworld's ``World.score`` (expected accuracy,
 exact) with the examples the result's store gives each test input (``examples_for``; none under
@@ -50,6 +52,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "examples_auto": {"strategy": "examples"},
     "default": {},
     "none": {"examples": {"policy": "none"}},
+    "static": {"examples": {"policy": "static", "k": 3}},
 }
 TRAIN_FRAC = 0.6
 #: judgeworld /stats judge fields kept in a record (did the server recognise the examples?).

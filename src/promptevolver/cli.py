@@ -74,6 +74,16 @@ no LLM is called; see promptevolver.runs.estimate for the model behind the figur
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
   promptevolver bench configs/answer_correctness.yaml configs/helpfulness.yaml -o bench/latest""",
+    "examples": """examples:
+  promptevolver examples runs/ac --add more_annotations.json      # add to the run's example store
+  promptevolver examples runs/ac --remove 12,40                    # forget two (dataset positions)
+  promptevolver examples runs/ac --add new.json --set llm.base_url=http://localhost:8000/v1
+
+Changes the example store of a finished run whose judge shows teaching examples (policy static
+or retrieval) and re-verifies on the run's validation samples, before and after, without a search
+(0 meta calls). result.json then holds the new store and, in examples.updates, what changed and
+the held-out figures. --remove takes positions from result.json's examples.store.positions.
+See docs/examples.md.""",
     "suggest": """examples:
   promptevolver suggest runs/ac --pool traces.jsonl -n 20 --out to_annotate.jsonl
   promptevolver suggest runs/ac --pool export.json -n 10 --max-calls 300
@@ -212,6 +222,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--force", action="store_true", help="run afresh where DIR already holds runs")
 
+    mem = command(
+        "examples",
+        "add annotations to a finished run's example store, or remove some, and re-verify",
+        overridable,
+    )
+    mem.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run directory")
+    mem.add_argument("--add", type=Path, metavar="FILE", help="annotations of the run's metric to add")
+    mem.add_argument(
+        "--remove",
+        type=_positions,
+        default=[],
+        metavar="IDS",
+        help="comma-separated dataset positions of store samples to forget (examples.store.positions)",
+    )
+    mem.add_argument("--json", action="store_true", help="print the update record as one JSON object")
+
     sug = command(
         "suggest", "rank unlabelled traces by how much a human label would teach a run's judge", overridable
     )
@@ -255,6 +281,11 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
+
+
+def _positions(text: str) -> list[int]:
+    """``--remove``: comma-separated whole numbers >= 0."""
+    return [_count(part) for part in text.split(",") if part.strip()]
 
 
 def _directory(path: Path, option: str) -> Path:
@@ -597,6 +628,34 @@ def _suggest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _examples(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from promptevolver.runs.memory import update_examples
+
+    if args.add is None and not args.remove:
+        raise UsageError("examples needs --add FILE, --remove IDS, or both")
+    config = rundir.read_config(args.run_dir, edit=_edit(args))
+    record = asyncio.run(update_examples(args.run_dir, add=args.add, remove=args.remove, config=config))
+    if args.json:
+        print(json.dumps(record))
+        return 0
+    held = record["held_out"]
+    figure = held["figure"] or "agreement"
+
+    def value(side: str) -> str:
+        got = held[side].get(held["figure"]) if held["figure"] else None
+        return "n/a" if got is None else f"{got:.3f}"
+
+    print(
+        f"examples ({record['policy']}): +{record['added']} added, -{len(record['removed'])} removed, "
+        f"pool {record['pool_before']} -> {record['pool_after']}; held-out {figure} on {held['n']} samples "
+        f"{value('before')} -> {value('after')}; {record['judge_calls']} judge calls, 0 meta calls; "
+        f"written to {rundir.result_path(args.run_dir)}"
+    )
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
@@ -604,6 +663,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": _report,
     "bench": _bench,
     "suggest": _suggest,
+    "examples": _examples,
 }
 
 

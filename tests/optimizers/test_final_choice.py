@@ -128,3 +128,38 @@ def test_a_seed_kept_because_every_offspring_was_screened_out_says_so():
         "minibatch (none did better than its parent there)"
     )
     assert "enough measured samples" not in why
+
+
+@pytest.mark.parametrize(
+    ("stage_ops", "offspring", "says", "never"),
+    [
+        (["examples"], [], ["teaching examples", "the search made no offspring"], ["failed evaluations"]),
+        (
+            ["distill", "cross_fit"],
+            [1.0],
+            ["distilled rungs", "cross-fit rung", "1 did not survive"],
+            ["failed"],
+        ),
+        ([], [1.0, float("nan")], ["1 had too few measured samples", "1 did not survive"], ["pipeline"]),
+    ],
+)
+def test_why_only_the_seed_is_left_names_what_became_of_each_candidate(stage_ops, offspring, says, never):
+    """The pipeline's candidates (rungs, examples, the cross-fit rung) are told apart from the
+    search's offspring, and an offspring judged on every sample is never blamed on failures."""
+    from promptevolver.optimizers.candidates import Candidate
+    from promptevolver.optimizers.phases import _why_alone
+    from promptevolver.optimizers.state import SearchState
+
+    from ..helpers import score_of
+
+    state = SearchState(rng=np.random.default_rng(0), best_so_far=0.0)
+    state.add(Candidate(0, {"p": "seed"}, 0, "seed"))
+    for op in stage_ops:
+        state.add(Candidate(len(state.candidates), {"p": f"{op} {len(state.candidates)}"}, 0, op))
+    for last in offspring:
+        c = Candidate(len(state.candidates), {"p": f"m {len(state.candidates)}"}, 1, "mutation")
+        c.train = score_of([1.0, 0.0, last])
+        state.add(c)
+    why = _why_alone(state)
+    assert all(s in why for s in says), why
+    assert not any(s in why for s in never), why

@@ -19,10 +19,26 @@ Supported: ``AspectCritic`` (binary, 0/1 verdicts; default loss accuracy) and
 ``SimpleCriteriaScore`` (a score; default loss MSE), the versions of ``ragas==0.4.3`` (the extra
 ``promptevolver[ragas]`` pins it). What differs from Ragas scoring the same prompt: judge calls
 are rendered by promptevolver (the instruction, the JSON schema of the output model, the input
-fields as JSON) through promptevolver's LLM clients (cache, budget, retries), without Ragas'
-few-shot examples (these two metrics have none by default) and with one call per sample (Ragas'
-``strictness`` > 1 votes over several; wrap the adapter in a
+fields as JSON) through promptevolver's LLM clients (cache, budget, retries), and with one call per
+sample (Ragas' ``strictness`` > 1 votes over several; wrap the adapter in a
 :class:`~promptevolver.judge.ensemble.JudgeEnsemble` for that).
+
+**Teaching examples round-trip** (``docs/examples.md``). The Ragas prompt's own few-shot examples
+are the seed's demonstrations: a candidate without examples (policy ``none``) is judged with what
+Ragas would show (the prompt's ``examples``, or what a ``FewShotPydanticPrompt``'s example store
+retrieves for the input), rendered as promptevolver's teaching examples; a candidate with
+examples shows its own instead (they replace the prompt's, never add to them). Writing a result
+back (:func:`write_back`, :meth:`RagasMetric.apply`, ``optimize_ragas_metric(apply=True)``):
+
+* policy ``none``: the instruction only; the prompt's own examples stay (the chosen judge was
+  verified with them);
+* ``static``: the static set becomes the prompt's ``examples`` ((input model, output model)
+  pairs: the sample's fields, the human's label and reason, ``""`` when the human gave none);
+* ``retrieval``: the prompt becomes a Ragas ``FewShotPydanticPrompt`` whose ``example_store`` is
+  a :class:`RetrievalExamples` over the run's store, so Ragas' own scoring retrieves per input
+  exactly what promptevolver's judge was verified with (TF-IDF, ``k``, ``min_similarity``, never
+  the judged sample itself). Such a prompt lives in memory: Ragas' ``save_prompts`` cannot
+  write its store (save the run directory instead and write it back again).
 
 Ragas is imported when an adapter is made, never when this module is; ``RAGAS_DO_NOT_TRACK`` is
 set to ``true`` first unless the environment already sets it (Ragas' analytics stay off).
@@ -32,25 +48,34 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations.labels import LabelScale
+from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import AnnotationError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge.asking import UnusableAnswer, ask
+from promptevolver.judge.examples import ExampleStore
 from promptevolver.judge.prompt_set import PromptSet
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.rundir import as_instructions
+from promptevolver.rundir import as_instructions, load_examples
 
-__all__ = ["INSTALL_HINT", "RAGAS_VERSION", "RagasMetric", "optimize_ragas_metric", "write_back"]
+__all__ = [
+    "INSTALL_HINT",
+    "RAGAS_VERSION",
+    "RagasMetric",
+    "RetrievalExamples",
+    "optimize_ragas_metric",
+    "write_back",
+]
 
 #: The Ragas version this integration is tested with (the extra pins it).
 RAGAS_VERSION = "0.4.3"
@@ -128,6 +153,9 @@ class RagasMetric(PromptSet):
         if max_reasks < 0:
             raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
         source = prompts[name]
+        self.LABEL_FIELD = "verdict" if self.kind == "binary" else "score"
+        #: The Ragas prompt as the metric holds it (its examples are the seed's demonstrations).
+        self.ragas_prompt = source
         self.ragas_metric = metric
         self.name = str(metric.name)
         self.score_range = score_range
@@ -189,8 +217,12 @@ class RagasMetric(PromptSet):
         instructions: Mapping[str, str] | None = None,
         sample_index: int = 0,
         temperature: float | None = None,
+        examples: Sequence[SampleAnnotation] | None = None,
     ) -> Judgement:
         """Judge one sample with the Ragas prompt and ``instructions`` (default: its own).
+
+        ``examples``: annotated samples shown first as teaching examples, in place of the Ragas
+        prompt's own (an empty list: none); None: the prompt's own (:meth:`own_demonstrations`).
 
         Never raises for LLM trouble (a failed :class:`Judgement` instead). Raises
         :class:`AnnotationError` for a sample with no field the prompt takes, ValueError when
@@ -198,10 +230,12 @@ class RagasMetric(PromptSet):
         """
         client = self.client(llm)
         prompt = self.prompt_for(self.prompt_name, instructions)
+        shown = self.prompt_inputs(inputs)
+        demos = self.own_demonstrations(shown) if examples is None else self.demonstrations(examples)
         answer = await ask(
             client,
             prompt,
-            prompt.render(self.prompt_inputs(inputs)),
+            prompt.render(shown, demos),
             sample_index=sample_index,
             temperature=self.temperature if temperature is None else temperature,
             max_reasks=self.max_reasks,
@@ -216,31 +250,162 @@ class RagasMetric(PromptSet):
         """Write ``instructions`` (e.g. an :class:`OptimizationResult`, or a run directory or
         result.json path) into the Ragas metric and into this adapter; return the Ragas metric.
         Raises as :func:`write_back` (nothing is changed then)."""
-        chosen = as_instructions(instructions)
-        self.set_instructions(chosen)
-        return write_back(self.ragas_metric, chosen)
+        metric = write_back(self.ragas_metric, instructions)
+        self.set_instructions(as_instructions(instructions))
+        self.ragas_prompt = metric.get_prompts()[self.prompt_name]
+        return metric
+
+    def own_demonstrations(self, shown: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The Ragas prompt's own few-shot examples for the input ``shown`` (the fields
+        :meth:`prompt_inputs` picked), as :meth:`Prompt.render` takes them: the prompt's
+        ``examples``, or what its ``example_store`` retrieves (a ``FewShotPydanticPrompt``,
+        ``top_k_for_examples`` of them); the label first, then the reason."""
+        source = self.ragas_prompt
+        store = getattr(source, "example_store", None)
+        if store is None:
+            pairs = list(source.examples)
+        else:
+            query = source.input_model(**shown)
+            pairs = list(store.get_examples(query, getattr(source, "top_k_for_examples", 3)))
+        out = []
+        for given, answer in pairs:
+            output = answer.model_dump()
+            ordered = {self.LABEL_FIELD: output.pop(self.LABEL_FIELD), **output}
+            out.append((self.prompt_inputs(given.model_dump()), ordered))
+        return out
+
+    def ragas_examples(self, samples: Sequence[SampleAnnotation]) -> list[tuple[Any, Any]]:
+        """``samples`` as the Ragas prompt's few-shot examples: (input model, output model) pairs
+        (the sample's fields; the human's label and reason, ``""`` when the human gave none).
+
+        Raises:
+            AnnotationError: a sample has no human label or none of the prompt's fields.
+            pydantic.ValidationError: a label the output model refuses (a score that is not an
+                integer).
+        """
+        source = self.ragas_prompt
+        pairs = []
+        for shown, output in self.demonstrations(samples):
+            answer = source.output_model(**{"reason": "", **output})
+            pairs.append((source.input_model(**shown), answer))
+        return pairs
 
 
-def write_back(metric: Any, instructions: Mapping[str, str] | str | os.PathLike[str]) -> Any:
-    """Set each named prompt's instruction on the Ragas ``metric`` (``set_prompts``, one call);
-    return ``metric``.
+class RetrievalExamples:
+    """A Ragas example store (the interface of ``ragas.prompt.few_shot_pydantic_prompt.
+    ExampleStore``: ``get_examples``, ``add_example``) over a promptevolver
+    :class:`~promptevolver.judge.examples.ExampleStore`'s retrieval policy: what a Ragas
+    ``FewShotPydanticPrompt`` written back by :func:`write_back` retrieves per input.
+
+    Args:
+        store: the run's example store (``result.json``'s ``examples.store``).
+        judge: the adapter of the Ragas metric (turns samples into Ragas' models).
+    """
+
+    def __init__(self, store: ExampleStore, judge: RagasMetric) -> None:
+        self.store = store
+        self.judge = judge
+
+    def __repr__(self) -> str:
+        return f"RetrievalExamples(n_examples={len(self.store)}, k={self.store.k})"
+
+    def get_examples(self, data: Any, top_k: int | None = None) -> list[tuple[Any, Any]]:
+        """The ``top_k`` (default the store's ``k``) pool samples most similar to the Ragas input
+        model ``data``, as (input model, output model) pairs, the most similar last."""
+        metric_input = data.model_dump(exclude_none=True)
+        return self.judge.ragas_examples(self.store.examples_for("retrieval", metric_input, k=top_k))
+
+    def add_example(self, input: Any, output: Any) -> None:
+        """Add a Ragas (input model, output model) pair to the pool (an accepted sample whose
+        label is the output's ``verdict`` or ``score``). Raises AttributeError for an output
+        without the label field."""
+        label = float(getattr(output, self.judge.LABEL_FIELD))
+        fields = input.model_dump(exclude_none=True)
+        answer = PromptAnnotation(prompt_input=fields, prompt_output=output.model_dump(), is_accepted=True)
+        sample = SampleAnnotation(
+            metric_input=fields,
+            metric_output=label,
+            prompts={self.judge.prompt_name: answer},
+            is_accepted=True,
+        )
+        self.store = self.store.extended([sample], [max(self.store.positions, default=-1) + 1])
+
+
+def _examples_block(instructions: Any) -> Mapping[str, Any] | None:
+    """The examples block that comes with ``instructions``: an OptimizationResult's, a run's
+    (path); None for a plain mapping (the prompt's examples are left as they are)."""
+    if isinstance(instructions, OptimizationResult):
+        return instructions.examples
+    if isinstance(instructions, str | os.PathLike):
+        return load_examples(os.fspath(instructions))
+    return None
+
+
+def _prompt_with_examples(metric: Any, name: str, block: Mapping[str, Any]) -> Any:
+    """The Ragas prompt ``name`` carrying the examples of ``block`` (module docstring); the
+    metric's own prompt object for policy ``none``. Raises ValueError for an unknown policy."""
+    prompt = metric.get_prompts()[name]
+    policy = block.get("policy", "none")
+    if policy == "none":
+        return prompt
+    if policy not in ("static", "retrieval"):
+        raise ValueError(f"unknown example policy {policy!r}; policies: none, static, retrieval")
+    store = ExampleStore.from_dict(block["store"])
+    judge = RagasMetric(metric, prompt=name)
+    if policy == "static":
+        prompt.examples = judge.ragas_examples(store.examples_for("static", {}))
+        return prompt
+    from ragas.prompt.few_shot_pydantic_prompt import FewShotPydanticPrompt
+
+    few_shot: Any = FewShotPydanticPrompt(
+        example_store=RetrievalExamples(store, judge),  # type: ignore[arg-type, unused-ignore]
+        top_k_for_examples=store.k,
+        threshold_for_examples=store.min_similarity,
+    )
+    few_shot.name, few_shot.language = prompt.name, prompt.language
+    few_shot.input_model, few_shot.output_model = prompt.input_model, prompt.output_model
+    few_shot.instruction = prompt.instruction
+    return few_shot
+
+
+def write_back(
+    metric: Any,
+    instructions: Mapping[str, str] | str | os.PathLike[str],
+    *,
+    examples: Mapping[str, Any] | None = None,
+) -> Any:
+    """Set each named prompt's instruction, and the chosen teaching examples, on the Ragas
+    ``metric`` (``set_prompts``, one call); return ``metric``.
 
     Args:
         metric: the Ragas metric object.
         instructions: prompt name → instruction (an :class:`OptimizationResult` is one), or the
             path of a run directory, its result.json or a best_instructions.json
             (:func:`promptevolver.rundir.as_instructions`).
+        examples: a result's ``examples`` block (``policy``, ``store``); default: the result's
+            or run's own (a plain mapping of instructions: the prompts' examples stay as they
+            are). Policy ``static`` sets the prompt's ``examples``, ``retrieval`` makes it a
+            ``FewShotPydanticPrompt`` over :class:`RetrievalExamples` (module docstring).
 
     Raises:
         TypeError: ``instructions`` is neither a mapping nor a path.
         ConfigError: the path holds no readable instructions (the message names the file).
         KeyError: a prompt name the metric does not have (nothing is changed then).
+        ValueError: examples for several prompts, or an unknown example policy (nothing is
+            changed then).
     """
     chosen = as_instructions(instructions)
+    block = examples if examples is not None else _examples_block(instructions)
     prompts = metric.get_prompts()
     unknown = sorted(set(chosen) - set(prompts))
     if unknown:
         raise KeyError(f"unknown prompt(s) {unknown}; the Ragas metric has {sorted(prompts)}")
+    if block and block.get("policy", "none") != "none":
+        if len(chosen) != 1:
+            names = sorted(chosen)
+            raise ValueError(f"teaching examples are written to one prompt; the instructions name {names}")
+        name = next(iter(chosen))
+        prompts[name] = _prompt_with_examples(metric, name, block)
     for name, text in chosen.items():
         prompts[name].instruction = text
     metric.set_prompts(**{name: prompts[name] for name in chosen})
@@ -269,8 +434,9 @@ def optimize_ragas_metric(
         loss: default :meth:`RagasMetric.default_loss`.
         config: the optimizer's options (:class:`~promptevolver.config.models.GeneticConfig`).
         run_dir: directory for the checkpoint (None: none).
-        apply: write the best instructions into ``metric`` (never worse than its own on the
-            validation samples: the seed is among the finalists).
+        apply: write the best instructions and teaching examples into ``metric`` (never worse
+            than its own on the validation samples: the seed, with the metric's own examples,
+            is among the finalists; see :func:`write_back`).
         adapter: other :class:`RagasMetric` arguments (``prompt``, ``score_range``...).
 
     Raises:

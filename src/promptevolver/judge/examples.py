@@ -14,6 +14,11 @@ drawn from (the annotated train samples of a run: never a sample the run holds o
   ``min_similarity``, never the judged sample itself (same text), the most similar shown last,
   closest to the judged input (as Ragas' ``SimpleLLMMetric.align`` retrieves k = 3 examples).
 
+A candidate of the search carries its own static set as the policy ``static:12,40,7`` (dataset
+positions of pool samples, prompt order; :func:`static_policy`): mutation swaps, adds or drops
+demos, crossover mixes its parents' sets (``optimizers/operators/demos.py``); plain ``static`` is
+the store's own set.
+
 Both policies follow judgeworld's ``harness_fewshot.py`` (``most_corrected`` and
 ``retrieval_policy``), whose figures the benchmarks compare with.
 """
@@ -28,7 +33,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from promptevolver.annotations.models import SampleAnnotation
 
-__all__ = ["POLICIES", "ExampleStore", "Policy", "sample_text"]
+__all__ = ["POLICIES", "ExampleStore", "Policy", "sample_text", "static_policy", "static_positions"]
 
 Policy = Literal["none", "static", "retrieval"]
 #: The policies a candidate may carry (``auto`` is a choice among them, not a policy).
@@ -36,6 +41,24 @@ POLICIES: tuple[Policy, ...] = ("none", "static", "retrieval")
 
 #: Two corrections whose reasons are at least this similar (TF-IDF cosine) are one group.
 GROUP_SIMILARITY = 0.5
+
+
+#: The prefix of a policy that carries its own static set (:func:`static_policy`).
+STATIC_PREFIX = "static:"
+
+
+def static_policy(positions: Sequence[int]) -> str:
+    """The policy of a candidate carrying its own static set: ``static:12,40,7`` (dataset
+    positions of pool samples, in prompt order; ``static:`` for an empty set)."""
+    return STATIC_PREFIX + ",".join(str(int(p)) for p in positions)
+
+
+def static_positions(policy: str) -> list[int] | None:
+    """The dataset positions of a :func:`static_policy` (None for another policy)."""
+    if not policy.startswith(STATIC_PREFIX):
+        return None
+    rest = policy[len(STATIC_PREFIX) :]
+    return [int(p) for p in rest.split(",")] if rest else []
 
 
 def sample_text(metric_input: Mapping[str, Any]) -> str:
@@ -112,21 +135,43 @@ class ExampleStore:
             static=self.static,
         )
 
+    def with_static(self, positions: Sequence[int]) -> ExampleStore:
+        """This store with the static set at dataset ``positions`` (prompt order). Raises
+        ValueError for a position not in the pool."""
+        indices = self.indices_for(static_policy(positions), {})
+        return ExampleStore(
+            self.samples,
+            self.positions,
+            k=self.k,
+            min_similarity=self.min_similarity,
+            binary=self.binary,
+            prompt_name=self.prompt_name,
+            static=indices,
+        )
+
     def key(self, policy: str) -> str:
         """The policy with its settings, e.g. ``retrieval k=3 min_similarity=0`` (memo keys)."""
         if policy == "none":
             return "none"
-        if policy == "static":
+        if policy == "static" or policy.startswith(STATIC_PREFIX):
             return f"static {self.positions_for(policy, {})}"
         return f"{policy} k={self.k} min_similarity={self.min_similarity:g}"
 
-    def indices_for(self, policy: str, metric_input: Mapping[str, Any]) -> list[int]:
+    def indices_for(self, policy: str, metric_input: Mapping[str, Any], *, k: int | None = None) -> list[int]:
         """Indices into the pool of the examples shown with ``metric_input``, in prompt order
-        (the most similar last). Raises ValueError for an unknown policy."""
+        (the most similar last); retrieval shows ``k`` (default the store's). Raises ValueError
+        for an unknown policy."""
         if policy == "none" or not self.samples:
             return []
         if policy == "static":
             return list(self.static)
+        own = static_positions(policy)
+        if own is not None:
+            index = {p: i for i, p in enumerate(self.positions)}
+            missing = [p for p in own if p not in index]
+            if missing:
+                raise ValueError(f"static set {policy!r}: positions {missing} are not in the pool")
+            return [index[p] for p in own]
         if policy != "retrieval":
             raise ValueError(f"unknown example policy {policy!r}; policies: {list(POLICIES)}")
         if self._vectorizer is None:
@@ -136,7 +181,7 @@ class ExampleStore:
         sims = np.asarray((self._matrix @ query.T).todense()).ravel()
         order = np.argsort(-sims, kind="stable")
         picked = [int(i) for i in order if self._texts[i] != text and sims[i] >= self.min_similarity][
-            : self.k
+            : self.k if k is None else k
         ]
         return picked[::-1]
 
@@ -144,9 +189,12 @@ class ExampleStore:
         """Dataset positions of the examples shown with ``metric_input`` (prompt order)."""
         return [self.positions[i] for i in self.indices_for(policy, metric_input)]
 
-    def examples_for(self, policy: str, metric_input: Mapping[str, Any]) -> list[SampleAnnotation]:
-        """The annotated samples shown with ``metric_input`` (prompt order; empty under none)."""
-        return [self.samples[i] for i in self.indices_for(policy, metric_input)]
+    def examples_for(
+        self, policy: str, metric_input: Mapping[str, Any], *, k: int | None = None
+    ) -> list[SampleAnnotation]:
+        """The annotated samples shown with ``metric_input`` (prompt order; empty under none;
+        ``k`` as in :meth:`indices_for`)."""
+        return [self.samples[i] for i in self.indices_for(policy, metric_input, k=k)]
 
     def _most_corrected(self, corrections: Sequence[int]) -> list[int]:
         """One medoid of each of the ``k`` largest groups of corrections (module docstring)."""

@@ -23,8 +23,10 @@ __all__ = ["adopt", "new_candidate"]
 def new_candidate(
     run: SearchRun, instructions: dict[str, str], operator: str, child: Child | None = None
 ) -> Candidate | None:
-    """Register a candidate made in the current generation; None (counted) for a duplicate."""
-    if run.state.find(instructions) is not None:
+    """Register a candidate made in the current generation (its example policy the plan's);
+    None (counted) for a duplicate (the same instructions and example policy)."""
+    examples = child.plan.examples if child else "none"
+    if run.state.find(instructions, examples) is not None:
         run.state.duplicates += 1
         return None
     parents = tuple(p.id for p in child.plan.parents) if child else ()
@@ -43,6 +45,7 @@ def new_candidate(
         feedback=feedback,
         seen=seen,
         fold=child.plan.fold if child else None,
+        examples=examples,
     )
     run.state.add(c)
     return c

@@ -244,7 +244,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
                     self._checkpoint(run, run_dir)
                 chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
                 return phases.finish_verified(run, chosen, "distilled", why)
-            await phases.start_search(run, verified, why)
+            await phases.start_search(run, verified, why, chosen)
             if not chosen.is_seed:  # the examples stage's choice, when it beat the verified rung
                 state.chosen = chosen.id
             self._checkpoint(run, run_dir)

@@ -133,32 +133,46 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
 
 def _why_alone(state: SearchState) -> str:
     """Why no candidate besides the seed is left to choose from, from what became of the offspring
-    (the pipeline's distilled rungs, verified before the search, apart)."""
-    rungs = [c for c in state.candidates[1:] if c.operator == "distill"]
+    (the pipeline's candidates — distilled rungs, the examples stage's, the cross-fit rung —
+    judged before the search, apart)."""
+    staged = [c for c in state.candidates[1:] if c.operator in PIPELINE_OPERATORS]
     why = _why_offspring_alone(state)
-    return f"no distilled rung beat it on held-out samples, and {why}" if rungs else why
+    if not staged:
+        return why
+    kinds = sorted({_STAGE_NAMES[c.operator] for c in staged})
+    stages = ", ".join(kinds)
+    return f"no candidate of the pipeline's stages ({stages}) beat it on held-out samples, and {why}"
+
+
+#: Operators of the candidates the pipeline's stages make before the search.
+PIPELINE_OPERATORS = frozenset({"distill", "examples", "cross_fit"})
+_STAGE_NAMES = {"distill": "distilled rungs", "examples": "teaching examples", "cross_fit": "cross-fit rung"}
 
 
 def _why_offspring_alone(state: SearchState) -> str:
-    made = [c for c in state.candidates[1:] if c.operator != "distill"]
+    made = [c for c in state.candidates[1:] if c.operator not in PIPELINE_OPERATORS]
     screened = sum(c.screened_out for c in made)
     if not made:
         rejected = sum(state.rejections.values())
         if not rejected and not state.duplicates:
-            return "no offspring was made"
+            return "the search made no offspring"
         return (
-            f"no offspring was made ({rejected} operator answers rejected, {state.duplicates} duplicates "
-            "of existing candidates)"
+            f"the search made no offspring ({rejected} operator answers rejected, {state.duplicates} "
+            "duplicates of existing candidates)"
         )
     if screened == len(made):
         return (
             f"each of the {len(made)} offspring was screened out on its minibatch (none did better than "
             "its parent there)"
         )
-    return (
-        f"of the {len(made)} offspring, {screened} were screened out on their minibatch and the others "
-        "had too few measured samples (failed evaluations)"
-    )
+    judged = [c for c in made if not c.screened_out]
+    failed = sum(c.train is None or c.train.coverage < 1.0 for c in judged)
+    parts = [f"{screened} were screened out on their minibatch"] if screened else []
+    if failed:
+        parts.append(f"{failed} had too few measured samples (failed evaluations)")
+    if len(judged) - failed:
+        parts.append(f"{len(judged) - failed} did not survive into the final population")
+    return f"of the {len(made)} offspring, " + ", ".join(parts)
 
 
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
@@ -495,6 +509,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         tried=rows,
         why=verdict,
         policy=chosen.examples,
+        static_set=store.positions_for("static", {}),
         racing=race.report,
     )
     run.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
@@ -721,14 +736,20 @@ def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:
     return int(sum(score.correct[i] >= 1.0 for i in measured)), len(measured)
 
 
-async def start_search(run: SearchRun, verified: Candidate, why: str) -> None:
+async def start_search(
+    run: SearchRun, verified: Candidate, why: str, chosen: Candidate | None = None
+) -> None:
     """Stage 3's start: the seed and the verified candidates judged on train (the search ranks by
-    train fitness), recorded as generation 0; the generation loop follows."""
+    train fitness), recorded as generation 0; the generation loop follows. ``chosen``: the
+    examples stage's choice, in the population too when it carries a static set (mutation and
+    crossover then evolve the set, :mod:`.operators.demos`)."""
     started = time.perf_counter()
     run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
     run.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
+    if chosen is not None and chosen.examples == "static":
+        population.append(chosen)
     if not verified.is_seed:
         run.state.chosen = verified.id  # the incumbent: a finalist must beat it to replace it
     run.begin_step("the search's first population", count_parse=True)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
 
 from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.judge.examples import ExampleStore
+from promptevolver.judge.examples import ExampleStore, static_positions
 from promptevolver.llm.base import is_simulated
 from promptevolver.optimizers import reporting
 from promptevolver.rundir import write_result
@@ -248,8 +248,11 @@ def _examples_block(run: SearchRun, best: Candidate) -> dict[str, Any]:
         return {"policy": "none", "key": "none"}
     usable = [p for p, y in enumerate(run.labels) if y is not None]
     store = run.examples.extended([run.dataset.samples[p] for p in usable], usable)
+    own = static_positions(best.examples)  # a static set the search evolved: the store's set
+    if own is not None:
+        store = store.with_static(own)
     return {
-        "policy": best.examples,
+        "policy": "static" if own is not None else best.examples,
         "key": run.examples.key(best.examples),
         "pool_during_the_run": len(run.examples),
         "store": store.to_dict(),

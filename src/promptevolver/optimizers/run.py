@@ -292,8 +292,8 @@ OUT_OF_BAG_FOLDS = 2
 
 def shows_examples(metric: Metric) -> bool:
     """Whether ``metric`` can be shown teaching examples: one prompt, ``demonstrations`` and an
-    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge; not a metric with several
-    prompts, an ensemble, a Ragas metric object or a user's judge without them)."""
+    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge, a Ragas metric's adapter; not
+    a metric with several prompts, an ensemble or a user's judge without them)."""
     if not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
         return False
     try:

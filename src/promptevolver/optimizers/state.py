@@ -76,9 +76,14 @@ class SearchState:
         """The seed candidate (the metric's own instructions)."""
         return self.candidates[0]
 
-    def find(self, instructions: dict[str, str]) -> Candidate | None:
-        """The existing candidate with these instructions (whitespace-normalised), if any."""
-        index = self._keys.get(candidate_key(instructions))
+    def find(self, instructions: dict[str, str], examples: str = "none") -> Candidate | None:
+        """The existing candidate with these instructions (whitespace-normalised) and example
+        policy, if any."""
+        key = candidate_key(instructions)
+        if examples != "none":
+            same = (c for c in self.candidates if c.examples == examples)
+            return next((c for c in same if candidate_key(c.instructions) == key), None)
+        index = self._keys.get(key)
         return None if index is None else self.candidates[index]
 
     def add(self, candidate: Candidate) -> None:

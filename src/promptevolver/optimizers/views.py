@@ -36,6 +36,7 @@ def breeding_view(run: SearchRun) -> BreedingView:
         run.evidence_pool,
         run.folds,
         run.prompt_corrections,
+        run.examples.positions_for("static", {}) if run.examples is not None else (),
     )
 
 

@@ -4,9 +4,10 @@
 regenerates them. They answer, in this order: is the new judge prompt better on samples it has
 not seen (seed vs best on train and validation: accuracy, F1 and Cohen's kappa for a binary
 metric, MSE and MAE for a numeric one), how the search went (fitness and calls per generation),
-where the verdicts land (confusion matrices on validation; for a numeric metric, judge vs human
-scores and, on an ordinal scale, level tables, with exact, within-one and weighted-kappa
-agreement), what changed in the wording (a word
+which teaching examples the judge is shown and the prompt tokens per judge call
+(:mod:`promptevolver.report.examples`), where the verdicts land (confusion matrices on
+validation; for a numeric metric, judge vs human scores and, on an ordinal scale, level
+tables, with exact, within-one and weighted-kappa agreement), what changed in the wording (a word
 diff), where it still disagrees with the humans (with the human's reason), where the winner came
 from (its lineage) and what it cost (usage by operation).
 
@@ -32,6 +33,7 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import loss_label
 from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
+from promptevolver.report.examples import examples_section
 from promptevolver.report.plots import calls_png, fitness_png
 from promptevolver.report.regression import regression_section
 from promptevolver.report.render import (
@@ -79,6 +81,7 @@ def build_report(facts: RunFacts) -> Report:
         _summary(facts),
         _scores(facts),
         _pipeline(facts),
+        examples_section(facts),
         _progress(facts),
         _confusion(facts),
         _wording(facts),
@@ -571,6 +574,7 @@ def _pipeline(facts: RunFacts) -> Section | None:
                 str(st.get("judge_calls", 0)),
                 str(st.get("meta_calls", 0)),
                 f"{tokens:,}",
+                _f(st.get("prompt_tokens_per_judge_call"), 1),
                 f"{(result.get('stage_seconds') or {}).get(name, 0):.1f}",
             ]
         )
@@ -593,7 +597,8 @@ def _pipeline(facts: RunFacts) -> Section | None:
         + f". Racing saved {stages.get('verify', {}).get('saved_judge_calls', 0)} judge calls "
         f"({(result.get('racing') or {}).get('lower_rungs', 'n/a')})."
     )
-    blocks: list[Any] = [intro, Table(["stage", "judge calls", "meta calls", "tokens", "seconds"], rows)]
+    headers = ["stage", "judge calls", "meta calls", "tokens", "prompt tokens / judge call", "seconds"]
+    blocks: list[Any] = [intro, Table(headers, rows)]
     lessons = result.get("lessons") or []
     by_round: dict[Any, list[str]] = {}
     for x in lessons:

@@ -47,6 +47,8 @@ class Plan:
         contrast: train positions shown as passing samples, for contrast (mutation only).
         fold: out-of-bag runs: the fold the offspring keeps unseen (None: no fold).
         prompt: the one prompt a mutation rewrites (None: every prompt).
+        examples: the offspring's example policy (its parent's, a static set changed by
+            :mod:`.demos`; ``none`` by default).
     """
 
     operator: str
@@ -56,6 +58,7 @@ class Plan:
     contrast: tuple[int, ...] = ()
     fold: int | None = None
     prompt: str | None = None
+    examples: str = "none"
 
     @property
     def key(self) -> PlanKey:
@@ -90,6 +93,8 @@ class BreedingView:
         folds: out-of-bag runs (small data): position → fold; empty otherwise.
         prompt_corrections: prompt name → train positions where the human edited that prompt's
             output (which prompt the failures come from); empty for a single-prompt metric.
+        static_set: dataset positions of the example store's static set (what a candidate of
+            policy ``static`` is shown; :mod:`.demos`).
     """
 
     population: Sequence[Candidate]
@@ -101,6 +106,7 @@ class BreedingView:
     evidence_pool: Sequence[int] = ()
     folds: Mapping[int, int] = field(default_factory=dict)
     prompt_corrections: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    static_set: Sequence[int] = ()
 
     @property
     def n_folds(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.operators import demos
 from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
@@ -37,7 +38,7 @@ class Crossover(Weighted):
     ) -> Plan | None:
         a, b = parents
         fold = a.fold if a.fold == b.fold else None
-        return Plan(self.name, (a, b), fold=fold)
+        return Plan(self.name, (a, b), fold=fold, examples=demos.mixed(a, b, view, rng))
 
     async def run(self, plan: Plan, ctx: MetaContext) -> Child:
         a, b = plan.parents
@@ -51,6 +52,6 @@ class Crossover(Weighted):
                 sample_index=plan.slot,
             )
             instructions[name] = a.instructions[name] if out.value is None else str(out.value)
-        if instructions in (a.instructions, b.instructions):
+        if (instructions, plan.examples) in ((a.instructions, a.examples), (b.instructions, b.examples)):
             return Child(plan, None, rejected="no change")
         return Child(plan, instructions)

@@ -25,6 +25,7 @@ import numpy as np
 
 from promptevolver.annotations import sampling
 from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers.operators import demos
 from promptevolver.optimizers.operators import meta_prompts as ops
 from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
 
@@ -62,8 +63,16 @@ class Mutation(Weighted):
             return None  # nothing it may learn from (out-of-bag: all it lacks is in its own fold)
         contrast = _contrast([p for p in _passing(parent, view) if ok(p)], max(1, size // 4), view, rng)
         prompt = _component(view, shown, rng)
+        failing = set(_failing(parent, view))
+        examples = demos.mutated(parent, [p for p in shown if p in failing], view, rng)
         return Plan(
-            self.name, (parent,), positions=tuple(shown), contrast=tuple(contrast), fold=fold, prompt=prompt
+            self.name,
+            (parent,),
+            positions=tuple(shown),
+            contrast=tuple(contrast),
+            fold=fold,
+            prompt=prompt,
+            examples=examples,
         )
 
     def plan_from_evidence(

@@ -1,0 +1,216 @@
+"""Incremental memory: add annotations to a finished run's example store, or remove some, and
+re-verify on the run's held-out samples without a search (``promptevolver examples``).
+
+MLflow's MemAlign keeps an episodic memory of annotated examples it can add feedback to or
+remove feedback from (``unalign``) without re-optimizing; a run whose chosen judge shows
+teaching examples (policy ``static`` or ``retrieval``, ``docs/examples.md``) has the same
+memory: ``result.json``'s ``examples.store``. :func:`update_examples` changes it and judges the
+run's validation samples (found by content) with the chosen instructions before and after the
+change, 0 meta calls; the run's result.json then holds the new store and, in
+``examples.updates``, one record per change: what was added (dataset positions given to the new
+samples) and removed, the held-out agreement before and after, the judge calls.
+
+What changes with the policy:
+
+* ``retrieval``: added samples can be retrieved for any input from then on; removed ones never;
+* ``static``: removed samples leave the set (it is not refilled); added samples join the pool
+  but not the set (the run chose the set; run again to choose another).
+
+The held-out samples are judged leave-one-out: a store written after the run's choice holds
+them too, and retrieval never shows a sample its own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations.models import sample_key
+from promptevolver.config.build import load_dataset
+from promptevolver.config.models import RunConfig
+from promptevolver.errors import AnnotationError, ConfigError
+from promptevolver.judge.examples import ExampleStore
+from promptevolver.rundir import (
+    FORMAT_VERSION_KEY,
+    load_examples,
+    read_config,
+    read_result,
+    result_path,
+    write_result,
+)
+from promptevolver.runs.evaluate import Scorecard, score_instructions, validation_positions
+
+__all__ = ["changed_store", "update_examples"]
+
+
+def changed_store(
+    store: ExampleStore,
+    policy: str,
+    *,
+    add: SingleMetricAnnotation | None = None,
+    remove: Sequence[int] = (),
+    first_position: int = 0,
+) -> tuple[ExampleStore, dict[str, Any]]:
+    """``store`` without the samples at dataset positions ``remove`` and with the samples of
+    ``add`` (those already in the pool, by content, skipped), and what changed.
+
+    Args:
+        store: the run's store; policy: its ``static`` or ``retrieval`` policy.
+        add: annotations to add (each needs a human label).
+        remove: dataset positions of pool samples (``examples.store.positions``).
+        first_position: the position given to the first added sample (the next ones follow).
+
+    Returns:
+        (the new store, ``{"added", "added_positions", "already_in_the_pool", "removed",
+        "static_before", "static_after"}``; static sets as dataset positions).
+
+    Raises:
+        ConfigError: a position in ``remove`` that is not in the pool (nothing is changed).
+        AnnotationError: an added sample without a human label (naming the file and sample).
+    """
+    unknown = sorted(set(remove) - set(store.positions))
+    if unknown:
+        raise ConfigError(
+            f"positions {unknown} to remove are not in the run's example store (examples.store.positions)"
+        )
+    gone = set(remove)
+    keep = [i for i, p in enumerate(store.positions) if p not in gone]
+    new_index = {old: new for new, old in enumerate(keep)}
+    kept = ExampleStore(
+        [store.samples[i] for i in keep],
+        [store.positions[i] for i in keep],
+        k=store.k,
+        min_similarity=store.min_similarity,
+        binary=store.binary,
+        prompt_name=store.prompt_name,
+        static=[new_index[i] for i in store.static if i in new_index],
+    )
+    new, duplicates = _new_samples(kept, add)
+    positions = list(range(first_position, first_position + len(new)))
+    changed = kept.extended(new, positions)
+    return changed, {
+        "policy": policy,
+        "added": len(new),
+        "added_positions": positions,
+        "already_in_the_pool": duplicates,
+        "removed": sorted(gone),
+        "static_before": store.positions_for("static", {}),
+        "static_after": changed.positions_for("static", {}),
+        "pool_before": len(store),
+        "pool_after": len(changed),
+    }
+
+
+def _new_samples(store: ExampleStore, add: SingleMetricAnnotation | None) -> tuple[list[Any], int]:
+    """The samples of ``add`` not in ``store`` by content, and how many were (each checked)."""
+    if add is None:
+        return [], 0
+    have = {sample_key(s.metric_input) for s in store.samples}
+    new, duplicates = [], 0
+    for i, sample in enumerate(add.samples):
+        why = sample.unusable_reason(binary=store.binary)
+        if why is not None:
+            raise AnnotationError(
+                f"an added example has no human label: {why}",
+                path=add.source,
+                sample_index=i,
+                field="metric_output",
+            )
+        key = sample_key(sample.metric_input)
+        if key in have:
+            duplicates += 1
+            continue
+        have.add(key)
+        new.append(sample)
+    return new, duplicates
+
+
+async def update_examples(
+    run_dir: str | Path,
+    *,
+    add: str | Path | None = None,
+    remove: Sequence[int] = (),
+    config: RunConfig | None = None,
+) -> dict[str, Any]:
+    """Add the annotations in the file ``add`` to the example store of the finished run in
+    ``run_dir`` and remove the pool samples at dataset positions ``remove``; judge the run's
+    validation samples with its chosen instructions before and after; write the new store and
+    the record into the run's result.json; return the record (module docstring).
+
+    Args:
+        run_dir: a finished run directory (its result.json and config.yaml).
+        add: a Ragas annotation file of the run's metric (None: add nothing).
+        remove: dataset positions of pool samples to forget.
+        config: the config to judge with (default: the run's config.yaml; pass one with another
+            ``llm`` to re-verify elsewhere).
+
+    Returns:
+        The record: what changed (:func:`changed_store`), ``held_out`` (``before``/``after``
+        agreement figures on ``n`` samples, ``delta`` of the default figure), ``judge_calls``,
+        ``meta_calls`` (0), ``prompt_tokens_per_judge_call`` before and after.
+
+    Raises:
+        ConfigError: the run's judge shows no teaching examples, nothing to change, an unknown
+            position, no validation samples, or a file of another metric (before any LLM call).
+        AnnotationError: the added file cannot be read, or a sample without a human label.
+        RunDirError: no readable result.json.
+    """
+    path = result_path(run_dir)
+    result = read_result(run_dir)
+    block = load_examples(run_dir)
+    if block["policy"] == "none":
+        raise ConfigError(
+            f"{path}: the run's judge shows no teaching examples (examples.policy none): no store to change"
+        )
+    if add is None and not remove:
+        raise ConfigError("nothing to change: give annotations to add, positions to remove, or both")
+    config = config if config is not None else read_config(Path(path).parent)
+    dataset = load_dataset(config)
+    added = None if add is None else _read_added(add, str(result.get("metric")), dataset)
+    store = ExampleStore.from_dict(block["store"])
+    first = max([len(dataset.samples) - 1, *store.positions]) + 1
+    new_store, record = changed_store(store, block["policy"], add=added, remove=remove, first_position=first)
+    positions = validation_positions(run_dir, dataset, config=config)
+    new_block = {**block, "key": new_store.key(block["policy"]), "store": new_store.to_dict()}
+    instructions = result["best_instructions"]
+    before, after = [
+        await score_instructions(config, instructions, positions=positions, dataset=dataset, examples=b)
+        for b in (block, new_block)
+    ]
+    record.update(_figures(before, after))
+    result["examples"] = {**new_block, "updates": [*block.get("updates", []), record]}
+    write_result(path, {k: v for k, v in result.items() if k != FORMAT_VERSION_KEY})
+    return record
+
+
+def _read_added(add: str | Path, metric: str, dataset: SingleMetricAnnotation) -> SingleMetricAnnotation:
+    """The annotations to add, as the run's metric (its label kind). Raises ConfigError for a
+    file whose metric is another (a Ragas file of several metrics is read for ``metric``)."""
+    added = SingleMetricAnnotation.from_json(add, metric, kind=dataset.kind)
+    if added.name != metric:
+        raise ConfigError(f"{add}: annotations of metric {added.name!r}, but the run optimized {metric!r}")
+    return added
+
+
+def _figures(before: Scorecard, after: Scorecard) -> dict[str, Any]:
+    """The held-out figures of the record (module docstring)."""
+    from promptevolver.runs.gate import default_figure
+
+    figure = default_figure(before.agreement)
+    was = None if figure is None else before.agreement.to_dict().get(figure)
+    now = None if figure is None else after.agreement.to_dict().get(figure)
+    tokens = [c.usage.get("prompt_tokens_per_call", {}).get("judge") for c in (before, after)]
+    return {
+        "held_out": {
+            "n": len(before.positions),
+            "figure": figure,
+            "before": before.agreement.to_dict(),
+            "after": after.agreement.to_dict(),
+            "delta": None if was is None or now is None else round(now - was, 6),
+        },
+        "judge_calls": before.judge_calls + after.judge_calls,
+        "meta_calls": 0,
+        "prompt_tokens_per_judge_call": {"before": tokens[0], "after": tokens[1]},
+    }
