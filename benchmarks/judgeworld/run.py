@@ -27,7 +27,9 @@ At the end the summary (summarize.py) of OUT/records merged with the committed r
 lexicon ``<stem>.lexicon.json`` from --lexicon-dir (default benchmarks/judgeworld/lexicons): both are
 copied side by side to OUT/worlds/real_<stem>.json, checked with judgeworld's World.validate() and split
 60/40 by split.py like the synthetic worlds; its records go to OUT/records/real_<stem>/. With
---world-file and no --sizes, no synthetic world is run.
+--world-file and no --sizes, no synthetic world is run. Their figures go to OUT/real_files.md (not the
+summary); --publish copies their records to benchmarks/results/judgeworld/real_files/records and
+rewrites benchmarks/results/judgeworld/real_files.md.
 Runs are sequential (one server, one optimizer at a time). Exit status 1 when any run failed
 (each failure is recorded with its cause and shown as n/a, never as a figure).
 """
@@ -58,7 +60,10 @@ from jw import (  # noqa: E402
     start_server,
 )
 from methods import METHODS, REPO, STRATEGIES, Context, Method, knows_strategy  # noqa: E402
-from summarize import COMMITTED, write_summary  # noqa: E402
+from summarize import COMMITTED, REAL_PREFIX, write_real_files, write_summary  # noqa: E402
+
+#: Committed records of the worlds built from real annotation files (run.py --world-file).
+REAL_RECORDS = COMMITTED / "real_files" / "records"
 
 GROUPS = {
     "ours": ["ours_genetic"],
@@ -385,13 +390,22 @@ def main(argv: list[str] | None = None) -> int:
                 write_json(path, rec)
                 failures += rec["status"] != "ok"
                 print(_line(rec), flush=True)
-    sources = [COMMITTED / "records", a.out / "records"]
-    write_summary(sources, a.out)
-    print(f"summary: {a.out / 'summary.md'}")
-    if a.publish:
-        shutil.copytree(a.out / "records", COMMITTED / "records", dirs_exist_ok=True)
+    if a.sizes:
+        write_summary([COMMITTED / "records", a.out / "records"], a.out)
+        print(f"summary: {a.out / 'summary.md'}")
+    if a.world_file:
+        write_real_files([REAL_RECORDS, a.out / "records"], a.out / "real_files.md")
+        print(f"real files: {a.out / 'real_files.md'}")
+    if a.publish and a.sizes:
+        real = shutil.ignore_patterns(f"{REAL_PREFIX}*")
+        shutil.copytree(a.out / "records", COMMITTED / "records", dirs_exist_ok=True, ignore=real)
         write_summary([COMMITTED / "records"], COMMITTED)
         print(f"published: {COMMITTED}")
+    if a.publish and a.world_file:
+        for d in sorted((a.out / "records").glob(f"{REAL_PREFIX}*")):
+            shutil.copytree(d, REAL_RECORDS / d.name, dirs_exist_ok=True)
+        write_real_files([REAL_RECORDS], COMMITTED / "real_files.md")
+        print(f"published: {COMMITTED / 'real_files.md'}")
     return 1 if failures else 0
 
 
