@@ -14,8 +14,8 @@ changing the search or the simulated judge, and copy the constants into ``CostMo
 from __future__ import annotations
 
 import argparse
-import json
 import itertools
+import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -74,7 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path)
     parser.add_argument("--fit", action="store_true", help="refit the CostModel constants on the runs")
-    parser.add_argument("--runs-file", type=Path, help="JSON of actual calls per config: read if present, else written")
+    parser.add_argument(
+        "--runs-file", type=Path, help="JSON of actual calls per config: read if present, else written"
+    )
     args = parser.parse_args()
     known = json.loads(args.runs_file.read_text()) if args.runs_file and args.runs_file.is_file() else {}
     runs = []
@@ -89,7 +91,8 @@ def main() -> None:
         e = estimate_dataset(config, dataset)
         runs.append((config, dataset, mean))
         print(
-            f"| {name} | {len(seeds)} | {', '.join(map(str, calls))} | {mean:.0f} | {e.total_calls} | {e.total_calls / mean - 1:+.0%} |"
+            f"| {name} | {len(seeds)} | {', '.join(map(str, calls))} | {mean:.0f} | {e.total_calls} | "
+            f"{e.total_calls / mean - 1:+.0%} |"
         )
     if args.runs_file:
         args.runs_file.write_text(json.dumps(known, indent=1))

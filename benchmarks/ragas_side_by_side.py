@@ -598,7 +598,8 @@ FAITHFULNESS: list[str] = [
     "noise hash; the answer JSON {reason, verdict} is what Ragas' AspectCriticOutput parses. Checked per "
     "run: every (instruction, train sample) Ragas judged was re-judged by our Evaluator (see findings).",
     "Meta calls: the evidence a Ragas meta-prompt shows is re-rendered by OUR operator functions "
-    "(promptevolver.optimizers.operators.meta_prompts) through an in-memory tap, so the fake reads our section "
+    "(promptevolver.optimizers.operators.meta_prompts) through an in-memory tap, so the fake reads our "
+    "section "
     "headings: reverse_engineer <- Ragas' (input, expected output) pairs (edited_output else "
     "prompt_output, accepted samples only, as Ragas chose them); feedback <- Ragas' instruction plus "
     "each (input, output, expected_output) it shows (output -> judge_output); rewrite <- instruction + "
@@ -639,7 +640,8 @@ def markdown(report: dict[str, Any]) -> str:
         "SingleMetricAnnotation of the train samples only) and are scored identically: our `Evaluator` +",
         "`SimulatedJudgeLLM(dataset=full file, random_seed=seed)` + `BinaryMetricLoss(accuracy)` on the same",
         "validation positions. Calls and tokens are those each optimizer made (scoring calls uncounted).",
-        "Ours: `population_size=P, random_seed=seed, small_data=0` (always the held-out split), defaults otherwise (generations 4, patience 2, ...).",
+        "Ours: `population_size=P, random_seed=seed, small_data=0` (always the held-out split), defaults "
+        "otherwise (generations 4, patience 2, ...).",
         f"Ragas: `population_size=P`, {RAGAS_CONFIG}; one generation by design.",
         "",
         "| file | method | pop | seed validation | best validation | judge calls | meta calls | total calls "
@@ -765,7 +767,9 @@ def synthetic_sources(args: argparse.Namespace, notes: list[str]) -> list[Source
     try:
         from promptevolver.simulation.synthetic import SyntheticSpec, generate
     except ImportError:
-        notes.append(f"--synthetic {args.synthetic}: promptevolver.simulation.synthetic is not available; not run.")
+        notes.append(
+            f"--synthetic {args.synthetic}: promptevolver.simulation.synthetic is not available; not run."
+        )
         return []
     out = []
     folder = Path(tempfile.mkdtemp(prefix="ragas_side_by_side_"))
@@ -773,7 +777,8 @@ def synthetic_sources(args: argparse.Namespace, notes: list[str]) -> list[Source
         path = folder / f"synthetic_{n}.json"
         generate(SyntheticSpec(n_samples=n, random_seed=args.synthetic_data_seed)).to_json(path)
         label = (
-            f"synthetic_{n} (promptevolver.simulation.synthetic, n_samples={n}, random_seed={args.synthetic_data_seed})"
+            f"synthetic_{n} (promptevolver.simulation.synthetic, n_samples={n}, "
+            f"random_seed={args.synthetic_data_seed})"
         )
         out.append(load(path, label, args, args.synthetic_seeds or args.seeds))
     return out

@@ -13,7 +13,8 @@ then replay the rule at several ``confidence`` thresholds, without new runs:
 
 Usage::
 
-    python3 benchmarks/judgeworld/choice_rule.py --runs ../bench-runs/final1 --out benchmarks/results/judgeworld/choice_rule.md
+    python3 benchmarks/judgeworld/choice_rule.py --runs ../bench-runs/final1 \\
+        --out benchmarks/results/judgeworld/choice_rule.md
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def main() -> None:
     lines = [
         f"Final-choice rule replayed on {len(records)} runs of `{args.runs.name}` (margin {args.margin:g}).",
         "",
-        "| confidence | kept the seed, a finalist better | returned worse | mean test (chosen) | mean test (best) |",
+        "| confidence | kept the seed, a finalist better | returned worse | mean test (chosen) "
+        "| mean test (best) |",
         "|---|---|---|---|---|",
     ]
     for r in rows:
