@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -23,7 +24,7 @@ JW = Path(__file__).resolve().parents[1] / "benchmarks" / "judgeworld"
 def jw() -> dict[str, ModuleType]:
     sys.path.insert(0, str(JW))
     try:
-        return {name: importlib.import_module(name) for name in ("summarize", "methods", "run")}
+        return {name: importlib.import_module(name) for name in ("summarize", "methods", "run", "jw")}
     finally:
         sys.path.remove(str(JW))
 
@@ -171,3 +172,70 @@ def test_a_source_tree_that_cannot_be_imported_is_one_clear_error(jw, tmp_path):
 def test_the_distill_baseline_runs_once_per_world(jw):
     assert jw["methods"].METHODS["distill4"].stochastic is False
     assert all(jw["methods"].METHODS[n].stochastic for n in ("gepa", "ragas_pop3", "ours_auto"))
+
+
+def _real(world: str = "real_edited_chain_runs") -> tuple[dict[str, Any], list[dict]]:
+    refs = {
+        world: {"world": world, "size": 18, "seed": {"expected": 0.69, "n": 7}, "oracle": {"expected": 0.95}}
+    }
+    recs = [
+        {**_rec("distill4", 0, 0.95), "world": world, "size": 18},
+        *(
+            {**_rec("ragas_pop3", s, v, judge=99), "world": world, "size": 18}
+            for s, v in enumerate((0.69, 0.82))
+        ),
+        *({**_rec("ours_auto", s, 0.69, judge=40), "world": world, "size": 18} for s in range(3)),
+    ]
+    return refs, recs
+
+
+def test_a_real_file_page_compares_ours_with_the_best_of_ragas_and_distill(jw):
+    refs, recs = _real()
+    page = jw["summarize"].render_real(refs, recs)
+    assert "ours auto >= max(Ragas, distill) on the mean: 0.690 vs 0.950: **not met**" in page
+    assert "| GEPA | n/a |" in page  # not run: n/a, never a figure
+    assert "| Ragas pop 3 | 2/2 | 0.755 ± 0.092 | 0.690–0.820 | 99 ± 0 |" in page
+    recs = [{**r, "test": {"expected": 0.96}} if r["method"] == "ours_auto" else r for r in recs]
+    assert "0.960 vs 0.950: met" in jw["summarize"].render_real(refs, recs)
+    no_peer = [r for r in recs if r["method"] != "ragas_pop3"]
+    assert "on the mean: n/a" in jw["summarize"].render_real(refs, no_peer)
+
+
+def test_real_file_worlds_stay_out_of_the_synthetic_summary(jw, tmp_path):
+    s = jw["summarize"]
+    for world, size in (("w200s1", 200), ("real_annotated_data", 21)):
+        d = tmp_path / world / "distill4"
+        d.mkdir(parents=True)
+        (tmp_path / world / "reference.json").write_text(
+            json.dumps({"world": world, "size": size, "seed": {"expected": 0.7}, "oracle": {"expected": 0.9}})
+        )
+        (d / "s0.json").write_text(json.dumps({**_rec("distill4", 0, 0.8), "world": world, "size": size}))
+    refs, recs = s.load([tmp_path])
+    assert set(refs) == {r["world"] for r in recs} == {"w200s1"}
+    refs, recs = s.load([tmp_path], real=True)
+    assert set(refs) == {r["world"] for r in recs} == {"real_annotated_data"}
+
+
+def test_the_real_file_page_keeps_its_hand_written_notes(jw, tmp_path):
+    s = jw["summarize"]
+    page = tmp_path / "real_files.md"
+    s.write_real_files([tmp_path / "none"], page)
+    page.write_text(page.read_text() + "the split puts both disagreements in the test half\n")
+    s.write_real_files([tmp_path / "none"], page)
+    text = page.read_text()
+    assert text.count(s.NOTES_MARKER) == 1
+    assert text.endswith(s.NOTES_MARKER + "\nthe split puts both disagreements in the test half\n")
+
+
+def test_world_files_run_without_synthetic_worlds_unless_sizes_are_given(jw):
+    run = jw["run"]
+    assert run.parse_args(["--out", "x"]).sizes == [200, 400, 2000]
+    assert run.parse_args(["--out", "x", "--world-file", "f.json"]).sizes == []
+    assert run.parse_args(["--out", "x", "--world-file", "f.json", "--sizes", "200"]).sizes == [200]
+
+
+def test_a_real_file_without_its_lexicon_is_one_clear_error_naming_both(jw, tmp_path):
+    data = tmp_path / "mine.json"
+    data.write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"mine\.json: no lexicon .*mine\.lexicon\.json"):
+        jw["jw"].ensure_file_world(tmp_path / "jw", tmp_path / "worlds", data, 0.6, lexicon_dir=tmp_path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Server", "World", "ensure_world", "jw_env", "score_instruction", "start_server", "world_key"]
+__all__ = [
+    "LEXICONS",
+    "Server",
+    "World",
+    "ensure_file_world",
+    "ensure_world",
+    "jw_env",
+    "score_instruction",
+    "start_server",
+    "world_key",
+]
+
+#: The committed hand-written lexicons of the bundled real annotation files (``<stem>.lexicon.json``).
+LEXICONS = Path(__file__).resolve().parent / "lexicons"
 
 #: Seconds to wait for a server to write its port file and answer /health.
 SERVER_START_TIMEOUT_S = 60.0
@@ -36,10 +50,12 @@ def jw_env(train_frac: float, extra: dict[str, str] | None = None) -> dict[str, 
 
 @dataclass(frozen=True)
 class World:
-    """A generated synthetic world on disk and its train/test split files.
+    """A world on disk (generated synthetic, or a real annotation file) and its train/test split files.
 
     ``path`` is the world's annotation JSON (its lexicon sits beside it); ``train``/``test`` are the
-    split's annotation files; ``name``, ``metric`` and ``default_definition`` come from the lexicon.
+    split's annotation files; ``metric`` and ``default_definition`` come from the lexicon. A world
+    built from a real file has ``name`` (``real_<file stem>``, its key), ``size`` = its sample count
+    and ``gen_seed`` 0.
     """
 
     size: int
@@ -51,10 +67,11 @@ class World:
     default_definition: str
 
     criterion_cues: bool = False
+    name: str | None = None
 
     @property
     def key(self) -> str:
-        return world_key(self.size, self.gen_seed, self.criterion_cues)
+        return self.name or world_key(self.size, self.gen_seed, self.criterion_cues)
 
 
 def world_key(size: int, gen_seed: int, criterion_cues: bool = False) -> str:
@@ -114,6 +131,56 @@ def ensure_world(
         )
     lex = json.loads(lexicon.read_text(encoding="utf-8"))
     return World(size, gen_seed, path, train, test, lex["metric"], lex["default_definition"], criterion_cues)
+
+
+def ensure_file_world(
+    judgeworld: Path, worlds_dir: Path, data_file: Path, train_frac: float, *, lexicon_dir: Path = LEXICONS
+) -> World:
+    """A world from a real annotation file: copy it and ``<stem>.lexicon.json`` (from ``lexicon_dir``)
+    side by side into ``worlds_dir``, check the lexicon with judgeworld's ``World.validate()`` and write
+    the split with split.py (the same seeded stratified split as for synthetic worlds).
+
+    Raises:
+        FileNotFoundError: no lexicon ``<stem>.lexicon.json`` in ``lexicon_dir``.
+        ValueError: judgeworld finds the world inconsistent (a disagreement without a criterion, a
+            trigger in the default definition, ...); the message names the file and the problems.
+        subprocess.CalledProcessError: a judgeworld script failed.
+    """
+    stem = data_file.name.removesuffix(".json")
+    lexicon_src = lexicon_dir / f"{stem}.lexicon.json"
+    if not lexicon_src.is_file():
+        raise FileNotFoundError(
+            f"{data_file}: no lexicon {lexicon_src} (judgeworld needs one for a real file)"
+        )
+    worlds_dir.mkdir(parents=True, exist_ok=True)
+    name = f"real_{stem}"
+    path, lexicon = worlds_dir / f"{name}.json", worlds_dir / f"{name}.lexicon.json"
+    for src, dst in ((data_file, path), (lexicon_src, lexicon)):
+        if not dst.exists() or dst.read_bytes() != src.read_bytes():
+            shutil.copyfile(src, dst)
+    env = jw_env(train_frac)
+    probe = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(judgeworld)!r})\n"
+        "from world import resolve_world\n"
+        f"w = resolve_world({str(path)!r})\n"
+        "print(json.dumps({'n': len(w.samples), 'problems': w.validate()}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], check=True, env=env, capture_output=True, text=True)
+    checked = json.loads(out.stdout.strip().splitlines()[-1])
+    if checked["problems"]:
+        raise ValueError(f"{data_file} with {lexicon_src}: {'; '.join(checked['problems'])}")
+    split_dir = worlds_dir / f"{name}.split{train_frac:g}"
+    train, test = split_dir / f"{name}.train.json", split_dir / f"{name}.test.json"
+    subprocess.run(
+        [sys.executable, str(judgeworld / "split.py"), "--world", str(path), "--out-dir", str(split_dir)],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lex = json.loads(lexicon.read_text(encoding="utf-8"))
+    return World(int(checked["n"]), 0, path, train, test, lex["metric"], lex["default_definition"], name=name)
 
 
 class Server:
