@@ -20,9 +20,10 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
 from promptevolver.errors import LLMError
+from promptevolver.llm.wrapper import ClientWrapper
 
 if TYPE_CHECKING:
-    from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+    from promptevolver.llm.base import Completion, LLMClient, LLMRequest
 
 __all__ = ["AttemptWatch", "current_watch", "watched"]
 
@@ -55,14 +56,10 @@ def watched(client: LLMClient, watch: AttemptWatch) -> LLMClient:
     return _Watched(client, watch)
 
 
-class _Watched:
+class _Watched(ClientWrapper):
     def __init__(self, inner: LLMClient, watch: AttemptWatch) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.watch = watch
-
-    @property
-    def usage(self) -> Usage:
-        return self.inner.usage
 
     async def complete(self, request: LLMRequest) -> Completion:
         token = _CURRENT.set(self.watch)

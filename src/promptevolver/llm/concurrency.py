@@ -20,7 +20,8 @@ import asyncio
 import time
 
 from promptevolver.errors import LLMError
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm.base import Completion, LLMClient, LLMRequest
+from promptevolver.llm.wrapper import ClientWrapper
 
 __all__ = ["InFlightLimit", "waves"]
 
@@ -91,14 +92,10 @@ def waves(intervals: list[tuple[float, float]]) -> int:
     return max(wave_of.values(), default=0)
 
 
-class _Limited:
+class _Limited(ClientWrapper):
     def __init__(self, inner: LLMClient, limit: InFlightLimit) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limit = limit
-
-    @property
-    def usage(self) -> Usage:
-        return self.inner.usage
 
     async def complete(self, request: LLMRequest) -> Completion:
         async with self.limit.slot():

@@ -26,6 +26,7 @@ from typing import IO, Any
 from promptevolver.errors import LLMError, NotSentError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.cache import cache_key, usable_answer
+from promptevolver.llm.wrapper import ClientWrapper
 
 __all__ = ["Journal", "read_lines"]
 
@@ -132,15 +133,11 @@ class Journal:
         self._lines.append(line)
 
 
-class _Journaled:
+class _Journaled(ClientWrapper):
     def __init__(self, inner: LLMClient, journal: Journal, identity: Mapping[str, Any]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.journal = journal
         self.identity = dict(identity)
-
-    @property
-    def usage(self) -> Usage:
-        return self.inner.usage
 
     async def complete(self, request: LLMRequest) -> Completion:
         key = cache_key(self.identity, request)

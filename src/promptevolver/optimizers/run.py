@@ -31,6 +31,7 @@ from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
+from promptevolver.llm.wrapper import ClientWrapper
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.distill import SampleFacts, sample_facts
@@ -264,16 +265,12 @@ class SearchRun:
         return self.state.elapsed_before + time.perf_counter() - self.started
 
 
-class _Announced:
+class _Announced(ClientWrapper):
     """Emits an ``llm_call`` event (calls so far, the cost model's bound) after each answer."""
 
     def __init__(self, inner: LLMClient, run: SearchRun) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.run = run
-
-    @property
-    def usage(self) -> Usage:
-        return self.inner.usage
 
     async def complete(self, request: LLMRequest) -> Completion:
         completion = await self.inner.complete(request)

@@ -31,6 +31,7 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
+from promptevolver.llm.wrapper import ClientWrapper
 from promptevolver.optimizers.cost import PhaseCalls
 
 if TYPE_CHECKING:
@@ -212,15 +213,11 @@ class Spend:
         return None
 
 
-class _Metered:
+class _Metered(ClientWrapper):
     def __init__(self, inner: LLMClient, meter: BudgetMeter, price: Price | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.meter = meter
         self.price = price
-
-    @property
-    def usage(self) -> Usage:
-        return self.inner.usage
 
     async def complete(self, request: LLMRequest) -> Completion:
         spend = self.meter.estimate(request, self.price)

@@ -1,0 +1,36 @@
+"""The client decorators a run stacks share one base, ``ClientWrapper``: it forwards ``usage``
+and ``complete`` to ``inner``; a decorator only acts around the call."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+from promptevolver.llm.attempts import _Watched
+from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.llm.concurrency import _Limited
+from promptevolver.llm.fake import ScriptedLLM
+from promptevolver.llm.journal import _Journaled
+from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.optimizers.run import _Announced
+from promptevolver.optimizers.strategies.budget import _Metered, price_of
+
+DECORATORS = [_Watched, _Limited, _Journaled, _Metered, _Announced]
+
+
+def test_every_client_decorator_is_a_client_wrapper_and_none_restates_usage():
+    for cls in DECORATORS:
+        assert issubclass(cls, ClientWrapper), cls
+        assert "usage" not in vars(cls), f"{cls.__name__} restates usage"
+
+
+def test_a_wrapper_forwards_complete_and_usage_and_can_be_walked():
+    inner = ScriptedLLM(["one", "two"])
+    outer = ClientWrapper(ClientWrapper(inner))
+    assert isinstance(outer, LLMClient)
+    request = LLMRequest((ChatMessage("user", "hi"),))
+    answers = [asyncio.run(outer.complete(request)).text for _ in range(2)]
+    assert answers == ["one", "two"]
+    assert outer.usage is inner.usage and inner.usage.total_calls == 2
+    assert price_of(outer) is None  # walked down through ``inner`` to a client without a price
+    assert inspect.iscoroutinefunction(ClientWrapper.complete)
