@@ -571,6 +571,15 @@ RUN_LEVEL_KEYS = {
 }
 
 
+def _one_place_per_setting(value: Any) -> Any:
+    """The ``optimizer`` block must not hold a run-level key (:data:`RUN_LEVEL_KEYS`)."""
+    if isinstance(value, dict):
+        for key, where in RUN_LEVEL_KEYS.items():
+            if key in value:
+                raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
+    return value
+
+
 class RunConfig(_Strict):
     """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
 
@@ -622,11 +631,7 @@ class RunConfig(_Strict):
     @field_validator("optimizer", mode="before")
     @classmethod
     def _one_place_per_setting(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for key, where in RUN_LEVEL_KEYS.items():
-                if key in value:
-                    raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
-        return value
+        return _one_place_per_setting(value)
 
     @model_validator(mode="after")
     def _numeric_metrics_need_mse(self) -> RunConfig:
@@ -771,11 +776,7 @@ class ManyConfig(_Strict):
     @field_validator("optimizer", mode="before")
     @classmethod
     def _one_place_per_setting(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for key, where in RUN_LEVEL_KEYS.items():
-                if key in value:
-                    raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
-        return value
+        return _one_place_per_setting(value)
 
     @model_validator(mode="after")
     def _losses_of_metrics(self) -> ManyConfig:

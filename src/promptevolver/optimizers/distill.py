@@ -384,13 +384,7 @@ class Distiller:
                 )
                 slot += 1
                 ladder.calls += 1
-                plan = Plan(
-                    self.operator,
-                    (view.seed,),
-                    positions=tuple(dict.fromkeys(shown)),
-                    contrast=tuple(contrast),
-                    fold=fold,
-                )
+                plan = self._plan(view, shown, contrast, fold)
                 if out.value is None:
                     ladder.rungs.append(
                         Child(plan, None, [x.text for x in chosen], rejected=out.rejected, error=out.error)
@@ -409,13 +403,7 @@ class Distiller:
             offset += self.sample_size
             barren = 0 if applied else barren + 1
             if applied:
-                plan = Plan(
-                    self.operator,
-                    (view.seed,),
-                    positions=tuple(dict.fromkeys(shown)),
-                    contrast=tuple(contrast),
-                    fold=fold,
-                )
+                plan = self._plan(view, shown, contrast, fold)
                 ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
                 current = instructions
             elif offset >= longest and barren >= BARREN_ROUNDS:  # every correction shown, nothing new
@@ -423,6 +411,16 @@ class Distiller:
                 return ladder
         ladder.stop = "rounds"
         return ladder
+
+    def _plan(self, view: DistillView, shown: list[int], contrast: list[int], fold: int | None) -> Plan:
+        """A rung's plan: what its lineage was shown (its ``seen``) and its fold."""
+        return Plan(
+            self.operator,
+            (view.seed,),
+            positions=tuple(dict.fromkeys(shown)),
+            contrast=tuple(contrast),
+            fold=fold,
+        )
 
     def _pack(
         self, ctx: MetaContext, name: str, instruction: str, positions: list[int], window: int
