@@ -190,3 +190,32 @@ def test_a_judge_that_cannot_show_examples_is_judged_without_and_the_run_says_wh
     assert not any(rendered_examples(r.messages) for r in requests)
     assert result.example_policy == "none" and result.stages["examples"]["tried"] == []
     assert "cannot show examples" in result.stages["examples"]["why"]
+
+
+def test_an_ensemble_shows_every_judge_the_same_examples(ds):
+    """A JudgeEnsemble of an AspectCritic takes part in the examples stage: each of its judges'
+    calls carries the examples, and the stage keeps them where they win."""
+    from promptevolver import JudgeEnsemble
+
+    requests: list = []
+    llm = _llm(ds, examples_help=True, requests=requests)
+    critic = AspectCritic(name=ds.name, definition=DEFINITION, prompt_name=PROMPT)
+    ensemble = JudgeEnsemble(critic, num_judges=3)
+    result = GeneticOptimizer(metric=ensemble, llm=llm).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 3, "strategy": "examples"}
+    )
+    assert result.stages["examples"]["tried"], result.stages["examples"].get("why")
+    assert result.example_policy in ("static", "retrieval")
+    shown = [r for r in requests if split_rendered(r.messages) is not None and rendered_examples(r.messages)]
+    indices = {r.sample_index % 3 for r in shown}
+    assert indices == {0, 1, 2}  # every judge of the ensemble was shown examples
+
+
+def test_an_ensemble_of_a_judge_without_examples_refuses_them():
+    from promptevolver import JudgeEnsemble
+    from promptevolver.judge.statements import StatementSupport
+
+    ensemble = JudgeEnsemble(StatementSupport(name="faithfulness"), num_judges=2)
+    assert not ensemble.shows_examples()
+    with pytest.raises(TypeError, match="cannot show teaching examples"):
+        asyncio.run(ensemble.ajudge({"user_input": "q", "response": "r"}, examples=[object()]))  # type: ignore[list-item]

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from promptevolver.annotations import FIELD_ALIASES, normalize_metric_input
+from promptevolver.annotations import FIELD_ALIASES, SampleAnnotation, normalize_metric_input
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.errors import AnnotationError
 from promptevolver.judge.aggregation import AGGREGATIONS, aggregate
@@ -179,9 +179,11 @@ class JudgeEnsemble(BatchEvaluation):
         instructions: Mapping[str, str] | None = None,
         sample_index: int = 0,
         temperature: float | None = None,
+        examples: Sequence[SampleAnnotation] = (),
     ) -> Judgement:
         """Judge one sample ``num_judges`` times with ``instructions`` (default: the metric's own)
-        and aggregate.
+        and aggregate; every judge is shown the same teaching ``examples`` (other annotated
+        samples, :mod:`promptevolver.judge.examples`) when given.
 
         Returns a :class:`Judgement` whose ``score`` is the aggregate, ``reason`` (and ``raw``) that
         of the first judge whose score is closest to it, and ``details``::
@@ -195,13 +197,18 @@ class JudgeEnsemble(BatchEvaluation):
         apart in caches); ``temperature`` overrides the ensemble's own for this call.
 
         Never raises for LLM trouble or a timeout (failed judges are data). Raises
-        :class:`AnnotationError` for a missing required field and ValueError when neither the
-        call nor the wrapped metric has an LLM.
+        :class:`AnnotationError` for a missing required field, ValueError when neither the
+        call nor the wrapped metric has an LLM, and TypeError when ``examples`` are given but the
+        wrapped metric cannot show them (see :meth:`shows_examples`).
         """
+        if examples and not self.shows_examples():
+            raise TypeError(
+                f"{type(self.metric).__name__} cannot show teaching examples: its ajudge takes none"
+            )
         started = time.perf_counter()
         normalized = normalize_metric_input(dict(inputs))
         self.prompt_inputs(normalized)
-        judges = await self._run_judges(normalized, llm, instructions, sample_index, temperature)
+        judges = await self._run_judges(normalized, llm, instructions, sample_index, temperature, examples)
         judgement = self._aggregate(judges)
         used = {**self.get_instructions(), **(instructions or {})}
         duration = time.perf_counter() - started
@@ -215,10 +222,13 @@ class JudgeEnsemble(BatchEvaluation):
         instructions: Mapping[str, str] | None,
         sample_index: int,
         temperature: float | None,
+        examples: Sequence[SampleAnnotation] = (),
     ) -> list[Judgement]:
         limit = asyncio.Semaphore(self.max_concurrent_judges or self.num_judges)
         first = sample_index * self.num_judges
         temperature = self.temperature if temperature is None else temperature
+
+        shown = {"examples": examples} if examples else {}
 
         async def judge(index: int) -> Judgement:
             async with limit:
@@ -228,6 +238,7 @@ class JudgeEnsemble(BatchEvaluation):
                     instructions=instructions,
                     sample_index=first + index,
                     temperature=temperature,
+                    **shown,
                 )
 
         tasks = [asyncio.ensure_future(judge(i)) for i in range(self.num_judges)]
@@ -239,6 +250,23 @@ class JudgeEnsemble(BatchEvaluation):
             score=None, error=f"timed out: not done within timeout_s={self.timeout_s} s", cause="timeout"
         )
         return [task.result() if task in done else timed_out for task in tasks]
+
+    def shows_examples(self) -> bool:
+        """Whether the wrapped metric can show teaching examples (its ``ajudge`` takes
+        ``examples`` and it renders ``demonstrations``: AspectCritic, RubricJudge)."""
+        if not hasattr(self.metric, "demonstrations"):
+            return False
+        try:
+            return "examples" in inspect.signature(self.metric.ajudge).parameters
+        except (TypeError, ValueError):
+            return False
+
+    def demonstrations(self, examples: Sequence[SampleAnnotation]) -> Any:
+        """The wrapped metric's rendering of teaching ``examples`` (an ensemble shows what its
+        metric shows). Raises TypeError when the wrapped metric cannot show examples."""
+        if not self.shows_examples():
+            raise TypeError(f"{type(self.metric).__name__} cannot show teaching examples")
+        return self.metric.demonstrations(examples)  # type: ignore[attr-defined]
 
     def _aggregate(self, judges: Sequence[Judgement]) -> Judgement:
         return aggregate(judges, method=self.aggregation_method, name=self.name)

@@ -417,7 +417,7 @@ def example_policies(run: SearchRun) -> tuple[list[str], str]:
         return [], "examples: {policy: none}"
     store = run.examples
     if store is None:
-        return [], "the judge cannot show examples (several prompts, an ensemble, an ajudge without them)"
+        return [], "the judge cannot show examples (several prompts, or an ajudge without them)"
     if not len(store):
         return [], "no annotated train sample to show"
     policies: list[str] = ["static", "retrieval"] if policy == "auto" else [policy]

@@ -289,9 +289,12 @@ OUT_OF_BAG_FOLDS = 2
 
 def shows_examples(metric: Metric) -> bool:
     """Whether ``metric`` can be shown teaching examples: one prompt, ``demonstrations`` and an
-    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge, a Ragas metric's adapter; not
-    a metric with several prompts, an ensemble or a user's judge without them)."""
+    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge, a Ragas metric's adapter, an
+    ensemble of one of them; not a metric with several prompts or a user's judge without them)."""
     if not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
+        return False
+    own = getattr(metric, "shows_examples", None)  # a wrapper (an ensemble) knows its metric's
+    if callable(own) and not own():
         return False
     try:
         return "examples" in inspect.signature(metric.ajudge).parameters
