@@ -108,3 +108,52 @@ def test_an_ensemble_counts_both_prompts_per_judge():
     llm = ScriptedLLM(handler=handler)
     assert judge(llm, ensemble).score == pytest.approx(0.75)
     assert len(llm.requests) == 4
+
+
+def _annotated(edited_statements: list[str], *, recorded_inputs: bool) -> Any:
+    from promptevolver.annotations.models import SampleAnnotation
+
+    fields = {"user_input": "q?", "response": "a. b.", "retrieved_contexts": ["ctx one", "ctx two"]}
+    verdicts = [{"statement": s, "reason": "the context says so", "verdict": 1} for s in edited_statements]
+    return SampleAnnotation.model_validate(
+        {
+            "metric_input": fields,
+            "metric_output": 1.0,
+            "is_accepted": True,
+            "prompts": {
+                EX: {
+                    "prompt_input": {"question": "q?", "answer": "a. b."} if recorded_inputs else {},
+                    "prompt_output": {"statements": ["a."]},
+                    "edited_output": {"statements": edited_statements, "reason": "keep every claim"},
+                },
+                VER: {
+                    "prompt_input": {"context": "ctx one\nctx two", "statements": edited_statements}
+                    if recorded_inputs
+                    else {},
+                    "prompt_output": {"statements": verdicts},
+                },
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize("recorded_inputs", [True, False])
+def test_each_prompt_is_shown_its_own_teaching_examples(recorded_inputs):
+    """Ragas' per-prompt examples: the extractor is shown the human's edited statements (its
+    output fields only, the edit's comment left out), the verifier the approved verdicts, with
+    each prompt's inputs (recorded, else made from the sample's fields)."""
+    example = _annotated(["a.", "b."], recorded_inputs=recorded_inputs)
+    metric = StatementSupport()
+    assert metric.shows_examples()
+    (ex_in, ex_out), = metric.demonstrations_for(EX, [example])
+    assert ex_in == {"question": "q?", "answer": "a. b."} and ex_out == {"statements": ["a.", "b."]}
+    (ver_in, ver_out), = metric.demonstrations_for(VER, [example])
+    assert ver_in == {"context": "ctx one\nctx two", "statements": ["a.", "b."]}
+    assert [v["verdict"] for v in ver_out["statements"]] == [1, 1]
+    llm = ScriptedLLM([extracted(STATEMENTS), verified([1, 0])])
+    j = judge(llm, examples=[example])
+    assert j.score == 0.5
+    from promptevolver.judge.prompts import rendered_examples
+
+    shown = [rendered_examples(r.messages) for r in llm.requests]
+    assert shown[0] == [(ex_in, ex_out)] and shown[1] == [(ver_in, ver_out)]

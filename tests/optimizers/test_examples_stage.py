@@ -211,11 +211,19 @@ def test_an_ensemble_shows_every_judge_the_same_examples(ds):
     assert indices == {0, 1, 2}  # every judge of the ensemble was shown examples
 
 
+class _NoExamples(AspectCritic):
+    """A user's judge whose ajudge takes no examples."""
+
+    async def ajudge(self, inputs, *, llm=None, instructions=None, sample_index=0, temperature=None):  # type: ignore[override]
+        return await super().ajudge(
+            inputs, llm=llm, instructions=instructions, sample_index=sample_index, temperature=temperature
+        )
+
+
 def test_an_ensemble_of_a_judge_without_examples_refuses_them():
     from promptevolver import JudgeEnsemble
-    from promptevolver.judge.statements import StatementSupport
 
-    ensemble = JudgeEnsemble(StatementSupport(name="faithfulness"), num_judges=2)
+    ensemble = JudgeEnsemble(_NoExamples(name="plain", definition=DEFINITION), num_judges=2)
     assert not ensemble.shows_examples()
     with pytest.raises(TypeError, match="cannot show teaching examples"):
         asyncio.run(ensemble.ajudge({"user_input": "q", "response": "r"}, examples=[object()]))  # type: ignore[list-item]

@@ -253,7 +253,11 @@ class JudgeEnsemble(BatchEvaluation):
 
     def shows_examples(self) -> bool:
         """Whether the wrapped metric can show teaching examples (its ``ajudge`` takes
-        ``examples`` and it renders ``demonstrations``: AspectCritic, RubricJudge)."""
+        ``examples`` and it renders ``demonstrations``, or says so itself: AspectCritic,
+        RubricJudge, StatementSupport)."""
+        own = getattr(self.metric, "shows_examples", None)
+        if callable(own) and not own():
+            return False
         if not hasattr(self.metric, "demonstrations"):
             return False
         try:

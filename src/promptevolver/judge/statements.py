@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
+from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.asking import UnusableAnswer, ask, output_dict
 from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
 from promptevolver.judge.prompts import Prompt
@@ -124,6 +125,45 @@ class StatementSupport(PromptSet):
         """
         return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, ())
 
+    def shows_examples(self) -> bool:
+        """Both prompts show teaching examples (:meth:`demonstrations_for`)."""
+        return True
+
+    def demonstrations_for(
+        self, prompt_name: str, examples: Sequence[SampleAnnotation]
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Teaching examples for prompt ``prompt_name``, as Ragas' per-prompt examples: per
+        annotated sample, that prompt's inputs (the annotation's recorded ``prompt_input``, else
+        made from the sample's fields and, for the verifier, its approved statements) and the
+        human-approved output of that prompt (edited, else accepted), restricted to the prompt's
+        output fields. A sample with no approved output for the prompt is left out.
+
+        Raises:
+            KeyError: ``prompt_name`` is not one of the two prompts.
+            AnnotationError: an example without a recorded input misses a required field.
+        """
+        prompt = self._prompts[prompt_name]
+        fields_out = set(prompt.output_model.model_fields)
+        out = []
+        for sample in examples:
+            expected = sample.expected_output(prompt_name)
+            if not expected:
+                continue
+            shown = {k: v for k, v in expected.items() if k in fields_out}
+            recorded = sample.prompts.get(prompt_name)
+            inputs = dict(recorded.prompt_input) if recorded is not None and recorded.prompt_input else None
+            if inputs is None:
+                fields = self.prompt_inputs(sample.metric_input)
+                if prompt_name == self.EXTRACTOR:
+                    inputs = self.extractor_inputs(fields)
+                else:
+                    statements = [
+                        s.get("statement", "") for s in shown.get("statements", []) if isinstance(s, dict)
+                    ]
+                    inputs = self.verifier_inputs(fields, statements)
+            out.append((inputs, shown))
+        return out
+
     @staticmethod
     def extractor_inputs(fields: Mapping[str, Any]) -> dict[str, Any]:
         """The extractor's inputs (Ragas' names) from the metric's fields."""
@@ -144,8 +184,10 @@ class StatementSupport(PromptSet):
         instructions: Mapping[str, str] | None = None,
         sample_index: int = 0,
         temperature: float | None = None,
+        examples: Sequence[SampleAnnotation] = (),
     ) -> Judgement:
-        """Extract the statements, verify them, and score the supported fraction.
+        """Extract the statements, verify them, and score the supported fraction; each prompt is
+        shown the teaching ``examples`` its own way (:meth:`demonstrations_for`).
 
         Returns a :class:`Judgement` with ``score`` in [0, 1], a ``reason`` naming the unsupported
         statements with the verifier's reasons, and ``details``::
@@ -166,7 +208,9 @@ class StatementSupport(PromptSet):
         extracted = await ask(
             client,
             extractor,
-            extractor.render(self.extractor_inputs(fields)),
+            extractor.render(
+                self.extractor_inputs(fields), self.demonstrations_for(self.EXTRACTOR, examples)
+            ),
             sample_index=sample_index,
             temperature=temperature,
             max_reasks=self.max_reasks,
@@ -183,7 +227,9 @@ class StatementSupport(PromptSet):
         verified = await ask(
             client,
             verifier,
-            verifier.render(self.verifier_inputs(fields, statements)),
+            verifier.render(
+                self.verifier_inputs(fields, statements), self.demonstrations_for(self.VERIFIER, examples)
+            ),
             sample_index=sample_index,
             temperature=temperature,
             max_reasks=self.max_reasks,

@@ -289,12 +289,14 @@ OUT_OF_BAG_FOLDS = 2
 
 def shows_examples(metric: Metric) -> bool:
     """Whether ``metric`` can be shown teaching examples: one prompt, ``demonstrations`` and an
-    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge, a Ragas metric's adapter, an
-    ensemble of one of them; not a metric with several prompts or a user's judge without them)."""
-    if not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
-        return False
-    own = getattr(metric, "shows_examples", None)  # a wrapper (an ensemble) knows its metric's
-    if callable(own) and not own():
+    ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge, a Ragas metric's adapter), or a
+    judge whose ``shows_examples()`` says so (StatementSupport: each prompt its own examples; an
+    ensemble of such a judge); not a user's judge whose ``ajudge`` takes none."""
+    own = getattr(metric, "shows_examples", None)  # a judge that says (several prompts, an ensemble)
+    if callable(own):
+        if not own():
+            return False
+    elif not hasattr(metric, "demonstrations") or len(metric.get_prompts()) != 1:
         return False
     try:
         return "examples" in inspect.signature(metric.ajudge).parameters
