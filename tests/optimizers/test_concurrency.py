@@ -67,3 +67,106 @@ def test_waves_count_the_longest_chain_of_calls_that_waited_for_each_other() -> 
     assert waves([(0, 1), (0, 1), (0.5, 1.5)]) == 1  # all in flight together
     assert waves([(0, 1), (1, 2), (2, 3)]) == 3  # one after another
     assert waves([(0, 1), (0, 1), (1, 2), (1.5, 2.5), (3, 4)]) == 3
+
+
+# --- the shares of one limit take turns (a job of several metrics) ---------------------------------
+
+
+class _Gated:
+    """A client whose requests start in the order recorded in ``started`` and answer when told."""
+
+    def __init__(self, name: str, started: list[str], gates: dict[str, asyncio.Event]) -> None:
+        self.name, self.started, self.gates = name, started, gates
+        from promptevolver.llm.base import Usage
+
+        self.usage = Usage()
+
+    async def complete(self, request: Any) -> Any:
+        tag = f"{self.name}{sum(s.startswith(self.name) for s in self.started)}"
+        self.started.append(tag)
+        self.gates[tag] = asyncio.Event()
+        await self.gates[tag].wait()
+        return tag
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_a_freed_slot_goes_to_the_share_with_the_fewest_in_flight_not_to_the_longest_queue(
+    limit: int,
+) -> None:
+    from promptevolver.llm.concurrency import InFlightLimit
+
+    started: list[str] = []
+    gates: dict[str, asyncio.Event] = {}
+    job = InFlightLimit(limit)
+    busy = job.share().wrap(_Gated("a", started, gates))  # a metric judging a population
+    idle = job.share().wrap(_Gated("b", started, gates))  # a metric with one meta call
+
+    async def run() -> list[str]:
+        flood = [asyncio.create_task(busy.complete(None)) for _ in range(limit + 5)]
+        await _settle()
+        assert started == [f"a{i}" for i in range(limit)]  # every slot taken, 5 queued
+        one = asyncio.create_task(idle.complete(None))  # queued after all of a's
+        await _settle()
+        gates["a0"].set()  # one slot frees
+        await _settle()
+        assert started[limit] == "b0"  # b's one call goes first, not a's next in line
+        while not all(t.done() for t in [*flood, one]):
+            for gate in list(gates.values()):
+                gate.set()
+            await _settle()
+        return [t.result() for t in flood]
+
+    answers = asyncio.run(run())
+    assert sorted(answers) == sorted(f"a{i}" for i in range(limit + 5))  # a's all answered, in order
+    assert [s for s in started if s.startswith("a")] == [f"a{i}" for i in range(limit + 5)]
+
+
+def test_one_owner_alone_is_served_first_come_first_served_and_cancelled_waiters_free_nothing() -> None:
+    from promptevolver.llm.concurrency import FairSlots
+
+    async def run() -> tuple[list[int], int]:
+        slots = FairSlots(1)
+        owner = object()
+        order: list[int] = []
+
+        async def take(i: int) -> None:
+            await slots.acquire(owner)
+            order.append(i)
+            await asyncio.sleep(0)
+            slots.release(owner)
+
+        await slots.acquire(owner)  # the one slot held: every take below waits
+        tasks = [asyncio.create_task(take(i)) for i in range(5)]
+        await _settle()
+        tasks[2].cancel()  # cancelled while waiting: takes no slot, blocks no one
+        slots.release(owner)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return order, slots.free
+
+    order, free = asyncio.run(run())
+    assert order == [0, 1, 3, 4]
+    assert free == 1  # every slot back
+
+
+def test_a_slot_granted_to_a_request_cancelled_before_it_ran_passes_to_the_next() -> None:
+    from promptevolver.llm.concurrency import FairSlots
+
+    async def run() -> tuple[bool, int]:
+        slots = FairSlots(1)
+        a, b = object(), object()
+        await slots.acquire(a)
+        granted = asyncio.create_task(slots.acquire(b))
+        later = asyncio.create_task(slots.acquire(b))
+        await _settle()
+        slots.release(a)  # granted to `granted`, which is cancelled before it resumes
+        granted.cancel()
+        await _settle()
+        return later.done(), slots.in_flight(b)
+
+    later_done, held = asyncio.run(run())
+    assert later_done and held == 1  # the slot went on to the next waiter, none leaked

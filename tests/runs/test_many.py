@@ -225,7 +225,7 @@ def test_a_share_of_a_limit_counts_against_the_same_slots_and_closes_alone() -> 
     a, b = limit.share(), limit.share()
 
     async def run() -> None:
-        assert a.slot() is b.slot() is limit.slot()
+        assert a.slots() is b.slots() is limit.slots()
         a.close(LLMError("stopped"))
         assert a.closed is not None and b.closed is None
 

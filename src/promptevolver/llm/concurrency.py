@@ -1,35 +1,45 @@
 """One cap on LLM requests in flight, shared by every client of a run.
 
-:class:`InFlightLimit` holds one semaphore; :meth:`InFlightLimit.wrap` returns a client that takes
-a slot of it for each request. Wrap the judge and the reflection client of a run with the same
-limit and the server never sees more than ``limit`` requests of that run at once, however many
-candidates are judged together and however many calls one evaluation makes. Users set it to
+:class:`InFlightLimit` holds ``limit`` slots (:class:`FairSlots`); :meth:`InFlightLimit.wrap`
+returns a client that takes one of them for each request. Wrap the judge and the reflection
+client of a run with the same limit and the server never sees more than ``limit`` requests of
+that run at once, however many candidates are judged together and however many calls one
+evaluation makes. Users set it to
 stay under a provider's concurrency limit (``llm.max_concurrency`` in a run config).
 
 It is the run's one concurrency limit: every phase of a run (judge calls of the evaluator, meta
 calls of the operators and the distillation) sends through the clients it wraps. A job of several
-metrics (:mod:`promptevolver.optimizers.many`) makes one and gives each metric's run a
-:meth:`~InFlightLimit.share` of it: one semaphore for all, so a slot an idle metric does not use
+metrics (:mod:`promptevolver.runs.many`) makes one and gives each metric's run a
+:meth:`~InFlightLimit.share` of it: one set of slots for all, so a slot an idle metric does not use
 goes to the others, while each run keeps its own stop switch (:meth:`~InFlightLimit.close`) and
 its own record of calls (:meth:`~InFlightLimit.take_intervals`).
+
+The shares take turns: a slot that frees goes to the share with the fewest requests in flight
+among those waiting (ties: the one served least recently), not to whichever request queued
+first. A metric's one sequential call (a meta call of its distillation or cross-fit stage)
+therefore waits for one slot to free, not behind another metric's whole queued population of
+judge calls; one run alone gets its slots first come, first served, as with a plain semaphore.
+Measured with judgeworld in docs/many-metrics.md ("With the judge out of process").
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
+from collections import deque
 
 from promptevolver.errors import LLMError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest
 from promptevolver.llm.wrapper import ClientWrapper
 
-__all__ = ["InFlightLimit", "waves"]
+__all__ = ["FairSlots", "InFlightLimit", "waves"]
 
 
 class InFlightLimit:
     """At most ``limit`` requests in flight through the clients it wraps (≥ 1).
 
-    The semaphore is made for the running event loop on first use (clients outlive one
+    The slots are made for the running event loop on first use (clients outlive one
     ``asyncio.run``).
 
     Raises:
@@ -40,7 +50,7 @@ class InFlightLimit:
         if limit < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {limit}")
         self.limit = limit
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._slots: dict[int, FairSlots] = {}
         self._parent: InFlightLimit | None = None
         #: Once set, requests not yet sent fail with it at once (those in flight finish).
         self.closed: LLMError | None = None
@@ -63,18 +73,110 @@ class InFlightLimit:
         view._parent = self._parent or self
         return view
 
-    def slot(self) -> asyncio.Semaphore:
-        """The semaphore of the running event loop (the shared one, for a :meth:`share`)."""
+    def slots(self) -> FairSlots:
+        """The slots of the running event loop (the shared ones, for a :meth:`share`)."""
         if self._parent is not None:
-            return self._parent.slot()
+            return self._parent.slots()
         loop = id(asyncio.get_running_loop())
-        if loop not in self._semaphores:
-            self._semaphores = {loop: asyncio.Semaphore(self.limit)}
-        return self._semaphores[loop]
+        if loop not in self._slots:
+            self._slots = {loop: FairSlots(self.limit)}
+        return self._slots[loop]
 
     def wrap(self, client: LLMClient) -> LLMClient:
         """``client`` behind this limit (its usage is the wrapped client's)."""
         return _Limited(client, self)
+
+
+class FairSlots:
+    """``limit`` slots taken in turns by several owners (the shares of one limit), on one event loop.
+
+    A free slot goes at once to a request when no one waits; otherwise requests wait, and each slot
+    that frees goes to the owner with the fewest slots held among those waiting (ties: the owner
+    given a slot least recently, then the one whose oldest waiting request came first). One owner
+    alone is served first come, first served.
+
+    Raises:
+        ValueError: ``limit`` < 1.
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+        self.limit = limit
+        self.free = limit
+        #: owner → slots it holds (owners with none are dropped).
+        self.held: dict[int, int] = {}
+        self._waiting: dict[int, deque[tuple[int, asyncio.Future[None]]]] = {}
+        #: owner → when it was last given a slot (on the same counter as the waiting order).
+        self._granted: dict[int, int] = {}
+        self._order = itertools.count()
+
+    def in_flight(self, owner: object) -> int:
+        """Slots ``owner`` holds."""
+        return self.held.get(id(owner), 0)
+
+    def waiting(self, owner: object) -> int:
+        """Requests of ``owner`` waiting for a slot."""
+        return len(self._waiting.get(id(owner), ()))
+
+    async def acquire(self, owner: object) -> None:
+        """Wait for a slot for ``owner`` (any object, told apart by identity; :meth:`release` the
+        slot after). A request cancelled while waiting takes no slot; one cancelled after its slot
+        was granted passes the slot on."""
+        key = id(owner)
+        if self.free > 0 and not self._waiting:
+            self._take(key)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, deque()).append((next(self._order), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # granted, then cancelled: pass it on
+                self.release(owner)
+            else:
+                self._forget(key, future)
+            raise
+
+    def release(self, owner: object) -> None:
+        """Give back one slot ``owner`` holds; it goes to the next waiter in turn."""
+        key = id(owner)
+        self.held[key] -= 1
+        if not self.held[key]:
+            del self.held[key]
+        self.free += 1
+        self._wake()
+
+    def _turn(self, key: int) -> tuple[int, int, int]:
+        return (self.held.get(key, 0), self._granted.get(key, -1), self._waiting[key][0][0])
+
+    def _take(self, key: int) -> None:
+        self.free -= 1
+        self.held[key] = self.held.get(key, 0) + 1
+        self._granted[key] = next(self._order)
+
+    def _forget(self, key: int, future: asyncio.Future[None]) -> None:
+        queue = self._waiting.get(key)
+        if queue is None:
+            return
+        kept = deque(item for item in queue if item[1] is not future)
+        if kept:
+            self._waiting[key] = kept
+        else:
+            del self._waiting[key]
+        self._wake()
+
+    def _wake(self) -> None:
+        while self.free > 0 and self._waiting:
+            key = min(self._waiting, key=self._turn)
+            queue = self._waiting[key]
+            _, future = queue.popleft()
+            if not queue:
+                del self._waiting[key]
+            if future.done():  # cancelled while waiting
+                continue
+            self._take(key)
+            future.set_result(None)
 
 
 def waves(intervals: list[tuple[float, float]]) -> int:
@@ -98,7 +200,9 @@ class _Limited(ClientWrapper):
         self.limit = limit
 
     async def complete(self, request: LLMRequest) -> Completion:
-        async with self.limit.slot():
+        slots = self.limit.slots()
+        await slots.acquire(self.limit)
+        try:
             if self.limit.closed is not None:
                 raise self.limit.closed
             start = time.monotonic()
@@ -106,3 +210,5 @@ class _Limited(ClientWrapper):
                 return await self.inner.complete(request)
             finally:
                 self.limit._intervals.append((start, time.monotonic()))
+        finally:
+            slots.release(self.limit)
