@@ -6,9 +6,15 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import hypothesis  # noqa: F401  (see below)
 import pytest
 
 from promptevolver import AspectCritic, SingleMetricAnnotation
+
+# hypothesis is imported here, at collection, on purpose: when no collected test imports it, its
+# pytest plugin imports it lazily in the terminal summary, ~200 frames deep, where CPython 3.11.7's
+# ast.parse (pytest's assertion rewriting) can fail with "SystemError: AST constructor recursion
+# depth mismatch" and turn a passing run into exit 1 (seen running tests/runs/test_many.py alone).
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data"

@@ -265,7 +265,9 @@ def test_a_failing_metric_is_reported_while_the_other_finishes_then_resume_runs_
 ) -> None:
     data = _broken_copy(tmp_path)
     run = tmp_path / "run"
-    assert main(["optimize", str(_config(tmp_path, data)), "-o", str(run), "-q"]) == 1
+    # a budget: split by usable samples, which change when the broken metric is fixed
+    config = _config(tmp_path, data, budget={"max_calls": 4000})
+    assert main(["optimize", str(config), "-o", str(run), "-q"]) == 1
     out, err = capsys.readouterr()
     summary = json.loads((run / "result.json").read_text())
     assert summary["metrics"]["answer_correctness"]["status"] == "done"
@@ -288,6 +290,9 @@ def test_a_failing_metric_is_reported_while_the_other_finishes_then_resume_runs_
     summary = json.loads((run / "result.json").read_text())
     assert [m["status"] for m in summary["metrics"].values()] == ["done", "done"]
     assert (run / "answer_correctness" / "result.json").stat().st_mtime_ns == kept  # finished: kept
+    ran_with = yaml.safe_load((run / "answer_correctness" / "config.yaml").read_text())
+    reported = summary["metrics"]["answer_correctness"]["budget"]["max_calls"]
+    assert reported == ran_with["budget"]["max_calls"] == 4000  # the budget it ran with (all of it)
     links = re.findall(r'href="([^"]+)"', (run / "index.html").read_text())
     assert links == ["answer_correctness/report.html", "helpfulness/report.html"]
     assert all((run / link).is_file() for link in links)

@@ -587,12 +587,16 @@ def _finished(
     shares: Mapping[str, BudgetConfig],
     usable: Mapping[str, int],
 ) -> dict[str, MetricOutcome]:
-    """The metrics a resume keeps: those whose folder holds a result.json."""
+    """The metrics a resume keeps: those whose folder holds a result.json, each reported with the
+    budget it ran with (its result's config; the job's split today may differ, e.g. when another
+    metric had no usable sample then and has some now)."""
     kept = {}
     for n in names:
         if n in datasets and rundir.run_status(top / n) == "finished":
             result = OptimizationResult.from_dict(rundir.read_result(top / n))
-            kept[n] = MetricOutcome(n, "done", None, result, shares[n], usable[n])
+            ran_with = (result.config or {}).get("budget")
+            budget = BudgetConfig.model_validate(ran_with) if isinstance(ran_with, dict) else shares[n]
+            kept[n] = MetricOutcome(n, "done", None, result, budget, usable[n])
     return kept
 
 
