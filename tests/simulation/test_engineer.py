@@ -84,3 +84,41 @@ def test_unit_draws_are_deterministic_in_range_and_uniform():
     draws = np.array([unit(7, "noise", k) for k in range(4000)])
     assert ((draws >= 0) & (draws < 1)).all()
     assert abs((draws < 0.3).mean() - 0.3) < 0.03
+
+
+@pytest.mark.parametrize(
+    ("words", "after", "role"),
+    [
+        (("wrong",), ["year", "city", "author"], "predicate"),  # a modifier whose noun varies
+        (("missing", "step"), ["in", "of", ""], "noun"),  # a whole noun phrase
+        (("simplified", "explanation"), ["", "", "of"], "noun"),
+    ],
+)
+def test_a_phrase_cut_before_its_noun_is_written_as_a_predicate(words, after, role):
+    """A newcomer's run wrote "- the response shows the wrong" (from "the wrong year", "the wrong
+    city", ...): a phrase mostly followed by a content word is a modifier without its noun, and
+    is written as a predicate ("anything the response says is wrong"), never as a bare noun."""
+    from promptevolver.simulation.criteria import Criterion, _role
+    from promptevolver.simulation.writer import clause
+
+    occurrences = [("the", *words, a, "") for a in after]
+    got, article, _ = _role(words, occurrences, quote=False)
+    assert got == role
+    c = Criterion(
+        id="c",
+        kind="generic",
+        phrase=" ".join(words),
+        triggers=(words,),
+        verdict=0,
+        role=got,
+        article=article,
+        needs_object=False,
+        samples=(),
+    )
+    text = clause(c, has_reference=True)
+    phrase = " ".join(words)
+    expected = {
+        "predicate": f"anything the response says is {phrase}",
+        "noun": f"the response shows the {phrase}",
+    }
+    assert text == expected[role]

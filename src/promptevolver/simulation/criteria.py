@@ -372,4 +372,8 @@ def _role(
         return "predicate", "", False
     if before in _SUBJECT:
         return "verb", "", continued
+    # "the wrong <year, city, ...>": a modifier whose noun varies reads as a predicate
+    followed = sum(o[-2] != "" and o[-2].lower() not in ph.CLOSED_CLASS for o in occurrences)
+    if followed * 2 > len(occurrences):
+        return "predicate", "", False
     return "noun", before if before in _ARTICLES else "", False
