@@ -28,9 +28,11 @@ def test_only_the_provider_package_imports_the_sdk() -> None:
 
 def test_the_package_face_exports_exactly_its_public_names() -> None:
     assert sorted(provider.__all__) == [
+        "EmbeddingUsage",
         "Mode",
         "Negotiation",
         "OpenAIClient",
+        "OpenAIEmbeddings",
         "StructuredOutput",
         "TokenParam",
         "negotiation_of",

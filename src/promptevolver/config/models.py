@@ -24,6 +24,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
+    field_serializer,
     field_validator,
     model_serializer,
     model_validator,
@@ -38,6 +39,7 @@ from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 __all__ = [
     "DEFAULT_CACHE",
     "BudgetConfig",
+    "EmbeddingsConfig",
     "ExamplesConfig",
     "GeneticConfig",
     "LLMConfig",
@@ -107,6 +109,11 @@ def _not_blank(text: str) -> str:
     return text
 
 
+#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
+#: working directory).
+DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
+
+
 class BudgetConfig(_Strict):
     """Upper bounds on a run's spending; None means unbounded.
 
@@ -125,6 +132,46 @@ class BudgetConfig(_Strict):
     max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
+class EmbeddingsConfig(_Strict):
+    """An OpenAI-compatible ``/embeddings`` endpoint for retrieval (``optimizer.examples.embeddings``;
+    :class:`promptevolver.llm.openai.OpenAIEmbeddings`), configured as ``llm`` is.
+
+    Attributes:
+        model: the embedding model (e.g. ``text-embedding-3-small``, ``nomic-embed-text``).
+        base_url: API root (``${NAME}`` placeholders expanded from the environment, as in
+            ``llm.base_url``); null: ``OPENAI_BASE_URL`` or api.openai.com.
+        api_key_env: the environment variable holding the key (never the key itself).
+        timeout_s: per-request timeout in seconds; max_attempts: attempts per request (retry
+            policy of :mod:`promptevolver.llm.retry`).
+        batch_size: texts per request. dimensions: asked of the server (null: the model's own).
+        cache: SQLite cache file of vectors by model and text (relative to the working
+            directory; null: memory only); default the response cache's file.
+        on_failure: ``stop`` (default): an endpoint that cannot embed the pool stops the run
+            with one line before any judge call; ``tfidf``: retrieve by TF-IDF instead, recorded
+            in the store's ``similarity.fallback``.
+    """
+
+    model: Annotated[str, AfterValidator(_not_blank)]
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
+    batch_size: int = Field(64, ge=1, le=2048)
+    dimensions: int | None = Field(None, ge=1)
+    cache: Path | None = DEFAULT_CACHE
+    on_failure: Literal["stop", "tfidf"] = "stop"
+
+    @field_serializer("base_url")
+    def _no_secret_in_the_url(self, url: str | None) -> str | None:
+        # Every dump (result.json's config, the checkpoint, config.yaml) keeps the URL as
+        # stored_base_url does: ${NAME} placeholders as written, any other secret masked.
+        return None if url is None else stored_base_url(url)
+
+    def record(self) -> dict[str, Any]:
+        """The settings as a result's example store records them (no secret; paths as text)."""
+        return self.model_dump(mode="json")
+
+
 class ExamplesConfig(_Strict):
     """Teaching examples shown to the judge (``optimizer.examples``; ``docs/examples.md``).
 
@@ -137,12 +184,26 @@ class ExamplesConfig(_Strict):
             other than ``auto`` is verified against the instruction alone too: it is kept only if
             it wins. Ignored under ``strategy: genetic`` (instructions only, as before).
         k: examples per judged input (≥ 1; judgeworld and Ragas: 3; more than 4 dilute).
-        min_similarity: retrieval shows only samples at least this similar (TF-IDF cosine).
+        min_similarity: retrieval shows only samples at least this similar (cosine).
+        similarity: what retrieval compares: ``tfidf`` (default; scikit-learn, no call) or
+            ``embeddings`` (the ``embeddings`` endpoint's vectors, cached).
+        embeddings: the endpoint (:class:`EmbeddingsConfig`); required by, and only with,
+            ``similarity: embeddings``.
     """
 
     policy: Literal["none", "static", "retrieval", "auto"] = "auto"
     k: int = Field(3, ge=1, le=16)
     min_similarity: float = Field(0.0, ge=0.0, le=1.0)
+    similarity: Literal["tfidf", "embeddings"] = "tfidf"
+    embeddings: EmbeddingsConfig | None = None
+
+    @model_validator(mode="after")
+    def _embeddings_with_their_similarity(self) -> ExamplesConfig:
+        if self.similarity == "embeddings" and self.embeddings is None:
+            raise ValueError("similarity 'embeddings' needs 'embeddings: {model: ...}' (the endpoint)")
+        if self.similarity != "embeddings" and self.embeddings is not None:
+            raise ValueError("'embeddings' is set but similarity is 'tfidf': set similarity: embeddings")
+        return self
 
 
 class GeneticConfig(_Strict):
@@ -365,11 +426,6 @@ class MetricConfig(_Strict):
     def aggregation(self) -> str:
         """The ensemble's aggregation: the one set, else ``majority`` (binary) or ``mean``."""
         return self.aggregation_method or ("majority" if self.is_binary else "mean")
-
-
-#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
-#: working directory).
-DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
 
 
 class PriceConfig(_Strict):
