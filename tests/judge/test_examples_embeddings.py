@@ -107,10 +107,8 @@ def test_the_store_records_its_similarity_and_retrieves_the_same_when_read_back(
             }
         }
     )
-    from promptevolver.config.build import build_embedder
-
     assert config.examples.embeddings is not None
-    store = ExampleStore(POOL, [0, 1], k=1, embedder=build_embedder(config.examples.embeddings))
+    store = ExampleStore(POOL, [0, 1], k=1, embedder=config.examples.embeddings.build())
     data = json.loads(json.dumps(store.to_dict()))
     assert data["similarity"]["kind"] == "embeddings" and data["similarity"]["model"] == "concepts"
     assert data["similarity"]["api_key_env"] == KEY_ENV and KEY not in json.dumps(data)

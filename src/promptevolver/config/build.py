@@ -7,23 +7,16 @@ models only admit known ones, and their errors list them).
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
-from typing import Any
-
-from pydantic import ValidationError
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
 from promptevolver.config.models import (
-    ENV_PLACEHOLDER,
-    EmbeddingsConfig,
     LLMConfig,
     LossConfig,
     MetricConfig,
     RunConfig,
     SyntheticSource,
-    format_validation_error,
+    expand_base_url,
 )
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
@@ -36,24 +29,14 @@ from promptevolver.judge.statements import StatementSupport
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.context import context_tokens_for
-from promptevolver.llm.openai import OpenAIClient, OpenAIEmbeddings
+from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
-from promptevolver.llm.redaction import MASK
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-__all__ = [
-    "build_embedder",
-    "build_judge",
-    "build_llm",
-    "build_loss",
-    "build_metric",
-    "embedder_from_record",
-    "load_dataset",
-    "resolve_prompt",
-]
+__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -200,7 +183,7 @@ def _build_client(
     assert config.model is not None
     client = OpenAIClient(
         model=config.model,
-        base_url=None if config.base_url is None else _base_url(config.base_url),
+        base_url=None if config.base_url is None else expand_base_url(config.base_url),
         api_key=key,
         api_key_source=config.api_key_env,
         timeout_s=config.timeout_s,
@@ -217,80 +200,7 @@ def _build_client(
     return client
 
 
-#: The key path of the embeddings settings, named in messages.
-EMBEDDINGS_KEY = "optimizer.examples.embeddings"
-
-
-def build_embedder(config: EmbeddingsConfig, *, where: str = EMBEDDINGS_KEY) -> OpenAIEmbeddings:
-    """The embeddings client ``config`` describes (the key from the environment variable named by
-    ``api_key_env``, ``${NAME}`` in ``base_url`` expanded, as for ``llm``); ``where`` names the
-    settings in messages. It records ``config.record()`` (no secret) as its settings.
-
-    Raises:
-        ConfigError: the key's variable is unset or empty, a ``${NAME}`` is unset, or the URL's
-            secret was masked when a result stored it.
-        CacheError: the cache file cannot be opened.
-    """
-    key = os.environ.get(config.api_key_env)
-    if not key:
-        raise ConfigError(
-            f"{where}: retrieval by embeddings needs an API key in the environment variable "
-            f"{config.api_key_env}, which is not set (any non-empty value works for local servers)"
-        )
-    return OpenAIEmbeddings(
-        model=config.model,
-        base_url=None if config.base_url is None else _base_url(config.base_url, f"{where}.base_url"),
-        api_key=key,
-        api_key_source=config.api_key_env,
-        timeout_s=config.timeout_s,
-        max_attempts=config.max_attempts,
-        batch_size=config.batch_size,
-        dimensions=config.dimensions,
-        cache=config.cache,
-        settings=config.record(),
-    )
-
-
-def embedder_from_record(record: Mapping[str, Any]) -> OpenAIEmbeddings:
-    """The embeddings client of an example store's ``similarity`` record (result.json's
-    ``examples.store.similarity``), to retrieve as the run did.
-
-    Raises:
-        ConfigError: the record is not an embeddings record of this version, or as
-            :func:`build_embedder`.
-    """
-    settings = {k: v for k, v in record.items() if k != "kind"}
-    try:
-        config = EmbeddingsConfig.model_validate(settings)
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, "examples.store.similarity")) from None
-    return build_embedder(config, where="the example store's embeddings (examples.store.similarity)")
-
-
 def _price(config: LLMConfig) -> Price | None:
     """``llm.prices``, else the price table's entry for the model (:meth:`LLMConfig.price`)."""
     found = config.price()
     return None if found is None else found[0]
-
-
-def _base_url(url: str, key: str = "llm.base_url") -> str:
-    """``url`` (the setting ``key``) with each ``${NAME}`` replaced by that environment variable.
-
-    Raises:
-        ConfigError: a named variable is unset, or the URL holds a secret masked when a run
-            directory stored it (``***``: resume with the original config).
-    """
-    if MASK in url and not ENV_PLACEHOLDER.search(url):
-        raise ConfigError(
-            f"{key} {url} had its secret removed when the run directory stored it: resume "
-            "with your own config (promptevolver optimize CONFIG --resume DIR), or name the secret "
-            "as an environment variable in the URL, e.g. ?api-key=${PROXY_KEY}"
-        )
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            raise ConfigError(f"{key} names the environment variable {name}, which is not set")
-        return os.environ[name]
-
-    return ENV_PLACEHOLDER.sub(value, url)

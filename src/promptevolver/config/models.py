@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -33,8 +33,11 @@ from pydantic import (
 from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
-from promptevolver.llm.redaction import redact_url
+from promptevolver.llm.redaction import MASK, redact_url
 from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
+
+if TYPE_CHECKING:
+    from promptevolver.llm.openai.embeddings import OpenAIEmbeddings
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -54,6 +57,8 @@ __all__ = [
     "SYNTHETIC_KEYS",
     "SyntheticDatasetConfig",
     "SyntheticSource",
+    "embedder_from_record",
+    "expand_base_url",
     "format_validation_error",
     "load_config",
     "load_run_config",
@@ -170,6 +175,52 @@ class EmbeddingsConfig(_Strict):
     def record(self) -> dict[str, Any]:
         """The settings as a result's example store records them (no secret; paths as text)."""
         return self.model_dump(mode="json")
+
+    def build(self, *, where: str = "optimizer.examples.embeddings") -> OpenAIEmbeddings:
+        """The embeddings client these settings describe: the key from the environment variable
+        named by ``api_key_env``, ``${NAME}`` in ``base_url`` expanded (as for ``llm``); ``where``
+        names the settings in messages; the client records :meth:`record` (no secret).
+
+        Raises:
+            ConfigError: the key's variable is unset or empty, a ``${NAME}`` is unset, or the
+                URL's secret was masked when a result stored it.
+            CacheError: the cache file cannot be opened.
+        """
+        from promptevolver.llm.openai.embeddings import OpenAIEmbeddings  # the SDK, only when used
+
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"{where}: retrieval by embeddings needs an API key in the environment variable "
+                f"{self.api_key_env}, which is not set (any non-empty value works for local servers)"
+            )
+        return OpenAIEmbeddings(
+            model=self.model,
+            base_url=None if self.base_url is None else expand_base_url(self.base_url, f"{where}.base_url"),
+            api_key=key,
+            api_key_source=self.api_key_env,
+            timeout_s=self.timeout_s,
+            max_attempts=self.max_attempts,
+            batch_size=self.batch_size,
+            dimensions=self.dimensions,
+            cache=self.cache,
+            settings=self.record(),
+        )
+
+
+def embedder_from_record(record: Mapping[str, Any]) -> OpenAIEmbeddings:
+    """The embeddings client of an example store's ``similarity`` record (result.json's
+    ``examples.store.similarity``), to retrieve as the run did.
+
+    Raises:
+        ConfigError: the record is not a valid embeddings record, or as :meth:`EmbeddingsConfig.build`.
+    """
+    settings = {k: v for k, v in record.items() if k != "kind"}
+    try:
+        config = EmbeddingsConfig.model_validate(settings)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, "examples.store.similarity")) from None
+    return config.build(where="the example store's embeddings (examples.store.similarity)")
 
 
 class ExamplesConfig(_Strict):
@@ -728,6 +779,29 @@ def stored_base_url(url: str) -> str:
     the URL never reaches ``config.yaml`` (a resume then needs the original config, or the key
     moved into an environment variable)."""
     return url if ENV_PLACEHOLDER.search(url) else redact_url(url)
+
+
+def expand_base_url(url: str, key: str = "llm.base_url") -> str:
+    """``url`` (the setting ``key``) with each ``${NAME}`` replaced by that environment variable.
+
+    Raises:
+        ConfigError: a named variable is unset, or the URL holds a secret masked when a run
+            directory stored it (``***``: resume with the original config).
+    """
+    if MASK in url and not ENV_PLACEHOLDER.search(url):
+        raise ConfigError(
+            f"{key} {url} had its secret removed when the run directory stored it: resume "
+            "with your own config (promptevolver optimize CONFIG --resume DIR), or name the secret "
+            "as an environment variable in the URL, e.g. ?api-key=${PROXY_KEY}"
+        )
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise ConfigError(f"{key} names the environment variable {name}, which is not set")
+        return os.environ[name]
+
+    return ENV_PLACEHOLDER.sub(value, url)
 
 
 def _portable(path: Path, folder: Path) -> str:

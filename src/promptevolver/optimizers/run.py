@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation, sampling
-from promptevolver.config.build import build_embedder
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
@@ -330,7 +329,7 @@ def _example_store(
         binary=dataset.is_binary,
         prompt_name=_only_prompt(metric),
         corrections=[i for i, p in enumerate(pool) if evidence[p].kind == "verdict"],
-        embedder=None if embeddings is None else build_embedder(embeddings),
+        embedder=None if embeddings is None else embeddings.build(),
     )
 
 
