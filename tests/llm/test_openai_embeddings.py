@@ -10,7 +10,7 @@ import stat
 import numpy as np
 import pytest
 
-from promptevolver.errors import PermanentLLMError, TransientLLMError
+from promptevolver.errors import LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm.openai import OpenAIEmbeddings
 from promptevolver.testing.openai_server import Fault, LocalOpenAIServer, hashed_words
 
@@ -131,3 +131,11 @@ def test_secrets_never_reach_the_repr_or_the_recorded_settings(server):
     client = _client(server.base_url + "?api-key=QUERYSECRET")
     shown = repr(client) + str(client.settings)
     assert KEY not in shown and "QUERYSECRET" not in shown
+
+
+def test_vectors_of_another_length_are_refused_not_mixed(tmp_path):
+    with LocalOpenAIServer(lambda _body: "", embed=lambda text: [1.0] * (2 + len(text.split()))) as server:
+        client = _client(server.base_url, cache=tmp_path / "c.sqlite")
+        client.embed(["one two"])
+        with pytest.raises(LLMError, match="4 and 5 dimensions"):
+            client.embed(["one two three"])
