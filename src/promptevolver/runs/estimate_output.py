@@ -37,9 +37,10 @@ def estimate_lines(
         f"  at most {e.max_calls:,} calls (every generation run, every offspring judged on all of train)",
     ]
     if e.embedding_calls:
+        plural = "s" if e.embedding_calls != 1 else ""
         lines.append(
-            f"  embeddings endpoint: at most {e.embedding_calls:,} requests before the first judge call "
-            "(0 with a warm cache; not LLM calls, outside the budget)"
+            f"  embeddings endpoint: at most {e.embedding_calls:,} request{plural} before the first "
+            "judge call (0 with a warm cache; not LLM calls, outside the budget)"
         )
     if verbose:
         lines += [
