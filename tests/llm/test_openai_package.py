@@ -28,9 +28,11 @@ def test_only_the_provider_package_imports_the_sdk() -> None:
 
 def test_the_package_face_exports_exactly_its_public_names() -> None:
     assert sorted(provider.__all__) == [
+        "EmbeddingUsage",
         "Mode",
         "Negotiation",
         "OpenAIClient",
+        "OpenAIEmbeddings",
         "StructuredOutput",
         "TokenParam",
         "negotiation_of",
@@ -39,4 +41,4 @@ def test_the_package_face_exports_exactly_its_public_names() -> None:
     ]
     assert all(hasattr(provider, name) for name in provider.__all__)
     public_modules = {p.stem for p in (SRC / "llm" / "openai").glob("*.py")} - {"__init__"}
-    assert public_modules == {"chat", "client", "errors", "negotiation", "preflight", "wire"}
+    assert public_modules == {"chat", "client", "embeddings", "errors", "negotiation", "preflight", "wire"}

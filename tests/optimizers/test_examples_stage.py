@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, GeneticOptimizer
 from promptevolver.config.models import RunConfig
+from promptevolver.errors import CheckpointError
 from promptevolver.judge.prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
@@ -48,10 +49,10 @@ def _llm(ds, *, examples_help: bool, requests: list | None = None) -> ScriptedLL
     return ScriptedLLM(handler=handler)
 
 
-def _optimize(ds, llm, run_dir=None, **config):
+def _optimize(ds, llm, run_dir=None, resume=False, **config):
     metric = AspectCritic(name=ds.name, definition=DEFINITION, prompt_name=PROMPT)
     opt = GeneticOptimizer(metric=metric, llm=llm)
-    return opt.optimize(ds, BinaryMetricLoss(), {"random_seed": 3, **config}, run_dir=run_dir)
+    return opt.optimize(ds, BinaryMetricLoss(), {"random_seed": 3, **config}, run_dir=run_dir, resume=resume)
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +134,24 @@ def test_resume_after_the_examples_stage_repeats_no_call(ds, tmp_path):
     )
     assert llm.usage.total_calls == calls
     assert again.example_policy == first.example_policy and again.best_id == first.best_id
+
+
+def test_a_checkpoint_written_before_examples_had_a_similarity_resumes(ds, tmp_path):
+    llm = _llm(ds, examples_help=True)
+    first = _optimize(ds, llm, tmp_path, strategy="examples")
+    path = tmp_path / "checkpoint.json"
+    data = json.loads(path.read_text())
+    assert data["config"]["examples"]["similarity"] == "tfidf"
+    for key in ("similarity", "embeddings"):  # as the version before embeddings wrote it
+        del data["config"]["examples"][key]
+    path.write_text(json.dumps(data))
+    calls = llm.usage.total_calls
+    again = _optimize(ds, llm, tmp_path, strategy="examples", resume=True)
+    assert llm.usage.total_calls == calls and again.best_id == first.best_id
+    data["config"]["examples"]["k"] = 2  # a real difference is still refused
+    path.write_text(json.dumps(data))
+    with pytest.raises(CheckpointError, match="examples"):
+        _optimize(ds, llm, tmp_path, strategy="examples", resume=True)
 
 
 def test_the_examples_key_is_checked():

@@ -196,3 +196,24 @@ def _truncated(source: Path, tmp_path: Path, *, keep: int) -> Path:
     path = tmp_path / "few.json"
     path.write_text(json.dumps({name: data[name][:keep]}))
     return path
+
+
+def test_embedding_calls_are_counted_apart_from_llm_calls() -> None:
+    embeddings = {"model": "m", "batch_size": 32}
+    tfidf = estimate(_config(strategy="examples", examples={"policy": "retrieval"}))
+    embedded = estimate(
+        _config(
+            strategy="examples",
+            examples={"policy": "retrieval", "similarity": "embeddings", "embeddings": embeddings},
+        )
+    )
+    assert tfidf.embedding_calls == 0
+    n = len(
+        {(s.metric_input["user_input"], s.metric_input["response"]) for s in load_dataset(_config()).samples}
+    )
+    assert embedded.embedding_calls == -(-n // 32) > 0
+    assert embedded.total_calls == tfidf.total_calls  # not LLM calls, not in the budget
+    genetic = estimate(
+        _config(examples={"policy": "retrieval", "similarity": "embeddings", "embeddings": embeddings})
+    )
+    assert genetic.embedding_calls == 0  # strategy genetic shows no example

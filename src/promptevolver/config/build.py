@@ -7,17 +7,16 @@ models only admit known ones, and their errors list them).
 from __future__ import annotations
 
 import os
-import re
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
 from promptevolver.config.models import (
-    ENV_PLACEHOLDER,
     LLMConfig,
     LossConfig,
     MetricConfig,
     RunConfig,
     SyntheticSource,
+    expand_base_url,
 )
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
@@ -32,7 +31,6 @@ from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.context import context_tokens_for
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
-from promptevolver.llm.redaction import MASK
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
@@ -185,7 +183,7 @@ def _build_client(
     assert config.model is not None
     client = OpenAIClient(
         model=config.model,
-        base_url=None if config.base_url is None else _base_url(config.base_url),
+        base_url=None if config.base_url is None else expand_base_url(config.base_url),
         api_key=key,
         api_key_source=config.api_key_env,
         timeout_s=config.timeout_s,
@@ -206,26 +204,3 @@ def _price(config: LLMConfig) -> Price | None:
     """``llm.prices``, else the price table's entry for the model (:meth:`LLMConfig.price`)."""
     found = config.price()
     return None if found is None else found[0]
-
-
-def _base_url(url: str) -> str:
-    """``llm.base_url`` with each ``${NAME}`` replaced by that environment variable.
-
-    Raises:
-        ConfigError: a named variable is unset, or the URL holds a secret masked when a run
-            directory stored it (``***``: resume with the original config).
-    """
-    if MASK in url and not ENV_PLACEHOLDER.search(url):
-        raise ConfigError(
-            f"llm.base_url {url} had its secret removed when the run directory stored it: resume "
-            "with your own config (promptevolver optimize CONFIG --resume DIR), or name the secret "
-            "as an environment variable in the URL, e.g. ?api-key=${PROXY_KEY}"
-        )
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            raise ConfigError(f"llm.base_url names the environment variable {name}, which is not set")
-        return os.environ[name]
-
-    return ENV_PLACEHOLDER.sub(value, url)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -24,6 +24,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
+    field_serializer,
     field_validator,
     model_serializer,
     model_validator,
@@ -32,12 +33,16 @@ from pydantic import (
 from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
-from promptevolver.llm.redaction import redact_url
+from promptevolver.llm.redaction import MASK, redact_url
 from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
+
+if TYPE_CHECKING:
+    from promptevolver.llm.openai.embeddings import OpenAIEmbeddings
 
 __all__ = [
     "DEFAULT_CACHE",
     "BudgetConfig",
+    "EmbeddingsConfig",
     "ExamplesConfig",
     "GeneticConfig",
     "LLMConfig",
@@ -52,6 +57,8 @@ __all__ = [
     "SYNTHETIC_KEYS",
     "SyntheticDatasetConfig",
     "SyntheticSource",
+    "embedder_from_record",
+    "expand_base_url",
     "format_validation_error",
     "load_config",
     "load_run_config",
@@ -107,6 +114,11 @@ def _not_blank(text: str) -> str:
     return text
 
 
+#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
+#: working directory).
+DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
+
+
 class BudgetConfig(_Strict):
     """Upper bounds on a run's spending; None means unbounded.
 
@@ -125,6 +137,92 @@ class BudgetConfig(_Strict):
     max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
+class EmbeddingsConfig(_Strict):
+    """An OpenAI-compatible ``/embeddings`` endpoint for retrieval (``optimizer.examples.embeddings``;
+    :class:`promptevolver.llm.openai.OpenAIEmbeddings`), configured as ``llm`` is.
+
+    Attributes:
+        model: the embedding model (e.g. ``text-embedding-3-small``, ``nomic-embed-text``).
+        base_url: API root (``${NAME}`` placeholders expanded from the environment, as in
+            ``llm.base_url``); null: ``OPENAI_BASE_URL`` or api.openai.com.
+        api_key_env: the environment variable holding the key (never the key itself).
+        timeout_s: per-request timeout in seconds; max_attempts: attempts per request (retry
+            policy of :mod:`promptevolver.llm.retry`).
+        batch_size: texts per request. dimensions: asked of the server (null: the model's own).
+        cache: SQLite cache file of vectors by model and text (relative to the working
+            directory; null: memory only); default the response cache's file.
+        on_failure: ``stop`` (default): an endpoint that cannot embed the pool stops the run
+            with one line before any judge call; ``tfidf``: retrieve by TF-IDF instead, recorded
+            in the store's ``similarity.fallback``.
+    """
+
+    model: Annotated[str, AfterValidator(_not_blank)]
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
+    batch_size: int = Field(64, ge=1, le=2048)
+    dimensions: int | None = Field(None, ge=1)
+    cache: Path | None = DEFAULT_CACHE
+    on_failure: Literal["stop", "tfidf"] = "stop"
+
+    @field_serializer("base_url")
+    def _no_secret_in_the_url(self, url: str | None) -> str | None:
+        # Every dump (result.json's config, the checkpoint, config.yaml) keeps the URL as
+        # stored_base_url does: ${NAME} placeholders as written, any other secret masked.
+        return None if url is None else stored_base_url(url)
+
+    def record(self) -> dict[str, Any]:
+        """The settings as a result's example store records them (no secret; paths as text)."""
+        return self.model_dump(mode="json")
+
+    def build(self, *, where: str = "optimizer.examples.embeddings") -> OpenAIEmbeddings:
+        """The embeddings client these settings describe: the key from the environment variable
+        named by ``api_key_env``, ``${NAME}`` in ``base_url`` expanded (as for ``llm``); ``where``
+        names the settings in messages; the client records :meth:`record` (no secret).
+
+        Raises:
+            ConfigError: the key's variable is unset or empty, a ``${NAME}`` is unset, or the
+                URL's secret was masked when a result stored it.
+            CacheError: the cache file cannot be opened.
+        """
+        from promptevolver.llm.openai.embeddings import OpenAIEmbeddings  # the SDK, only when used
+
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"{where}: retrieval by embeddings needs an API key in the environment variable "
+                f"{self.api_key_env}, which is not set (any non-empty value works for local servers)"
+            )
+        return OpenAIEmbeddings(
+            model=self.model,
+            base_url=None if self.base_url is None else expand_base_url(self.base_url, f"{where}.base_url"),
+            api_key=key,
+            api_key_source=self.api_key_env,
+            timeout_s=self.timeout_s,
+            max_attempts=self.max_attempts,
+            batch_size=self.batch_size,
+            dimensions=self.dimensions,
+            cache=self.cache,
+            settings=self.record(),
+        )
+
+
+def embedder_from_record(record: Mapping[str, Any]) -> OpenAIEmbeddings:
+    """The embeddings client of an example store's ``similarity`` record (result.json's
+    ``examples.store.similarity``), to retrieve as the run did.
+
+    Raises:
+        ConfigError: the record is not a valid embeddings record, or as :meth:`EmbeddingsConfig.build`.
+    """
+    settings = {k: v for k, v in record.items() if k != "kind"}
+    try:
+        config = EmbeddingsConfig.model_validate(settings)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, "examples.store.similarity")) from None
+    return config.build(where="the example store's embeddings (examples.store.similarity)")
+
+
 class ExamplesConfig(_Strict):
     """Teaching examples shown to the judge (``optimizer.examples``; ``docs/examples.md``).
 
@@ -137,12 +235,26 @@ class ExamplesConfig(_Strict):
             other than ``auto`` is verified against the instruction alone too: it is kept only if
             it wins. Ignored under ``strategy: genetic`` (instructions only, as before).
         k: examples per judged input (≥ 1; judgeworld and Ragas: 3; more than 4 dilute).
-        min_similarity: retrieval shows only samples at least this similar (TF-IDF cosine).
+        min_similarity: retrieval shows only samples at least this similar (cosine).
+        similarity: what retrieval compares: ``tfidf`` (default; scikit-learn, no call) or
+            ``embeddings`` (the ``embeddings`` endpoint's vectors, cached).
+        embeddings: the endpoint (:class:`EmbeddingsConfig`); required by, and only with,
+            ``similarity: embeddings``.
     """
 
     policy: Literal["none", "static", "retrieval", "auto"] = "auto"
     k: int = Field(3, ge=1, le=16)
     min_similarity: float = Field(0.0, ge=0.0, le=1.0)
+    similarity: Literal["tfidf", "embeddings"] = "tfidf"
+    embeddings: EmbeddingsConfig | None = None
+
+    @model_validator(mode="after")
+    def _embeddings_with_their_similarity(self) -> ExamplesConfig:
+        if self.similarity == "embeddings" and self.embeddings is None:
+            raise ValueError("similarity 'embeddings' needs 'embeddings: {model: ...}' (the endpoint)")
+        if self.similarity != "embeddings" and self.embeddings is not None:
+            raise ValueError("'embeddings' is set but similarity is 'tfidf': set similarity: embeddings")
+        return self
 
 
 class GeneticConfig(_Strict):
@@ -365,11 +477,6 @@ class MetricConfig(_Strict):
     def aggregation(self) -> str:
         """The ensemble's aggregation: the one set, else ``majority`` (binary) or ``mean``."""
         return self.aggregation_method or ("majority" if self.is_binary else "mean")
-
-
-#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
-#: working directory).
-DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
 
 
 class PriceConfig(_Strict):
@@ -677,6 +784,29 @@ def stored_base_url(url: str) -> str:
     the URL never reaches ``config.yaml`` (a resume then needs the original config, or the key
     moved into an environment variable)."""
     return url if ENV_PLACEHOLDER.search(url) else redact_url(url)
+
+
+def expand_base_url(url: str, key: str = "llm.base_url") -> str:
+    """``url`` (the setting ``key``) with each ``${NAME}`` replaced by that environment variable.
+
+    Raises:
+        ConfigError: a named variable is unset, or the URL holds a secret masked when a run
+            directory stored it (``***``: resume with the original config).
+    """
+    if MASK in url and not ENV_PLACEHOLDER.search(url):
+        raise ConfigError(
+            f"{key} {url} had its secret removed when the run directory stored it: resume "
+            "with your own config (promptevolver optimize CONFIG --resume DIR), or name the secret "
+            "as an environment variable in the URL, e.g. ?api-key=${PROXY_KEY}"
+        )
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise ConfigError(f"{key} names the environment variable {name}, which is not set")
+        return os.environ[name]
+
+    return ENV_PLACEHOLDER.sub(value, url)
 
 
 def _portable(path: Path, folder: Path) -> str:

@@ -19,21 +19,42 @@ positions of pool samples, prompt order; :func:`static_policy`): mutation swaps,
 demos, crossover mixes its parents' sets (``optimizers/operators/demos.py``); plain ``static`` is
 the store's own set.
 
+**Similarity.** Retrieval compares TF-IDF vectors by default. A store given an *embedder*
+(:class:`Embedder`: ``optimizer.examples.similarity: embeddings``, an OpenAI-compatible
+``/embeddings`` endpoint through :class:`~promptevolver.llm.openai.OpenAIEmbeddings`, cached)
+compares embeddings instead (cosine of the vectors); the static set is chosen by TF-IDF of the
+human reasons either way. The store records which similarity it uses (:meth:`ExampleStore.to_dict`,
+``similarity``), and a store read back (:meth:`ExampleStore.from_dict`) retrieves the same way:
+an embeddings store embeds each new input it is asked about (and its pool, unless the cache file
+holds it), so it needs the endpoint and the key named in its record. :meth:`ExampleStore.prepare`
+embeds what a step will ask about in one go, from async code, before any judge call.
+
 Both policies follow judgeworld's ``harness_fewshot.py`` (``most_corrected`` and
 ``retrieval_policy``), whose figures the benchmarks compare with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.errors import LLMError, PermanentLLMError
 
-__all__ = ["POLICIES", "ExampleStore", "Policy", "sample_text", "static_policy", "static_positions"]
+__all__ = [
+    "POLICIES",
+    "Embedder",
+    "ExampleStore",
+    "Policy",
+    "prepare_store",
+    "sample_text",
+    "static_policy",
+    "static_positions",
+]
 
 Policy = Literal["none", "static", "retrieval"]
 #: The policies a candidate may carry (``auto`` is a choice among them, not a policy).
@@ -66,6 +87,38 @@ def sample_text(metric_input: Mapping[str, Any]) -> str:
     return f"{metric_input.get('user_input') or ''}\n{metric_input.get('response') or ''}"
 
 
+def _compared(metric_input: Mapping[str, Any]) -> str:
+    return " ".join(sample_text(metric_input).split())
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What retrieval by embeddings needs (:class:`~promptevolver.llm.openai.OpenAIEmbeddings`).
+
+    Attributes:
+        settings: what a result records to rebuild it (model, ``base_url`` redacted or with
+            ``${NAME}`` placeholders, ``api_key_env``...; never a key).
+    """
+
+    @property
+    def settings(self) -> Mapping[str, Any]: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts``, shape ``(len(texts), dim)`` (blocking; cached by the
+        implementation). Raises :class:`~promptevolver.errors.LLMError` when it cannot."""
+        ...
+
+
+#: An embedder, or how to build one on first use (a store read from result.json builds its
+#: client only when it retrieves: a report or a static store never needs the key).
+EmbedderSource = Embedder | Callable[[], Embedder]
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix, dtype=np.float64), where=norms > 0)
+
+
 class ExampleStore:
     """The pool of annotated samples examples are drawn from, and the two policies over it.
 
@@ -80,6 +133,10 @@ class ExampleStore:
             the recorded verdict; a run passes its evidence's); None: the rejected samples.
         static: pool indices of the static set (as :meth:`to_dict` saved it); None: computed
             from the corrections.
+        embedder: retrieval by embeddings (an :class:`Embedder`, or a function that builds one
+            on first use); None: TF-IDF.
+        fallback: why a store asked to use embeddings uses TF-IDF (the user asked for that
+            fallback: ``on_failure: tfidf``), recorded in :meth:`to_dict`; None otherwise.
 
     Raises:
         ValueError: ``k`` < 1, ``min_similarity`` outside [0, 1], or lengths that differ.
@@ -96,6 +153,8 @@ class ExampleStore:
         prompt_name: str | None = None,
         corrections: Sequence[int] | None = None,
         static: Sequence[int] | None = None,
+        embedder: EmbedderSource | None = None,
+        fallback: Mapping[str, Any] | None = None,
     ) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -106,7 +165,11 @@ class ExampleStore:
         self.samples = list(samples)
         self.positions = [int(p) for p in positions]
         self.k, self.min_similarity, self.binary, self.prompt_name = k, min_similarity, binary, prompt_name
-        self._texts = [" ".join(sample_text(s.metric_input).split()) for s in self.samples]
+        self._texts = [_compared(s.metric_input) for s in self.samples]
+        self._embedder_source = embedder
+        self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
+        self._pool_vectors: np.ndarray | None = None
+        self.fallback = None if fallback is None else dict(fallback)
         self._vectorizer: TfidfVectorizer | None = None
         self._matrix: Any = None
         if any(t.strip() for t in self._texts):
@@ -133,6 +196,7 @@ class ExampleStore:
             binary=self.binary,
             prompt_name=self.prompt_name,
             static=self.static,
+            **self.similarity_arguments(),
         )
 
     def with_static(self, positions: Sequence[int]) -> ExampleStore:
@@ -147,7 +211,75 @@ class ExampleStore:
             binary=self.binary,
             prompt_name=self.prompt_name,
             static=indices,
+            **self.similarity_arguments(),
         )
+
+    # --- similarity -----------------------------------------------------------------------------
+    @property
+    def similarity(self) -> Literal["tfidf", "embeddings"]:
+        """What retrieval compares: ``tfidf`` or ``embeddings``."""
+        return "tfidf" if self._embedder_source is None else "embeddings"
+
+    def similarity_arguments(self) -> dict[str, Any]:
+        """The similarity of this store, for a store made from it (the embedder is shared: what
+        it embedded stays embedded)."""
+        return {"embedder": self._embedder or self._embedder_source, "fallback": self.fallback}
+
+    def embedder(self) -> Embedder | None:
+        """The embedder (built now from the store's record if it was read from one); None under
+        TF-IDF. Raises ConfigError when the record's key variable is unset."""
+        if self._embedder is None and self._embedder_source is not None:
+            assert not isinstance(self._embedder_source, Embedder)
+            self._embedder = self._embedder_source()
+        return self._embedder
+
+    def use_tfidf(self, cause: str) -> None:
+        """Retrieve by TF-IDF from now on, because embeddings failed with ``cause`` (only when
+        the user asked for that fallback); :meth:`to_dict` records it."""
+        record = self.similarity_record()
+        self.fallback = {"from": record, "cause": cause}
+        self._embedder_source = self._embedder = None
+
+    def similarity_record(self) -> dict[str, Any]:
+        """``{"kind": "tfidf"}`` or ``{"kind": "embeddings", **settings}`` (no secret), with
+        ``fallback`` when embeddings were given up for TF-IDF."""
+        if self._embedder_source is None:
+            return {"kind": "tfidf", **({"fallback": self.fallback} if self.fallback else {})}
+        if self._embedder is not None:
+            return {"kind": "embeddings", **dict(self._embedder.settings)}
+        return {"kind": "embeddings", **dict(getattr(self._embedder_source, "settings", {}))}
+
+    def embedding_usage(self) -> dict[str, Any] | None:
+        """The embedder's counters (calls, texts, tokens, cache hits, retries, failures; its
+        ``usage.to_dict()``) when this store retrieves by embeddings and the embedder counts;
+        else None."""
+        usage = getattr(self._embedder, "usage", None)
+        return usage.to_dict() if usage is not None and hasattr(usage, "to_dict") else None
+
+    async def prepare(self, metric_inputs: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Embed the pool and ``metric_inputs`` now, in a worker thread (a no-op under TF-IDF):
+        a step that will retrieve for these inputs makes its embedding calls here, before any
+        judge call, and a dead endpoint fails here. Raises LLMError (after retries)."""
+        embedder = self.embedder()
+        if embedder is None:
+            return
+        texts = [*self._texts, *(_compared(m) for m in metric_inputs)]
+        await asyncio.to_thread(embedder.embed, texts)
+
+    def _similarities(self, text: str) -> np.ndarray | None:
+        """Cosine of ``text`` with each pool sample (None: nothing to compare)."""
+        embedder = self.embedder()
+        if embedder is None:
+            if self._vectorizer is None:
+                return None
+            query = self._vectorizer.transform([text])
+            return np.asarray((self._matrix @ query.T).todense()).ravel()
+        if self._pool_vectors is None:
+            self._pool_vectors = _unit(np.asarray(embedder.embed(self._texts), dtype=np.float64))
+        query = _unit(np.asarray(embedder.embed([text]), dtype=np.float64))[0]
+        if query.shape[0] != self._pool_vectors.shape[1]:
+            raise ValueError(f"embeddings of {query.shape[0]} and {self._pool_vectors.shape[1]} dimensions")
+        return np.asarray(self._pool_vectors @ query)
 
     def key(self, policy: str) -> str:
         """The policy with its settings, e.g. ``retrieval k=3 min_similarity=0`` (memo keys)."""
@@ -155,7 +287,9 @@ class ExampleStore:
             return "none"
         if policy == "static" or policy.startswith(STATIC_PREFIX):
             return f"static {self.positions_for(policy, {})}"
-        return f"{policy} k={self.k} min_similarity={self.min_similarity:g}"
+        model = self.similarity_record().get("model")
+        similarity = "" if self.similarity == "tfidf" else f" embeddings={model}"
+        return f"{policy} k={self.k} min_similarity={self.min_similarity:g}{similarity}"
 
     def indices_for(self, policy: str, metric_input: Mapping[str, Any], *, k: int | None = None) -> list[int]:
         """Indices into the pool of the examples shown with ``metric_input``, in prompt order
@@ -174,11 +308,10 @@ class ExampleStore:
             return [index[p] for p in own]
         if policy != "retrieval":
             raise ValueError(f"unknown example policy {policy!r}; policies: {list(POLICIES)}")
-        if self._vectorizer is None:
+        text = _compared(metric_input)
+        sims = self._similarities(text)
+        if sims is None:
             return []
-        text = " ".join(sample_text(metric_input).split())
-        query = self._vectorizer.transform([text])
-        sims = np.asarray((self._matrix @ query.T).todense()).ravel()
         order = np.argsort(-sims, kind="stable")
         picked = [int(i) for i in order if self._texts[i] != text and sims[i] >= self.min_similarity][
             : self.k if k is None else k
@@ -240,13 +373,21 @@ class ExampleStore:
             "prompt_name": self.prompt_name,
             "positions": list(self.positions),
             "static": list(self.static),
+            "similarity": self.similarity_record(),
             "samples": [s.model_dump(mode="json") for s in self.samples],
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ExampleStore:
-        """The store :meth:`to_dict` wrote. Raises pydantic's ValidationError for a bad sample."""
+    def from_dict(cls, data: Mapping[str, Any], *, embedder: Embedder | None = None) -> ExampleStore:
+        """The store :meth:`to_dict` wrote, retrieving by the similarity it records (no
+        ``similarity``: TF-IDF, as stores written before it). An embeddings store builds its client from the
+        record on first retrieval (:func:`promptevolver.config.models.embedder_from_record`),
+        unless ``embedder`` is given. Raises pydantic's ValidationError for a bad sample."""
         samples = [SampleAnnotation.model_validate(s) for s in data["samples"]]
+        record = dict(data.get("similarity") or {"kind": "tfidf"})
+        source: EmbedderSource | None = None
+        if record.get("kind") == "embeddings":
+            source = embedder if embedder is not None else _builder(record)
         return cls(
             samples,
             data["positions"],
@@ -255,4 +396,37 @@ class ExampleStore:
             binary=bool(data.get("binary", True)),
             prompt_name=data.get("prompt_name"),
             static=data["static"],
+            embedder=source,
+            fallback=record.get("fallback"),
         )
+
+
+async def prepare_store(store: ExampleStore, metric_inputs: Sequence[Mapping[str, Any]]) -> None:
+    """:meth:`ExampleStore.prepare` for a finished run's store (``evaluate``, ``examples``): an
+    embeddings store embeds its pool and ``metric_inputs`` before any judge call; an endpoint that
+    cannot stops with one line. The run's similarity is never swapped for another: the judge was
+    verified with it.
+
+    Raises:
+        PermanentLLMError: the endpoint failed (after retries), naming the model, the redacted
+            URL and the cause. ConfigError: the key's environment variable is unset.
+    """
+    try:
+        await store.prepare(metric_inputs)
+    except LLMError as exc:
+        raise PermanentLLMError(
+            "the run's example store retrieves by embeddings and its endpoint cannot embed the "
+            f"samples ({exc})"
+        ) from None
+
+
+def _builder(record: Mapping[str, Any]) -> Callable[[], Embedder]:
+    """A function building the embedder a store's ``similarity`` record names."""
+
+    def build() -> Embedder:
+        from promptevolver.config.models import embedder_from_record  # settings become a client there
+
+        return embedder_from_record(record)
+
+    build.settings = {k: v for k, v in record.items() if k != "kind"}  # type: ignore[attr-defined]
+    return build

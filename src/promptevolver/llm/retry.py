@@ -22,6 +22,7 @@ client's translation of SDK errors (:mod:`promptevolver.llm.openai.errors`), its
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -124,4 +125,27 @@ class RetryPolicy:
                 if number == self.max_attempts or not transient(exc):
                     raise
                 await sleep(self.backoff_s(number, retry_after(exc), jitter))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def call(
+        self,
+        attempt: Callable[[], T],
+        *,
+        transient: Callable[[BaseException], bool],
+        retry_after: Callable[[BaseException], float | None] = lambda _: None,
+        jitter: np.random.Generator,
+        sleep: Callable[[float], None] = time.sleep,
+        on_retry: Callable[[BaseException], None] = lambda _: None,
+    ) -> T:
+        """The blocking twin of :meth:`run` (the embeddings client's calls, which retrieval makes
+        from synchronous code): ``attempt()`` up to :attr:`max_attempts` times, ``on_retry(error)``
+        and the backoff before each re-send while the error is ``transient``."""
+        for number in range(1, self.max_attempts + 1):
+            try:
+                return attempt()
+            except Exception as exc:
+                if number == self.max_attempts or not transient(exc):
+                    raise
+                sleep(self.backoff_s(number, retry_after(exc), jitter))
+                on_retry(exc)
         raise AssertionError("unreachable: the last attempt returns or raises")

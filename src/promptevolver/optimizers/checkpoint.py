@@ -19,7 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from promptevolver import rundir
+from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.evaluation.evaluator import CandidateKey
 from promptevolver.judge.protocol import Judgement
@@ -103,7 +106,7 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
     if data["fingerprint"] != run.fingerprint():
         raise CheckpointError(f"{source}: it belongs to another dataset or loss")
     ours = {k: v for k, v in run.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
-    theirs = {k: v for k, v in data["config"].items() if k not in _MAY_CHANGE}
+    theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in _MAY_CHANGE}
     changed = sorted(k for k in ours if ours[k] != theirs.get(k))
     if changed:
         raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
@@ -112,6 +115,16 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
         run.state.usage_before = run.state.usage_before + run.journal.usage_since(data["journal_entries"])
     for key, pos, judgement in data["memo"]:
         run.evaluator.remember({name: text for name, text in key}, pos, Judgement(**judgement))
+
+
+def _with_todays_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's config with the defaults of settings added since it was written (e.g.
+    ``examples.similarity``; their default is what the run that wrote it did), so that a resume
+    after an upgrade is not refused; a config that no longer validates is compared as it is."""
+    try:
+        return GeneticConfig.model_validate(config).model_dump(mode="json")
+    except ValidationError:
+        return config
 
 
 def load_judgements(directory: str | Path) -> dict[tuple[CandidateKey, int], Judgement]:

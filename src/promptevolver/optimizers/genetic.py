@@ -46,7 +46,7 @@ from promptevolver.optimizers.operators.base import Operator
 from promptevolver.optimizers.operators.breeder import Breeder, default_operators
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.optimizers.run import SearchRun
+from promptevolver.optimizers.run import SearchRun, prepare_examples
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers.strategies import budget, screening, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
@@ -142,6 +142,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         try:
             run = self._start(dataset, loss, _coerce(config), journal, extra)  # data errors: before calls
             await preflight(self.llm, self.reflection_llm)
+            await prepare_examples(run)  # embeddings for retrieval, before any judge call
             if saved is not None:
                 assert run_dir is not None
                 checkpoint.restore(run, saved, source=Path(run_dir) / rundir.CHECKPOINT_FILE)

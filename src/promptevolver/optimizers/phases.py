@@ -511,6 +511,8 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         policy=chosen.examples,
         static_set=store.positions_for("static", {}),
         racing=race.report,
+        similarity=store.similarity_record(),
+        **({"embeddings": used} if (used := store.embedding_usage()) is not None else {}),
     )
     run.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
     return chosen

@@ -15,6 +15,7 @@ import hashlib
 import inspect
 import json
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
-from promptevolver.errors import LLMUnusableError, NotSentError
+from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.examples import ExampleStore
@@ -321,6 +322,7 @@ def _example_store(
     if not shows_examples(metric):
         return None
     pool = [p for p in train if labels[p] is not None]
+    embeddings = config.examples.embeddings if config.examples.similarity == "embeddings" else None
     return ExampleStore(
         [dataset.samples[p] for p in pool],
         pool,
@@ -329,7 +331,35 @@ def _example_store(
         binary=dataset.is_binary,
         prompt_name=_only_prompt(metric),
         corrections=[i for i, p in enumerate(pool) if evidence[p].kind == "verdict"],
+        embedder=None if embeddings is None else embeddings.build(),
     )
+
+
+async def prepare_examples(run: SearchRun) -> None:
+    """Embed every sample of the run once, before any judge call, when retrieval compares
+    embeddings (``optimizer.examples.similarity: embeddings``; a no-op otherwise): the pool and
+    every sample a step may judge. An endpoint that cannot embed them stops the run with one line
+    (:class:`~promptevolver.errors.PermanentLLMError` naming the setting and the cause), or, when
+    the user asked for it (``on_failure: tfidf``), the store retrieves by TF-IDF from then on and
+    records why (``examples.store.similarity.fallback``)."""
+    store = run.examples
+    if store is None or store.similarity != "embeddings":
+        return
+    try:
+        await store.prepare([s.metric_input for s in run.dataset.samples])
+    except LLMError as exc:
+        settings = run.config.examples.embeddings
+        if settings is not None and settings.on_failure == "tfidf":
+            store.use_tfidf(str(exc))
+            warnings.warn(
+                f"retrieval compares TF-IDF, as optimizer.examples.embeddings.on_failure asks: {exc}",
+                stacklevel=2,
+            )
+            return
+        raise PermanentLLMError(
+            f"optimizer.examples.similarity is 'embeddings' but the endpoint cannot embed the samples "
+            f"({exc}); fix the endpoint, or set optimizer.examples.embeddings.on_failure: tfidf"
+        ) from None
 
 
 def _folds(split: Split, strata: dict[int, Any], rng: np.random.Generator) -> dict[int, int]:

@@ -102,12 +102,30 @@ def _example_row(store: ExampleStore, i: int) -> list[str]:
 
 
 def _retrieved(facts: RunFacts, store: ExampleStore) -> list[Any]:
+    record = store.similarity_record()
+    url = record.get("base_url") or "the default URL"
+    compared = (
+        "TF-IDF cosine"
+        if record["kind"] == "tfidf"
+        else f"cosine of embeddings by {record.get('model')!r} at {url}"
+    )
+    fallback = record.get("fallback")
+    gave_up = (
+        f" Embeddings were asked for but failed; TF-IDF as asked: {fallback.get('cause')}."
+        if fallback
+        else ""
+    )
     intro = Para(
-        f"Per input, the {store.k} most similar annotated samples (TF-IDF cosine of user_input and "
+        f"Per input, the {store.k} most similar annotated samples ({compared} of user_input and "
         f"response, at least {store.min_similarity:g}; never the judged sample itself); the most "
         f"similar is shown last. The result's store holds {len(store)} samples (every annotated one: "
-        "what the judge is shown from now on)."
+        "what the judge is shown from now on)." + gave_up
     )
+    if store.similarity == "embeddings":  # a report makes no call: the examples would need the endpoint
+        return [
+            intro,
+            Para("The retrieved examples per sample: n/a (embeddings are not recomputed for a report)."),
+        ]
     validation = facts.positions.get("validation") or []
     if facts.dataset is None or not validation:
         return [intro, Para("The retrieved examples per sample: n/a (the run's annotations cannot be read).")]
@@ -140,6 +158,7 @@ def _first(store: ExampleStore, n: int) -> ExampleStore:
         binary=store.binary,
         prompt_name=store.prompt_name,
         static=[i for i in store.static if i < n],
+        **store.similarity_arguments(),
     )
 
 

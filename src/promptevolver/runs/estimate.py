@@ -93,6 +93,7 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
+from promptevolver.judge.examples import sample_text
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
@@ -171,6 +172,10 @@ class Estimate:
         seed_error_rate: share of the judged train samples (the train focus set, which takes the
             disagreements first) whose recorded judge verdict differs from the human label, in [0, 1].
         phases: expected judge and meta calls of ``initial``, each ``generation N``, ``final``.
+        embedding_calls: requests to the embeddings endpoint when retrieval compares embeddings
+            (``examples.similarity: embeddings``): at most ⌈distinct sample texts /
+            ``batch_size``⌉, made once before the first judge call (0 when the cache file holds
+            them); not LLM calls: outside ``total_calls``, the cost and ``budget``.
     """
 
     judge_calls: int
@@ -189,6 +194,7 @@ class Estimate:
     train_part: int = 0
     validation_part: int = 0
     regime: str = "held-out"
+    embedding_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every attribute (the object ``estimate --json`` prints)."""
@@ -238,7 +244,18 @@ def estimate_dataset(
         train_part=plan.train_part,
         validation_part=plan.usable - plan.train_part,
         regime="out-of-bag" if plan.usable < plan.cfg.small_data else "held-out",
+        embedding_calls=_embedding_calls(plan.cfg, dataset, plan.prompts),
     )
+
+
+def _embedding_calls(cfg: GeneticConfig, dataset: SingleMetricAnnotation, prompts: int) -> int:
+    """Requests to embed every sample once (``Estimate.embedding_calls``; 0 without embeddings,
+    under ``strategy: genetic`` or policy ``none``, and for a judge of several prompts)."""
+    examples = cfg.examples
+    if examples.embeddings is None or examples.policy == "none" or cfg.strategy == "genetic" or prompts != 1:
+        return 0
+    texts = {" ".join(sample_text(s.metric_input).split()) for s in dataset.samples}
+    return math.ceil(len(texts) / examples.embeddings.batch_size)
 
 
 # --- calls -----------------------------------------------------------------------------------

@@ -36,6 +36,12 @@ def estimate_lines(
         f"  prompt tokens {e.prompt_tokens:,}, completion tokens {e.completion_tokens:,}",
         f"  at most {e.max_calls:,} calls (every generation run, every offspring judged on all of train)",
     ]
+    if e.embedding_calls:
+        plural = "s" if e.embedding_calls != 1 else ""
+        lines.append(
+            f"  embeddings endpoint: at most {e.embedding_calls:,} request{plural} before the first "
+            "judge call (0 with a warm cache; not LLM calls, outside the budget)"
+        )
     if verbose:
         lines += [
             f"    {p['phase']:>13}: {p['judge_calls']:>9,.1f} judge, {p['meta_calls']:>6,.1f} meta"

@@ -26,7 +26,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
-from promptevolver.judge.examples import ExampleStore
+from promptevolver.judge.examples import ExampleStore, prepare_store
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.preflight import preflight
 from promptevolver.rundir import (
@@ -246,6 +246,8 @@ async def score_instructions(
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
     policy = str((examples or {}).get("policy", "none"))
     store = ExampleStore.from_dict(examples["store"]) if examples and policy != "none" else None
+    if store is not None and policy == "retrieval":
+        await prepare_store(store, [data.samples[p].metric_input for p in chosen])
     evaluator = Evaluator(
         metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency, examples=store
     )

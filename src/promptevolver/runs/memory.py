@@ -86,6 +86,7 @@ def changed_store(
         binary=store.binary,
         prompt_name=store.prompt_name,
         static=[new_index[i] for i in store.static if i in new_index],
+        **store.similarity_arguments(),
     )
     new, duplicates = _new_samples(kept, add)
     positions = list(range(first_position, first_position + len(new)))

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible chat-completions server for tests and benchmarks (stdlib only).
 
-:class:`LocalOpenAIServer` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on
+:class:`LocalOpenAIServer` serves ``POST /v1/chat/completions``, ``POST /v1/embeddings`` (a
+deterministic hashed bag of words by default, :func:`hashed_words`) and ``GET /v1/models`` on
 ``127.0.0.1`` at an ephemeral port from a daemon thread. It can speak the dialect of a real server
 product (:mod:`promptevolver.testing.dialects`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp), check
 an API key and know a list of models. The assistant text comes from a plain ``handler(request_json) -> str``
@@ -20,8 +21,11 @@ all request messages, ``completion_tokens`` over the answer.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import math
+import re
 import threading
 import time
 from collections import deque
@@ -33,10 +37,12 @@ from typing import Any, Literal
 
 from promptevolver.testing.dialects import Dialect, Reply
 
-__all__ = ["Fault", "FaultKind", "Handler", "LocalOpenAIServer"]
+__all__ = ["EmbedText", "Fault", "FaultKind", "Handler", "LocalOpenAIServer", "hashed_words"]
 
 #: Produces the assistant's text from the decoded request body.
 Handler = Callable[[dict[str, Any]], str]
+#: The vector of one text for ``POST /v1/embeddings``.
+EmbedText = Callable[[str], list[float]]
 
 FaultKind = Literal[
     "error",
@@ -52,6 +58,9 @@ FaultKind = Literal[
 ]
 
 CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+#: Length of :func:`hashed_words` vectors.
+EMBEDDING_DIMS = 256
 MODELS_PATH = "/v1/models"
 RESPONSE_FORMAT_ERROR = "Invalid parameter: 'response_format' of type 'json_schema' is not supported."
 
@@ -177,6 +186,17 @@ def _max_tokens(body: dict[str, Any]) -> int:
     return value if isinstance(value, int) else 0
 
 
+def hashed_words(text: str, dims: int = EMBEDDING_DIMS) -> list[float]:
+    """A deterministic stand-in for an embedding model: each lower-case word of ``text`` adds 1
+    to coordinate ``sha256(word) mod dims``; the vector is L2-normalised (all zeros for no word),
+    so the cosine of two texts grows with the words they share."""
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "big") % dims] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector] if norm else vector
+
+
 def context_error_body(limit: int, asked: int) -> dict[str, Any]:
     """OpenAI's answer to a prompt longer than the context window (HTTP 400)."""
     message = (
@@ -218,6 +238,9 @@ class LocalOpenAIServer:
         max_context_tokens: when set, a request whose prompt tokens (words, see the module
             docstring) plus its ``max_tokens`` exceed it is answered 400 ``context_length_exceeded``
             in OpenAI's error shape, as a real model's context window would.
+        embed: the vector of one text for ``POST /v1/embeddings`` (default :func:`hashed_words`);
+            a request's ``input`` (a string or a list of strings) gets one vector per text, and
+            ``usage.prompt_tokens`` counts its words. Faults apply to it as to chat requests.
 
     Attributes:
         base_url: ``http://127.0.0.1:PORT/v1``, available once started.
@@ -236,8 +259,10 @@ class LocalOpenAIServer:
         api_key: str | None = None,
         models_endpoint: bool = True,
         max_context_tokens: int | None = None,
+        embed: EmbedText = hashed_words,
     ) -> None:
         self.handler = handler
+        self.embed = embed
         self.max_context_tokens = max_context_tokens
         self.latency_s = latency_s
         self.supports_response_format = supports_response_format
@@ -368,6 +393,19 @@ class LocalOpenAIServer:
             "usage": {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer},
         }
 
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        given = body.get("input")
+        texts = [given] if isinstance(given, str) else list(given or [])
+        return {
+            "object": "list",
+            "model": str(body.get("model", "local")),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": self.embed(str(text))}
+                for i, text in enumerate(texts)
+            ],
+            "usage": {"prompt_tokens": sum(count_words(str(t)) for t in texts), "total_tokens": 0},
+        }
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -411,7 +449,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.split("?", 1)[0].rstrip("/") != CHAT_PATH:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in (CHAT_PATH, EMBEDDINGS_PATH):
             self._send_json(404, error_body(404, f"Unknown path {self.path}"))
             return
         try:
@@ -426,6 +465,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         refusal = self._auth_refusal() or self._dialect_refusal(body)
         if refusal is not None:
             self._send_json(refusal.status, refusal.body)
+            return
+        if path == EMBEDDINGS_PATH:
+            self._send_json(200, self.owner._embeddings(body))
             return
         if "response_format" in body and not self.owner.supports_response_format:
             self._send_json(400, error_body(400, RESPONSE_FORMAT_ERROR))

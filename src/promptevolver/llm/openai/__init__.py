@@ -15,12 +15,15 @@ module                      owns
 ``errors``                  SDK errors translated into :mod:`promptevolver.errors`; reading error
                             bodies of every shape; why a connection failed
 ``preflight``               server, key and model checked with one cheap call, and its messages
+``embeddings``              :class:`OpenAIEmbeddings`: ``/embeddings`` calls (blocking), retried and
+                            cached, for retrieval of teaching examples
 ==========================  ====================================================================
 
 Only the names below are public; the modules are internals (they would be ``_client`` etc.).
 """
 
 from promptevolver.llm.openai.client import OpenAIClient
+from promptevolver.llm.openai.embeddings import EmbeddingUsage, OpenAIEmbeddings
 from promptevolver.llm.openai.errors import retry_after_s
 from promptevolver.llm.openai.negotiation import (
     Mode,
@@ -32,9 +35,11 @@ from promptevolver.llm.openai.negotiation import (
 )
 
 __all__ = [
+    "EmbeddingUsage",
     "Mode",
     "Negotiation",
     "OpenAIClient",
+    "OpenAIEmbeddings",
     "StructuredOutput",
     "TokenParam",
     "negotiation_of",
