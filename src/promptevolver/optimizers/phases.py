@@ -713,9 +713,14 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
         why = f"the distillation stopped with {unshown} corrections not shown yet"
     else:
+        fixes = (
+            f"it fixes {fixed} of {total} held-out verdict corrections"
+            if total
+            else "the held-out samples hold no verdict correction"
+        )
         return False, (
-            f"not warranted: a verified rung beat the seed (it fixes {fixed} of {total} held-out verdict "
-            "corrections) and the distillation used every correction"
+            f"not warranted: a verified rung beat the seed ({fixes}) and the distillation used every "
+            "correction"
         )
     if not run.meter.allows(run.calls.initial_search(), reserve=run.calls.final):
         return False, f"warranted ({why}) but the budget cannot pay for it"

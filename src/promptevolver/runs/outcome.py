@@ -139,9 +139,10 @@ def stage_line(result: OptimizationResult) -> str:
     parts = []
     if "distill" in st:
         d = st["distill"]
+        rungs = len(d.get("produced", []))
         parts.append(
             f"distill {d['meta_calls']} meta calls ({d['prompt_tokens'] + d['completion_tokens']:,} tokens), "
-            f"{len(d.get('produced', []))} rungs"
+            f"{rungs} rung{'' if rungs == 1 else 's'}"
         )
     if "verify" in st:
         v = st["verify"]
