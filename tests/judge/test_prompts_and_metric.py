@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from promptevolver.errors import AnnotationError, OutputParseError, PermanentLLMError, TransientLLMError
 from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput, Judgement
@@ -20,6 +21,8 @@ from promptevolver.judge.prompts import (
     extract_json_object,
     split_rendered,
 )
+from promptevolver.judge.rubric import rubric_output_model
+from promptevolver.judge.statements import Statements, Verdicts
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import ChatMessage
 
@@ -87,12 +90,48 @@ def test_round_trip_of_instructions_that_mention_the_output_heading(instruction:
     assert split_rendered(messages) == (instruction, {"user_input": "q"})
 
 
-def test_render_shows_the_schema_and_inputs() -> None:
+def test_render_shows_the_output_fields_and_inputs() -> None:
     system, user = Prompt("p", "  Be strict.  ", AspectCriticOutput).render({"response": "ü", "x": None})
     assert system.content.startswith("Be strict.\n\n## Output format\n")
-    assert json.dumps(AspectCriticOutput.model_json_schema(), sort_keys=True) in system.content
     assert user.content.startswith(INPUT_HEADER + "\n")
     assert json.loads(user.content[len(INPUT_HEADER) :]) == {"response": "ü"}
+
+
+def _leaf_fields(schema: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> list[tuple[int, str, str]]:
+    out = []
+    for name, prop in schema["properties"].items():
+        out.append((depth, name, prop.get("description", "")))
+        ref = prop.get("$ref") or prop.get("items", {}).get("$ref")
+        if ref:
+            out += _leaf_fields(defs[ref.rsplit("/", 1)[-1]], defs, depth + 1)
+    return out
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        AspectCriticOutput,
+        Statements,
+        Verdicts,
+        rubric_output_model(1, 5, True),
+        rubric_output_model(0, 1, False),
+    ],
+)
+def test_output_format_lists_every_field_in_order_not_the_schema_text(model: type[BaseModel]) -> None:
+    """Every output model we ship: each field (nested ones indented under theirs) appears once,
+    in the model's order, with its description; the JSON schema itself is not in the prompt
+    (it goes to the server as ``json_schema``), so a judge call spends no tokens on it."""
+    system = Prompt("p", "Judge.", model).render({"response": "r"})[0].content
+    body = system.split("## Output format\n", 1)[1]
+    schema = model.model_json_schema()
+    lines = body.splitlines()[1:]
+    expected = _leaf_fields(schema, schema.get("$defs", {}))
+    assert len(lines) == len(expected)
+    for line, (depth, name, about) in zip(lines, expected):
+        assert line.startswith("  " * depth + f'- "{name}" (')
+        assert line.endswith(about)
+    assert '"properties"' not in system and "$defs" not in system
+    assert len(body) < len(json.dumps(schema))
 
 
 @pytest.mark.parametrize(

@@ -359,3 +359,47 @@ def test_one_rejected_rewrite_is_a_barren_round_and_two_in_a_row_stop_the_ladder
         assert result.best_id == rungs[-1]["id"] or result.best_id in {c["id"] for c in rungs}
     else:
         assert not rungs and stop == "rejected" and len(rewrites) == 2
+
+
+def _careful_writer(request: LLMRequest) -> str:
+    if request.operation == "feedback":
+        return json.dumps({"feedback": [{"lesson": "check every claim with care", "explains": [1, 2]}]})
+    return json.dumps({"instruction": f"careful {request.sample_index}"})
+
+
+@pytest.mark.parametrize("rung_errs_on", [(), (0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45)])
+def test_when_the_seed_makes_no_held_out_error_a_rung_is_kept_unless_it_hurts(rung_errs_on):
+    """The seed is right on every held-out sample, so no candidate can beat it there: a distilled
+    rung that does no worse is kept (its lessons come from the corrections); one the held-out
+    samples say is worse is not."""
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+
+    def judge(instruction: str, i: int) -> int:
+        wrong = "careful" in instruction and i in rung_errs_on
+        return 1 - labels[i] if wrong else labels[i]
+
+    result = _optimize(ds, rule_llm(ds, judge, _careful_writer), population_size=3, generations=1)
+    why = result.final_choice["why"]
+    if rung_errs_on:
+        assert result.best_instructions == result.seed_instructions
+        assert "makes no error" not in why
+    else:
+        assert "careful" in result.best_instructions[PROMPT]
+        assert result.final_choice["stage"] == "verify"
+        assert "makes no error" in why and "no candidate can be shown better" in why
+        assert "nothing to beat" in result.final_choice["rule"]
+
+
+def test_a_seed_with_a_held_out_error_keeps_the_paired_rule():
+    """One sample both the seed and the rung get wrong: the seed is not perfect, a tie keeps it."""
+    ds = make_dataset(60, 20)
+    labels = [int(y) for y in ds.labels()]
+    result = _optimize(
+        ds,
+        rule_llm(ds, lambda instruction, i: 1 - labels[i] if i % 5 == 0 else labels[i], _careful_writer),
+        population_size=3,
+        generations=1,
+    )
+    assert result.best_instructions == result.seed_instructions
+    assert "makes no error" not in result.final_choice["why"]

@@ -5,7 +5,9 @@ A :class:`Prompt` renders an instruction and a mapping of inputs into chat messa
     system: <instruction>
 
             ## Output format
-            Return one JSON object that follows this JSON schema: {...}
+            Return one JSON object with double-quoted strings and nothing else. Its fields:
+            - "reason" (string): Reason for the verdict
+            - "verdict" (0 or 1): The verdict (0 or 1) for the submission
     user:   ## Input
             {"user_input": ..., "response": ..., ...}
 
@@ -104,11 +106,7 @@ class Prompt(Generic[OutputT]):
         in that order (the closest to the judged sample last), each as a user/assistant pair;
         ``output`` is shown as given (key order kept: put the label first).
         """
-        system = (
-            f"{self.instruction.strip()}\n\n{OUTPUT_HEADER}\n"
-            f"Return one JSON object that follows this JSON schema, with double-quoted strings "
-            f"and nothing else:\n{_schema_text(self.output_model)}"
-        )
+        system = f"{self.instruction.strip()}\n\n{OUTPUT_HEADER}\n{_format_text(self.output_model)}"
         messages = [ChatMessage("system", system)]
         for shown_inputs, output in examples:
             messages.append(ChatMessage("user", _input_text(shown_inputs)))
@@ -146,6 +144,49 @@ def _schema_text(model: type[BaseModel]) -> str:
     """The JSON schema of ``model`` as sorted-key JSON text (pydantic's generation is slow:
     ~0.8 ms a call, so it is done once per model)."""
     return json.dumps(model.model_json_schema(), sort_keys=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _format_text(model: type[BaseModel]) -> str:
+    """The output format told to the model: its fields, one line each, from ``model``'s JSON
+    schema (nested objects indented under their field). A field list, not the JSON schema
+    itself: a third of the tokens of a judge call went to the schema's text, and small models
+    echo a schema back instead of answering (the parser's fallback, :meth:`Prompt.parse`); the
+    schema still goes to servers that enforce one (``LLMRequest.json_schema``)."""
+    schema = model.model_json_schema()  # the model's field order (the schema text sorts keys)
+    lines = ["Return one JSON object with double-quoted strings and nothing else. Its fields:"]
+    lines += _field_lines(schema, schema.get("$defs", {}), "")
+    return "\n".join(lines)
+
+
+def _field_lines(schema: dict[str, Any], defs: dict[str, Any], indent: str) -> list[str]:
+    lines = []
+    for name, prop in schema.get("properties", {}).items():
+        kind, nested = _kind(prop, defs)
+        about = prop.get("description")
+        lines.append(f'{indent}- "{name}" ({kind})' + (f": {about}" if about else ""))
+        if nested is not None:
+            lines += _field_lines(nested, defs, indent + "  ")
+    return lines
+
+
+def _kind(prop: dict[str, Any], defs: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """A property's kind in words, and the object schema whose fields it holds (or None)."""
+    if "$ref" in prop:
+        return "object", defs[prop["$ref"].rsplit("/", 1)[-1]]
+    if "enum" in prop or "const" in prop:
+        return " or ".join(json.dumps(v) for v in prop.get("enum", [prop.get("const")])), None
+    if prop.get("type") == "array":
+        item, nested = _kind(prop.get("items", {}), defs)
+        return f"list, each item: {item}", nested
+    if "anyOf" in prop:
+        kinds = [_kind(p, defs)[0] for p in prop["anyOf"]]
+        return " or ".join(kinds), None
+    kind = str(prop.get("type", "any value"))
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None:
+        kind += f" from {low:g} to {high:g}"
+    return kind, None
 
 
 @functools.lru_cache(maxsize=64)

@@ -340,10 +340,53 @@ def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict
     best = choice.choose(field, compare, rng)
     report = dict(choice.report)
     higher = _higher_rung(run, best, field, report, compare, rng)
+    higher = higher or _nothing_to_beat(run, best, field, report)
     if higher is not None:
         best, report["chosen"] = higher[0], higher[0].id
         report["why"] = higher[1]
     return best, report
+
+
+def _nothing_to_beat(
+    run: SearchRun, best: Candidate, field: Sequence[Candidate], report: dict[str, Any]
+) -> tuple[Candidate, str] | None:
+    """When the seed makes no error on its held-out samples, no candidate can be shown better
+    there, and the paired rule would keep the seed whatever the corrections taught. Then the
+    ladder's rule decides (:func:`_higher_rung`, the cross-fit stage): a distilled rung is kept
+    unless the held-out samples say, with probability ``confidence``, that the seed is better
+    than it. Among such rungs: the one closest to the seed there, then the one with the most
+    lessons (out of bag each fold climbs its own ladder). None when the seed made an error, was
+    not chosen, or no rung qualifies.
+
+    Only distilled rungs qualify: their lessons come from the human corrections of the learning
+    samples (reason-only corrections included), which is the evidence this rule relies on; a
+    search offspring has no such evidence."""
+    seed = run.state.seed
+    if not best.is_seed:
+        return None
+    score = seed.validation if run.split.regime == "held-out" else seed.train
+    if score is None or not score.measured.any() or (score.correct[score.measured] < 1.0).any():
+        return None
+    rows = {row["id"]: row for row in report.get("finalists", [])}
+    ok = [
+        c
+        for c in field
+        if c.operator == "distill"
+        and rows.get(c.id, {}).get("eligible")
+        and 1.0 - rows[c.id]["p_better"] < run.config.confidence
+    ]
+    if not ok:
+        return None
+    top = max(ok, key=lambda c: (rows[c.id]["delta"], _lessons_learnt(run, c), c.id))
+    n = int(score.measured.sum())
+    row = rows[top.id]
+    report["rule"] = f"{report['rule']}; nothing to beat: the ladder's rule"
+    return top, (
+        f"the seed makes no error on its {n} held-out samples, so no candidate can be shown better "
+        f"there; candidate {top.id}, a rung of the distilled ladder, is kept: it does no worse "
+        f"(Δ {row['delta']:+.3f}; probability that the seed is better {1.0 - row['p_better']:.2f} < "
+        f"{run.config.confidence:g}) and its lessons come from the human corrections"
+    )
 
 
 def _higher_rung(
@@ -384,6 +427,15 @@ def _higher_rung(
         f"{best.id} is not better than it with probability {run.config.confidence:g} "
         f"({p:.2f}): its extra lessons are kept"
     )
+
+
+def _lessons_learnt(run: SearchRun, c: Candidate) -> int:
+    """How many lessons ``c``'s rung and the rungs below it on its ladder applied."""
+    n, seen = len(c.feedback), 0
+    while c.parents and seen < len(run.state.candidates):
+        c, seen = run.state.candidates[c.parents[0]], seen + 1
+        n += len(c.feedback) if c.operator == "distill" else 0
+    return n
 
 
 def _descends(run: SearchRun, c: Candidate, ancestor: Candidate) -> bool:
