@@ -1,7 +1,7 @@
 """The run's frozen context beside its mutable state (optimizers/run.py): no context field can be
 reassigned, through the context or through the run; each field the run exposes is the context's
-own object, typed as the context declares it; and no strategy or operator takes the run or the
-context whole."""
+own object, typed as the context declares it; and no strategy (stop conditions included) or
+operator takes the run or the context whole."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from promptevolver import AspectCritic, BinaryMetricLoss
+from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import GeneticConfig
 from promptevolver.optimizers import run as run_module
 from promptevolver.optimizers.events import EventBus
@@ -21,6 +21,7 @@ from promptevolver.optimizers.operators.breeder import Breeder, default_operator
 from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.run import RunContext, SearchRun
 from promptevolver.optimizers.state import SearchState
+from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, SearchView
 
 from ..helpers import make_dataset, rule_llm
 
@@ -107,6 +108,36 @@ def test_two_runs_of_one_seed_build_equal_contexts():
     assert one.state.rng.integers(1 << 30) == two.state.rng.integers(1 << 30)  # the same draws left
 
 
+class _Recording:
+    """A user's stop condition that keeps what it was handed (and stops after generation 1)."""
+
+    reason = "recorded"
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+
+    def should_stop(self, search: SearchView) -> bool:
+        self.seen.append(search)
+        return search.state.generation >= 1
+
+
+def test_stop_conditions_are_handed_a_view_of_the_run_never_the_run():
+    dataset = make_dataset(24, 8)
+    recording = _Recording()
+    optimizer = GeneticOptimizer(
+        metric=AspectCritic(name="toy", definition="Is the response correct?"),
+        llm=rule_llm(dataset, lambda _, i: i % 2),
+        stop_conditions=[recording, *DEFAULT_STOP_CONDITIONS],
+    )
+    config = {"strategy": "genetic", "random_seed": 5, "population_size": 3, "generations": 3}
+    result = optimizer.optimize(dataset=dataset, loss=BinaryMetricLoss(), config=config)
+    assert result.stop_reason == "recorded" and len(recording.seen) == 2
+    for search in recording.seen:
+        assert type(search) is SearchView  # frozen: a condition cannot swap the run's state or config
+        assert not hasattr(search, "context") and not hasattr(search, "split")
+        assert search.next_generation_fits() and search.config.generations == 3
+
+
 # --- who takes the run whole -----------------------------------------------------------------------
 
 
@@ -138,7 +169,7 @@ WHOLE_RUN = {
     "checkpoint.py": {"save", "restore"},  # the state (restore replaces it) and the usage so far
     "history.py": {"record_generation"},  # the state's history and the usage so far
     "result.py": {"from_run"},  # the state, the final choice, the usage and elapsed time
-    "views.py": {"screening_view", "budget_view"},  # judging through the run; the usage so far
+    "views.py": {"screening_view", "budget_view", "search_view"},  # the run's judging, usage, checks
     "run.py": {"__init__", "__get__", "__set__"},  # the announcer; the run's read-only names
 }
 

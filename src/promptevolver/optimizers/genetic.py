@@ -266,7 +266,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             disable=not self.progress,
             desc="generations",
         ) as bar:
-            while (reason := first_reason(self.stop_conditions, run)) is None:
+            while (reason := first_reason(self.stop_conditions, views.search_view(run))) is None:
                 await self._generation(run)
                 self._checkpoint(run, run_dir)
                 bar.update(1)

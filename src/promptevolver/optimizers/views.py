@@ -3,10 +3,11 @@
 The operators (:mod:`.operators`) and strategies (:mod:`.strategies`) never hold the
 :class:`~promptevolver.optimizers.run.SearchRun` nor its whole
 :class:`~promptevolver.optimizers.run.RunContext`; the generation loop hands them these views: the
-breeding view and the meta-call context (operators), the distillation view, the screening view
-and the budget view (what :mod:`.strategies.screening` and :mod:`.strategies.budget` read). Views
-of the fixed part are built from the context (with the piece of the state they show, when one);
-the screening and budget views from the run, as they judge and total usage through it.
+breeding view and the meta-call context (operators), the distillation view, the screening view,
+the budget view and the search view (what :mod:`.strategies.screening`, :mod:`.strategies.budget`
+and the stop conditions of :mod:`.strategies.stopping` read). Views of the fixed part are built
+from the context (with the piece of the state they show, if any); the screening, budget and
+search views from the run, whose judging, usage and budget checks they carry.
 """
 
 from __future__ import annotations
@@ -20,11 +21,20 @@ from promptevolver.optimizers.distill import DistillView
 from promptevolver.optimizers.operators.base import BreedingView, MetaContext
 from promptevolver.optimizers.strategies.budget import BudgetView, price_of
 from promptevolver.optimizers.strategies.screening import ScreeningView
+from promptevolver.optimizers.strategies.stopping import SearchView
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import RunContext, SearchRun
 
-__all__ = ["breeding_view", "budget_view", "distill_view", "judge_outputs", "meta_context", "screening_view"]
+__all__ = [
+    "breeding_view",
+    "budget_view",
+    "distill_view",
+    "judge_outputs",
+    "meta_context",
+    "screening_view",
+    "search_view",
+]
 
 
 def breeding_view(ctx: RunContext, population: list[Candidate]) -> BreedingView:
@@ -113,3 +123,9 @@ def budget_view(run: SearchRun) -> BudgetView:
         run.dataset.samples[run.train[0]] if run.train else None,
         price_of(run.clients[0]),
     )
+
+
+def search_view(run: SearchRun) -> SearchView:
+    """The config, loss and state the stop conditions read, with the run's budget check and its
+    unseen-evidence check (asked only when a condition calls them)."""
+    return SearchView(run.config, run.loss, run.state, run.next_generation_fits, run.has_unseen_evidence)
