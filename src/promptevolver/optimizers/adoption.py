@@ -16,18 +16,19 @@ from promptevolver.optimizers.operators.base import Child
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun
+    from promptevolver.optimizers.state import SearchState
 
 __all__ = ["adopt", "new_candidate"]
 
 
 def new_candidate(
-    run: SearchRun, instructions: dict[str, str], operator: str, child: Child | None = None
+    state: SearchState, instructions: dict[str, str], operator: str, child: Child | None = None
 ) -> Candidate | None:
-    """Register a candidate made in the current generation (its example policy the plan's);
-    None (counted) for a duplicate (the same instructions and example policy)."""
+    """Register in ``state`` a candidate made in its current generation (its example policy the
+    plan's); None (counted) for a duplicate (the same instructions and example policy)."""
     examples = child.plan.examples if child else "none"
-    if run.state.find(instructions, examples) is not None:
-        run.state.duplicates += 1
+    if state.find(instructions, examples) is not None:
+        state.duplicates += 1
         return None
     parents = tuple(p.id for p in child.plan.parents) if child else ()
     feedback = list(child.feedback) if child else []
@@ -37,9 +38,9 @@ def new_candidate(
         else frozenset()
     )
     c = Candidate(
-        len(run.state.candidates),
+        len(state.candidates),
         dict(instructions),
-        run.state.generation,
+        state.generation,
         operator,
         parents,
         feedback=feedback,
@@ -47,7 +48,7 @@ def new_candidate(
         fold=child.plan.fold if child else None,
         examples=examples,
     )
-    run.state.add(c)
+    state.add(c)
     return c
 
 
@@ -71,7 +72,7 @@ def adopt(run: SearchRun, children: Sequence[Child]) -> list[Candidate]:
             rejected=child.rejected,
         )
         if child.instructions is not None:
-            c = new_candidate(run, child.instructions, plan.operator, child)
+            c = new_candidate(run.state, child.instructions, plan.operator, child)
             if c is not None:
                 adopted.append(c)
     return adopted

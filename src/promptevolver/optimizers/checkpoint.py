@@ -48,7 +48,7 @@ def save(run: SearchRun, directory: str | Path) -> None:
     ]
     data = {
         "version": VERSION,
-        "fingerprint": run.fingerprint(),
+        "fingerprint": run.context.fingerprint(),
         "config": run.config.model_dump(mode="json"),
         "state": state,
         "memo": memo,
@@ -103,7 +103,7 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
     Raises:
         CheckpointError: the dataset/loss or the config differ from the checkpoint's.
     """
-    if data["fingerprint"] != run.fingerprint():
+    if data["fingerprint"] != run.context.fingerprint():
         raise CheckpointError(f"{source}: it belongs to another dataset or loss")
     ours = {k: v for k, v in run.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
     theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in _MAY_CHANGE}

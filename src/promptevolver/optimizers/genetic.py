@@ -48,6 +48,7 @@ from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineeri
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun, prepare_examples
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
+from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import budget, screening, selection
 from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
@@ -142,7 +143,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         try:
             run = self._start(dataset, loss, _coerce(config), journal, extra)  # data errors: before calls
             await preflight(self.llm, self.reflection_llm)
-            await prepare_examples(run)  # embeddings for retrieval, before any judge call
+            await prepare_examples(run.context)  # embeddings for retrieval, before any judge call
             if saved is not None:
                 assert run_dir is not None
                 checkpoint.restore(run, saved, source=Path(run_dir) / rundir.CHECKPOINT_FILE)
@@ -265,11 +266,11 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             disable=not self.progress,
             desc="generations",
         ) as bar:
-            while (reason := first_reason(self.stop_conditions, run)) is None:
+            while (reason := first_reason(self.stop_conditions, views.search_view(run))) is None:
                 await self._generation(run)
                 self._checkpoint(run, run_dir)
                 bar.update(1)
-                bar.set_postfix(_progress_fields(run))
+                bar.set_postfix(_progress_fields(run.state))
         return reason
 
     async def _generation(self, run: SearchRun) -> None:
@@ -281,11 +282,17 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         run.events.emit("generation_start", state.generation, population=[c.id for c in population])
         count = offspring_count(run.config, len(run.train))
         plans = run.breeder.plan_offspring(
-            views.breeding_view(run), count, state.rng, tried=state.tried, first_slot=state.slots
+            views.breeding_view(run.context, population),
+            count,
+            state.rng,
+            tried=state.tried,
+            first_slot=state.slots,
         )
         state.exhausted, state.slots = not plans, state.slots + len(plans)
         state.tried.update(p.key for p in plans)
-        children = adoption.adopt(run, await run.breeder.run(plans, views.meta_context(run, population)))
+        children = adoption.adopt(
+            run, await run.breeder.run(plans, views.meta_context(run.context, population))
+        )
         by_id = {c.id: c for c in state.candidates}
         parents_of = {c.id: [by_id[p] for p in c.parents] for c in children}
         passed = await screening.screen(views.screening_view(run), children, parents_of)
@@ -303,8 +310,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             checkpoint.save(run, run_dir)
 
 
-def _progress_fields(run: SearchRun) -> dict[str, Any]:
-    last = run.state.history[-1]
+def _progress_fields(state: SearchState) -> dict[str, Any]:
+    last = state.history[-1]
     calls = last["judge_calls"] + last["meta_calls"]
     return {"best": f"{last['best_train']:.3f}", "mean": f"{last['mean_train']:.3f}", "calls": calls}
 

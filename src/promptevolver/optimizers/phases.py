@@ -23,7 +23,7 @@ from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.distill import Distiller, DistillView
 from promptevolver.optimizers.operators.base import Child
 from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.optimizers.run import SearchRun
+from promptevolver.optimizers.run import RunContext, SearchRun
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import budget, screening
 from promptevolver.optimizers.strategies.final_choice import (
@@ -72,13 +72,15 @@ async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str
     Raises:
         LLMUnusableError: the seed's evaluation or the initial population failed too often.
     """
-    seed = adoption.new_candidate(run, dict(seed_instructions), "seed")
+    seed = adoption.new_candidate(run.state, dict(seed_instructions), "seed")
     assert seed is not None
     extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
-    plans = run.breeder.plan_initial(views.breeding_view(run), seed, extra, run.state.rng, run.state.slots)
+    plans = run.breeder.plan_initial(
+        views.breeding_view(run.context, run.state.population), seed, extra, run.state.rng, run.state.slots
+    )
     run.state.slots += len(plans)
     run.begin_step("the seed's train evaluation", count_parse=True)
-    breeding = run.breeder.run(plans, views.meta_context(run, [seed]))
+    breeding = run.breeder.run(plans, views.meta_context(run.context, [seed]))
     made = (await gather_or_cancel([breeding, _judged(run, seed)]))[0]
     run.end_step()
     budget.after_seed(views.budget_view(run), seed)
@@ -190,7 +192,7 @@ async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
 
 def register_seed(run: SearchRun, seed_instructions: Mapping[str, str]) -> Candidate:
     """The seed as candidate 0, not judged yet (the pipeline judges it where it needs to)."""
-    seed = adoption.new_candidate(run, dict(seed_instructions), "seed")
+    seed = adoption.new_candidate(run.state, dict(seed_instructions), "seed")
     assert seed is not None
     return seed
 
@@ -213,7 +215,10 @@ async def distill(run: SearchRun) -> list[Candidate]:
     run.events.emit("stage_start", 0, stage="distill")
     run.begin_step("the distillation stage")
     ladders = await distiller.climb(
-        views.distill_view(run), views.meta_context(run, [seed]), run.state.rng, run.state.slots
+        views.distill_view(run.context, seed),
+        views.meta_context(run.context, [seed]),
+        run.state.rng,
+        run.state.slots,
     )
     run.state.slots += 1_000_000  # the stage's slots: its own range, apart from the search's
     rungs: list[Candidate] = []
@@ -377,7 +382,7 @@ def _nothing_to_beat(
     ]
     if not ok:
         return None
-    top = max(ok, key=lambda c: (rows[c.id]["delta"], _lessons_learnt(run, c), c.id))
+    top = max(ok, key=lambda c: (rows[c.id]["delta"], _lessons_learnt(run.state.candidates, c), c.id))
     n = int(score.measured.sum())
     row = rows[top.id]
     report["rule"] = f"{report['rule']}; nothing to beat: the ladder's rule"
@@ -408,7 +413,7 @@ def _higher_rung(
     ok = [
         c
         for c in field
-        if _descends(run, c, best)
+        if _descends(run.state.candidates, c, best)
         and rows.get(c.id, {}).get("eligible")
         and (rows[c.id]["delta"] or 0) > 0
         and rows[c.id]["p_better"] >= run.config.confidence
@@ -429,20 +434,22 @@ def _higher_rung(
     )
 
 
-def _lessons_learnt(run: SearchRun, c: Candidate) -> int:
-    """How many lessons ``c``'s rung and the rungs below it on its ladder applied."""
+def _lessons_learnt(candidates: Sequence[Candidate], c: Candidate) -> int:
+    """How many lessons ``c``'s rung and the distilled rungs below it on its ladder applied
+    (``candidates``: every candidate, by id)."""
     n, seen = len(c.feedback), 0
-    while c.parents and seen < len(run.state.candidates):
-        c, seen = run.state.candidates[c.parents[0]], seen + 1
+    while c.parents and seen < len(candidates):
+        c, seen = candidates[c.parents[0]], seen + 1
         n += len(c.feedback) if c.operator == "distill" else 0
     return n
 
 
-def _descends(run: SearchRun, c: Candidate, ancestor: Candidate) -> bool:
-    """Whether ``c`` is a later rung of ``ancestor``'s ladder (its parents lead to it)."""
+def _descends(candidates: Sequence[Candidate], c: Candidate, ancestor: Candidate) -> bool:
+    """Whether ``c`` is a later rung of ``ancestor``'s ladder (its parents lead to it; ``candidates``:
+    every candidate, by id)."""
     seen = 0
-    while c.parents and seen < len(run.state.candidates):
-        c, seen = run.state.candidates[c.parents[0]], seen + 1
+    while c.parents and seen < len(candidates):
+        c, seen = candidates[c.parents[0]], seen + 1
         if c.id == ancestor.id:
             return True
     return False
@@ -462,12 +469,12 @@ def skip_distill(run: SearchRun) -> None:
     }
 
 
-def example_policies(run: SearchRun) -> tuple[list[str], str]:
+def example_policies(ctx: RunContext) -> tuple[list[str], str]:
     """The example policies the examples stage verifies, and why (none: why not)."""
-    policy = run.config.examples.policy
+    policy = ctx.config.examples.policy
     if policy == "none":
         return [], "examples: {policy: none}"
-    store = run.examples
+    store = ctx.examples
     if store is None:
         return [], "the judge cannot show examples (several prompts, or an ajudge without them)"
     if not len(store):
@@ -492,7 +499,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
     started, before = time.perf_counter(), run.usage()
-    policies, why = example_policies(run)
+    policies, why = example_policies(run.context)
     n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
     calls = len(policies) * n_eval * run.metric.calls_per_evaluation
     if policies and not run.meter.allows(calls, reserve=0):
@@ -596,8 +603,8 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
         LLMUnusableError: too many of the stage's meta or judge calls failed.
     """
     started, before = time.perf_counter(), run.usage()
-    why = _cross_fit_skip(run, base)
-    wrong = [] if why else _still_wrong(run, base)
+    why = _cross_fit_skip(run.context, base)
+    wrong = [] if why else _still_wrong(run.context, base)
     if not why and not wrong:
         why = f"candidate {base.id} judges every held-out verdict correction as the human did"
     if why:
@@ -622,7 +629,9 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
         operator="cross_fit",
     )
     run.begin_step("the cross-fit ladder from the held-out corrections")
-    (ladder,) = await distiller.climb(view, views.meta_context(run, [base]), run.state.rng, run.state.slots)
+    (ladder,) = await distiller.climb(
+        view, views.meta_context(run.context, [base]), run.state.rng, run.state.slots
+    )
     run.state.slots += 1_000_000
     parent, rungs = base, []
     for child in ladder.rungs:
@@ -652,41 +661,41 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     return chosen
 
 
-def _cross_fit_skip(run: SearchRun, base: Candidate) -> str | None:
+def _cross_fit_skip(ctx: RunContext, base: Candidate) -> str | None:
     """Why the cross-fit stage does not run for ``base`` (None: it runs)."""
-    if not run.config.cross_fit:
+    if not ctx.config.cross_fit:
         return "cross_fit off"
-    if run.config.strategy == "examples":
+    if ctx.config.strategy == "examples":
         return "strategy examples: the instruction is kept as it is (0 meta calls)"
-    if run.split.regime != "held-out":
+    if ctx.split.regime != "held-out":
         return "out of bag: every sample already taught a ladder"
     if base.validation is None:
         return f"candidate {base.id} has no held-out verdicts to learn from"
-    calls = 2 * min(len(run.train), CROSS_FIT_CHECK) * run.metric.calls_per_evaluation
-    if not run.meter.allows(calls, reserve=0):
+    calls = 2 * min(len(ctx.train), CROSS_FIT_CHECK) * ctx.metric.calls_per_evaluation
+    if not ctx.meter.allows(calls, reserve=0):
         return f"the budget cannot pay for the {calls} judge calls of its check"
     return None
 
 
-def _check_positions(run: SearchRun, rng: np.random.Generator) -> list[int]:
-    """At most :data:`CROSS_FIT_CHECK` positions of the train focus set, a seeded subsample in
-    focus order (each keeps the weight of what it stands for)."""
-    focus = list(run.train)
+def _check_positions(train: Sequence[int], rng: np.random.Generator) -> list[int]:
+    """At most :data:`CROSS_FIT_CHECK` positions of the train focus set ``train``, a seeded
+    subsample in focus order (each keeps the weight of what it stands for)."""
+    focus = list(train)
     if len(focus) <= CROSS_FIT_CHECK:
         return focus
     keep = set(rng.choice(len(focus), size=CROSS_FIT_CHECK, replace=False).tolist())
     return [p for i, p in enumerate(focus) if i in keep]
 
 
-def _still_wrong(run: SearchRun, base: Candidate) -> list[int]:
+def _still_wrong(ctx: RunContext, base: Candidate) -> list[int]:
     """The held-out corrections for the cross-fit ladder: the judged verdict corrections ``base``
     still gets wrong, and every reason correction (a verdict right for a wrong reason)."""
     score = base.validation
     assert score is not None
-    positions = run.validation_focus.positions
+    positions = ctx.validation_focus.positions
     out = []
     for i, p in enumerate(positions):
-        kind = run.evidence[p].kind
+        kind = ctx.evidence[p].kind
         if kind == "reason" or (kind == "verdict" and score.measured[i] and score.correct[i] < 1.0):
             out.append(p)
     return out
@@ -699,7 +708,7 @@ async def _cross_check(
     futility reference); ``rung`` unless ``base`` is better with probability ``confidence``."""
     run.begin_step("the cross-fit check on the learning samples", count_parse=True)
     rng = np.random.default_rng((run.config.random_seed, RACE_STREAM, 2))
-    positions = _check_positions(run, rng)
+    positions = _check_positions(run.train, rng)
     weights = run.train_focus.weight_array(positions)
 
     async def judge(cands: Sequence[Candidate], pos: Sequence[int]) -> list[Any]:
@@ -757,7 +766,7 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
         return False, "generations 0 or population_size 1: no search"
     if not run.evidence_pool:
         return False, "no correction in the train part: nothing for a search to learn"
-    fixed, total = _held_out_fixes(run, verified)
+    fixed, total = _held_out_fixes(run.context, verified)
     stage = run.state.stages.get("distill", {})
     unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
     if verified.is_seed:
@@ -779,17 +788,17 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     return True, why
 
 
-def _held_out_fixes(run: SearchRun, candidate: Candidate) -> tuple[int, int]:
+def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
     """(fixed, total): held-out samples whose recorded verdict the human corrected, and how many
     of them ``candidate`` judges as the human did (validation; out of bag, its unseen samples)."""
-    if run.split.regime == "held-out":
-        positions, score = run.validation_focus.positions, candidate.validation
+    if ctx.split.regime == "held-out":
+        positions, score = ctx.validation_focus.positions, candidate.validation
     else:
-        positions, score = run.train, candidate.train
+        positions, score = ctx.train, candidate.train
     if score is None:
         return 0, 0
     keep = [
-        i for i, p in enumerate(positions) if run.evidence[p].kind == "verdict" and p not in candidate.seen
+        i for i, p in enumerate(positions) if ctx.evidence[p].kind == "verdict" and p not in candidate.seen
     ]
     measured = [i for i in keep if score.measured[i]]
     return int(sum(score.correct[i] >= 1.0 for i in measured)), len(measured)
@@ -849,7 +858,7 @@ def finish_verified(
     cross = run.state.stages.get("cross_fit", {})
     if best.operator == "cross_fit" and cross.get("why"):
         base = run.state.candidates[cross["base"]]
-        validation = reporting.estimates(run, base)["validation"]
+        validation = reporting.estimates(run.context, base)["validation"]
         shown = "n/a" if validation is None else f"{validation:.3f}"
         run.final_choice = {
             **run.final_choice,

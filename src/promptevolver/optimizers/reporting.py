@@ -16,7 +16,7 @@ from promptevolver.annotations.models import sample_key
 from promptevolver.optimizers.candidates import Candidate
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.run import SearchRun
+    from promptevolver.optimizers.run import RunContext
 
 __all__ = ["KEY_DIGITS", "estimates", "lineage_entry", "out_of_bag_estimates", "split_report"]
 
@@ -24,68 +24,68 @@ __all__ = ["KEY_DIGITS", "estimates", "lineage_entry", "out_of_bag_estimates", "
 KEY_DIGITS = 16
 
 
-def estimates(run: SearchRun, candidate: Candidate) -> dict[str, float | None]:
+def estimates(ctx: RunContext, candidate: Candidate) -> dict[str, float | None]:
     """``candidate``'s train and validation scores as estimates for the whole parts
     (weighted by what each judged sample stands for, :mod:`.focus`); None where unmeasured."""
     out: dict[str, float | None] = {}
     for part, s, focus in (
-        ("train", candidate.train, run.train_focus),
-        ("validation", candidate.validation, run.validation_focus),
+        ("train", candidate.train, ctx.train_focus),
+        ("validation", candidate.validation, ctx.validation_focus),
     ):
-        out[part] = None if s is None else s.estimate(run.loss, focus.weight_array(focus.positions))
+        out[part] = None if s is None else s.estimate(ctx.loss, focus.weight_array(focus.positions))
     return out
 
 
 def out_of_bag_estimates(
-    run: SearchRun, seed: Candidate, best: Candidate
+    ctx: RunContext, seed: Candidate, best: Candidate
 ) -> dict[str, dict[str, float | None]]:
     """Small data: ``best`` and the seed on the samples ``best`` never learned from (all of
     them when ``best`` is the seed), as their ``validation`` figure."""
     assert seed.train is not None and best.train is not None
-    mask = np.array([p not in best.seen for p in run.train], dtype=bool)
-    values = {"seed": seed.train.value_on(run.loss, mask), "best": best.train.value_on(run.loss, mask)}
+    mask = np.array([p not in best.seen for p in ctx.train], dtype=bool)
+    values = {"seed": seed.train.value_on(ctx.loss, mask), "best": best.train.value_on(ctx.loss, mask)}
     return {
-        name: {**estimates(run, c), "validation": values[name]}
+        name: {**estimates(ctx, c), "validation": values[name]}
         for name, c in (("seed", seed), ("best", best))
     }
 
 
-def lineage_entry(run: SearchRun, candidate: Candidate) -> dict[str, Any]:
+def lineage_entry(ctx: RunContext, candidate: Candidate) -> dict[str, Any]:
     """``candidate``'s lineage entry in result.json: ``train`` is its fitness (the loss on the
     judged train samples, what the search ranked it by); ``validation`` the estimate for the whole
     validation part, the same figure as ``scores`` (None where not judged there)."""
     entry = candidate.to_dict()
-    if candidate.validation is not None and run.split.regime == "held-out":
-        entry["validation"] = estimates(run, candidate)["validation"]
+    if candidate.validation is not None and ctx.split.regime == "held-out":
+        entry["validation"] = estimates(ctx, candidate)["validation"]
     return entry
 
 
-def split_report(run: SearchRun, best: Candidate) -> dict[str, Any]:
+def split_report(ctx: RunContext, best: Candidate) -> dict[str, Any]:
     """The ``split`` block of result.json: the parts, their focus sets (``focus``: the judged
     positions of each part and how many samples each stands for) and the evidence. Out
     of bag, ``validation_positions`` are the samples ``best`` never learned from: where its
     ``validation`` figure was measured (``promptevolver evaluate --split validation``).
     ``validation_keys`` identify those samples by content (:func:`sample_key`, first 16 hex
     digits), so ``evaluate`` finds them in any file, never by position alone."""
-    report = run.split.to_dict(run.dataset)
-    if run.split.regime == "out-of-bag":
-        report["validation_positions"] = [p for p in run.train if p not in best.seen]
+    report = ctx.split.to_dict(ctx.dataset)
+    if ctx.split.regime == "out-of-bag":
+        report["validation_positions"] = [p for p in ctx.train if p not in best.seen]
         report["validation"] = len(report["validation_positions"])
-    samples = run.dataset.samples
+    samples = ctx.dataset.samples
     report["validation_keys"] = [
         sample_key(samples[p].metric_input)[:KEY_DIGITS] for p in report["validation_positions"]
     ]
     kinds = {
-        part: Counter(run.evidence[p].kind for p in getattr(run.split, part))
+        part: Counter(ctx.evidence[p].kind for p in getattr(ctx.split, part))
         for part in ("train", "validation")
     }
     report["judged"] = {
-        "train": len(run.train_focus.positions),
-        "validation": len(run.validation_focus.positions),
+        "train": len(ctx.train_focus.positions),
+        "validation": len(ctx.validation_focus.positions),
     }
     report["focus"] = {  # what each judged sample stands for: reports estimate the whole parts with it
         part: {"positions": list(f.positions), "weights": [round(f.weights[p], 6) for p in f.positions]}
-        for part, f in (("train", run.train_focus), ("validation", run.validation_focus))
+        for part, f in (("train", ctx.train_focus), ("validation", ctx.validation_focus))
     }
     report["evidence"] = {part: dict(sorted(k.items())) for part, k in kinds.items()}
     return report

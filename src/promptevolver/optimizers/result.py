@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.candidates import Candidate
-    from promptevolver.optimizers.run import SearchRun
+    from promptevolver.optimizers.run import RunContext, SearchRun
 
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.examples import ExampleStore, static_positions
@@ -199,62 +199,62 @@ class OptimizationResult(Mapping[str, str]):
     @classmethod
     def from_run(cls, run: SearchRun, best: Candidate) -> OptimizationResult:
         """The result of a finished ``run`` whose final choice is ``best``."""
-        seed, state = run.state.seed, run.state
+        seed, state, ctx = run.state.seed, run.state, run.context
         return cls(
-            metric=run.metric.name,
+            metric=ctx.metric.name,
             seed_instructions=dict(seed.instructions),
             best_instructions=dict(best.instructions),
-            loss=run.loss.describe(),
+            loss=ctx.loss.describe(),
             scores=(
-                reporting.out_of_bag_estimates(run, seed, best)
-                if run.split.regime == "out-of-bag"
-                else {name: reporting.estimates(run, c) for name, c in (("seed", seed), ("best", best))}
+                reporting.out_of_bag_estimates(ctx, seed, best)
+                if ctx.split.regime == "out-of-bag"
+                else {name: reporting.estimates(ctx, c) for name, c in (("seed", seed), ("best", best))}
             ),
             history=state.history,
             usage=run.usage().to_dict(),
-            lineage=[reporting.lineage_entry(run, c) for c in state.candidates],
+            lineage=[reporting.lineage_entry(ctx, c) for c in state.candidates],
             best_id=best.id,
             stop_reason=state.stop_reason or "",
-            split=reporting.split_report(run, best),
+            split=reporting.split_report(ctx, best),
             final_choice=run.final_choice,
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),
                 "duplicates": state.duplicates,
                 "screened_out": sum(c.screened_out for c in state.candidates),
             },
-            config=run.config.model_dump(),
-            random_seed=run.config.random_seed,
-            **_simulated(run),
+            config=ctx.config.model_dump(),
+            random_seed=ctx.config.random_seed,
+            **_simulated(ctx),
             duration_s=run.elapsed(),
             stages={k: {a: b for a, b in v.items() if a != "seconds"} for k, v in state.stages.items()},
             lessons=state.lessons,
             racing=state.race,
             stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
-            examples=_examples_block(run, best),
+            examples=_examples_block(ctx, best),
         )
 
 
-def _simulated(run: SearchRun) -> dict[str, Any]:
-    simulated = is_simulated(run.llm) or is_simulated(run.reflection_llm)
+def _simulated(ctx: RunContext) -> dict[str, Any]:
+    simulated = is_simulated(ctx.llm) or is_simulated(ctx.reflection_llm)
     return {"simulated_llm": simulated, "notes": [SIMULATED_NOTE] if simulated else []}
 
 
-def _examples_block(run: SearchRun, best: Candidate) -> dict[str, Any]:
+def _examples_block(ctx: RunContext, best: Candidate) -> dict[str, Any]:
     """The result's examples: the chosen policy over a store of every annotated sample of the
     run. The held-out samples join the pool once the choice is made (as a model is refit on all
     its data after model selection): the validation figures were measured with the train pool
     (``pool_during_the_run``), which never held a sample it was judged on."""
-    if best.examples == "none" or run.examples is None:
+    if best.examples == "none" or ctx.examples is None:
         return {"policy": "none", "key": "none"}
-    usable = [p for p, y in enumerate(run.labels) if y is not None]
-    store = run.examples.extended([run.dataset.samples[p] for p in usable], usable)
+    usable = [p for p, y in enumerate(ctx.labels) if y is not None]
+    store = ctx.examples.extended([ctx.dataset.samples[p] for p in usable], usable)
     own = static_positions(best.examples)  # a static set the search evolved: the store's set
     if own is not None:
         store = store.with_static(own)
     return {
         "policy": "static" if own is not None else best.examples,
-        "key": run.examples.key(best.examples),
-        "pool_during_the_run": len(run.examples),
+        "key": ctx.examples.key(best.examples),
+        "pool_during_the_run": len(ctx.examples),
         "store": store.to_dict(),
     }
 

@@ -1,23 +1,37 @@
-"""One search in progress: its fixed context (split, evaluator, cost bounds) and its state.
+"""One search in progress: a frozen :class:`RunContext` beside its mutable state.
 
-:class:`SearchRun` is what the generation loop (:mod:`.genetic`) works on. It registers new
-candidates (dropping duplicates), judges candidates through the run's one evaluator and totals
-the run's usage. What operators and strategies see of it is built in :mod:`.views`; its history
-in :mod:`.history`. Its :attr:`~SearchRun.state` is a
-:class:`~promptevolver.optimizers.state.SearchState`, the only thing a checkpoint saves.
+:class:`SearchRun` is what the generation loop (:mod:`.genetic`) and the pipeline's steps
+(:mod:`.phases`) work on. It owns two things:
+
+* :attr:`SearchRun.context`, a :class:`RunContext`: what is fixed from the run's construction to
+  its end (metric, loss, config, dataset, the split and focus sets, the evidence, the clients and
+  the decorators stacked on them, the events bus, the breeder, the journal, the in-flight limit,
+  the budget meter, the evaluator, the start time). It is a frozen dataclass: no field is ever
+  reassigned (the objects some fields name keep their own counters: the meter, the evaluator's
+  memo, the limit). Functions that read only the fixed part take the context (:mod:`.reporting`,
+  :func:`.views.meta_context`, :func:`prepare_examples`, the pipeline's read-only helpers);
+* :attr:`SearchRun.state`, a :class:`~promptevolver.optimizers.state.SearchState`: what the search
+  has done (population, candidates, history, usage before a resume, stage records), the only
+  thing a checkpoint saves.
+
+Besides these the run keeps the current step's failure tally (:meth:`SearchRun.begin_step`) and
+the final choice's report. It registers no candidate itself (:mod:`.adoption` does); it judges
+candidates through the context's evaluator and totals the run's usage. Each field of the context
+also reads through the run (``run.config`` is ``run.context.config``, read-only). What operators
+and strategies see is built in :mod:`.views`: never the run, never the context whole.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import inspect
 import json
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import FrozenInstanceError, dataclass, field
+from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 
@@ -37,19 +51,157 @@ from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import PhaseCalls, phase_calls
 from promptevolver.optimizers.distill import SampleFacts, sample_facts
 from promptevolver.optimizers.events import EventBus
-from promptevolver.optimizers.evidence import classify
-from promptevolver.optimizers.focus import make_focus
+from promptevolver.optimizers.evidence import Evidence, classify
+from promptevolver.optimizers.focus import Focus, make_focus
 from promptevolver.optimizers.operators.breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies.budget import BudgetMeter
 from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
 
-__all__ = ["SearchRun"]
+__all__ = ["RunContext", "SearchRun"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunContext:
+    """What one search holds fixed from its construction to its end; built by :class:`SearchRun`.
+
+    Frozen: assigning a field raises :class:`dataclasses.FrozenInstanceError`. The objects some
+    fields name keep their own state (``meter`` counts what was sent, ``evaluator`` memoises
+    judgements, ``limit`` counts requests in flight, ``examples`` may fall back to TF-IDF); which
+    object each field names never changes. Compared by identity.
+
+    Attributes:
+        metric: the judge (its instructions are read, never changed).
+        loss: what candidates are scored by (its direction: :meth:`Loss.better`).
+        config: the optimizer config.
+        dataset: the annotations (labels checked against the metric's scale).
+        events: where the run's events go.
+        breeder: plans and runs the operators.
+        journal: where answers are recorded as they arrive and replayed from on resume (None: none).
+        clients: the distinct clients as given (the judge's first), whose usage the run totals.
+        usage_start: each client's usage when the run was built (aligned with ``clients``).
+        llm, reflection_llm: the clients judge and meta calls go through: the budget meter, the
+            attempt watch, the in-flight limit and the journal stacked on the given clients
+            (innermost first), and the ``llm_call`` announcer when the events have callbacks.
+        meter: the budget meter every request passes as it is sent.
+        watch: sees every attempt (retries included): a dead server stops the run in seconds.
+        limit: the one cap on the run's requests in flight (the evaluator and the operators
+            send through it).
+        started: :func:`time.perf_counter` when the run was built, in seconds.
+        labels: each sample's human label, aligned with ``dataset.samples`` (None: none).
+        evidence: usable sample position → what its annotation says (:mod:`.evidence`).
+        split: the train and validation parts (or out of bag).
+        train_focus, validation_focus: the judged samples of each part and their weights
+            (:mod:`.focus`).
+        prompt_corrections: for a metric of several prompts, prompt name → train positions whose
+            output of that prompt a human edited; empty for one prompt.
+        folds: out of bag, each usable train position's fold (0 or 1; stratified like the
+            split); empty when held out.
+        examples: the teaching examples' pool (the annotated train samples; None: the run
+            considers no example).
+        evaluator: memoised judging through ``llm`` (behind ``limit``: no second limit).
+        min_coverage: share of its evaluations, in [0, 1], a candidate needs measured to be
+            ranked on its score (1 − ``max_failure_rate``).
+    """
+
+    metric: Metric
+    loss: Loss
+    config: GeneticConfig
+    dataset: SingleMetricAnnotation
+    events: EventBus
+    breeder: Breeder
+    journal: Journal | None
+    clients: tuple[LLMClient, ...]
+    usage_start: tuple[Usage, ...]
+    llm: LLMClient
+    reflection_llm: LLMClient
+    meter: BudgetMeter
+    watch: ServerWatch
+    limit: InFlightLimit
+    started: float
+    labels: list[float | None]
+    evidence: dict[int, Evidence]
+    split: Split
+    train_focus: Focus
+    validation_focus: Focus
+    prompt_corrections: dict[str, frozenset[int]]
+    folds: dict[int, int]
+    examples: ExampleStore | None
+    evaluator: Evaluator
+    min_coverage: float
+    #: Derived values computed once on first use (the fingerprint, the sample facts).
+    _once: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def train(self) -> list[int]:
+        """The train samples candidates are judged on (the train focus set)."""
+        return self.train_focus.positions
+
+    @property
+    def evidence_pool(self) -> list[int]:
+        """Train samples whose annotation corrects the recorded judge (verdict or reason)."""
+        return [p for p in self.split.train if self.evidence[p].kind != "agree"]
+
+    @property
+    def sample_facts(self) -> SampleFacts:
+        """What a lesson must not quote: names, numbers and phrases only one sample holds
+        (:func:`~promptevolver.optimizers.distill.sample_facts`), computed once."""
+        if "sample_facts" not in self._once:
+            self._once["sample_facts"] = sample_facts([_texts(s) for s in self.dataset.samples])
+        return cast(SampleFacts, self._once["sample_facts"])
+
+    @property
+    def calls(self) -> PhaseCalls:
+        """Upper bounds on each phase's calls (the cost model)."""
+        prompts = len(self.metric.get_prompts())
+        return phase_calls(
+            self.config,
+            n_train=len(self.train_focus.positions),
+            n_val=len(self.validation_focus.positions),
+            prompts=prompts,
+            calls_per_evaluation=self.metric.calls_per_evaluation,
+            meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(prompts),
+            ladders=2 if self.split.regime == "out-of-bag" else 1,
+        )
+
+    def fingerprint(self) -> str:
+        """sha256 of the dataset's samples and the loss (what a checkpoint belongs to), computed once."""
+        if "fingerprint" not in self._once:
+            payload = json.dumps([self.dataset.model_dump(mode="json"), self.loss.describe()], sort_keys=True)
+            self._once["fingerprint"] = hashlib.sha256(payload.encode()).hexdigest()
+        return cast(str, self._once["fingerprint"])
+
+
+class _Fixed(Generic[T]):
+    """A read-only attribute of :class:`SearchRun` that is its context's field of the same name
+    (``run.config`` is ``run.context.config``); assigning it raises
+    :class:`~dataclasses.FrozenInstanceError`, as assigning the context's field does."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, run: None, owner: type) -> _Fixed[T]: ...
+
+    @overload
+    def __get__(self, run: SearchRun, owner: type | None = None) -> T: ...
+
+    def __get__(self, run: SearchRun | None, owner: type | None = None) -> T | _Fixed[T]:
+        if run is None:
+            return self
+        return cast(T, getattr(run.context, self.name))
+
+    def __set__(self, run: SearchRun, value: object) -> None:
+        raise FrozenInstanceError(
+            f"cannot assign to field {self.name!r}: it is part of the run's fixed context"
+        )
 
 
 class SearchRun:
-    """A search's context and state (see the module docstring).
+    """A search's fixed context and its state (see the module docstring).
 
     Args:
         metric: the judge; llm / reflection_llm: clients for judge and meta calls.
@@ -60,9 +212,48 @@ class SearchRun:
             :meth:`InFlightLimit.share <promptevolver.llm.concurrency.InFlightLimit.share>`);
             None: one of ``config.max_concurrency`` for this run alone.
 
+    Attributes:
+        context: what is fixed for the whole run (:class:`RunContext`; frozen).
+        state: what the search has done so far (:class:`SearchState`; a resume replaces it).
+        tally: the current step's failure tally (:meth:`begin_step`).
+        final_choice: how the final choice was made (``PairedChoice.report``), once it was.
+
     Raises:
         InsufficientDataError, AnnotationError: from the split (before any LLM call).
     """
+
+    __slots__ = ("context", "final_choice", "state", "tally")
+
+    # Each field of the context, read through the run (read-only).
+    metric = _Fixed[Metric]()
+    loss = _Fixed[Loss]()
+    config = _Fixed[GeneticConfig]()
+    dataset = _Fixed[SingleMetricAnnotation]()
+    events = _Fixed[EventBus]()
+    breeder = _Fixed[Breeder]()
+    journal = _Fixed[Journal | None]()
+    clients = _Fixed[tuple[LLMClient, ...]]()
+    usage_start = _Fixed[tuple[Usage, ...]]()
+    llm = _Fixed[LLMClient]()
+    reflection_llm = _Fixed[LLMClient]()
+    meter = _Fixed[BudgetMeter]()
+    watch = _Fixed[ServerWatch]()
+    limit = _Fixed[InFlightLimit]()
+    started = _Fixed[float]()
+    labels = _Fixed[list[float | None]]()
+    evidence = _Fixed[dict[int, Evidence]]()
+    split = _Fixed[Split]()
+    train_focus = _Fixed[Focus]()
+    validation_focus = _Fixed[Focus]()
+    prompt_corrections = _Fixed[dict[str, frozenset[int]]]()
+    folds = _Fixed[dict[int, int]]()
+    examples = _Fixed[ExampleStore | None]()
+    evaluator = _Fixed[Evaluator]()
+    min_coverage = _Fixed[float]()
+    train = _Fixed[list[int]]()
+    evidence_pool = _Fixed[list[int]]()
+    sample_facts = _Fixed[SampleFacts]()
+    calls = _Fixed[PhaseCalls]()
 
     def __init__(
         self,
@@ -78,55 +269,58 @@ class SearchRun:
         journal: Journal | None = None,
         limit: InFlightLimit | None = None,
     ) -> None:
-        self.started = time.perf_counter()
-        self.metric, self.loss, self.config, self.dataset, self.events = metric, loss, config, dataset, events
-        self.breeder = breeder
-        self.clients = _distinct([llm, reflection_llm])
-        self.journal = journal
-        self.meter = BudgetMeter(config.budget, self.usage)  # every request checked as it is sent
-        llm, reflection_llm = self.meter.wrap(llm), self.meter.wrap(reflection_llm)
-        #: Sees every attempt (retries included): a dead server stops the run in seconds.
-        self.watch = ServerWatch(on_dead=self._dead_server, on_wait=self._waiting)
-        llm, reflection_llm = watched(llm, self.watch), watched(reflection_llm, self.watch)
-        #: The one cap on the run's requests in flight (the evaluator and the operators send through it).
-        self.limit = InFlightLimit(config.max_concurrency) if limit is None else limit
-        llm, reflection_llm = self.limit.wrap(llm), self.limit.wrap(reflection_llm)
+        started = time.perf_counter()
+        clients = _distinct([llm, reflection_llm])
+        meter = BudgetMeter(config.budget, self.usage)  # every request checked as it is sent
+        llm, reflection_llm = meter.wrap(llm), meter.wrap(reflection_llm)
+        watch = ServerWatch(on_dead=self._dead_server, on_wait=self._waiting)
+        llm, reflection_llm = watched(llm, watch), watched(reflection_llm, watch)
+        limit = InFlightLimit(config.max_concurrency) if limit is None else limit
+        llm, reflection_llm = limit.wrap(llm), limit.wrap(reflection_llm)
         if journal is not None:  # answers recorded as they arrive, replayed on resume: a replay
             llm, reflection_llm = journal.wrap(llm), journal.wrap(reflection_llm)  # takes no slot
-        self.llm, self.reflection_llm = llm, reflection_llm
         if events.callbacks:  # an ``llm_call`` event after each answered call
-            self.llm, self.reflection_llm = _Announced(self.llm, self), _Announced(self.reflection_llm, self)
-        self.usage_start = [c.usage.copy() for c in self.clients]
+            llm, reflection_llm = _Announced(llm, self), _Announced(reflection_llm, self)
+        usage_start = tuple(c.usage.copy() for c in clients)
         rng = np.random.default_rng(config.random_seed)
-        self.labels = dataset.labels()
-        usable = [i for i, y in enumerate(self.labels) if y is not None]
-        self.evidence = classify(dataset, self.labels, usable, _only_prompt(metric))
-        strata = {p: (self.labels[p], self.evidence[p].kind) for p in usable}
-        self.split: Split = make_split(dataset, self.labels, metric, config, rng, strata)
-        self.train_focus = make_focus(
-            self.split.train, self.evidence, self.labels, config.max_train_samples, rng
-        )
-        self.validation_focus = make_focus(
-            self.split.validation, self.evidence, self.labels, config.max_validation_samples, rng
-        )
-        #: Prompt name → train positions whose output of that prompt a human edited (several prompts).
-        self.prompt_corrections = _prompt_corrections(dataset, self.split.train, metric)
-        #: Out-of-bag runs: each usable sample's fold (stratified like the split); else empty.
-        self.folds = _folds(self.split, strata, rng) if self.split.regime == "out-of-bag" else {}
-        self.state = SearchState(rng=rng, best_so_far=loss.worst())
-        #: The teaching examples' pool (the annotated train samples), when examples are considered.
-        self.examples = _example_store(dataset, self.labels, self.split.train, metric, config, self.evidence)
-        self.evaluator = Evaluator(
+        labels = dataset.labels()
+        usable = [i for i, y in enumerate(labels) if y is not None]
+        evidence = classify(dataset, labels, usable, _only_prompt(metric))
+        strata = {p: (labels[p], evidence[p].kind) for p in usable}
+        split = make_split(dataset, labels, metric, config, rng, strata)
+        train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
+        validation_focus = make_focus(split.validation, evidence, labels, config.max_validation_samples, rng)
+        folds = _folds(split, strata, rng) if split.regime == "out-of-bag" else {}
+        examples = _example_store(dataset, labels, split.train, metric, config, evidence)
+        self.context = RunContext(
             metric=metric,
-            llm=self.llm,
+            loss=loss,
+            config=config,
             dataset=dataset,
-            examples=self.examples,  # self.llm is behind self.limit: no second limit
+            events=events,
+            breeder=breeder,
+            journal=journal,
+            clients=tuple(clients),
+            usage_start=usage_start,
+            llm=llm,
+            reflection_llm=reflection_llm,
+            meter=meter,
+            watch=watch,
+            limit=limit,
+            started=started,
+            labels=labels,
+            evidence=evidence,
+            split=split,
+            train_focus=train_focus,
+            validation_focus=validation_focus,
+            prompt_corrections=_prompt_corrections(dataset, split.train, metric),
+            folds=folds,
+            examples=examples,
+            evaluator=Evaluator(metric=metric, llm=llm, dataset=dataset, examples=examples),
+            min_coverage=1.0 - config.max_failure_rate,
         )
-        self._fingerprint: str | None = None
-        #: Share of its evaluations a candidate needs measured to be ranked on its score.
-        self.min_coverage = 1.0 - config.max_failure_rate
+        self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.tally = FailureTally(max_failure_rate=config.max_failure_rate, step="the run")
-        #: How the final choice was made (``PairedChoice.report``), once it was.
         self.final_choice: dict[str, Any] = {}
 
     # --- steps and the failure policy ------------------------------------------------------------
@@ -138,15 +332,15 @@ class SearchRun:
         """
         if self.tally.stopped is not None:
             raise self.tally.stopped
-        rate = self.config.max_failure_rate
+        rate = self.context.config.max_failure_rate
         self.tally = FailureTally(
             max_failure_rate=rate, step=step, count_parse=count_parse, on_stop=self._stop_sending
         )
-        self.evaluator.observer = self.tally
+        self.context.evaluator.observer = self.tally
 
     def _stop_sending(self, error: LLMUnusableError) -> None:
-        self.limit.close(StoppedError(f"not sent: the run is stopping ({error.cause})"))
-        self.watch.stop()
+        self.context.limit.close(StoppedError(f"not sent: the run is stopping ({error.cause})"))
+        self.context.watch.stop()
 
     def _dead_server(self, what: str, cause: str, count: int, of: int, example: str) -> None:
         self.tally.stop(what, cause, count, of, example)
@@ -159,42 +353,6 @@ class SearchRun:
         """
         self.tally.check()
 
-    @property
-    def train(self) -> list[int]:
-        """The train samples candidates are judged on (the train focus set)."""
-        return self.train_focus.positions
-
-    @property
-    def evidence_pool(self) -> list[int]:
-        """Train samples whose annotation corrects the recorded judge (verdict or reason)."""
-        return [p for p in self.split.train if self.evidence[p].kind != "agree"]
-
-    @functools.cached_property
-    def sample_facts(self) -> SampleFacts:
-        """What a lesson must not quote: names, numbers and phrases only one sample holds
-        (:func:`~promptevolver.optimizers.distill.sample_facts`), computed once."""
-        return sample_facts([_texts(s) for s in self.dataset.samples])
-
-    @property
-    def calls(self) -> PhaseCalls:
-        """Upper bounds on each phase's calls (the cost model)."""
-        return phase_calls(
-            self.config,
-            n_train=len(self.train_focus.positions),
-            n_val=len(self.validation_focus.positions),
-            prompts=len(self.metric.get_prompts()),
-            calls_per_evaluation=self.metric.calls_per_evaluation,
-            meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(len(self.metric.get_prompts())),
-            ladders=2 if self.split.regime == "out-of-bag" else 1,
-        )
-
-    def fingerprint(self) -> str:
-        """sha256 of the dataset's samples and the loss (what a checkpoint belongs to), computed once."""
-        if self._fingerprint is None:
-            payload = json.dumps([self.dataset.model_dump(mode="json"), self.loss.describe()], sort_keys=True)
-            self._fingerprint = hashlib.sha256(payload.encode()).hexdigest()
-        return self._fingerprint
-
     # --- judging ---------------------------------------------------------------------------------
     async def judge(
         self, candidates: Sequence[Candidate], positions: Sequence[int], split: str
@@ -204,12 +362,13 @@ class SearchRun:
 
     async def judge_each(self, items: Sequence[tuple[Candidate, Sequence[int]]], split: str) -> list[Score]:
         """Score each candidate on its own positions, all at once; events in item order."""
+        ctx = self.context
         results = await asyncio.gather(
-            *(self.evaluator.evaluate(c.instructions, pos, c.examples) for c, pos in items)
+            *(ctx.evaluator.evaluate(c.instructions, pos, c.examples) for c, pos in items)
         )
-        scores = [score(self.loss, judged, pos, self.labels) for (_, pos), judged in zip(items, results)]
+        scores = [score(ctx.loss, judged, pos, ctx.labels) for (_, pos), judged in zip(items, results)]
         for (c, _), s in zip(items, scores):
-            self.events.emit(
+            ctx.events.emit(
                 "candidate_evaluated",
                 self.state.generation,
                 candidate=c.id,
@@ -221,49 +380,50 @@ class SearchRun:
 
     async def judge_train(self, candidates: Sequence[Candidate]) -> None:
         """Judge ``candidates`` on every train sample and record their train scores."""
-        for c, s in zip(candidates, await self.judge(candidates, self.train, "train")):
+        for c, s in zip(candidates, await self.judge(candidates, self.context.train, "train")):
             c.train = s
 
     async def judge_validation(self, candidates: Sequence[Candidate]) -> None:
         """Judge ``candidates`` on every validation sample and record their validation scores
         (memoised: a candidate judged there before costs no call)."""
-        for c, s in zip(
-            candidates, await self.judge(candidates, self.validation_focus.positions, "validation")
-        ):
+        positions = self.context.validation_focus.positions
+        for c, s in zip(candidates, await self.judge(candidates, positions, "validation")):
             c.validation = s
 
     async def score_on(self, candidate: Candidate, positions: Sequence[int]) -> Score:
         """``candidate``'s score on ``positions`` from memoised judgements (no calls when it was
         judged there already; no events)."""
-        judged = await self.evaluator.evaluate(candidate.instructions, positions, candidate.examples)
-        return score(self.loss, judged, positions, self.labels)
+        ctx = self.context
+        judged = await ctx.evaluator.evaluate(candidate.instructions, positions, candidate.examples)
+        return score(ctx.loss, judged, positions, ctx.labels)
 
     def has_unseen_evidence(self) -> bool:
         """Whether a population member's lineage has not yet been shown some correction."""
-        pool = self.evidence_pool
+        pool = self.context.evidence_pool
         return any(p not in c.seen for c in self.state.population for p in pool)
 
     def _waiting(self, seconds: float, in_backoff: int, cause: str) -> None:
         """A call waits ``seconds`` before its retry (see :class:`ServerWatch`): a ``waiting`` event."""
         generation = self.state.generation if hasattr(self, "state") else 0
-        self.events.emit("waiting", generation, seconds=seconds, in_backoff=in_backoff, cause=cause)
+        self.context.events.emit("waiting", generation, seconds=seconds, in_backoff=in_backoff, cause=cause)
 
     def next_generation_fits(self) -> bool:
         """Whether one more generation fits in the budget (with the final validation reserved)."""
-        calls = self.calls
-        return not self.meter.spent and self.meter.allows(calls.generation, reserve=self.meter.reserve.calls)
+        meter, calls = self.context.meter, self.context.calls
+        return not meter.spent and meter.allows(calls.generation, reserve=meter.reserve.calls)
 
     def usage(self) -> Usage:
         """LLM usage of this run (before a resume included); its failures include the judge
         evaluations that failed on answered calls (:attr:`Evaluator.failures`)."""
-        total = self.state.usage_before + self.evaluator.failures
-        for client, before in zip(self.clients, self.usage_start):
+        ctx = self.context
+        total = self.state.usage_before + ctx.evaluator.failures
+        for client, before in zip(ctx.clients, ctx.usage_start):
             total = total + (client.usage - before)
         return total
 
     def elapsed(self) -> float:
         """Wall-clock seconds spent on this run, including before a resume."""
-        return self.state.elapsed_before + time.perf_counter() - self.started
+        return self.state.elapsed_before + time.perf_counter() - self.context.started
 
 
 class _Announced(ClientWrapper):
@@ -277,8 +437,8 @@ class _Announced(ClientWrapper):
         completion = await self.inner.complete(request)
         run = self.run
         calls = run.usage().total_calls
-        bound = max(calls, run.calls.total(run.config.generations))
-        run.events.emit(
+        bound = max(calls, run.context.calls.total(run.context.config.generations))
+        run.context.events.emit(
             "llm_call", run.state.generation, operation=request.operation, calls=calls, bound=bound
         )
         return completion
@@ -335,20 +495,20 @@ def _example_store(
     )
 
 
-async def prepare_examples(run: SearchRun) -> None:
+async def prepare_examples(context: RunContext) -> None:
     """Embed every sample of the run once, before any judge call, when retrieval compares
     embeddings (``optimizer.examples.similarity: embeddings``; a no-op otherwise): the pool and
     every sample a step may judge. An endpoint that cannot embed them stops the run with one line
     (:class:`~promptevolver.errors.PermanentLLMError` naming the setting and the cause), or, when
     the user asked for it (``on_failure: tfidf``), the store retrieves by TF-IDF from then on and
     records why (``examples.store.similarity.fallback``)."""
-    store = run.examples
+    store = context.examples
     if store is None or store.similarity != "embeddings":
         return
     try:
-        await store.prepare([s.metric_input for s in run.dataset.samples])
+        await store.prepare([s.metric_input for s in context.dataset.samples])
     except LLMError as exc:
-        settings = run.config.examples.embeddings
+        settings = context.config.examples.embeddings
         if settings is not None and settings.on_failure == "tfidf":
             store.use_tfidf(str(exc))
             warnings.warn(

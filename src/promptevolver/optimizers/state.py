@@ -1,8 +1,11 @@
 """The state of one search: a plain dataclass the generation loop alone writes.
 
-Strategies (selection, screening, stopping, the final choice) and operators read it; only the
-loop in :mod:`.genetic` and :class:`~promptevolver.optimizers.run.SearchRun` change it. The
-checkpoint is :meth:`SearchState.to_dict` / :meth:`SearchState.from_dict` written to a file.
+The mutable half of a :class:`~promptevolver.optimizers.run.SearchRun` (``run.state``), beside its
+frozen :class:`~promptevolver.optimizers.run.RunContext`. Strategies (selection, screening,
+stopping, the final choice) and operators read it through views; only the loop in :mod:`.genetic`
+and the pipeline's steps it composes (:mod:`.phases`, :mod:`.adoption`, :mod:`.history`,
+:mod:`.checkpoint`) change it. The checkpoint is :meth:`SearchState.to_dict` /
+:meth:`SearchState.from_dict` written to a file.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""What operators and strategies see of a search in progress, built here from the run.
+"""What operators and strategies see of a search in progress, built here.
 
 The operators (:mod:`.operators`) and strategies (:mod:`.strategies`) never hold the
-:class:`~promptevolver.optimizers.run.SearchRun`; the generation loop hands them these views: the
-breeding view and the meta-call context (operators), the distillation view, the screening view
-and the budget view (what :mod:`.strategies.screening` and :mod:`.strategies.budget` read).
+:class:`~promptevolver.optimizers.run.SearchRun` nor its whole
+:class:`~promptevolver.optimizers.run.RunContext`; the generation loop hands them these views: the
+breeding view and the meta-call context (operators), the distillation view, the screening view,
+the budget view and the search view (what :mod:`.strategies.screening`, :mod:`.strategies.budget`
+and the stop conditions of :mod:`.strategies.stopping` read). Views of the fixed part are built
+from the context (with the piece of the state they show, if any); the screening, budget and
+search views from the run, whose judging, usage and budget checks they carry.
 """
 
 from __future__ import annotations
@@ -17,65 +21,74 @@ from promptevolver.optimizers.distill import DistillView
 from promptevolver.optimizers.operators.base import BreedingView, MetaContext
 from promptevolver.optimizers.strategies.budget import BudgetView, price_of
 from promptevolver.optimizers.strategies.screening import ScreeningView
+from promptevolver.optimizers.strategies.stopping import SearchView
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.run import SearchRun
+    from promptevolver.optimizers.run import RunContext, SearchRun
 
-__all__ = ["breeding_view", "budget_view", "distill_view", "judge_outputs", "meta_context", "screening_view"]
+__all__ = [
+    "breeding_view",
+    "budget_view",
+    "distill_view",
+    "judge_outputs",
+    "meta_context",
+    "screening_view",
+    "search_view",
+]
 
 
-def breeding_view(run: SearchRun) -> BreedingView:
-    """The population, train part, labels, evidence and folds that operators plan offspring from."""
+def breeding_view(ctx: RunContext, population: list[Candidate]) -> BreedingView:
+    """The ``population`` (the state's, best-ranked first), train part, labels, evidence and folds
+    that operators plan offspring from."""
     return BreedingView(
-        run.state.population,
-        run.train,
-        run.labels,
-        run.loss,
-        run.config,
-        run.evidence,
-        run.evidence_pool,
-        run.folds,
-        run.prompt_corrections,
-        run.examples.positions_for("static", {}) if run.examples is not None else (),
+        population,
+        ctx.train,
+        ctx.labels,
+        ctx.loss,
+        ctx.config,
+        ctx.evidence,
+        ctx.evidence_pool,
+        ctx.folds,
+        ctx.prompt_corrections,
+        ctx.examples.positions_for("static", {}) if ctx.examples is not None else (),
     )
 
 
-def distill_view(run: SearchRun) -> DistillView:
-    """The corrections, agreeing samples, evidence and folds the distillation stage learns from:
-    every train sample (not only the judged focus set), as no judge call is needed to learn."""
-    pool = run.evidence_pool
-    names = list(run.metric.get_prompts())
+def distill_view(ctx: RunContext, seed: Candidate) -> DistillView:
+    """The corrections, agreeing samples, evidence and folds the distillation stage learns from,
+    its ladders climbing from ``seed``: every train sample (not only the judged focus set), as
+    no judge call is needed to learn."""
+    pool = ctx.evidence_pool
+    names = list(ctx.metric.get_prompts())
     corrections = {
-        name: sorted(run.prompt_corrections.get(name) or pool) if run.prompt_corrections else pool
+        name: sorted(ctx.prompt_corrections.get(name) or pool) if ctx.prompt_corrections else pool
         for name in names
     }
-    agreeing = [p for p in run.split.train if run.evidence[p].kind == "agree"]
-    return DistillView(
-        run.state.seed, corrections, agreeing, run.evidence, run.labels, run.folds, run.sample_facts
-    )
+    agreeing = [p for p in ctx.split.train if ctx.evidence[p].kind == "agree"]
+    return DistillView(seed, corrections, agreeing, ctx.evidence, ctx.labels, ctx.folds, ctx.sample_facts)
 
 
-def meta_context(run: SearchRun, parents: Sequence[Candidate] = ()) -> MetaContext:
+def meta_context(ctx: RunContext, parents: Sequence[Candidate] = ()) -> MetaContext:
     """The reflection client, metric, data and config a meta call needs, with what the judge
     answered under each parent's instructions (:func:`judge_outputs`)."""
-    judged = {c.id: judge_outputs(run, c) for c in parents}
-    facts = None if run.config.strategy == "genetic" else run.sample_facts
-    return MetaContext(run.reflection_llm, run.metric, run.dataset, run.labels, run.config, judged, facts)
+    judged = {c.id: judge_outputs(ctx, c) for c in parents}
+    facts = None if ctx.config.strategy == "genetic" else ctx.sample_facts
+    return MetaContext(ctx.reflection_llm, ctx.metric, ctx.dataset, ctx.labels, ctx.config, judged, facts)
 
 
-def judge_outputs(run: SearchRun, candidate: Candidate) -> dict[int, dict[str, Any]]:
+def judge_outputs(ctx: RunContext, candidate: Candidate) -> dict[int, dict[str, Any]]:
     """Train position → what the judge answered with ``candidate``'s instructions (``reason`` and
     ``verdict`` or ``score``, or ``error`` for a failed evaluation); for the seed, the
     annotation's recorded output where it was not judged (marked ``recorded``)."""
     out: dict[int, dict[str, Any]] = {}
     if candidate.is_seed:
-        for p in run.split.train:
-            recorded = run.evidence[p].recorded
+        for p in ctx.split.train:
+            recorded = ctx.evidence[p].recorded
             if recorded is not None:
                 out[p] = {**recorded, "recorded": True}
-    key = "verdict" if run.dataset.is_binary else "score"
-    for p in run.train:
-        j = run.evaluator.lookup(candidate.instructions, p)
+    key = "verdict" if ctx.dataset.is_binary else "score"
+    for p in ctx.train:
+        j = ctx.evaluator.lookup(candidate.instructions, p)
         if j is not None:
             out[p] = {"reason": j.reason, key: j.score} if not j.failed else {"error": j.error}
     return out
@@ -110,3 +123,9 @@ def budget_view(run: SearchRun) -> BudgetView:
         run.dataset.samples[run.train[0]] if run.train else None,
         price_of(run.clients[0]),
     )
+
+
+def search_view(run: SearchRun) -> SearchView:
+    """The config, loss and state the stop conditions read, with the run's budget check and its
+    unseen-evidence check (asked only when a condition calls them)."""
+    return SearchView(run.config, run.loss, run.state, run.next_generation_fits, run.has_unseen_evidence)

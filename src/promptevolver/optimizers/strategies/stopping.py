@@ -15,11 +15,15 @@ The first condition that holds ends the search and gives ``stop_reason``. The de
   choice reserved, would not fit in it.
 
 A condition of your own is any object with a ``reason`` string and a ``should_stop(search)``
-method; pass the list as ``GeneticOptimizer(stop_conditions=[...])``.
+method; pass the list as ``GeneticOptimizer(stop_conditions=[...])``. ``search`` is a
+:class:`SearchView` (built by :func:`promptevolver.optimizers.views.search_view` before each
+check), never the run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from promptevolver.config.models import GeneticConfig
@@ -39,21 +43,30 @@ __all__ = [
 ]
 
 
-class SearchView(Protocol):
-    """What stop conditions read of a running search."""
+@dataclass(frozen=True)
+class SearchView:
+    """What stop conditions read of a running search.
 
-    @property
-    def config(self) -> GeneticConfig: ...
+    Attributes:
+        config: the optimizer config; loss: the loss candidates are ranked by.
+        state: the search's state (to read, never to change).
+        fits, unseen: what :meth:`next_generation_fits` and :meth:`has_unseen_evidence` ask
+            (asked only when a condition calls them).
+    """
 
-    @property
-    def loss(self) -> Loss: ...
+    config: GeneticConfig
+    loss: Loss
+    state: SearchState
+    fits: Callable[[], bool]
+    unseen: Callable[[], bool]
 
-    @property
-    def state(self) -> SearchState: ...
+    def next_generation_fits(self) -> bool:
+        """Whether one more generation fits in the budget (with the final choice reserved)."""
+        return self.fits()
 
-    def next_generation_fits(self) -> bool: ...
-
-    def has_unseen_evidence(self) -> bool: ...
+    def has_unseen_evidence(self) -> bool:
+        """Whether a population member's lineage has not yet been shown some correction."""
+        return self.unseen()
 
 
 class StopCondition(Protocol):

@@ -1,0 +1,206 @@
+"""The run's frozen context beside its mutable state (optimizers/run.py): no context field can be
+reassigned, through the context or through the run; each field the run exposes is the context's
+own object, typed as the context declares it; and no strategy (stop conditions included) or
+operator takes the run or the context whole."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import typing
+from pathlib import Path
+
+import pytest
+
+from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
+from promptevolver.config.models import GeneticConfig
+from promptevolver.optimizers import run as run_module
+from promptevolver.optimizers.events import EventBus
+from promptevolver.optimizers.operators.breeder import Breeder, default_operators
+from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.run import RunContext, SearchRun
+from promptevolver.optimizers.state import SearchState
+from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, SearchView
+
+from ..helpers import make_dataset, rule_llm
+
+OPTIMIZERS = Path(run_module.__file__).parent
+FIELDS = [f.name for f in dataclasses.fields(RunContext) if not f.name.startswith("_")]
+PROPERTIES = [name for name, value in vars(RunContext).items() if isinstance(value, property)]
+
+
+def _run(*, callbacks: bool = False) -> SearchRun:
+    dataset = make_dataset(24, 8)
+    config = GeneticConfig(strategy="genetic", random_seed=5, population_size=3, generations=1)
+    return SearchRun(
+        metric=AspectCritic(name="toy", definition="Is the response correct?"),
+        llm=rule_llm(dataset, lambda _, i: i % 2),
+        reflection_llm=rule_llm(dataset, lambda _, i: i % 2),
+        dataset=dataset,
+        loss=BinaryMetricLoss(),
+        config=config,
+        events=EventBus([lambda _: None] if callbacks else []),
+        breeder=Breeder(default_operators(config), ReverseEngineering()),
+    )
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_no_context_field_can_be_reassigned(name):
+    run = _run()
+    before = getattr(run.context, name)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(run.context, name, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):  # nor through the run's read-only name
+        setattr(run, name, None)
+    assert getattr(run.context, name) is before and getattr(run, name) is before
+
+
+def test_the_run_holds_a_context_a_state_the_step_tally_and_the_final_choice_only():
+    run = _run()
+    assert isinstance(run.context, RunContext) and isinstance(run.state, SearchState)
+    with pytest.raises(AttributeError):  # no new attribute beside them (``__slots__``)
+        run.population = []  # type: ignore[attr-defined]
+    # Nor the context (FrozenInstanceError; TypeError on Pythons whose frozen slots dataclasses
+    # trip on their own ``super()`` for a name that is not a field, as CPython 3.10 and 3.11 do).
+    with pytest.raises((AttributeError, TypeError)):
+        run.context.population = []  # type: ignore[attr-defined]
+    assert not hasattr(run.context, "population")
+    assert set(SearchRun.__slots__) == {"context", "state", "tally", "final_choice"}
+
+
+def test_the_state_stays_the_mutable_part_a_resume_may_replace():
+    run = _run()
+    context = run.context
+    run.state = SearchState(rng=run.state.rng, best_so_far=0.5)
+    assert run.state.best_so_far == 0.5 and run.context is context
+
+
+def test_every_context_field_and_property_reads_through_the_run_typed_as_the_context_declares():
+    hints = typing.get_type_hints(RunContext)
+    run_vars = vars(SearchRun)
+    for name in [*FIELDS, *PROPERTIES]:
+        assert name in run_vars, f"SearchRun does not expose the context's {name}"
+        declared = run_vars[name].__orig_class__.__args__[0]
+        prop = vars(RunContext).get(name)
+        expected = hints[name] if name in FIELDS else typing.get_type_hints(prop.fget)["return"]
+        assert declared == expected, f"SearchRun.{name} is typed {declared}, the context's {expected}"
+    shortcuts = {n for n, v in run_vars.items() if isinstance(v, run_module._Fixed)}
+    assert shortcuts == {*FIELDS, *PROPERTIES}  # none names what the context does not hold
+
+
+def test_the_runs_names_are_the_contexts_own_objects():
+    run = _run(callbacks=True)
+    for name in FIELDS:
+        assert getattr(run, name) is getattr(run.context, name)
+    assert run.train == run.context.train_focus.positions
+    assert run.calls == run.context.calls
+    assert run.sample_facts is run.context.sample_facts  # computed once
+    assert run.context.fingerprint() == run.context.fingerprint()
+    assert run.context.evaluator.llm is run.context.llm  # judging goes through the stacked clients
+    assert type(run.context.llm).__name__ == "_Announced"  # callbacks: the announcer outermost
+
+
+def test_two_runs_of_one_seed_build_equal_contexts():
+    one, two = _run(), _run()
+    for name in ("split", "train_focus", "validation_focus", "evidence", "folds", "labels"):
+        assert getattr(one.context, name) == getattr(two.context, name), name
+    assert one.state.rng.integers(1 << 30) == two.state.rng.integers(1 << 30)  # the same draws left
+
+
+class _Recording:
+    """A user's stop condition that keeps what it was handed (and stops after generation 1)."""
+
+    reason = "recorded"
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+
+    def should_stop(self, search: SearchView) -> bool:
+        self.seen.append(search)
+        return search.state.generation >= 1
+
+
+def test_stop_conditions_are_handed_a_view_of_the_run_never_the_run():
+    dataset = make_dataset(24, 8)
+    recording = _Recording()
+    optimizer = GeneticOptimizer(
+        metric=AspectCritic(name="toy", definition="Is the response correct?"),
+        llm=rule_llm(dataset, lambda _, i: i % 2),
+        stop_conditions=[recording, *DEFAULT_STOP_CONDITIONS],
+    )
+    config = {"strategy": "genetic", "random_seed": 5, "population_size": 3, "generations": 3}
+    result = optimizer.optimize(dataset=dataset, loss=BinaryMetricLoss(), config=config)
+    assert result.stop_reason == "recorded" and len(recording.seen) == 2
+    for search in recording.seen:
+        assert type(search) is SearchView  # frozen: a condition cannot swap the run's state or config
+        assert not hasattr(search, "context") and not hasattr(search, "split")
+        assert search.next_generation_fits() and search.config.generations == 3
+
+
+# --- who takes the run whole -----------------------------------------------------------------------
+
+
+def _takers(path: Path) -> dict[str, set[str]]:
+    """Function name → the whole-run types (SearchRun, RunContext) among its parameters' annotations."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            types = {ast.unparse(a.annotation) for a in args if a.annotation is not None}
+            found = {t for t in ("SearchRun", "RunContext") if any(t in u for u in types)}
+            if found:
+                out[node.name] = found
+    return out
+
+
+@pytest.mark.parametrize("package", ["strategies", "operators"])
+def test_no_strategy_or_operator_takes_the_run_or_the_context_whole(package):
+    for path in sorted((OPTIMIZERS / package).rglob("*.py")):
+        assert not _takers(path), f"{path.name}: {_takers(path)}"
+        source = path.read_text(encoding="utf-8")
+        assert "optimizers.run import" not in source, f"{path.name} imports the run"
+
+
+#: The functions outside the pipeline's own steps (phases.py, genetic.py) that take the whole run:
+#: each also changes or reads the state, the step's tally, the final choice or the run's totals.
+WHOLE_RUN = {
+    "adoption.py": {"adopt"},  # the state and the step's failure tally
+    "checkpoint.py": {"save", "restore"},  # the state (restore replaces it) and the usage so far
+    "history.py": {"record_generation"},  # the state's history and the usage so far
+    "result.py": {"from_run"},  # the state, the final choice, the usage and elapsed time
+    "views.py": {"screening_view", "budget_view", "search_view"},  # the run's judging, usage, checks
+    "run.py": {"__init__", "__get__", "__set__"},  # the announcer; the run's read-only names
+}
+
+
+def test_outside_the_pipelines_steps_only_these_functions_take_the_whole_run():
+    for path in sorted(OPTIMIZERS.glob("*.py")):
+        if path.name in ("phases.py", "genetic.py"):
+            continue
+        takes_run = {name for name, kinds in _takers(path).items() if "SearchRun" in kinds}
+        assert takes_run == WHOLE_RUN.get(path.name, set()), path.name
+
+
+def test_the_helpers_that_read_only_the_fixed_part_take_the_context():
+    from promptevolver.optimizers import phases, reporting, result, views
+
+    for fn in (
+        reporting.estimates,
+        reporting.out_of_bag_estimates,
+        reporting.lineage_entry,
+        reporting.split_report,
+        result._simulated,
+        result._examples_block,
+        views.breeding_view,
+        views.distill_view,
+        views.meta_context,
+        views.judge_outputs,
+        run_module.prepare_examples,
+        phases.example_policies,
+        phases._cross_fit_skip,
+        phases._still_wrong,
+        phases._held_out_fixes,
+    ):
+        first = next(iter(inspect.signature(fn).parameters.values()))
+        assert first.annotation == "RunContext", f"{fn.__qualname__} takes {first.annotation}"
