@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import json
+import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +57,35 @@ def test_a_lazy_package_lists_each_name_once_and_resolves_it_on_first_use():
         getattr_("nope")
     with pytest.raises(ValueError, match="'dumps' is exported by json and pickle"):
         lazy_package("pkg", {"json": ["dumps"], "pickle": ["dumps"]})
+
+
+# --- every package face's exports, exactly ------------------------------------------------------
+
+API_FILE = Path(__file__).with_name("public_api.json")
+
+
+def _faces() -> dict[str, list[str]]:
+    """Every package of promptevolver and its ``__all__`` (sorted)."""
+    names = ["promptevolver"] + sorted(
+        m.name for m in pkgutil.walk_packages(promptevolver.__path__, "promptevolver.") if m.ispkg
+    )
+    return {name: sorted(getattr(importlib.import_module(name), "__all__", [])) for name in names}
+
+
+def test_each_package_face_exports_exactly_the_recorded_names():
+    """A name added to or dropped from a package face is a change of the public API: it must be
+    recorded in tests/public_api.json on purpose (``python -m tests.test_public_api`` rewrites it).
+    Each recorded name resolves, and no package lists a name twice."""
+    recorded = json.loads(API_FILE.read_text(encoding="utf-8"))
+    faces = _faces()
+    assert faces == recorded, "public API changed: run `python -m tests.test_public_api` if on purpose"
+    for name, exported in faces.items():
+        module = importlib.import_module(name)
+        assert len(set(module.__all__ if hasattr(module, "__all__") else [])) == len(exported)
+        for attr in exported:
+            assert getattr(module, attr) is not None or attr.startswith("__"), f"{name}.{attr}"
+
+
+if __name__ == "__main__":
+    API_FILE.write_text(json.dumps(_faces(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {API_FILE}")
