@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver.errors import AnnotationError, OutputParseError, PermanentLLMError, TransientLLMError
-from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput, Judgement
+from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput
 from promptevolver.judge.prompts import (
     INPUT_HEADER,
     OUTPUT_HEADER,
@@ -20,6 +20,7 @@ from promptevolver.judge.prompts import (
     extract_json_object,
     split_rendered,
 )
+from promptevolver.judge.protocol import Judgement
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import ChatMessage
 
