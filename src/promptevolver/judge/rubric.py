@@ -127,6 +127,7 @@ class RubricJudge(PromptSet):
         low, high = self.score_range
         return tuple(float(v) for v in range(int(low), int(high) + 1))
 
+
 def _check(low: float, high: float, discrete: bool, rubrics: Mapping[float, str] | None) -> None:
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"score_range must be (low, high) with low < high, got ({low:g}, {high:g})")
