@@ -7,6 +7,7 @@ models only admit known ones, and their errors list them).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
@@ -36,7 +37,15 @@ from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
+__all__ = [
+    "build_judge",
+    "build_llm",
+    "build_loss",
+    "build_metric",
+    "build_run_parts",
+    "load_dataset",
+    "resolve_prompt",
+]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -159,6 +168,36 @@ def build_llm(
     """
     client = _build_client(config, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
     return client if config.cache is None else CachedLLM(inner=client, path=config.cache)
+
+
+def build_run_parts(
+    config: RunConfig,
+    dataset: SingleMetricAnnotation,
+    *,
+    random_seed: int,
+    prompt_name: str | None,
+    step: Callable[[str], None],
+    whose: str = "",
+) -> tuple[Metric, LLMClient, LLMClient | None]:
+    """What a run of ``config`` on ``dataset`` judges with: (the metric, its LLM, the reflection
+    LLM or None for the judge's own), as :func:`build_metric` and :func:`build_llm` make them
+    (``prompt_name``: the resolved prompt, :func:`resolve_prompt`). ``step`` receives a line
+    before a simulated LLM is built (it mines the annotations; ``whose``, e.g. ``" of
+    faithfulness"``, names the metric in it).
+
+    Raises:
+        as :func:`build_llm`.
+    """
+    if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
+        step(f"building the simulated LLM{whose}: mining criteria from {len(dataset):,} annotations")
+    llm = build_llm(config.llm, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
+    reflection = None
+    if config.reflection_llm is not None:
+        reflection = build_llm(
+            config.reflection_llm, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name
+        )
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt_name)
+    return metric, llm, reflection
 
 
 def _build_client(

@@ -678,16 +678,21 @@ RUN_LEVEL_KEYS = {
 }
 
 
-def _one_place_per_setting(value: Any) -> Any:
-    """The ``optimizer`` block must not hold a run-level key (:data:`RUN_LEVEL_KEYS`)."""
-    if isinstance(value, dict):
-        for key, where in RUN_LEVEL_KEYS.items():
-            if key in value:
-                raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
-    return value
+class _OnePlacePerSetting(_Strict):
+    """A config with an ``optimizer`` block (:class:`RunConfig`, :class:`ManyConfig`): the block
+    must not hold a run-level key (:data:`RUN_LEVEL_KEYS`)."""
+
+    @field_validator("optimizer", mode="before", check_fields=False)
+    @classmethod
+    def _one_place_per_setting(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key, where in RUN_LEVEL_KEYS.items():
+                if key in value:
+                    raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
+        return value
 
 
-class RunConfig(_Strict):
+class RunConfig(_OnePlacePerSetting):
     """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
 
     ``dataset`` is a Ragas annotation file (relative paths are relative to the config file) or
@@ -734,11 +739,6 @@ class RunConfig(_Strict):
                 "only; here give one metric: (docs/many-metrics.md)"
             )
         return data
-
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _one_place_per_setting(cls, value: Any) -> Any:
-        return _one_place_per_setting(value)
 
     @model_validator(mode="after")
     def _numeric_metrics_need_mse(self) -> RunConfig:
@@ -854,7 +854,7 @@ def load_run_config(
     return config
 
 
-class ManyConfig(_Strict):
+class ManyConfig(_OnePlacePerSetting):
     """A job of several metrics (``metrics:``, :mod:`promptevolver.runs.many`; docs/many-metrics.md).
 
     The keys of :class:`RunConfig` with ``metrics`` (name in the annotation file → metric spec,
@@ -902,11 +902,6 @@ class ManyConfig(_Strict):
                     ", not starting with '.'"
                 )
         return value
-
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _one_place_per_setting(cls, value: Any) -> Any:
-        return _one_place_per_setting(value)
 
     @model_validator(mode="after")
     def _losses_of_metrics(self) -> ManyConfig:
