@@ -6,7 +6,6 @@ models only admit known ones, and their errors list them).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from promptevolver.annotations import SingleMetricAnnotation
@@ -17,7 +16,6 @@ from promptevolver.config.models import (
     MetricConfig,
     RunConfig,
     SyntheticSource,
-    expand_base_url,
 )
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
@@ -214,27 +212,8 @@ def _build_client(
             price=price,
             context_tokens=config.context_tokens,
         )
-    key = os.environ.get(config.api_key_env)
-    if not key:
-        raise ConfigError(
-            f"llm.provider is 'openai' but the environment variable {config.api_key_env} is not set"
-        )
     assert config.model is not None
-    client = OpenAIClient(
-        model=config.model,
-        base_url=None if config.base_url is None else expand_base_url(config.base_url),
-        api_key=key,
-        api_key_source=config.api_key_env,
-        timeout_s=config.timeout_s,
-        structured_output=config.structured_output,
-        judge_max_tokens=config.judge_max_tokens,
-        meta_max_tokens=config.meta_max_tokens,
-        max_attempts=config.max_attempts,
-        max_concurrency=config.max_concurrency,
-        requests_per_minute=config.requests_per_minute,
-        tokens_per_minute=config.tokens_per_minute,
-        price=price,
-    )
+    client = OpenAIClient(**config.client_arguments(), price=price)
     client.context_tokens = context_tokens_for(config.model, config.context_tokens)
     return client
 
