@@ -9,16 +9,18 @@ candidates never share mutable state.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.errors import ConfigError
-from promptevolver.judge.prompt_set import PromptSet
+from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge.prompts import Prompt
-from promptevolver.llm.base import LLMClient
 from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["AspectCritic", "AspectCriticOutput"]
 
@@ -42,10 +44,8 @@ class AspectCritic(PromptSet):
     Args:
         name: the metric's name, e.g. ``answer_correctness``.
         definition: the criterion in plain words; the seed instruction embeds it.
-        llm: default client for :meth:`ajudge`.
-        max_reasks: how many times a malformed answer is re-asked (with the parse error shown)
-            before the evaluation is recorded as failed.
-        temperature: sampling temperature of judge calls.
+        llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
+            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
         prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas' name): the
             key under which the annotation file keeps its traces and the humans' corrected reasons,
             so it must match the file's (see :mod:`promptevolver.config.prompt_match`).
@@ -63,14 +63,10 @@ class AspectCritic(PromptSet):
         *,
         name: str,
         definition: str,
-        llm: LLMClient | None = None,
-        max_reasks: int = 1,
-        temperature: float = 0.0,
         prompt_name: str = PROMPT_NAME,
+        **options: Unpack[JudgeOptions],
     ) -> None:
-        super().__init__(
-            name=name, definition=definition, llm=llm, max_reasks=max_reasks, temperature=temperature
-        )
+        super().__init__(name=name, definition=definition, **options)
         if not prompt_name.strip():
             raise ValueError("prompt_name must not be empty")
         seed = SEED_TEMPLATE.format(definition=definition)

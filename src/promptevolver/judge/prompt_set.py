@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from promptevolver.errors import AnnotationError
 from promptevolver.judge.asking import Answer, ask
@@ -19,7 +19,17 @@ from promptevolver.rundir import as_instructions
 if TYPE_CHECKING:
     from promptevolver.annotations.models import SampleAnnotation
 
-__all__ = ["PromptSet", "pick_inputs"]
+__all__ = ["JudgeOptions", "PromptSet", "pick_inputs"]
+
+
+class JudgeOptions(TypedDict, total=False):
+    """The settings every judge of ours takes besides its criterion, with :class:`PromptSet`'s
+    defaults (``llm`` None, ``max_reasks`` 1, ``temperature`` 0.0): a judge's constructor takes
+    them as ``**options: Unpack[JudgeOptions]`` and passes them on."""
+
+    llm: LLMClient | None
+    max_reasks: int
+    temperature: float
 
 
 class PromptSet(Judge):
@@ -31,7 +41,7 @@ class PromptSet(Judge):
     Args:
         name: the metric's name (the key of its annotations).
         definition: the criterion in plain words (a seed instruction embeds it).
-        llm: default client for :meth:`ajudge`.
+        llm: default client for :meth:`ajudge` (None: each call gives one).
         max_reasks: times a malformed answer is re-asked (with the problem shown) before the
             evaluation is recorded as failed (≥ 0).
         temperature: sampling temperature of judge calls.
@@ -54,7 +64,13 @@ class PromptSet(Judge):
     OPTIONAL_FIELDS: tuple[str, ...] = ("reference", "retrieved_contexts", "reference_contexts")
 
     def __init__(
-        self, *, name: str, definition: str, llm: LLMClient | None, max_reasks: int, temperature: float
+        self,
+        *,
+        name: str,
+        definition: str,
+        llm: LLMClient | None = None,
+        max_reasks: int = 1,
+        temperature: float = 0.0,
     ) -> None:
         if not name.strip():
             raise ValueError("name must not be empty")

@@ -18,14 +18,16 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
 from promptevolver.annotations.labels import LabelScale
-from promptevolver.judge.prompt_set import PromptSet
+from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge.prompts import Prompt
-from promptevolver.llm.base import LLMClient
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["RubricJudge", "rubric_output_model", "seed_instruction"]
 
@@ -69,10 +71,8 @@ class RubricJudge(PromptSet):
             the range (e.g. 0–1).
         rubrics: optional description per score level (level → text), written into the seed
             instruction; levels must lie in ``score_range``.
-        llm: default client for :meth:`ajudge`.
-        max_reasks: times a malformed or out-of-range answer is re-asked before the evaluation
-            is recorded as failed (≥ 0).
-        temperature: sampling temperature of judge calls.
+        llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
+            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
 
     Raises:
         ValueError: an empty name or definition, a range that is empty or not whole numbers on a
@@ -91,13 +91,9 @@ class RubricJudge(PromptSet):
         score_range: tuple[float, float] = (1, 5),
         discrete: bool = True,
         rubrics: Mapping[float, str] | None = None,
-        llm: LLMClient | None = None,
-        max_reasks: int = 1,
-        temperature: float = 0.0,
+        **options: Unpack[JudgeOptions],
     ) -> None:
-        super().__init__(
-            name=name, definition=definition, llm=llm, max_reasks=max_reasks, temperature=temperature
-        )
+        super().__init__(name=name, definition=definition, **options)
         low, high = (float(v) for v in score_range)
         _check(low, high, discrete, rubrics)
         self.score_range = (low, high)

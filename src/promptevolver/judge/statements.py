@@ -20,17 +20,19 @@ tell which prompt a disagreement comes from.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.asking import UnusableAnswer, output_dict
-from promptevolver.judge.prompt_set import PromptSet
+from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge.prompts import Prompt
 from promptevolver.judge.protocol import OUTPUTS, Judgement, JudgeRequest
-from promptevolver.llm.base import LLMClient
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["StatementSupport", "StatementVerdict", "Statements", "Verdicts"]
 
@@ -74,9 +76,8 @@ class StatementSupport(PromptSet):
     Args:
         name: the metric's name (the key of its annotations), e.g. ``faithfulness``.
         definition: when a statement counts as supported; the verifier's seed instruction embeds it.
-        llm: default client for :meth:`ajudge`.
-        max_reasks: times each prompt's malformed answer is re-asked (≥ 0).
-        temperature: sampling temperature of judge calls.
+        llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
+            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
 
     Raises:
         ValueError: an empty name or definition, or ``max_reasks`` < 0.
@@ -94,13 +95,9 @@ class StatementSupport(PromptSet):
         *,
         name: str = "faithfulness",
         definition: str = DEFAULT_DEFINITION,
-        llm: LLMClient | None = None,
-        max_reasks: int = 1,
-        temperature: float = 0.0,
+        **options: Unpack[JudgeOptions],
     ) -> None:
-        super().__init__(
-            name=name, definition=definition, llm=llm, max_reasks=max_reasks, temperature=temperature
-        )
+        super().__init__(name=name, definition=definition, **options)
         verifier = VERIFIER_SEED.format(definition=definition)
         self._prompts: dict[str, Prompt[Any]] = {
             self.EXTRACTOR: Prompt(self.EXTRACTOR, EXTRACTOR_SEED, Statements),

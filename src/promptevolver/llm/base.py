@@ -14,7 +14,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 import numpy as np
 from tenacity import (
@@ -40,6 +40,7 @@ __all__ = [
     "META_OPERATIONS",
     "BaseLLMClient",
     "ChatMessage",
+    "ClientOptions",
     "Completion",
     "LLMClient",
     "LLMRequest",
@@ -293,6 +294,20 @@ class LLMClient(Protocol):
 
 
 _ClientT = TypeVar("_ClientT", bound="BaseLLMClient")
+
+
+class ClientOptions(TypedDict, total=False):
+    """:class:`BaseLLMClient`'s keyword arguments (retries, requests in flight, rate limits,
+    price), for a provider's constructor to take as ``**options: Unpack[ClientOptions]`` and pass
+    on: one list, one set of defaults (the base's)."""
+
+    max_attempts: int
+    retry_initial_s: float
+    retry_max_s: float
+    max_concurrency: int
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    price: Price | None
 
 
 class BaseLLMClient(ABC):
