@@ -34,6 +34,7 @@ from promptevolver.llm.retry import (
     DEFAULT_RETRY_MAX_S,
     RetryPolicy,
 )
+from promptevolver.llm.wrapper import stack_of
 
 __all__ = [
     "JUDGE_OPERATION",
@@ -59,11 +60,7 @@ META_OPERATIONS = ("reverse_engineer", "feedback", "rewrite", "crossover")
 def is_simulated(client: Any) -> bool:
     """Whether ``client`` (through any wrappers with ``inner``: cache, journal, limits) is the
     simulated LLM (``provider == "simulated"``, :mod:`promptevolver.simulation`), not a model."""
-    while client is not None:
-        if getattr(client, "provider", None) == "simulated":
-            return True
-        client = getattr(client, "inner", None)
-    return False
+    return any(getattr(layer, "provider", None) == "simulated" for layer in stack_of(client))
 
 
 @dataclass(frozen=True)
