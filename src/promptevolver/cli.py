@@ -347,6 +347,17 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path,
     return config, _directory(args.output, "--output"), f"{args.config}{sets}"
 
 
+def _run_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
+    """What ``optimize``'s flags ask of a run (one metric's or a job's): resume, force, where the
+    config came from (for messages) and where log lines go."""
+    return {
+        "resume": args.resume is not None,
+        "force": args.force,
+        "source": source,
+        "log": lambda line: _say(args, line),
+    }
+
+
 def _optimize(args: argparse.Namespace) -> int:
     config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
     from promptevolver.config.models import ManyConfig
@@ -360,12 +371,9 @@ def _optimize(args: argparse.Namespace) -> int:
         result = execute(
             config,
             run_dir,
-            resume=args.resume is not None,
-            force=args.force,
             callbacks=[] if args.quiet else [progress],
-            source=source,
-            log=lambda line: _say(args, line),
             step=(lambda _: None) if args.quiet else progress.step,
+            **_run_options(args, source),
         )
     except KeyboardInterrupt:
         progress.close()
@@ -410,12 +418,9 @@ def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, 
         many = execute_many(
             config,
             run_dir,
-            resume=args.resume is not None,
-            force=args.force,
             callbacks=callbacks,
-            source=source,
-            log=lambda line: _say(args, line),
             step=(lambda _: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True)),
+            **_run_options(args, source),
         )
     except KeyboardInterrupt:
         print(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from promptevolver.config.models import RUN_LEVEL_KEYS, load_run_config
+from promptevolver.config.models import RUN_LEVEL_KEYS, ManyConfig, load_run_config
 from promptevolver.errors import ConfigError
 
 from ..conftest import AC_DEFINITION, AC_FILE
@@ -34,6 +34,14 @@ def test_a_run_level_setting_under_optimizer_is_an_error_naming_its_place(tmp_pa
     message = str(err.value)
     assert message.startswith(f"{path}: optimizer: {key}: set it ") and RUN_LEVEL_KEYS[key] in message
     assert "Value error" not in message
+
+
+@pytest.mark.parametrize("key", sorted(RUN_LEVEL_KEYS))
+def test_a_job_of_several_metrics_refuses_a_run_level_setting_under_optimizer_too(key: str) -> None:
+    value = {"max_calls": 10} if key == "budget" else 3
+    metrics = {"answer_correctness": {"definition": AC_DEFINITION}}
+    with pytest.raises(ValueError, match=f"{key}: set it .*not under optimizer"):
+        ManyConfig.model_validate({"dataset": str(AC_FILE), "metrics": metrics, "optimizer": {key: value}})
 
 
 def test_run_level_settings_reach_the_optimizer(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from promptevolver.errors import AnnotationError, OutputParseError, PermanentLLMError, TransientLLMError
-from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput, Judgement
+from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput
 from promptevolver.judge.prompts import (
     INPUT_HEADER,
     OUTPUT_HEADER,
@@ -21,6 +21,7 @@ from promptevolver.judge.prompts import (
     extract_json_object,
     split_rendered,
 )
+from promptevolver.judge.protocol import Judgement
 from promptevolver.judge.rubric import rubric_output_model
 from promptevolver.judge.statements import Statements, Verdicts
 from promptevolver.llm import ScriptedLLM

@@ -230,3 +230,22 @@ def test_retry_after_parsing() -> None:
     assert retry_after_s({}) is None
     date = "Wed, 21 Oct 2015 07:28:00 GMT"  # in the past: no wait
     assert retry_after_s({"retry-after": date}) == 0.0
+
+
+def test_the_base_client_options_pass_through_with_the_bases_defaults() -> None:
+    from promptevolver.llm.base import BaseLLMClient, ClientOptions
+
+    class Plain(BaseLLMClient):
+        async def _send(self, request: LLMRequest) -> Completion:
+            raise AssertionError("no call")
+
+    default, plain = OpenAIClient(model="m", api_key="k"), Plain()
+    for option in ClientOptions.__annotations__:
+        if option not in ("requests_per_minute", "tokens_per_minute"):  # held by the throttle
+            assert getattr(default, option) == getattr(plain, option), option
+    given = OpenAIClient(model="m", api_key="k", max_attempts=2, retry_max_s=1.5, max_concurrency=3)
+    assert (given.max_attempts, given.retry_max_s, given.max_concurrency) == (2, 1.5, 3)
+    with pytest.raises(ValueError, match="max_concurrency"):
+        OpenAIClient(model="m", api_key="k", max_concurrency=0)
+    with pytest.raises(TypeError):
+        OpenAIClient(model="m", api_key="k", max_concurrence=3)  # type: ignore[call-arg]

@@ -34,3 +34,21 @@ def test_a_wrapper_forwards_complete_and_usage_and_can_be_walked():
     assert outer.usage is inner.usage and inner.usage.total_calls == 2
     assert price_of(outer) is None  # walked down through ``inner`` to a client without a price
     assert inspect.iscoroutinefunction(ClientWrapper.complete)
+
+
+def test_the_stack_is_walked_outermost_first_and_a_cycle_ends_the_walk() -> None:
+    from promptevolver.llm.pricing import Price
+    from promptevolver.llm.wrapper import MAX_LAYERS, ClientWrapper, found_in_stack, stack_of
+
+    inner = ScriptedLLM(["x"], price=Price(prompt=1.0, completion=2.0))
+    outer = ClientWrapper(ClientWrapper(inner))
+    assert list(stack_of(outer)) == [outer, outer.inner, inner]
+    assert found_in_stack(outer, "price", Price) is inner.price
+    assert found_in_stack(outer, "negotiation", Price) is None and list(stack_of(None)) == []
+
+    class Loop:
+        inner: object = None
+
+    loop = Loop()
+    loop.inner = loop
+    assert len(list(stack_of(loop))) == MAX_LAYERS  # a cycle does not hang the caller

@@ -6,7 +6,7 @@ models only admit known ones, and their errors list them).
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
@@ -16,7 +16,6 @@ from promptevolver.config.models import (
     MetricConfig,
     RunConfig,
     SyntheticSource,
-    expand_base_url,
 )
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
@@ -36,7 +35,15 @@ from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
-__all__ = ["build_judge", "build_llm", "build_loss", "build_metric", "load_dataset", "resolve_prompt"]
+__all__ = [
+    "build_judge",
+    "build_llm",
+    "build_loss",
+    "build_metric",
+    "build_run_parts",
+    "load_dataset",
+    "resolve_prompt",
+]
 
 
 def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
@@ -161,6 +168,36 @@ def build_llm(
     return client if config.cache is None else CachedLLM(inner=client, path=config.cache)
 
 
+def build_run_parts(
+    config: RunConfig,
+    dataset: SingleMetricAnnotation,
+    *,
+    random_seed: int,
+    prompt_name: str | None,
+    step: Callable[[str], None],
+    whose: str = "",
+) -> tuple[Metric, LLMClient, LLMClient | None]:
+    """What a run of ``config`` on ``dataset`` judges with: (the metric, its LLM, the reflection
+    LLM or None for the judge's own), as :func:`build_metric` and :func:`build_llm` make them
+    (``prompt_name``: the resolved prompt, :func:`resolve_prompt`). ``step`` receives a line
+    before a simulated LLM is built (it mines the annotations; ``whose``, e.g. ``" of
+    faithfulness"``, names the metric in it).
+
+    Raises:
+        as :func:`build_llm`.
+    """
+    if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
+        step(f"building the simulated LLM{whose}: mining criteria from {len(dataset):,} annotations")
+    llm = build_llm(config.llm, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
+    reflection = None
+    if config.reflection_llm is not None:
+        reflection = build_llm(
+            config.reflection_llm, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name
+        )
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt_name)
+    return metric, llm, reflection
+
+
 def _build_client(
     config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None
 ) -> BaseLLMClient:
@@ -175,27 +212,8 @@ def _build_client(
             price=price,
             context_tokens=config.context_tokens,
         )
-    key = os.environ.get(config.api_key_env)
-    if not key:
-        raise ConfigError(
-            f"llm.provider is 'openai' but the environment variable {config.api_key_env} is not set"
-        )
     assert config.model is not None
-    client = OpenAIClient(
-        model=config.model,
-        base_url=None if config.base_url is None else expand_base_url(config.base_url),
-        api_key=key,
-        api_key_source=config.api_key_env,
-        timeout_s=config.timeout_s,
-        structured_output=config.structured_output,
-        judge_max_tokens=config.judge_max_tokens,
-        meta_max_tokens=config.meta_max_tokens,
-        max_attempts=config.max_attempts,
-        max_concurrency=config.max_concurrency,
-        requests_per_minute=config.requests_per_minute,
-        tokens_per_minute=config.tokens_per_minute,
-        price=price,
-    )
+    client = OpenAIClient(**config.client_arguments(), price=price)
     client.context_tokens = context_tokens_for(config.model, config.context_tokens)
     return client
 

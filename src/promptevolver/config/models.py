@@ -188,24 +188,39 @@ class EmbeddingsConfig(_Strict):
         """
         from promptevolver.llm.openai.embeddings import OpenAIEmbeddings  # the SDK, only when used
 
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ConfigError(
-                f"{where}: retrieval by embeddings needs an API key in the environment variable "
-                f"{self.api_key_env}, which is not set (any non-empty value works for local servers)"
-            )
+        missing = (
+            f"{where}: retrieval by embeddings needs an API key in the environment variable "
+            f"{self.api_key_env}, which is not set (any non-empty value works for local servers)"
+        )
         return OpenAIEmbeddings(
-            model=self.model,
-            base_url=None if self.base_url is None else expand_base_url(self.base_url, f"{where}.base_url"),
-            api_key=key,
-            api_key_source=self.api_key_env,
-            timeout_s=self.timeout_s,
-            max_attempts=self.max_attempts,
-            batch_size=self.batch_size,
-            dimensions=self.dimensions,
-            cache=self.cache,
+            **_endpoint(self, f"{where}.base_url", missing),
+            **self.model_dump(include={"batch_size", "dimensions", "cache"}),
             settings=self.record(),
         )
+
+
+def _endpoint(config: EmbeddingsConfig | LLMConfig, url_key: str, missing: str) -> dict[str, Any]:
+    """The connection arguments of an OpenAI-compatible client (:class:`OpenAIClient
+    <promptevolver.llm.openai.OpenAIClient>`, :class:`OpenAIEmbeddings
+    <promptevolver.llm.openai.OpenAIEmbeddings>`) from ``config``: ``model``, ``base_url`` with
+    each ``${NAME}`` expanded (``url_key`` names the setting in messages), the key from the
+    environment variable ``api_key_env`` and that variable's name, ``timeout_s``, ``max_attempts``.
+
+    Raises:
+        ConfigError: the key's variable is unset or empty (the message is ``missing``), or as
+            :func:`expand_base_url`.
+    """
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ConfigError(missing)
+    return {
+        "model": config.model,
+        "base_url": None if config.base_url is None else expand_base_url(config.base_url, url_key),
+        "api_key": key,
+        "api_key_source": config.api_key_env,
+        "timeout_s": config.timeout_s,
+        "max_attempts": config.max_attempts,
+    }
 
 
 def embedder_from_record(record: Mapping[str, Any]) -> OpenAIEmbeddings:
@@ -486,6 +501,17 @@ class PriceConfig(_Strict):
     completion: float = Field(ge=0.0)
 
 
+#: The ``llm`` settings an :class:`~promptevolver.llm.openai.OpenAIClient` takes as they are.
+_CLIENT_SETTINGS = (
+    "structured_output",
+    "judge_max_tokens",
+    "meta_max_tokens",
+    "max_concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+)
+
+
 class LLMConfig(_Strict):
     """An LLM client.
 
@@ -536,6 +562,19 @@ class LLMConfig(_Strict):
         if isinstance(data, dict) and data.get("provider") == "openai" and "cache" not in data:
             return {**data, "cache": DEFAULT_CACHE}
         return data
+
+    def client_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the :class:`~promptevolver.llm.openai.OpenAIClient` these
+        settings describe, ``price`` aside: the endpoint's (``model``, ``base_url`` with
+        ``${NAME}`` expanded, the key from ``api_key_env``, ``timeout_s``, ``max_attempts``) and
+        the client settings taken as they are (:data:`_CLIENT_SETTINGS`).
+
+        Raises:
+            ConfigError: the key's environment variable is unset or empty, or a ``${NAME}`` in
+                ``base_url`` is.
+        """
+        missing = f"llm.provider is 'openai' but the environment variable {self.api_key_env} is not set"
+        return {**_endpoint(self, "llm.base_url", missing), **self.model_dump(include=set(_CLIENT_SETTINGS))}
 
     @property
     def priced_model(self) -> str:
@@ -678,16 +717,21 @@ RUN_LEVEL_KEYS = {
 }
 
 
-def _one_place_per_setting(value: Any) -> Any:
-    """The ``optimizer`` block must not hold a run-level key (:data:`RUN_LEVEL_KEYS`)."""
-    if isinstance(value, dict):
-        for key, where in RUN_LEVEL_KEYS.items():
-            if key in value:
-                raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
-    return value
+class _OnePlacePerSetting(_Strict):
+    """A config with an ``optimizer`` block (:class:`RunConfig`, :class:`ManyConfig`): the block
+    must not hold a run-level key (:data:`RUN_LEVEL_KEYS`)."""
+
+    @field_validator("optimizer", mode="before", check_fields=False)
+    @classmethod
+    def _one_place_per_setting(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key, where in RUN_LEVEL_KEYS.items():
+                if key in value:
+                    raise ValueError(f"{key}: set it {where}, not under optimizer (one place per setting)")
+        return value
 
 
-class RunConfig(_Strict):
+class RunConfig(_OnePlacePerSetting):
     """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
 
     ``dataset`` is a Ragas annotation file (relative paths are relative to the config file) or
@@ -734,11 +778,6 @@ class RunConfig(_Strict):
                 "only; here give one metric: (docs/many-metrics.md)"
             )
         return data
-
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _one_place_per_setting(cls, value: Any) -> Any:
-        return _one_place_per_setting(value)
 
     @model_validator(mode="after")
     def _numeric_metrics_need_mse(self) -> RunConfig:
@@ -854,7 +893,7 @@ def load_run_config(
     return config
 
 
-class ManyConfig(_Strict):
+class ManyConfig(_OnePlacePerSetting):
     """A job of several metrics (``metrics:``, :mod:`promptevolver.runs.many`; docs/many-metrics.md).
 
     The keys of :class:`RunConfig` with ``metrics`` (name in the annotation file → metric spec,
@@ -902,11 +941,6 @@ class ManyConfig(_Strict):
                     ", not starting with '.'"
                 )
         return value
-
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _one_place_per_setting(cls, value: Any) -> Any:
-        return _one_place_per_setting(value)
 
     @model_validator(mode="after")
     def _losses_of_metrics(self) -> ManyConfig:

@@ -58,11 +58,10 @@ from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import AnnotationError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.judge.asking import UnusableAnswer, ask
+from promptevolver.judge.asking import UnusableAnswer
 from promptevolver.judge.examples import ExampleStore
 from promptevolver.judge.prompt_set import PromptSet
 from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.genetic import GeneticOptimizer
 from promptevolver.optimizers.result import OptimizationResult
@@ -169,21 +168,11 @@ class RagasMetric(PromptSet):
         return f"RagasMetric({kind}(name={self.name!r}), prompt={self.prompt_name!r})"
 
     @property
-    def prompt_name(self) -> str:
-        """The optimized Ragas prompt's name."""
-        return next(iter(self._prompts))
-
-    @property
     def label_scale(self) -> LabelScale:
         """Binary for an AspectCritic; scores (in ``score_range`` when given) for a SimpleCriteriaScore."""
         if self.kind == "binary":
             return LabelScale("binary")
         return LabelScale("numeric", *self.score_range) if self.score_range else LabelScale("numeric")
-
-    @property
-    def calls_per_evaluation(self) -> int:
-        """LLM calls one evaluation makes at most, re-asks excluded (1)."""
-        return 1
 
     def default_loss(self) -> Loss:
         """Accuracy for an AspectCritic, mean squared error for a SimpleCriteriaScore."""
@@ -201,7 +190,8 @@ class RagasMetric(PromptSet):
             raise AnnotationError(f"{self.name} needs one of {list(_FIELDS)}", field="metric_input")
         return shown
 
-    def _check(self, output: Any) -> None:
+    def check_answer(self, output: Any) -> None:
+        """A verdict other than 0 or 1, or a score outside ``score_range``, is unusable."""
         if self.kind == "binary":
             if output.verdict not in (0, 1):
                 raise UnusableAnswer(f"verdict must be 0 or 1, got {output.verdict!r}")
@@ -209,42 +199,12 @@ class RagasMetric(PromptSet):
             low, high = self.score_range
             raise UnusableAnswer(f"score must be in [{low:g}, {high:g}], got {output.score!r}")
 
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-        examples: Sequence[SampleAnnotation] | None = None,
-    ) -> Judgement:
-        """Judge one sample with the Ragas prompt and ``instructions`` (default: its own).
-
-        ``examples``: annotated samples shown first as teaching examples, in place of the Ragas
-        prompt's own (an empty list: none); None: the prompt's own (:meth:`own_demonstrations`).
-
-        Never raises for LLM trouble (a failed :class:`Judgement` instead). Raises
-        :class:`AnnotationError` for a sample with no field the prompt takes, ValueError when
-        neither the call nor the adapter has an LLM.
-        """
-        client = self.client(llm)
-        prompt = self.prompt_for(self.prompt_name, instructions)
-        shown = self.prompt_inputs(inputs)
-        demos = self.own_demonstrations(shown) if examples is None else self.demonstrations(examples)
-        answer = await ask(
-            client,
-            prompt,
-            prompt.render(shown, demos),
-            sample_index=sample_index,
-            temperature=self.temperature if temperature is None else temperature,
-            max_reasks=self.max_reasks,
-            check=self._check,
-        )
-        if answer.output is None:
-            return answer.failure()
-        value = answer.output.verdict if self.kind == "binary" else answer.output.score
-        return Judgement(score=float(value), reason=answer.output.reason, raw=answer.raw)
+    def shown_examples(
+        self, shown: Mapping[str, Any], examples: Sequence[SampleAnnotation] | None
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``examples`` in place of the Ragas prompt's own (an empty list: none); None: the
+        prompt's own for the input ``shown`` (:meth:`own_demonstrations`)."""
+        return self.own_demonstrations(shown) if examples is None else self.demonstrations(examples)
 
     def apply(self, instructions: Mapping[str, str] | str | os.PathLike[str]) -> Any:
         """Write ``instructions`` (e.g. an :class:`OptimizationResult`, or a run directory or

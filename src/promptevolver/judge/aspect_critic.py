@@ -1,27 +1,26 @@
 """Judge metrics: the LLM-as-judge whose instructions the optimizer rewrites.
 
 A metric exposes its prompts by name (Ragas' ``get_prompts``/``set_prompts``) and judges one
-sample with :meth:`AspectCritic.ajudge`, which takes the instructions to use as an argument so
-that concurrent evaluations of different candidates never share mutable state.
+sample with :meth:`AspectCritic.ajudge` (:meth:`~promptevolver.judge.protocol.Judge.ajudge`),
+which takes the instructions to use as an argument so that concurrent evaluations of different
+candidates never share mutable state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
-from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.errors import ConfigError
-from promptevolver.judge.asking import ask
-from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
+from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judgement
-from promptevolver.llm.base import LLMClient
 from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["AspectCritic", "AspectCriticOutput"]
 
@@ -45,10 +44,8 @@ class AspectCritic(PromptSet):
     Args:
         name: the metric's name, e.g. ``answer_correctness``.
         definition: the criterion in plain words; the seed instruction embeds it.
-        llm: default client for :meth:`ajudge`.
-        max_reasks: how many times a malformed answer is re-asked (with the parse error shown)
-            before the evaluation is recorded as failed.
-        temperature: sampling temperature of judge calls.
+        llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
+            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
         prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas' name): the
             key under which the annotation file keeps its traces and the humans' corrected reasons,
             so it must match the file's (see :mod:`promptevolver.config.prompt_match`).
@@ -60,35 +57,20 @@ class AspectCritic(PromptSet):
     PROMPT_NAME = "single_turn_aspect_critic_prompt"
     #: Verdicts 0 or 1: a run checks that every annotation's value is one of them.
     label_scale = LabelScale("binary")
-    REQUIRED_FIELDS = ("user_input", "response")
-    OPTIONAL_FIELDS = ("reference", "retrieved_contexts", "reference_contexts")
 
     def __init__(
         self,
         *,
         name: str,
         definition: str,
-        llm: LLMClient | None = None,
-        max_reasks: int = 1,
-        temperature: float = 0.0,
         prompt_name: str = PROMPT_NAME,
+        **options: Unpack[JudgeOptions],
     ) -> None:
-        check_judge_arguments(name, definition, max_reasks)
+        super().__init__(name=name, definition=definition, **options)
         if not prompt_name.strip():
             raise ValueError("prompt_name must not be empty")
-        self.prompt_name = prompt_name
-        self.name = name
-        self.definition = definition
-        self.llm = llm
-        self.max_reasks = max_reasks
-        self.temperature = temperature
         seed = SEED_TEMPLATE.format(definition=definition)
         self._prompts: dict[str, Prompt[Any]] = {prompt_name: Prompt(prompt_name, seed, AspectCriticOutput)}
-
-    @property
-    def calls_per_evaluation(self) -> int:
-        """LLM calls one evaluation makes at most, re-asks excluded (1)."""
-        return 1
 
     def __repr__(self) -> str:
         return f"AspectCritic(name={self.name!r}, definition={self.definition!r})"
@@ -128,47 +110,3 @@ class AspectCritic(PromptSet):
         metric = cls(name=name, definition=definition, **kwargs)
         metric.set_instructions(instructions)
         return metric
-
-    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The fields this judge shows the LLM.
-
-        Raises:
-            AnnotationError: a required field (``user_input``, ``response``) is missing.
-        """
-        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, self.OPTIONAL_FIELDS)
-
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-        examples: Sequence[SampleAnnotation] = (),
-    ) -> Judgement:
-        """Judge one sample with ``instructions`` (default: the metric's own).
-
-        ``sample_index`` tells repeated judgements of the same sample apart (it is part of the
-        request, hence of cache keys; re-asks add their attempt number to it); ``temperature``
-        overrides the metric's own for this call; ``examples``: annotated samples shown first as
-        teaching examples (:meth:`~promptevolver.judge.prompt_set.PromptSet.demonstrations`).
-
-        Never raises for LLM trouble: failed calls and unparseable answers become a failed
-        :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field.
-        """
-        client = self.client(llm)
-        prompt = self.prompt_for(self.prompt_name, instructions)
-        messages = prompt.render(self.prompt_inputs(inputs), self.demonstrations(examples))
-        temperature = self.temperature if temperature is None else temperature
-        answer = await ask(
-            client,
-            prompt,
-            messages,
-            sample_index=sample_index,
-            temperature=temperature,
-            max_reasks=self.max_reasks,
-        )
-        if answer.output is None:
-            return answer.failure()
-        return Judgement(score=float(answer.output.verdict), reason=answer.output.reason, raw=answer.raw)

@@ -44,8 +44,7 @@ from promptevolver.errors import AnnotationError
 from promptevolver.judge.aggregation import AGGREGATIONS, aggregate
 from promptevolver.judge.batch import BatchEvaluation, EvaluationItem, as_item, cancel
 from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judgement, Metric, label_scale_of
-from promptevolver.llm.base import LLMClient
+from promptevolver.judge.protocol import Judge, Judgement, JudgeRequest, Metric, label_scale_of
 
 __all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "as_item"]
 
@@ -75,7 +74,7 @@ class EvaluationEvent:
 Callback = Callable[[EvaluationEvent], Awaitable[None] | None]
 
 
-class JudgeEnsemble(BatchEvaluation):
+class JudgeEnsemble(Judge, BatchEvaluation):
     """Several judges of one metric, aggregated; a :class:`~promptevolver.judge.aspect_critic.Metric` itself.
 
     Args:
@@ -171,19 +170,10 @@ class JudgeEnsemble(BatchEvaluation):
             raise AnnotationError(f"{self.name} needs {field!r}{also}", field=exc.field) from exc
 
     # --- one evaluation ----------------------------------------------------------------------
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-        examples: Sequence[SampleAnnotation] = (),
-    ) -> Judgement:
-        """Judge one sample ``num_judges`` times with ``instructions`` (default: the metric's own)
-        and aggregate; every judge is shown the same teaching ``examples`` (other annotated
-        samples, :mod:`promptevolver.judge.examples`) when given.
+    async def _ajudge(self, inputs: Mapping[str, Any], request: JudgeRequest) -> Judgement:
+        """Judge one sample ``num_judges`` times and aggregate
+        (:meth:`~promptevolver.judge.protocol.Judge.ajudge`); every judge is shown the same
+        teaching examples (other annotated samples, :mod:`promptevolver.judge.examples`) when given.
 
         Returns a :class:`Judgement` whose ``score`` is the aggregate, ``reason`` (and ``raw``) that
         of the first judge whose score is closest to it, and ``details``::
@@ -194,50 +184,40 @@ class JudgeEnsemble(BatchEvaluation):
              "errors": {"<name>_judge_1": "timed out ...", ...}}  # failed judges
 
         Judge ``i`` gets ``sample_index · num_judges + i`` (so repeated evaluations and judges stay
-        apart in caches); ``temperature`` overrides the ensemble's own for this call.
+        apart in caches); the call's ``temperature`` overrides the ensemble's own, which (None)
+        defaults to the wrapped metric's; without a call's ``llm`` the wrapped metric's own is used.
 
         Never raises for LLM trouble or a timeout (failed judges are data). Raises
         :class:`AnnotationError` for a missing required field, ValueError when neither the
         call nor the wrapped metric has an LLM, and TypeError when ``examples`` are given but the
         wrapped metric cannot show them (see :meth:`shows_examples`).
         """
-        if examples and not self.shows_examples():
+        if request.examples and not self.shows_examples():
             raise TypeError(
                 f"{type(self.metric).__name__} cannot show teaching examples: its ajudge takes none"
             )
         started = time.perf_counter()
         normalized = normalize_metric_input(dict(inputs))
         self.prompt_inputs(normalized)
-        judges = await self._run_judges(normalized, llm, instructions, sample_index, temperature, examples)
-        judgement = self._aggregate(judges)
-        used = {**self.get_instructions(), **(instructions or {})}
+        judgement = self._aggregate(await self._run_judges(normalized, request))
+        used = {**self.get_instructions(), **(request.instructions or {})}
         duration = time.perf_counter() - started
         await self._notify(EvaluationEvent(self.name, normalized, used, judgement, duration))
         return judgement
 
-    async def _run_judges(
-        self,
-        inputs: Mapping[str, Any],
-        llm: LLMClient | None,
-        instructions: Mapping[str, str] | None,
-        sample_index: int,
-        temperature: float | None,
-        examples: Sequence[SampleAnnotation] = (),
-    ) -> list[Judgement]:
+    async def _run_judges(self, inputs: Mapping[str, Any], request: JudgeRequest) -> list[Judgement]:
         limit = asyncio.Semaphore(self.max_concurrent_judges or self.num_judges)
-        first = sample_index * self.num_judges
-        temperature = self.temperature if temperature is None else temperature
-
-        shown = {"examples": examples} if examples else {}
+        first = request.sample_index * self.num_judges
+        shown = {"examples": request.examples} if request.examples else {}
 
         async def judge(index: int) -> Judgement:
             async with limit:
                 return await self.metric.ajudge(
                     inputs,
-                    llm=llm,
-                    instructions=instructions,
+                    llm=request.llm,
+                    instructions=request.instructions,
                     sample_index=first + index,
-                    temperature=temperature,
+                    temperature=request.temperature,
                     **shown,
                 )
 

@@ -1,36 +1,108 @@
 """The prompts of one judge, by name: the part of the :class:`~promptevolver.judge.protocol.Metric`
 protocol every judge of ours shares (Ragas' ``get_prompts``/``set_prompts``, and candidates as
-prompt name → instruction), and the check of a sample's input fields."""
+prompt name → instruction), asking one of them for a call (:meth:`PromptSet.ask`), and the check
+of a sample's input fields."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.prompts import Prompt
-from promptevolver.llm.base import LLMClient
+from promptevolver.judge.asking import Answer, ask
+from promptevolver.judge.prompts import OutputT, Prompt
+from promptevolver.judge.protocol import Judge, Judgement, JudgeRequest
+from promptevolver.llm.base import ChatMessage, LLMClient
 from promptevolver.rundir import as_instructions
 
 if TYPE_CHECKING:
     from promptevolver.annotations.models import SampleAnnotation
 
-__all__ = ["PromptSet", "check_judge_arguments", "pick_inputs"]
+__all__ = ["JudgeOptions", "PromptSet", "pick_inputs"]
 
 
-class PromptSet:
-    """Prompt name → :class:`Prompt` of a judge; subclasses fill ``_prompts`` in ``__init__``."""
+class JudgeOptions(TypedDict, total=False):
+    """The settings every judge of ours takes besides its criterion, with :class:`PromptSet`'s
+    defaults (``llm`` None, ``max_reasks`` 1, ``temperature`` 0.0): a judge's constructor takes
+    them as ``**options: Unpack[JudgeOptions]`` and passes them on."""
+
+    llm: LLMClient | None
+    max_reasks: int
+    temperature: float
+
+
+class PromptSet(Judge):
+    """Prompt name → :class:`Prompt` of a judge, and the settings every judge of ours has.
+
+    Subclasses call ``__init__`` (or set ``name``, ``llm``, ``temperature`` and ``max_reasks``
+    themselves) and then fill ``_prompts``.
+
+    Args:
+        name: the metric's name (the key of its annotations).
+        definition: the criterion in plain words (a seed instruction embeds it).
+        llm: default client for :meth:`ajudge` (None: each call gives one).
+        max_reasks: times a malformed answer is re-asked (with the problem shown) before the
+            evaluation is recorded as failed (≥ 0).
+        temperature: sampling temperature of judge calls.
+
+    Raises:
+        ValueError: an empty ``name`` or ``definition``, or ``max_reasks`` < 0.
+    """
 
     name: str
+    definition: str
     llm: LLMClient | None
+    temperature: float
+    max_reasks: int
     _prompts: dict[str, Prompt[Any]]
     #: The output field that holds the judge's label: ``verdict`` (binary) or ``score``.
     LABEL_FIELD = "verdict"
+    #: The sample fields :meth:`prompt_inputs` requires, and those it shows when present
+    #: (Ragas' single-turn fields).
+    REQUIRED_FIELDS: tuple[str, ...] = ("user_input", "response")
+    OPTIONAL_FIELDS: tuple[str, ...] = ("reference", "retrieved_contexts", "reference_contexts")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        definition: str,
+        llm: LLMClient | None = None,
+        max_reasks: int = 1,
+        temperature: float = 0.0,
+    ) -> None:
+        if not name.strip():
+            raise ValueError("name must not be empty")
+        if not definition.strip():
+            raise ValueError("definition must not be empty")
+        if max_reasks < 0:
+            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        self.name = name
+        self.definition = definition
+        self.llm = llm
+        self.max_reasks = max_reasks
+        self.temperature = temperature
+
+    @property
+    def calls_per_evaluation(self) -> int:
+        """LLM calls one evaluation makes when every answer parses, re-asks excluded: one per
+        prompt (1; 2 for an extractor and its verifier)."""
+        return len(self._prompts)
+
+    @property
+    def prompt_name(self) -> str:
+        """The name of the judge's (first) prompt: a one-prompt judge's only one."""
+        return next(iter(self._prompts))
 
     def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The fields this judge shows the LLM (each judge defines its own)."""
-        raise NotImplementedError(f"{type(self).__name__} defines no prompt_inputs")
+        """The fields this judge shows the LLM: :attr:`REQUIRED_FIELDS`, then the present
+        :attr:`OPTIONAL_FIELDS`.
+
+        Raises:
+            AnnotationError: a required field is missing or empty (names ``metric_input.<field>``).
+        """
+        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, self.OPTIONAL_FIELDS)
 
     def demonstrations(
         self, examples: Sequence[SampleAnnotation]
@@ -64,6 +136,54 @@ class PromptSet:
         if client is None:
             raise ValueError(f"{self.name}: no llm given to the metric or the call")
         return client
+
+    async def _ajudge(self, inputs: Mapping[str, Any], request: JudgeRequest) -> Judgement:
+        """A one-prompt judge (:meth:`~promptevolver.judge.protocol.Judge.ajudge`): the answer's
+        :attr:`LABEL_FIELD` as the score (0.0/1.0 for a verdict), with its reason; an answer that
+        does not parse or that :meth:`check_answer` refuses is re-asked, then a failed
+        :class:`Judgement` (a judge with several prompts overrides this)."""
+        prompt = self.prompt_for(self.prompt_name, request.instructions)
+        shown = self.prompt_inputs(inputs)
+        messages = prompt.render(shown, self.shown_examples(shown, request.examples))
+        answer = await self.ask(prompt, messages, request, check=self.check_answer)
+        if answer.output is None:
+            return answer.failure()
+        label = getattr(answer.output, self.LABEL_FIELD)
+        return Judgement(score=float(label), reason=answer.output.reason, raw=answer.raw)
+
+    def shown_examples(
+        self, shown: Mapping[str, Any], examples: Sequence[SampleAnnotation] | None
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The teaching examples a call shows before the sample whose fields are ``shown``:
+        :meth:`demonstrations` of ``examples`` (None: none; a judge with examples of its own
+        overrides this)."""
+        return self.demonstrations(examples or ())
+
+    def check_answer(self, output: Any) -> None:
+        """Raise :class:`~promptevolver.judge.asking.UnusableAnswer` for a parsed answer that
+        cannot be used (it is re-asked); the output model's own validation suffices here."""
+
+    async def ask(
+        self,
+        prompt: Prompt[OutputT],
+        messages: tuple[ChatMessage, ...],
+        request: JudgeRequest,
+        check: Callable[[OutputT], None] | None = None,
+    ) -> Answer[OutputT]:
+        """:func:`~promptevolver.judge.asking.ask` ``prompt`` for one call: its client, sample index
+        and temperature, and this judge's ``max_reasks``. Never raises for LLM trouble."""
+        temperature = request.temperature
+        if temperature is None:  # Judge.ajudge applied this judge's own, a float
+            raise TypeError(f"{self.name}: a judge of ours needs a temperature, got None")
+        return await ask(
+            self.client(request.llm),
+            prompt,
+            messages,
+            sample_index=request.sample_index,
+            temperature=temperature,
+            max_reasks=self.max_reasks,
+            check=check,
+        )
 
     def get_prompts(self) -> dict[str, Prompt[Any]]:
         """Prompt name → prompt (a copy of the mapping; prompts are immutable)."""
@@ -101,16 +221,6 @@ class PromptSet:
         if instructions and name in instructions:
             prompt = prompt.with_instruction(instructions[name])
         return prompt
-
-
-def check_judge_arguments(name: str, definition: str, max_reasks: int) -> None:
-    """Raise ValueError for an empty ``name`` or ``definition`` or a negative ``max_reasks``."""
-    if not name.strip():
-        raise ValueError("name must not be empty")
-    if not definition.strip():
-        raise ValueError("definition must not be empty")
-    if max_reasks < 0:
-        raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
 
 
 def pick_inputs(

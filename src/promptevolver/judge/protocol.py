@@ -4,20 +4,25 @@
 and :class:`~promptevolver.judge.ensemble.JudgeEnsemble` implement it, and a user's own judge can
 too (check it with the contract suite in :mod:`promptevolver.testing`). :class:`Judgement` is the
 outcome of judging one sample: a score, or a failure with its cause — never both.
+
+:class:`Judge` is the base our judges share: the one public :meth:`Judge.ajudge` (its signature,
+its docstring and its defaults, written once) turns a call into a frozen :class:`JudgeRequest` and
+hands it to the judge's own ``_ajudge``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Protocol, runtime_checkable
 
 from promptevolver.annotations.labels import LabelScale
+from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
 
-__all__ = ["OUTPUTS", "Judgement", "Metric", "label_scale_of"]
+__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
@@ -104,12 +109,96 @@ class Metric(Protocol):
         sample_index: int = 0,
         temperature: float | None = None,
     ) -> Judgement:
-        """Judge one sample with ``instructions`` (default: the metric's own).
+        """Judge one sample with ``instructions`` (default: the metric's own); ours also take
+        ``examples`` (see :meth:`Judge.ajudge`, whose behaviour a user's judge should follow).
 
         Never raises for LLM trouble: a failed call or an unparseable answer is a failed
         :class:`Judgement`. Raises AnnotationError for a sample missing a required field.
         """
         ...
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One :meth:`Judge.ajudge` call, its defaults applied (what a judge's ``_ajudge`` reads).
+
+    Attributes:
+        llm: the client of the call, else the judge's own (None only for a judge that has none
+            itself and passes the call on, e.g. an ensemble: then the wrapped metric's).
+        instructions: prompt name → instruction overriding the judge's own for this call; None:
+            the judge's own (prompts not named keep theirs).
+        sample_index: tells repeated judgements of the same sample apart (part of the request,
+            hence of cache keys; re-asks add their attempt number to it).
+        temperature: the call's, else the judge's own (None only for an ensemble without one of
+            its own: the wrapped metric's).
+        examples: annotated samples shown first as teaching examples; None: the judge's own
+            (none for ours, the Ragas prompt's few-shot examples for
+            :class:`~promptevolver.integrations.ragas.RagasMetric`).
+    """
+
+    llm: LLMClient | None
+    instructions: Mapping[str, str] | None
+    sample_index: int
+    temperature: float | None
+    examples: Sequence[SampleAnnotation] | None
+
+
+class Judge:
+    """The base of our judges: the one public :meth:`ajudge`; each judge implements ``_ajudge``."""
+
+    #: The judge's own client (None: each call must give one, or the judge passes the call on).
+    llm: LLMClient | None = None
+    #: The judge's own sampling temperature (None: the wrapped metric's, for an ensemble).
+    temperature: float | None = None
+
+    def client(self, llm: LLMClient | None) -> LLMClient | None:
+        """The client of a call: ``llm``, else the judge's own (a judge that needs one raises
+        ValueError when there is neither)."""
+        return llm or self.llm
+
+    async def ajudge(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        llm: LLMClient | None = None,
+        instructions: Mapping[str, str] | None = None,
+        sample_index: int = 0,
+        temperature: float | None = None,
+        examples: Sequence[SampleAnnotation] | None = None,
+    ) -> Judgement:
+        """Judge one sample with ``instructions`` (default: the judge's own).
+
+        Args:
+            inputs: the sample's fields (``metric_input``).
+            llm: the client of this call (default: the judge's own).
+            instructions: prompt name → instruction for this call only (the judge is unchanged).
+            sample_index: tells repeated judgements of the same sample apart (it is part of the
+                request, hence of cache keys; re-asks add their attempt number to it).
+            temperature: overrides the judge's own for this call.
+            examples: annotated samples shown first as teaching examples
+                (:meth:`~promptevolver.judge.prompt_set.PromptSet.demonstrations`); None: the
+                judge's own (none for ours; the Ragas prompt's own for a
+                :class:`~promptevolver.integrations.ragas.RagasMetric`, where ``[]`` shows none).
+
+        Returns:
+            a :class:`Judgement` (what its score and details hold: each judge's ``_ajudge``).
+
+        Never raises for LLM trouble: failed calls and unusable answers become a failed
+        :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field,
+        ValueError when neither the call nor the judge has an LLM.
+        """
+        request = JudgeRequest(
+            llm=self.client(llm),
+            instructions=instructions,
+            sample_index=sample_index,
+            temperature=self.temperature if temperature is None else temperature,
+            examples=examples,
+        )
+        return await self._ajudge(inputs, request)
+
+    async def _ajudge(self, inputs: Mapping[str, Any], request: JudgeRequest) -> Judgement:
+        """Judge one sample for ``request`` (see :meth:`ajudge`)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no _ajudge")
 
 
 def label_scale_of(metric: object) -> LabelScale | None:

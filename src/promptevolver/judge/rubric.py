@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
 from promptevolver.annotations.labels import LabelScale
-from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.judge.asking import ask
-from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
+from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judgement
-from promptevolver.llm.base import LLMClient
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["RubricJudge", "rubric_output_model", "seed_instruction"]
 
@@ -72,10 +71,8 @@ class RubricJudge(PromptSet):
             the range (e.g. 0–1).
         rubrics: optional description per score level (level → text), written into the seed
             instruction; levels must lie in ``score_range``.
-        llm: default client for :meth:`ajudge`.
-        max_reasks: times a malformed or out-of-range answer is re-asked before the evaluation
-            is recorded as failed (≥ 0).
-        temperature: sampling temperature of judge calls.
+        llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
+            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
 
     Raises:
         ValueError: an empty name or definition, a range that is empty or not whole numbers on a
@@ -85,8 +82,6 @@ class RubricJudge(PromptSet):
     LABEL_FIELD = "score"
 
     PROMPT_NAME = "single_turn_simple_criteria_prompt"
-    REQUIRED_FIELDS = ("user_input", "response")
-    OPTIONAL_FIELDS = ("reference", "retrieved_contexts", "reference_contexts")
 
     def __init__(
         self,
@@ -96,20 +91,14 @@ class RubricJudge(PromptSet):
         score_range: tuple[float, float] = (1, 5),
         discrete: bool = True,
         rubrics: Mapping[float, str] | None = None,
-        llm: LLMClient | None = None,
-        max_reasks: int = 1,
-        temperature: float = 0.0,
+        **options: Unpack[JudgeOptions],
     ) -> None:
+        super().__init__(name=name, definition=definition, **options)
         low, high = (float(v) for v in score_range)
-        _check(name, definition, low, high, discrete, rubrics, max_reasks)
-        self.name = name
-        self.definition = definition
+        _check(low, high, discrete, rubrics)
         self.score_range = (low, high)
         self.discrete = discrete
         self.rubrics = {float(k): v for k, v in (rubrics or {}).items()}
-        self.llm = llm
-        self.max_reasks = max_reasks
-        self.temperature = temperature
         seed = seed_instruction(definition, low, high, discrete, self.rubrics)
         model = rubric_output_model(low, high, discrete)
         self._prompts: dict[str, Prompt[Any]] = {self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, model)}
@@ -127,11 +116,6 @@ class RubricJudge(PromptSet):
         )
 
     @property
-    def calls_per_evaluation(self) -> int:
-        """LLM calls one evaluation makes at most, re-asks excluded (1)."""
-        return 1
-
-    @property
     def levels(self) -> tuple[float, ...] | None:
         """The score levels of a discrete scale, lowest first; None for a continuous one."""
         if not self.discrete:
@@ -139,59 +123,8 @@ class RubricJudge(PromptSet):
         low, high = self.score_range
         return tuple(float(v) for v in range(int(low), int(high) + 1))
 
-    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The fields this judge shows the LLM.
 
-        Raises:
-            AnnotationError: a required field (``user_input``, ``response``) is missing.
-        """
-        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, self.OPTIONAL_FIELDS)
-
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-        examples: Sequence[SampleAnnotation] = (),
-    ) -> Judgement:
-        """Score one sample with ``instructions`` (default: the metric's own).
-
-        Returns a :class:`Judgement` whose ``score`` is the answer's score (a float in
-        ``score_range``). ``sample_index``, ``temperature`` and ``examples`` as in
-        :meth:`AspectCritic.ajudge <promptevolver.judge.aspect_critic.AspectCritic.ajudge>`.
-
-        Never raises for LLM trouble: failed calls and unusable answers become a failed
-        :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field,
-        ValueError when neither the call nor the metric has an LLM.
-        """
-        client = self.client(llm)
-        prompt = self.prompt_for(self.PROMPT_NAME, instructions)
-        answer = await ask(
-            client,
-            prompt,
-            prompt.render(self.prompt_inputs(inputs), self.demonstrations(examples)),
-            sample_index=sample_index,
-            temperature=self.temperature if temperature is None else temperature,
-            max_reasks=self.max_reasks,
-        )
-        if answer.output is None:
-            return answer.failure()
-        return Judgement(score=float(answer.output.score), reason=answer.output.reason, raw=answer.raw)
-
-
-def _check(
-    name: str,
-    definition: str,
-    low: float,
-    high: float,
-    discrete: bool,
-    rubrics: Mapping[float, str] | None,
-    max_reasks: int,
-) -> None:
-    check_judge_arguments(name, definition, max_reasks)
+def _check(low: float, high: float, discrete: bool, rubrics: Mapping[float, str] | None) -> None:
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"score_range must be (low, high) with low < high, got ({low:g}, {high:g})")
     if discrete and not (low.is_integer() and high.is_integer()):

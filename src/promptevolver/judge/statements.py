@@ -20,17 +20,19 @@ tell which prompt a disagreement comes from.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.judge.asking import UnusableAnswer, ask, output_dict
-from promptevolver.judge.prompt_set import PromptSet, check_judge_arguments, pick_inputs
+from promptevolver.judge.asking import UnusableAnswer, output_dict
+from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import OUTPUTS, Judgement
-from promptevolver.llm.base import LLMClient
+from promptevolver.judge.protocol import OUTPUTS, Judgement, JudgeRequest
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["StatementSupport", "StatementVerdict", "Statements", "Verdicts"]
 
@@ -74,9 +76,8 @@ class StatementSupport(PromptSet):
     Args:
         name: the metric's name (the key of its annotations), e.g. ``faithfulness``.
         definition: when a statement counts as supported; the verifier's seed instruction embeds it.
-        llm: default client for :meth:`ajudge`.
-        max_reasks: times each prompt's malformed answer is re-asked (≥ 0).
-        temperature: sampling temperature of judge calls.
+        llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
+            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
 
     Raises:
         ValueError: an empty name or definition, or ``max_reasks`` < 0.
@@ -87,22 +88,16 @@ class StatementSupport(PromptSet):
     #: A supported fraction: a run checks that every annotation's value lies in [0, 1].
     label_scale = LabelScale("numeric", 0.0, 1.0)
     REQUIRED_FIELDS = ("user_input", "response", "retrieved_contexts")
+    OPTIONAL_FIELDS = ()
 
     def __init__(
         self,
         *,
         name: str = "faithfulness",
         definition: str = DEFAULT_DEFINITION,
-        llm: LLMClient | None = None,
-        max_reasks: int = 1,
-        temperature: float = 0.0,
+        **options: Unpack[JudgeOptions],
     ) -> None:
-        check_judge_arguments(name, definition, max_reasks)
-        self.name = name
-        self.definition = definition
-        self.llm = llm
-        self.max_reasks = max_reasks
-        self.temperature = temperature
+        super().__init__(name=name, definition=definition, **options)
         verifier = VERIFIER_SEED.format(definition=definition)
         self._prompts: dict[str, Prompt[Any]] = {
             self.EXTRACTOR: Prompt(self.EXTRACTOR, EXTRACTOR_SEED, Statements),
@@ -111,19 +106,6 @@ class StatementSupport(PromptSet):
 
     def __repr__(self) -> str:
         return f"StatementSupport(name={self.name!r}, definition={self.definition!r})"
-
-    @property
-    def calls_per_evaluation(self) -> int:
-        """LLM calls one evaluation makes when every answer parses: 2 (extract, verify)."""
-        return 2
-
-    def prompt_inputs(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The sample fields the prompts read: ``user_input``, ``response``, ``retrieved_contexts``.
-
-        Raises:
-            AnnotationError: one of them is missing or empty.
-        """
-        return pick_inputs(self.name, inputs, self.REQUIRED_FIELDS, ())
 
     def shows_examples(self) -> bool:
         """Both prompts show teaching examples (:meth:`demonstrations_for`)."""
@@ -176,18 +158,9 @@ class StatementSupport(PromptSet):
         context = contexts if isinstance(contexts, str) else "\n".join(str(c) for c in contexts)
         return {"context": context, "statements": list(statements)}
 
-    async def ajudge(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        llm: LLMClient | None = None,
-        instructions: Mapping[str, str] | None = None,
-        sample_index: int = 0,
-        temperature: float | None = None,
-        examples: Sequence[SampleAnnotation] = (),
-    ) -> Judgement:
+    async def _ajudge(self, inputs: Mapping[str, Any], request: JudgeRequest) -> Judgement:
         """Extract the statements, verify them, and score the supported fraction; each prompt is
-        shown the teaching ``examples`` its own way (:meth:`demonstrations_for`).
+        shown the teaching examples its own way (:meth:`demonstrations_for`).
 
         Returns a :class:`Judgement` with ``score`` in [0, 1], a ``reason`` naming the unsupported
         statements with the verifier's reasons, and ``details``::
@@ -196,25 +169,15 @@ class StatementSupport(PromptSet):
                          "n_l_i_statement_prompt": {"statements": [{"statement", "reason", "verdict"}]}},
              "statements": 4, "supported": 3}
 
-        Both calls send ``sample_index`` (re-asks add their attempt number). Never raises for LLM
-        trouble: a failed call or an unusable answer of either prompt is a failed
-        :class:`Judgement` whose error names the prompt. Raises :class:`AnnotationError` for a
-        sample missing a required field, ValueError when neither the call nor the metric has an LLM.
+        Both calls send the request's ``sample_index`` (re-asks add their attempt number). A
+        failed call or an unusable answer of either prompt is a failed :class:`Judgement` whose
+        error names the prompt (:meth:`~promptevolver.judge.protocol.Judge.ajudge`).
         """
-        client = self.client(llm)
         fields = self.prompt_inputs(inputs)
-        temperature = self.temperature if temperature is None else temperature
-        extractor = self.prompt_for(self.EXTRACTOR, instructions)
-        extracted = await ask(
-            client,
-            extractor,
-            extractor.render(
-                self.extractor_inputs(fields), self.demonstrations_for(self.EXTRACTOR, examples)
-            ),
-            sample_index=sample_index,
-            temperature=temperature,
-            max_reasks=self.max_reasks,
-        )
+        examples = request.examples or ()
+        extractor = self.prompt_for(self.EXTRACTOR, request.instructions)
+        shown = self.demonstrations_for(self.EXTRACTOR, examples)
+        extracted = await self.ask(extractor, extractor.render(self.extractor_inputs(fields), shown), request)
         if extracted.output is None:
             return extracted.failure(f"{self.EXTRACTOR}: ")
         statements = [s for s in extracted.output.statements if s.strip()]
@@ -223,18 +186,10 @@ class StatementSupport(PromptSet):
             error = f"{self.EXTRACTOR}: no statements extracted, the supported fraction is undefined"
             empty = {OUTPUTS: outputs}
             return Judgement(score=None, raw=extracted.raw, error=error, cause="parse", details=empty)
-        verifier = self.prompt_for(self.VERIFIER, instructions)
-        verified = await ask(
-            client,
-            verifier,
-            verifier.render(
-                self.verifier_inputs(fields, statements), self.demonstrations_for(self.VERIFIER, examples)
-            ),
-            sample_index=sample_index,
-            temperature=temperature,
-            max_reasks=self.max_reasks,
-            check=_one_verdict_each(len(statements)),
-        )
+        verifier = self.prompt_for(self.VERIFIER, request.instructions)
+        shown = self.demonstrations_for(self.VERIFIER, examples)
+        messages = verifier.render(self.verifier_inputs(fields, statements), shown)
+        verified = await self.ask(verifier, messages, request, check=_one_verdict_each(len(statements)))
         if verified.output is None:
             return verified.failure(f"{self.VERIFIER}: ")
         outputs[self.VERIFIER] = output_dict(verified.output)

@@ -14,7 +14,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 import numpy as np
 from tenacity import (
@@ -34,12 +34,14 @@ from promptevolver.llm.retry import (
     DEFAULT_RETRY_MAX_S,
     RetryPolicy,
 )
+from promptevolver.llm.wrapper import stack_of
 
 __all__ = [
     "JUDGE_OPERATION",
     "META_OPERATIONS",
     "BaseLLMClient",
     "ChatMessage",
+    "ClientOptions",
     "Completion",
     "LLMClient",
     "LLMRequest",
@@ -58,11 +60,7 @@ META_OPERATIONS = ("reverse_engineer", "feedback", "rewrite", "crossover")
 def is_simulated(client: Any) -> bool:
     """Whether ``client`` (through any wrappers with ``inner``: cache, journal, limits) is the
     simulated LLM (``provider == "simulated"``, :mod:`promptevolver.simulation`), not a model."""
-    while client is not None:
-        if getattr(client, "provider", None) == "simulated":
-            return True
-        client = getattr(client, "inner", None)
-    return False
+    return any(getattr(layer, "provider", None) == "simulated" for layer in stack_of(client))
 
 
 @dataclass(frozen=True)
@@ -293,6 +291,20 @@ class LLMClient(Protocol):
 
 
 _ClientT = TypeVar("_ClientT", bound="BaseLLMClient")
+
+
+class ClientOptions(TypedDict, total=False):
+    """:class:`BaseLLMClient`'s keyword arguments (retries, requests in flight, rate limits,
+    price), for a provider's constructor to take as ``**options: Unpack[ClientOptions]`` and pass
+    on: one list, one set of defaults (the base's)."""
+
+    max_attempts: int
+    retry_initial_s: float
+    retry_max_s: float
+    max_concurrency: int
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+    price: Price | None
 
 
 class BaseLLMClient(ABC):

@@ -33,7 +33,15 @@ from promptevolver.errors import LLMError
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest
 from promptevolver.llm.wrapper import ClientWrapper
 
-__all__ = ["FairSlots", "InFlightLimit", "waves"]
+__all__ = ["FairSlots", "InFlightLimit", "checked_limit", "waves"]
+
+
+def checked_limit(limit: int) -> int:
+    """``limit``, requests in flight at once (the ``max_concurrency`` setting). Raises ValueError
+    below 1."""
+    if limit < 1:
+        raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+    return limit
 
 
 class InFlightLimit:
@@ -47,9 +55,7 @@ class InFlightLimit:
     """
 
     def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {limit}")
-        self.limit = limit
+        self.limit = checked_limit(limit)
         self._slots: dict[int, FairSlots] = {}
         self._parent: InFlightLimit | None = None
         #: Once set, requests not yet sent fail with it at once (those in flight finish).
@@ -100,9 +106,7 @@ class FairSlots:
     """
 
     def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {limit}")
-        self.limit = limit
+        self.limit = checked_limit(limit)
         self.free = limit
         #: owner → slots it holds (owners with none are dropped).
         self.held: dict[int, int] = {}

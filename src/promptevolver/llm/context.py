@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from promptevolver.llm.wrapper import stack_of
+
 __all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_TOKENS", "context_tokens_for", "context_window"]
 
 #: The window of a model we know nothing about: common for local models served today (8k–32k).
@@ -59,10 +61,8 @@ def context_tokens_for(model: str | None, override: int | None = None) -> int:
 def context_window(client: Any) -> int:
     """The context window (tokens) of ``client``: its ``context_tokens`` attribute, looked up
     through the wrappers around it (``inner``), else :data:`DEFAULT_CONTEXT_TOKENS`."""
-    seen = 0
-    while client is not None and seen < 16:
-        tokens = getattr(client, "context_tokens", None)
+    for layer in stack_of(client):
+        tokens = getattr(layer, "context_tokens", None)
         if isinstance(tokens, int) and tokens > 0:
             return tokens
-        client, seen = getattr(client, "inner", None), seen + 1
     return DEFAULT_CONTEXT_TOKENS

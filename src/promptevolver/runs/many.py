@@ -40,7 +40,7 @@ import yaml
 
 from promptevolver import rundir
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset, resolve_prompt
+from promptevolver.config.build import build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.config.models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
@@ -614,14 +614,10 @@ def _plan(
     :func:`promptevolver.runs.optimize.execute` builds for a separate run of it."""
     match = resolve_prompt(config, dataset)
     config = config.model_copy(update={"prompt_name": match.rename})
-    seed, prompt = config.effective_optimizer().random_seed, match.rename
-    if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
-        step(f"building the simulated LLM of {name}: mining criteria from {len(dataset):,} annotations")
-    llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
-    reflection = None
-    if config.reflection_llm is not None:
-        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
-    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
+    seed = config.effective_optimizer().random_seed
+    metric, llm, reflection = build_run_parts(
+        config, dataset, random_seed=seed, prompt_name=match.rename, step=step, whose=f" of {name}"
+    )
     optimizer = GeneticOptimizer(metric=metric, llm=llm, reflection_llm=reflection, limit=limit.share())
     plan = _Plan(
         name=name,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset, resolve_prompt
+from promptevolver.config.build import build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError
 from promptevolver.judge.aspect_critic import AspectCritic
@@ -102,14 +102,9 @@ def execute(
     if match.rename not in (None, AspectCritic.PROMPT_NAME) or match.how == "absent":
         log(match.describe())  # the usual case is named in the outcome ("best instruction for ...")
     config = config.model_copy(update={"prompt_name": match.rename})  # config.yaml records it
-    seed, prompt = opt_config.random_seed, match.rename
-    if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
-        step(f"building the simulated LLM: mining criteria from {len(dataset):,} annotations")
-    llm = build_llm(config.llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
-    reflection = None
-    if config.reflection_llm is not None:
-        reflection = build_llm(config.reflection_llm, dataset=dataset, random_seed=seed, prompt_name=prompt)
-    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
+    metric, llm, reflection = build_run_parts(
+        config, dataset, random_seed=opt_config.random_seed, prompt_name=match.rename, step=step
+    )
     optimizer = GeneticOptimizer(
         metric=metric, llm=llm, reflection_llm=reflection, progress=progress, callbacks=callbacks
     )

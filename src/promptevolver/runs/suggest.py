@@ -30,10 +30,11 @@ says so).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -53,6 +54,9 @@ from promptevolver.optimizers.strategies.selection import front_rows
 from promptevolver.runs import suggest_rank as rank
 
 __all__ = ["Member", "Suggestion", "Suggestions", "asuggest", "committee_of", "suggest"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -157,38 +161,6 @@ class Suggestions:
         )
 
 
-def suggest(
-    run_dir: str | Path,
-    pool: str | Path | Sequence[Mapping[str, Any]],
-    *,
-    n: int,
-    max_calls: int | None = None,
-    reasks: int = 2,
-    reask_temperature: float = 1.0,
-    committee_size: int = 6,
-    diversity: float = 0.3,
-    edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-) -> Suggestions:
-    """The ``n`` traces of ``pool`` whose human labels would teach the run's judge most.
-
-    Synchronous wrapper of :func:`asuggest` (same arguments); do not call it inside a running
-    event loop.
-    """
-    return asyncio.run(
-        asuggest(
-            run_dir,
-            pool,
-            n=n,
-            max_calls=max_calls,
-            reasks=reasks,
-            reask_temperature=reask_temperature,
-            committee_size=committee_size,
-            diversity=diversity,
-            edit=edit,
-        )
-    )
-
-
 async def asuggest(
     run_dir: str | Path,
     pool: str | Path | Sequence[Mapping[str, Any]],
@@ -270,6 +242,27 @@ async def asuggest(
         llm=_llm_words(config),
         usage=llm.usage.to_dict(),
     )
+
+
+def _synchronous(function: Callable[P, Coroutine[Any, Any, T]], name: str) -> Callable[P, T]:
+    """``function`` as a synchronous function ``name``: the same arguments, run to completion
+    with :func:`asyncio.run` (so not callable inside a running event loop)."""
+
+    @functools.wraps(function)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return asyncio.run(function(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = (
+        f"The synchronous :func:`{function.__name__}` (same arguments and result); do not call it "
+        "inside a running event loop."
+    )
+    return run
+
+
+#: The ``n`` traces of ``pool`` whose human labels would teach the run's judge most: :func:`asuggest`
+#: run to completion (same arguments and result).
+suggest = _synchronous(asuggest, "suggest")
 
 
 def _check_args(n: int, max_calls: int | None, reasks: int, committee_size: int, diversity: float) -> None:

@@ -17,18 +17,19 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from promptevolver.errors import ConfigError
-from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm.base import BaseLLMClient, ClientOptions, Completion, LLMRequest
 from promptevolver.llm.openai.chat import LoopSDK, NegotiatedChat
 from promptevolver.llm.openai.errors import retry_after_s
 from promptevolver.llm.openai.negotiation import Mode, Negotiation, StructuredOutput
 from promptevolver.llm.openai.preflight import Server, check_server
-from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text, redact_url
-from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_S, DEFAULT_RETRY_MAX_S
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
 
 __all__ = ["OpenAIClient", "retry_after_s"]
 
@@ -56,9 +57,11 @@ class OpenAIClient(BaseLLMClient):
             server's default). A judge answers a short JSON object; the cap stops a small local
             model that rambles. Use None for reasoning models, whose cap includes reasoning tokens.
         meta_max_tokens: the same for meta calls (instructions, feedback), default 1024.
-        max_attempts, retry_initial_s, retry_max_s, max_concurrency, requests_per_minute,
-            tokens_per_minute, price: see :class:`~promptevolver.llm.base.BaseLLMClient`
-            (seconds for the ``_s`` ones, USD per 1M tokens for the price).
+        options: ``max_attempts``, ``retry_initial_s``, ``retry_max_s``, ``max_concurrency``,
+            ``requests_per_minute``, ``tokens_per_minute``, ``price``
+            (:class:`~promptevolver.llm.base.ClientOptions`): as :class:`~promptevolver.llm.base.
+            BaseLLMClient` takes them, with its defaults (seconds for the ``_s`` ones, USD per 1M
+            tokens for the price).
 
     Attributes:
         negotiation: what was learnt about the server (:class:`~promptevolver.llm.openai.negotiation.
@@ -89,23 +92,9 @@ class OpenAIClient(BaseLLMClient):
         structured_output: StructuredOutput | bool = "auto",
         judge_max_tokens: int | None = 256,
         meta_max_tokens: int | None = 1024,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        retry_initial_s: float = DEFAULT_RETRY_INITIAL_S,
-        retry_max_s: float = DEFAULT_RETRY_MAX_S,
-        max_concurrency: int = 16,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        price: Price | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        super().__init__(
-            max_attempts=max_attempts,
-            retry_initial_s=retry_initial_s,
-            retry_max_s=retry_max_s,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            price=price,
-        )
+        super().__init__(**options)
         _check_limits(timeout_s, judge_max_tokens=judge_max_tokens, meta_max_tokens=meta_max_tokens)
         key = _api_key(model, api_key)
         _no_userinfo(base_url or os.environ.get("OPENAI_BASE_URL"))

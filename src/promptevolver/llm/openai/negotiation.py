@@ -35,6 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from promptevolver.llm.wrapper import found_in_stack
+
 __all__ = [
     "LADDER",
     "Mode",
@@ -176,12 +178,7 @@ def negotiation_of(client: Any) -> Negotiation | None:
     """The :class:`Negotiation` of ``client`` (unwrapping a ``CachedLLM``'s ``inner``), or None for a
     client that does not negotiate (simulated, scripted). ``negotiation_of(llm).to_dict()`` is what
     a run records as ``usage.structured_output``."""
-    while client is not None:
-        negotiation = getattr(client, "negotiation", None)
-        if isinstance(negotiation, Negotiation):
-            return negotiation
-        client = getattr(client, "inner", None)
-    return None
+    return found_in_stack(client, "negotiation", Negotiation)
 
 
 def structured_output_mode(client: Any) -> str | None:

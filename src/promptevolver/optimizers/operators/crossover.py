@@ -22,10 +22,7 @@ __all__ = ["Crossover"]
 
 class Crossover(Weighted):
     """Merges two parents (see the module docstring).
-
-    Args:
-        weight: relative odds of being drawn for an offspring (0 switches it off).
-    """
+    ``weight``: its odds of being drawn for an offspring (:class:`Weighted`)."""
 
     name = "crossover"
     arity = 2

@@ -235,6 +235,14 @@ async def reverse_engineer(
     return _instruction_from(data, why, [])
 
 
+def _shown_samples(instruction: str, failing: Sequence[Example], passing: Sequence[Example]) -> str:
+    """What a feedback or lessons call shows first: the current instruction, the ``failing``
+    samples, the ``passing`` ones for contrast (when any), then the answer heading."""
+    lines = "\n".join(ex.line() for ex in failing)
+    contrast = f"{PASSING_SAMPLES}\n" + "\n".join(ex.line() for ex in passing) + "\n\n" if passing else ""
+    return f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{contrast}{ANSWER}\n"
+
+
 async def feedback(
     llm: LLMClient,
     *,
@@ -247,10 +255,7 @@ async def feedback(
 ) -> OperatorOutcome:
     """At most ``max_feedbacks`` general changes to ``instruction`` (operation ``feedback``), from
     ``failures`` and, for contrast, ``passing`` samples."""
-    lines = "\n".join(ex.line() for ex in failures)
-    contrast = f"{PASSING_SAMPLES}\n" + "\n".join(ex.line() for ex in passing) + "\n\n" if passing else ""
-    user = (
-        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{contrast}{ANSWER}\n"
+    user = _shown_samples(instruction, failures, passing) + (
         "In the failing samples the judge's output (or the recorded one, when marked so) disagrees "
         "with the expected output: the human's verdict and, when given, the human's reason. The "
         "passing samples are judged right; keep them right. Find the general criteria the human "
@@ -301,10 +306,7 @@ async def lessons(
         ContextLengthExceededError: the prompt does not fit the model's context window (the
             caller splits ``corrections`` and asks again).
     """
-    lines = "\n".join(ex.line() for ex in corrections)
-    contrast = f"{PASSING_SAMPLES}\n" + "\n".join(ex.line() for ex in passing) + "\n\n" if passing else ""
-    user = (
-        f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{contrast}{ANSWER}\n"
+    user = _shown_samples(instruction, corrections, passing) + (
         "Each failing sample is a human correction of the judge: its judge output (the recorded one, "
         "when marked so) beside the expected output, the human's verdict and, when given, the human's "
         "reason. The passing samples were judged right; keep them right. Find the general criteria "

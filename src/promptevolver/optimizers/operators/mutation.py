@@ -34,10 +34,7 @@ __all__ = ["Mutation"]
 
 class Mutation(Weighted):
     """Feedback-guided rewrite of one parent (see the module docstring).
-
-    Args:
-        weight: relative odds of being drawn for an offspring (0 switches it off).
-    """
+    ``weight``: its odds of being drawn for an offspring (:class:`Weighted`)."""
 
     name = "mutation"
     arity = 1

@@ -31,7 +31,7 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
-from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.llm.wrapper import ClientWrapper, found_in_stack
 from promptevolver.optimizers.cost import PhaseCalls
 
 if TYPE_CHECKING:
@@ -232,12 +232,7 @@ class _Metered(ClientWrapper):
 
 def price_of(client: Any) -> Price | None:
     """The price of ``client`` or of the client it wraps (None: unpriced)."""
-    while client is not None:
-        price = getattr(client, "price", None)
-        if isinstance(price, Price):
-            return price
-        client = getattr(client, "inner", None)
-    return None
+    return found_in_stack(client, "price", Price)
 
 
 def check_prices(config: BudgetConfig, clients: Sequence[LLMClient]) -> None:
