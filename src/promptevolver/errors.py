@@ -19,8 +19,8 @@
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     └── BudgetExceededError            a call would exceed the configured budget
 
-Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai/errors.py``, at
-the boundary of the OpenAI client (``llm/openai*.py``, the only modules that import the SDK).
+Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai/_errors.py``, at
+the boundary of the OpenAI client (``llm/openai/``, the only package that imports the SDK).
 Messages never contain API keys.
 """
 
@@ -193,7 +193,7 @@ class ContextLengthExceededError(PermanentLLMError):
 class AnswerTooLongError(PermanentLLMError):
     """An answer (or its response body) far beyond the completion tokens requested: it is cut off
     unread and the call fails, cause ``too long``, rather than kept whole in memory, checkpoints
-    and journals (see :mod:`promptevolver.llm.openai.wire` for the bounds)."""
+    and journals (see :mod:`promptevolver.llm.openai._wire` for the bounds)."""
 
     @property
     def cause(self) -> str:

@@ -22,7 +22,7 @@ from promptevolver.errors import (
 )
 from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
 from promptevolver.llm.openai import OpenAIClient
-from promptevolver.llm.openai.wire import ANSWER_TOKEN_MULTIPLE, body_limit
+from promptevolver.llm.openai._wire import ANSWER_TOKEN_MULTIPLE, body_limit
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.redaction import redact_text
 from promptevolver.testing import Fault, LocalOpenAIServer

@@ -11,8 +11,8 @@ from promptevolver.judge.aspect_critic import AspectCriticOutput
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm import CachedLLM, ScriptedLLM
 from promptevolver.llm.openai import OpenAIClient
-from promptevolver.llm.openai.errors import server_message
-from promptevolver.llm.openai.negotiation import (
+from promptevolver.llm.openai._errors import server_message
+from promptevolver.llm.openai._negotiation import (
     Negotiation,
     negotiation_of,
     rejects_response_format,

@@ -13,8 +13,8 @@ import pytest
 
 from promptevolver.errors import PermanentLLMError, TransientLLMError
 from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
-from promptevolver.llm.openai.chat import LoopSDK, NegotiatedChat
-from promptevolver.llm.openai.negotiation import Negotiation
+from promptevolver.llm.openai._chat import LoopSDK, NegotiatedChat
+from promptevolver.llm.openai._negotiation import Negotiation
 from promptevolver.llm.redaction import redact_text
 from promptevolver.testing import Fault, LocalOpenAIServer
 

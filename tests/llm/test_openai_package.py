@@ -40,5 +40,5 @@ def test_the_package_face_exports_exactly_its_public_names() -> None:
         "structured_output_mode",
     ]
     assert all(hasattr(provider, name) for name in provider.__all__)
-    public_modules = {p.stem for p in (SRC / "llm" / "openai").glob("*.py")} - {"__init__"}
-    assert public_modules == {"chat", "client", "embeddings", "errors", "negotiation", "preflight", "wire"}
+    modules = {p.stem for p in (SRC / "llm" / "openai").glob("*.py")} - {"__init__"}
+    assert modules == {"_chat", "_client", "_embeddings", "_errors", "_negotiation", "_preflight", "_wire"}

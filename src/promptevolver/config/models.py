@@ -37,7 +37,7 @@ from promptevolver.llm.redaction import MASK, redact_url
 from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 
 if TYPE_CHECKING:
-    from promptevolver.llm.openai.embeddings import OpenAIEmbeddings
+    from promptevolver.llm.openai._embeddings import OpenAIEmbeddings
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -186,7 +186,7 @@ class EmbeddingsConfig(_Strict):
                 URL's secret was masked when a result stored it.
             CacheError: the cache file cannot be opened.
         """
-        from promptevolver.llm.openai.embeddings import OpenAIEmbeddings  # the SDK, only when used
+        from promptevolver.llm.openai._embeddings import OpenAIEmbeddings  # the SDK, only when used
 
         missing = (
             f"{where}: retrieval by embeddings needs an API key in the environment variable "

@@ -4,7 +4,7 @@
 without that method, such as the simulated judge, needs no check). The OpenAI client's check is
 ``GET /models`` (or, where a server has no such endpoint, a 1-token chat call) and raises a
 :class:`~promptevolver.errors.PermanentLLMError` whose message is one line
-(:mod:`promptevolver.llm.openai.preflight` makes them):
+(:mod:`promptevolver.llm.openai._preflight` makes them):
 
 * ``cannot connect to http://127.0.0.1:9/v1 (connection refused)``
 * ``the server at http://... rejected the API key from OPENAI_API_KEY (401)``

@@ -7,25 +7,25 @@ the only place that imports the SDK. Who owns what inside it:
 ==========================  ====================================================================
 module                      owns
 ==========================  ====================================================================
-``client``                  :class:`OpenAIClient`: settings, key and URL checks, the seam
-``chat``                    one call sent in the negotiated mode, re-sent on a refusal; the SDK
-                            client of the running event loop (:class:`~.chat.LoopSDK`)
-``wire``                    request bodies and response parsing, without the SDK
-``negotiation``             which structured-output mode and token-cap field the server takes
-``errors``                  SDK errors translated into :mod:`promptevolver.errors`; reading error
+``_client``                 :class:`OpenAIClient`: settings, key and URL checks, the seam
+``_chat``                   one call sent in the negotiated mode, re-sent on a refusal; the SDK
+                            client of the running event loop (:class:`~._chat.LoopSDK`)
+``_wire``                   request bodies and response parsing, without the SDK
+``_negotiation``            which structured-output mode and token-cap field the server takes
+``_errors``                 SDK errors translated into :mod:`promptevolver.errors`; reading error
                             bodies of every shape; why a connection failed
-``preflight``               server, key and model checked with one cheap call, and its messages
-``embeddings``              :class:`OpenAIEmbeddings`: ``/embeddings`` calls (blocking), retried and
+``_preflight``              server, key and model checked with one cheap call, and its messages
+``_embeddings``             :class:`OpenAIEmbeddings`: ``/embeddings`` calls (blocking), retried and
                             cached, for retrieval of teaching examples
 ==========================  ====================================================================
 
-Only the names below are public; the modules are internals (they would be ``_client`` etc.).
+Only the names below are public; the modules are internals (``_client`` etc.).
 """
 
-from promptevolver.llm.openai.client import OpenAIClient
-from promptevolver.llm.openai.embeddings import EmbeddingUsage, OpenAIEmbeddings
-from promptevolver.llm.openai.errors import retry_after_s
-from promptevolver.llm.openai.negotiation import (
+from promptevolver.llm.openai._client import OpenAIClient
+from promptevolver.llm.openai._embeddings import EmbeddingUsage, OpenAIEmbeddings
+from promptevolver.llm.openai._errors import retry_after_s
+from promptevolver.llm.openai._negotiation import (
     Mode,
     Negotiation,
     StructuredOutput,

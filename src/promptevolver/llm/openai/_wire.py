@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from promptevolver.errors import AnswerTooLongError, TransientLLMError
 from promptevolver.llm.base import JUDGE_OPERATION, ChatMessage, Completion, LLMRequest
-from promptevolver.llm.openai.negotiation import Mode, TokenParam, response_format
+from promptevolver.llm.openai._negotiation import Mode, TokenParam, response_format
 from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
 
 __all__ = [

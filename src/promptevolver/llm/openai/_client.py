@@ -3,7 +3,7 @@
 :class:`OpenAIClient` talks to any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
 remembered, it negotiates the structured-output mode and the token-cap field the server accepts
-(:mod:`~promptevolver.llm.openai.negotiation`): a 400/422/500 refusing ``response_format`` or
+(:mod:`~promptevolver.llm.openai._negotiation`): a 400/422/500 refusing ``response_format`` or
 the token field is re-sent at once in the next mode or with the other field (no retry spent). Its
 parts are the other modules of this package (the table is in its docstring).
 
@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 from promptevolver.errors import ConfigError
 from promptevolver.llm.base import BaseLLMClient, ClientOptions, Completion, LLMRequest
-from promptevolver.llm.openai.chat import LoopSDK, NegotiatedChat
-from promptevolver.llm.openai.errors import retry_after_s
-from promptevolver.llm.openai.negotiation import Mode, Negotiation, StructuredOutput
-from promptevolver.llm.openai.preflight import Server, check_server
+from promptevolver.llm.openai._chat import LoopSDK, NegotiatedChat
+from promptevolver.llm.openai._errors import retry_after_s
+from promptevolver.llm.openai._negotiation import Mode, Negotiation, StructuredOutput
+from promptevolver.llm.openai._preflight import Server, check_server
 from promptevolver.llm.redaction import redact_text, redact_url
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class OpenAIClient(BaseLLMClient):
             tokens for the price).
 
     Attributes:
-        negotiation: what was learnt about the server (:class:`~promptevolver.llm.openai.negotiation.
+        negotiation: what was learnt about the server (:class:`~promptevolver.llm.openai._negotiation.
             Negotiation`); ``negotiation.to_dict()`` is a run's ``usage.structured_output``.
         display_url: ``base_url`` as it may be shown: userinfo and query values redacted.
 
@@ -180,7 +180,7 @@ class OpenAIClient(BaseLLMClient):
 
     async def _send(self, request: LLMRequest) -> Completion:
         """Send ``request`` once, in the negotiated mode, stepping down on a refusal
-        (:meth:`NegotiatedChat.send <promptevolver.llm.openai.chat.NegotiatedChat.send>`).
+        (:meth:`NegotiatedChat.send <promptevolver.llm.openai._chat.NegotiatedChat.send>`).
 
         While the structured-output mode is unconfirmed, requests with a schema go one at a time
         (a probe lock), so that the server is asked about each mode once, not by every request

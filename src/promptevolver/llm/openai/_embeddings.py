@@ -11,7 +11,7 @@
   <promptevolver.llm.retry.RetryPolicy.call>`): 429, 408, 409, 5xx, timeouts, dropped
   connections and a 200 body that is not a list of embeddings are retried with backoff, anything
   else fails at once; the error (our :class:`~promptevolver.errors.LLMError`, translated by
-  :mod:`promptevolver.llm.openai.errors`) names the model, the redacted ``base_url`` and the cause.
+  :mod:`promptevolver.llm.openai._errors`) names the model, the redacted ``base_url`` and the cause.
 * **Cache**: a :class:`~promptevolver.llm.cache.ResponseStore` SQLite file (the response cache's
   file format; the same file may hold both, their keys never meet): key = SHA-256 of
   ``{"kind": "embedding", "model", "dimensions", "text"}``, value = the vector as base64 of
@@ -47,8 +47,8 @@ from openai import OpenAI
 from promptevolver.errors import ConfigError, LLMError, TransientLLMError
 from promptevolver.llm.base import Completion
 from promptevolver.llm.cache import ResponseStore
-from promptevolver.llm.openai.errors import translate
-from promptevolver.llm.openai.wire import split_query
+from promptevolver.llm.openai._errors import translate
+from promptevolver.llm.openai._wire import split_query
 from promptevolver.llm.redaction import redact_text, redact_url
 from promptevolver.llm.retry import (
     DEFAULT_MAX_ATTEMPTS,

@@ -2,15 +2,15 @@
 server: :class:`NegotiatedChat`, the sending half of :class:`~promptevolver.llm.openai.OpenAIClient`.
 
 A 400/422/500 refusing ``response_format`` or the token field is re-sent at once in the next mode
-or with the other field (no retry spent; :mod:`promptevolver.llm.openai.negotiation` holds the rules and
+or with the other field (no retry spent; :mod:`promptevolver.llm.openai._negotiation` holds the rules and
 the state). While the mode is unconfirmed, requests with a schema go one at a time (a probe lock
 per running event loop), so the server is asked about each mode once, not by every request in
-flight. Every other SDK error is translated (:mod:`promptevolver.llm.openai.errors`).
+flight. Every other SDK error is translated (:mod:`promptevolver.llm.openai._errors`).
 
 ``timeout_s`` is a deadline for the whole exchange (sending, waiting, reading the whole body), not
 for each read: a server that sends one byte a second, or a body that never ends, fails the call as
 a timeout (transient, retried). The body is read in chunks up to
-:func:`~promptevolver.llm.openai.wire.body_limit` bytes; a longer one is closed unread and the call
+:func:`~promptevolver.llm.openai._wire.body_limit` bytes; a longer one is closed unread and the call
 fails as too long (:class:`~promptevolver.errors.AnswerTooLongError`).
 """
 
@@ -26,15 +26,15 @@ from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, TransientLLMError
 from promptevolver.llm.base import Completion, LLMRequest
-from promptevolver.llm.openai.errors import error_text, translate
-from promptevolver.llm.openai.negotiation import (
+from promptevolver.llm.openai._errors import error_text, translate
+from promptevolver.llm.openai._negotiation import (
     Mode,
     Negotiation,
     TokenParam,
     rejects_response_format,
     rejects_token_param,
 )
-from promptevolver.llm.openai.wire import (
+from promptevolver.llm.openai._wire import (
     CHAT_PATH,
     body_limit,
     chat_params,
@@ -221,7 +221,7 @@ class NegotiatedChat:
         return self._probe_locks[loop_id]
 
     def translate(self, exc: openai.OpenAIError, *, refused: bool = False) -> LLMError:
-        """``exc`` as our error (:func:`~promptevolver.llm.openai.errors.translate`); ``refused``:
+        """``exc`` as our error (:func:`~promptevolver.llm.openai._errors.translate`); ``refused``:
         the request carried a ``response_format`` (the error then says what was negotiated)."""
         return translate(
             exc,

@@ -24,7 +24,7 @@ import openai
 from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, PermanentLLMError
-from promptevolver.llm.openai.errors import (
+from promptevolver.llm.openai._errors import (
     body_text,
     cause_of_connection_error,
     error_text,
@@ -32,8 +32,8 @@ from promptevolver.llm.openai.errors import (
     retry_after_s,
     server_message,
 )
-from promptevolver.llm.openai.negotiation import Negotiation, TokenParam, rejects_token_param
-from promptevolver.llm.openai.wire import CHAT_PATH, MODELS_PATH
+from promptevolver.llm.openai._negotiation import Negotiation, TokenParam, rejects_token_param
+from promptevolver.llm.openai._wire import CHAT_PATH, MODELS_PATH
 from promptevolver.llm.retry import RetryPolicy, transient_status
 
 __all__ = [

@@ -30,7 +30,7 @@ from typing import Any
 import openai
 
 from promptevolver.errors import ContextLengthExceededError, LLMError, PermanentLLMError, TransientLLMError
-from promptevolver.llm.openai.negotiation import Negotiation, rejects_response_format
+from promptevolver.llm.openai._negotiation import Negotiation, rejects_response_format
 from promptevolver.llm.retry import transient_status
 
 __all__ = [
