@@ -601,7 +601,7 @@ FAITHFULNESS: list[str] = [
     "noise hash; the answer JSON {reason, verdict} is what Ragas' AspectCriticOutput parses. Checked per "
     "run: every (instruction, train sample) Ragas judged was re-judged by our Evaluator (see findings).",
     "Meta calls: the evidence a Ragas meta-prompt shows is re-rendered by OUR operator functions "
-    "(promptevolver.optimizers.operators.meta_prompts) through an in-memory tap, so the fake reads "
+    "(promptevolver.optimizers.operators._meta_prompts) through an in-memory tap, so the fake reads "
     "our section "
     "headings: reverse_engineer <- Ragas' (input, expected output) pairs (edited_output else "
     "prompt_output, accepted samples only, as Ragas chose them); feedback <- Ragas' instruction plus "

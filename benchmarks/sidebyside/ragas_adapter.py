@@ -70,7 +70,7 @@ from promptevolver.judge.prompts import Prompt, extract_json_object
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens
-from promptevolver.optimizers.operators import meta_prompts as operators
+from promptevolver.optimizers.operators import _meta_prompts as operators
 from promptevolver.simulation.simulated_llm import sample_key
 
 __all__ = ["SimulatedRagasLLM", "parse_fields"]

@@ -28,7 +28,7 @@ import yaml
 from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.openai import OpenAIClient
-from promptevolver.optimizers.operators import meta_prompts as ops
+from promptevolver.optimizers.operators import _meta_prompts as ops
 
 from ..conftest import AC_DEFINITION, AC_FILE, ROOT
 

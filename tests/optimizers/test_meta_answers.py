@@ -10,7 +10,7 @@ import json
 import pytest
 
 from promptevolver.llm import ScriptedLLM
-from promptevolver.optimizers.operators import meta_prompts
+from promptevolver.optimizers.operators import _meta_prompts as meta_prompts
 
 FEEDBACK_ARGS = {
     "instruction": "Judge it.",

@@ -16,11 +16,11 @@ from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Operator, Plan
-from promptevolver.optimizers.operators.breeder import Breeder
-from promptevolver.optimizers.operators.crossover import Crossover
-from promptevolver.optimizers.operators.mutation import Mutation
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Operator, Plan
+from promptevolver.optimizers.operators._breeder import Breeder
+from promptevolver.optimizers.operators._crossover import Crossover
+from promptevolver.optimizers.operators._mutation import Mutation
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.strategies.selection import Pool
 
 from ..helpers import PROMPT, make_dataset, score_of

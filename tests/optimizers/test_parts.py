@@ -13,11 +13,11 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import GeneticConfig, RunConfig
 from promptevolver.errors import BudgetExceededError
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan
-from promptevolver.optimizers.operators.breeder import Breeder
-from promptevolver.optimizers.operators.crossover import Crossover
-from promptevolver.optimizers.operators.mutation import Mutation
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan
+from promptevolver.optimizers.operators._breeder import Breeder
+from promptevolver.optimizers.operators._crossover import Crossover
+from promptevolver.optimizers.operators._mutation import Mutation
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.split import split_sizes
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, SearchView

@@ -17,8 +17,8 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import GeneticConfig
 from promptevolver.optimizers import run as run_module
 from promptevolver.optimizers.events import EventBus
-from promptevolver.optimizers.operators.breeder import Breeder, default_operators
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators._breeder import Breeder, default_operators
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.run import RunContext, SearchRun
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, SearchView

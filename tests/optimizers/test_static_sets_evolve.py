@@ -18,7 +18,7 @@ from promptevolver.judge.prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators.demos import mixed, mutated
+from promptevolver.optimizers.operators._demos import mixed, mutated
 
 from ..helpers import PROMPT, make_dataset
 

@@ -10,9 +10,9 @@ import pytest
 
 from promptevolver.config.models import GeneticConfig, load_run_config
 from promptevolver.optimizers.cost import offspring_count
-from promptevolver.optimizers.operators.breeder import Breeder, default_operators
-from promptevolver.optimizers.operators.crossover import Crossover
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators._breeder import Breeder, default_operators
+from promptevolver.optimizers.operators._crossover import Crossover
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.runs.estimate import estimate
 
 from ..conftest import ROOT

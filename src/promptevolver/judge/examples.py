@@ -16,7 +16,7 @@ drawn from (the annotated train samples of a run: never a sample the run holds o
 
 A candidate of the search carries its own static set as the policy ``static:12,40,7`` (dataset
 positions of pool samples, prompt order; :func:`static_policy`): mutation swaps, adds or drops
-demos, crossover mixes its parents' sets (``optimizers/operators/demos.py``); plain ``static`` is
+demos, crossover mixes its parents' sets (``optimizers/operators/_demos.py``); plain ``static`` is
 the store's own set.
 
 **Similarity.** Retrieval compares TF-IDF vectors by default. A store given an *embedder*

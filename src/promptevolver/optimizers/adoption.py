@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators.base import Child
+from promptevolver.optimizers.operators._base import Child
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun

@@ -53,8 +53,8 @@ from promptevolver.llm.context import context_window
 from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.evidence import Evidence
-from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import Child, MetaContext, Plan
+from promptevolver.optimizers.operators import _meta_prompts as ops
+from promptevolver.optimizers.operators._base import Child, MetaContext, Plan
 
 __all__ = [
     "SAME_LESSON",

@@ -3,9 +3,9 @@
 The loop (:meth:`GeneticOptimizer.aoptimize`), each step a named part with one owner::
 
     split usable samples → train / validation             split.py
-    initial population   = the seed + reverse-engineered   phases.py, operators/reverse_engineer.py
+    initial population   = the seed + reverse-engineered   phases.py, operators/_reverse_engineer.py
                            candidates, screened, judged on train
-    each generation:       select parents, plan offspring  operators/ (mutation, crossover), breeder.py
+    each generation:       select parents, plan offspring  operators/ (_mutation, _crossover, _breeder)
                            → meta calls → drop rejected and duplicate instructions
                            → screen on a minibatch         strategies/screening.py
                            → judge on train → survivors     strategies/selection.py
@@ -42,9 +42,9 @@ from promptevolver.optimizers import adoption, checkpoint, history, phases, view
 from promptevolver.optimizers.base import Optimizer
 from promptevolver.optimizers.cost import offspring_count
 from promptevolver.optimizers.events import Callback, EventBus, check_callbacks
-from promptevolver.optimizers.operators.base import Operator
-from promptevolver.optimizers.operators.breeder import Breeder, default_operators
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators._base import Operator
+from promptevolver.optimizers.operators._breeder import Breeder, default_operators
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun, prepare_examples
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES

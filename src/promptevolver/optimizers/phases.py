@@ -21,7 +21,7 @@ from promptevolver.llm.concurrency import waves
 from promptevolver.optimizers import adoption, history, reporting, views
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.distill import Distiller, DistillView
-from promptevolver.optimizers.operators.base import Child
+from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import RunContext, SearchRun
 from promptevolver.optimizers.state import SearchState

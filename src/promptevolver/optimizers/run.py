@@ -53,7 +53,7 @@ from promptevolver.optimizers.distill import SampleFacts, sample_facts
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.evidence import Evidence, classify
 from promptevolver.optimizers.focus import Focus, make_focus
-from promptevolver.optimizers.operators.breeder import Breeder
+from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies.budget import BudgetMeter

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import minibatch_size
 from promptevolver.optimizers.distill import DistillView
-from promptevolver.optimizers.operators.base import BreedingView, MetaContext
+from promptevolver.optimizers.operators._base import BreedingView, MetaContext
 from promptevolver.optimizers.strategies.budget import BudgetView, price_of
 from promptevolver.optimizers.strategies.screening import ScreeningView
 from promptevolver.optimizers.strategies.stopping import SearchView

@@ -108,9 +108,9 @@ from promptevolver.optimizers.cost import (
 )
 from promptevolver.optimizers.distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
 from promptevolver.optimizers.focus import VERDICT_SHARE
-from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.breeder import Breeder, default_operators
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators import _meta_prompts as ops
+from promptevolver.optimizers.operators._breeder import Breeder, default_operators
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
 from promptevolver.optimizers.strategies.budget import check_upfront
 
@@ -814,7 +814,7 @@ def _meta_tokens(
     """(prompt, completion) tokens of one call of each meta operation, rendered by the operators."""
     cfg, temp = plan.cfg, plan.cfg.meta_temperature
     # a mutation shows up to sample_size failing or not-yet-seen corrected samples, and a quarter
-    # as many passing ones for contrast (operators/mutation.py)
+    # as many passing ones for contrast (operators/_mutation.py)
     failing = max(1, min(cfg.sample_size, round(plan.error_rate * plan.n_train + plan.reasons)))
     if plan.usable < cfg.small_data:  # out of bag: a mutation learns from one of two folds
         failing = max(1, round(failing / 2))

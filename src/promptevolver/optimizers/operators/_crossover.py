@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators import demos
-from promptevolver.optimizers.operators import meta_prompts as ops
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Plan, Weighted
+from promptevolver.optimizers.operators import _demos as demos
+from promptevolver.optimizers.operators import _meta_prompts as ops
+from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan, Weighted
 
 __all__ = ["Crossover"]
 

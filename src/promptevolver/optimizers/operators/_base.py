@@ -28,7 +28,7 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.evidence import Evidence
-from promptevolver.optimizers.operators.meta_prompts import Example
+from promptevolver.optimizers.operators._meta_prompts import Example
 from promptevolver.optimizers.state import PlanKey
 
 __all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan", "Weighted"]
@@ -48,7 +48,7 @@ class Plan:
         fold: out-of-bag runs: the fold the offspring keeps unseen (None: no fold).
         prompt: the one prompt a mutation rewrites (None: every prompt).
         examples: the offspring's example policy (its parent's, a static set changed by
-            :mod:`.demos`; ``none`` by default).
+            :mod:`._demos`; ``none`` by default).
     """
 
     operator: str
@@ -94,7 +94,7 @@ class BreedingView:
         prompt_corrections: prompt name → train positions where the human edited that prompt's
             output (which prompt the failures come from); empty for a single-prompt metric.
         static_set: dataset positions of the example store's static set (what a candidate of
-            policy ``static`` is shown; :mod:`.demos`).
+            policy ``static`` is shown; :mod:`._demos`).
     """
 
     population: Sequence[Candidate]

@@ -21,10 +21,10 @@ import numpy as np
 
 from promptevolver.config.models import GeneticConfig
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.operators.base import BreedingView, Child, MetaContext, Operator, Plan
-from promptevolver.optimizers.operators.crossover import Crossover
-from promptevolver.optimizers.operators.mutation import Mutation
-from promptevolver.optimizers.operators.reverse_engineer import ReverseEngineering
+from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Operator, Plan
+from promptevolver.optimizers.operators._crossover import Crossover
+from promptevolver.optimizers.operators._mutation import Mutation
+from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.state import PlanKey
 from promptevolver.optimizers.strategies.selection import ParentSelector, ParetoTournament, Pool
 
