@@ -23,7 +23,7 @@ from promptevolver.llm.retry import RUN_OF_FAILURES
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Event
 from promptevolver.optimizers.operators import _meta_prompts as meta_prompts
-from promptevolver.optimizers.strategies.failures import ServerWatch
+from promptevolver.optimizers.strategies._failures import ServerWatch
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import LocalOpenAIServer, simulated_handler
 

@@ -14,7 +14,7 @@ from promptevolver.errors import ContextLengthExceededError
 from promptevolver.llm.base import LLMRequest
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
 from promptevolver.optimizers.distill import LessonPool, SampleFacts, sample_facts
-from promptevolver.optimizers.strategies.racing import Race
+from promptevolver.optimizers.strategies._racing import Race
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
 
 from ..helpers import PROMPT, make_dataset, rule_llm, score_of

@@ -8,7 +8,7 @@ import pytest
 
 from promptevolver.errors import LLMUnusableError
 from promptevolver.evaluation.intervals import wilson_interval
-from promptevolver.optimizers.strategies.failures import CONFIDENCE, MIN_STEP_ATTEMPTS, FailureTally
+from promptevolver.optimizers.strategies._failures import CONFIDENCE, MIN_STEP_ATTEMPTS, FailureTally
 
 
 def _step(failed: int, attempted: int, rate: float = 0.2) -> FailureTally:

@@ -12,7 +12,7 @@ from promptevolver.evaluation.evaluator import Score
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.strategies.final_choice import PairedChoice, held_out
+from promptevolver.optimizers.strategies._final_choice import PairedChoice, held_out
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 from ..helpers import make_dataset, rule_llm

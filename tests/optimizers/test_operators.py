@@ -21,7 +21,7 @@ from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._mutation import Mutation
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.strategies.selection import Pool
+from promptevolver.optimizers.strategies._selection import Pool
 
 from ..helpers import PROMPT, make_dataset, score_of
 

@@ -20,7 +20,7 @@ from promptevolver.optimizers.operators._mutation import Mutation
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.split import split_sizes
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, SearchView
+from promptevolver.optimizers.strategies._stopping import DEFAULT_STOP_CONDITIONS, SearchView
 from promptevolver.runs.estimate import estimate
 
 from ..conftest import AC_DEFINITION, AC_FILE
@@ -95,7 +95,7 @@ def test_a_custom_stop_condition_ends_the_search_with_its_reason():
 def test_default_stop_conditions_are_checked_in_their_documented_order():
     import re
 
-    from promptevolver.optimizers.strategies import stopping
+    from promptevolver.optimizers.strategies import _stopping as stopping
 
     documented = re.findall(r"^\* ``(\w+)`` —", stopping.__doc__ or "", flags=re.MULTILINE)
     reasons = [c.reason for c in DEFAULT_STOP_CONDITIONS]

@@ -21,7 +21,7 @@ from promptevolver.optimizers.operators._breeder import Breeder, default_operato
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.run import RunContext, SearchRun
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, SearchView
+from promptevolver.optimizers.strategies._stopping import DEFAULT_STOP_CONDITIONS, SearchView
 
 from ..helpers import make_dataset, rule_llm
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from promptevolver import BinaryMetricLoss, MSELoss
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.strategies.screening import focused_minibatch, passes
+from promptevolver.optimizers.strategies._screening import focused_minibatch, passes
 
 from ..helpers import score_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptevolver.optimizers.strategies.selection import front_rows
+from promptevolver.optimizers.strategies._selection import front_rows
 from promptevolver.runs.suggest_rank import (
     Signals,
     TraceVotes,

@@ -294,7 +294,7 @@ class GeneticConfig(_Strict):
         meta_temperature: sampling temperature of meta calls.
         max_concurrency: LLM requests (judge and meta) in flight at once, for the whole run.
         minibatch_size: train samples an offspring is first judged on (at most a quarter of train;
-            half of them samples its parents get wrong, see ``optimizers/strategies/screening.py``); it is
+            half of them samples its parents get wrong, see ``optimizers/strategies/_screening.py``); it is
             judged on all train samples only if it beats its best parent there. 0: no screening.
         max_train_samples: train samples a candidate is judged on: the train *focus set*, fixed
             for the run — the samples where the annotations correct the recorded verdict first (up
@@ -304,7 +304,7 @@ class GeneticConfig(_Strict):
             focus set, made the same way; None = all).
         finalists: best train candidates of the last population judged on validation, besides
             the seed; each is compared with the seed, paired (see
-            ``optimizers/strategies/final_choice.py``).
+            ``optimizers/strategies/_final_choice.py``).
         confidence: probability that a finalist is better than the seed on validation (paired
             bootstrap) needed to return it instead of the seed, in [0.5, 1).
         offspring_per_generation: offspring planned per generation; None = automatic:
@@ -336,7 +336,7 @@ class GeneticConfig(_Strict):
             saw). Its held-out evidence is that paired comparison; its validation figure is
             ``n/a`` (it learned from the validation samples). See docs/pipeline.md.
         racing: stop judging a verified candidate once it is clearly worse than the best one so
-            far (a sequential paired test, ``optimizers/strategies/racing.py``).
+            far (a sequential paired test, ``optimizers/strategies/_racing.py``).
         examples: teaching examples (see :class:`ExamplesConfig`).
     """
 

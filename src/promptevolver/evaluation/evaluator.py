@@ -53,7 +53,7 @@ def candidate_key(instructions: Mapping[str, str], examples: str = "none") -> Ca
 
 
 class Observer(Protocol):
-    """Watches evaluations (e.g. :class:`~promptevolver.optimizers.strategies.failures.FailureTally`)."""
+    """Watches evaluations (e.g. :class:`~promptevolver.optimizers.strategies._failures.FailureTally`)."""
 
     def plan(self, n: int) -> None:
         """``n`` new evaluations are about to be made."""

@@ -5,7 +5,7 @@ Everything that retries an LLM request reads it from here: the clients' calls
 (:meth:`BaseLLMClient.complete <promptevolver.llm.base.BaseLLMClient.complete>`), the OpenAI
 client's translation of SDK errors (:mod:`promptevolver.llm.openai._errors`), its preflight
 (:mod:`promptevolver.llm.openai._preflight`) and the run's dead-server rule
-(:class:`~promptevolver.optimizers.strategies.failures.ServerWatch`).
+(:class:`~promptevolver.optimizers.strategies._failures.ServerWatch`).
 
 * **Transient** (retried): HTTP 429, 408, 409 and every 5xx; a timeout (the whole request past its
   deadline), a dropped connection, a 200 answer whose body is not a chat completion. Everything

@@ -28,7 +28,7 @@ from promptevolver.evaluation.evaluator import CandidateKey
 from promptevolver.judge.protocol import Judgement
 from promptevolver.optimizers.run import SearchRun
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies.selection import rank
+from promptevolver.optimizers.strategies._selection import rank
 
 __all__ = ["VERSION", "load", "load_judgements", "restore", "save"]
 

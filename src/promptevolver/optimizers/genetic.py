@@ -7,12 +7,12 @@ The loop (:meth:`GeneticOptimizer.aoptimize`), each step a named part with one o
                            candidates, screened, judged on train
     each generation:       select parents, plan offspring  operators/ (_mutation, _crossover, _breeder)
                            → meta calls → drop rejected and duplicate instructions
-                           → screen on a minibatch         strategies/screening.py
-                           → judge on train → survivors     strategies/selection.py
+                           → screen on a minibatch         strategies/_screening.py
+                           → judge on train → survivors     strategies/_selection.py
                            → record → checkpoint            history.py, checkpoint.py
-    stop                 = the first stop condition that   strategies/stopping.py
+    stop                 = the first stop condition that   strategies/_stopping.py
                            holds (generations, perfect train, patience, exhausted, budget)
-    final choice         = a finalist that beats the seed   phases.py, strategies/final_choice.py
+    final choice         = a finalist that beats the seed   phases.py, strategies/_final_choice.py
                            on validation (paired bootstrap), else the seed
 
 Compared with Ragas' GeneticOptimizer (one pass, seed discarded, crossover partner fixed to
@@ -49,9 +49,11 @@ from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import SearchRun, prepare_examples
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import budget, screening, selection
-from promptevolver.optimizers.strategies.budget import check_prices, check_upfront
-from promptevolver.optimizers.strategies.stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
+from promptevolver.optimizers.strategies import _budget as budget
+from promptevolver.optimizers.strategies import _screening as screening
+from promptevolver.optimizers.strategies import _selection as selection
+from promptevolver.optimizers.strategies._budget import check_prices, check_upfront
+from promptevolver.optimizers.strategies._stopping import DEFAULT_STOP_CONDITIONS, StopCondition, first_reason
 
 __all__ = ["MIN_USABLE_SAMPLES", "GeneticOptimizer"]
 
@@ -69,7 +71,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         operators: offspring operators (default: mutation and crossover, weighted by the config's
             ``mutation_weight`` and ``crossover_weight``).
         stop_conditions: checked in order before each generation (default:
-            :data:`~promptevolver.optimizers.strategies.stopping.DEFAULT_STOP_CONDITIONS`).
+            :data:`~promptevolver.optimizers.strategies._stopping.DEFAULT_STOP_CONDITIONS`).
         limit: the cap on requests in flight this run sends through, shared with other runs of
             a job (:meth:`InFlightLimit.share <promptevolver.llm.concurrency.InFlightLimit.share>`;
             :mod:`promptevolver.optimizers.many`); None: the config's ``max_concurrency``, its own.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from promptevolver.llm.concurrency import waves
-from promptevolver.optimizers.strategies import selection
+from promptevolver.optimizers.strategies import _selection as selection
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import SearchRun

@@ -25,15 +25,16 @@ from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.optimizers.run import RunContext, SearchRun
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies import budget, screening
-from promptevolver.optimizers.strategies.final_choice import (
+from promptevolver.optimizers.strategies import _budget as budget
+from promptevolver.optimizers.strategies import _screening as screening
+from promptevolver.optimizers.strategies._final_choice import (
     PairedChoice,
     final_choice_rng,
     held_out,
     out_of_bag,
     paired,
 )
-from promptevolver.optimizers.strategies.racing import Race
+from promptevolver.optimizers.strategies._racing import Race
 
 __all__ = [
     "RACE_STREAM",

@@ -56,8 +56,8 @@ from promptevolver.optimizers.focus import Focus, make_focus
 from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.split import Split, make_split
 from promptevolver.optimizers.state import SearchState
-from promptevolver.optimizers.strategies.budget import BudgetMeter
-from promptevolver.optimizers.strategies.failures import FailureTally, ServerWatch
+from promptevolver.optimizers.strategies._budget import BudgetMeter
+from promptevolver.optimizers.strategies._failures import FailureTally, ServerWatch
 
 __all__ = ["RunContext", "SearchRun"]
 

@@ -19,9 +19,9 @@ from promptevolver.optimizers.candidates import Candidate
 from promptevolver.optimizers.cost import minibatch_size
 from promptevolver.optimizers.distill import DistillView
 from promptevolver.optimizers.operators._base import BreedingView, MetaContext
-from promptevolver.optimizers.strategies.budget import BudgetView, price_of
-from promptevolver.optimizers.strategies.screening import ScreeningView
-from promptevolver.optimizers.strategies.stopping import SearchView
+from promptevolver.optimizers.strategies._budget import BudgetView, price_of
+from promptevolver.optimizers.strategies._screening import ScreeningView
+from promptevolver.optimizers.strategies._stopping import SearchView
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.run import RunContext, SearchRun

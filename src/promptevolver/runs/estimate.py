@@ -112,11 +112,11 @@ from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
-from promptevolver.optimizers.strategies.budget import check_upfront
+from promptevolver.optimizers.strategies._budget import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
 
-#: The looks of a race (optimizers/strategies/racing.py's default): an example candidate that shows
+#: The looks of a race (optimizers/strategies/_racing.py's default): an example candidate that shows
 #: no gain over the verified rung at the first look stops there.
 RACE_LOOKS = 4
 

@@ -7,7 +7,7 @@ checkpoint.json (the judgements behind the Pareto front).
 
 1. **The committee** (:func:`committee_of`): the chosen instructions, the final choice's finalists
    (largest gain over the seed first), the seed, then the Pareto front of every fully judged
-   candidate over the train samples (:func:`~promptevolver.optimizers.strategies.selection.front_rows`;
+   candidate over the train samples (:func:`~promptevolver.optimizers.strategies._selection.front_rows`;
    best train score first), each instruction once, at most ``committee_size``.
 2. **Judge calls**, in this order, each step as far as ``max_calls`` allows: the chosen and the
    runner-up instructions on every trace (traces least like the annotated samples first);
@@ -16,7 +16,7 @@ checkpoint.json (the judgements behind the Pareto front).
    calls go where the ranking is decided.
    A step's evaluations are sent in rounds that fit the calls left even if every answer needs a
    re-ask, and every request passes the budget meter the optimizer uses
-   (:class:`~promptevolver.optimizers.strategies.budget.BudgetMeter`): no more than ``max_calls``
+   (:class:`~promptevolver.optimizers.strategies._budget.BudgetMeter`): no more than ``max_calls``
    answered calls are made. A failed evaluation is no verdict: it is left out and counted.
 3. **Ranking** (:mod:`promptevolver.runs.suggest_rank`): disagreement, instability and novelty,
    then a greedy diverse pick (maximal marginal relevance).
@@ -49,8 +49,8 @@ from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.preflight import preflight
 from promptevolver.optimizers import checkpoint
-from promptevolver.optimizers.strategies.budget import BudgetMeter
-from promptevolver.optimizers.strategies.selection import front_rows
+from promptevolver.optimizers.strategies._budget import BudgetMeter
+from promptevolver.optimizers.strategies._selection import front_rows
 from promptevolver.runs import suggest_rank as rank
 
 __all__ = ["Member", "Suggestion", "Suggestions", "asuggest", "committee_of", "suggest"]

@@ -3,7 +3,7 @@ meta calls.
 
 An :class:`Operator` has a ``name``, a ``weight`` (relative odds of being drawn for an offspring;
 0 switches it off), an ``arity`` (how many parents it takes: the breeder's
-:class:`~promptevolver.optimizers.strategies.selection.ParentSelector` chooses them; an optional
+:class:`~promptevolver.optimizers.strategies._selection.ParentSelector` chooses them; an optional
 ``eligible(candidate, view)`` says which candidates it can improve), :meth:`~Operator.meta_calls`
 (the most meta calls one offspring costs, read by the cost model), :meth:`~Operator.plan` (pure:
 reads a :class:`BreedingView` and its parents, draws from the Generator it is given, makes no

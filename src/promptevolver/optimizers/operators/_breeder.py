@@ -1,7 +1,7 @@
 """The breeder: draws which operator makes each offspring, numbers the plans, runs them.
 
 Planning an offspring: one uniform draw picks an operator by the weights (cumulative, in list
-order); the parent selector (:class:`~promptevolver.optimizers.strategies.selection.ParentSelector`)
+order); the parent selector (:class:`~promptevolver.optimizers.strategies._selection.ParentSelector`)
 chooses its parents and the operator plans from them (:meth:`Breeder.plan_one`); if it has
 nothing to offer (no parents, no plan, or a plan already made before: the tabu list), the other
 operators with a weight above 0 are tried in list order. Plans are numbered with run-unique
@@ -26,7 +26,7 @@ from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._mutation import Mutation
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.state import PlanKey
-from promptevolver.optimizers.strategies.selection import ParentSelector, ParetoTournament, Pool
+from promptevolver.optimizers.strategies._selection import ParentSelector, ParetoTournament, Pool
 
 __all__ = ["Breeder", "default_operators"]
 

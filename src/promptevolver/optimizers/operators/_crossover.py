@@ -1,7 +1,7 @@
 """Crossover: merge two complementary parents into one child, prompt by prompt.
 
 The two parents come from the breeder's selector (by default
-:func:`~promptevolver.optimizers.strategies.selection.complementary_parents`: a tournament winner
+:func:`~promptevolver.optimizers.strategies._selection.complementary_parents`: a tournament winner
 and the fitter candidate that differs from it on the most train samples), never a candidate with
 itself (Ragas pairs every candidate with candidate 0, itself included).
 One meta call per prompt; a prompt whose merge is rejected keeps parent A's instruction, and a

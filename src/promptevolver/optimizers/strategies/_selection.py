@@ -6,7 +6,7 @@ they are given; they never create state.
 
 **Ranking and ties** (:func:`rank`): better score first in the loss's direction; on equal score
 the seed first, then the shorter instruction, then the older candidate (lower id); a tie at the
-top is logged (logger ``promptevolver.optimizers.strategies.selection``, INFO: shown with
+top is logged (logger ``promptevolver.optimizers.strategies._selection``, INFO: shown with
 ``--verbose``). A candidate
 with nothing measured, or whose evaluations failed on more than ``1 - min_coverage`` of the
 samples, ranks after every candidate that was measured well enough: it cannot win.

@@ -6,7 +6,7 @@ another after a few dozen samples, so the samples are judged in ``looks`` cumula
 seeded shuffle of the held-out positions, so each chunk is a fair draw), and after every look but
 the last a **sequential paired test** is applied: each candidate still racing, other than the
 seed and the leader (the best weighted mean quality so far), is compared with the leader, paired,
-on the samples both were judged on — the paired bootstrap of :mod:`.final_choice` gives the
+on the samples both were judged on — the paired bootstrap of :mod:`._final_choice` gives the
 probability ``p`` that it is better. A candidate with ``p < alpha`` stops being judged.
 
 This is racing in the sense of Maron & Moore, "Hoeffding Races: Accelerating Model Selection
@@ -30,7 +30,7 @@ import numpy as np
 
 from promptevolver.evaluation.evaluator import Score
 from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.strategies.final_choice import paired
+from promptevolver.optimizers.strategies._final_choice import paired
 
 __all__ = ["Race"]
 
