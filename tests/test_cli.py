@@ -211,7 +211,7 @@ def test_resume_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys):
 
 
 def test_the_outcome_line_says_na_for_a_score_not_measured(capsys):
-    from promptevolver.optimizers.result import OptimizationResult
+    from promptevolver.optimizers._result import OptimizationResult
 
     result = OptimizationResult(
         metric="m",

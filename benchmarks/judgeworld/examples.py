@@ -115,7 +115,7 @@ def score(args: argparse.Namespace, world: World, record: dict[str, Any]) -> Non
     """Expected test accuracy of the record's judge, with its examples (judgeworld World.score)."""
     from world import Params, resolve_world
 
-    from promptevolver.optimizers.result import _store
+    from promptevolver.optimizers._result import _store
 
     w = resolve_world(str(world.path), None)
     index = {(s.user_input or "", s.response or ""): i for i, s in enumerate(w.samples) if s.canonical == i}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
 from promptevolver.config.models import RunConfig, load_run_config
-from promptevolver.optimizers.genetic import GeneticOptimizer
+from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.runs.estimate import CostModel, estimate_dataset
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from promptevolver.evaluation.agreement import agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._result import OptimizationResult
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from promptevolver.judge.protocol import Judgement as Judgement
     from promptevolver.judge.rubric import RubricJudge as RubricJudge
     from promptevolver.judge.statements import StatementSupport as StatementSupport
-    from promptevolver.optimizers.genetic import GeneticOptimizer as GeneticOptimizer
-    from promptevolver.optimizers.result import OptimizationResult as OptimizationResult
+    from promptevolver.optimizers._genetic import GeneticOptimizer as GeneticOptimizer
+    from promptevolver.optimizers._result import OptimizationResult as OptimizationResult
     from promptevolver.runs.many import ManyResult as ManyResult
     from promptevolver.runs.many import optimize_many as optimize_many
     from promptevolver.runs.suggest import Suggestion as Suggestion
@@ -77,8 +77,8 @@ __getattr__, __all__ = lazy_package(
         "promptevolver.judge.rubric": ["RubricJudge"],
         "promptevolver.judge.statements": ["StatementSupport"],
         "promptevolver.judge.ensemble": ["EvaluationItem", "JudgeEnsemble"],
-        "promptevolver.optimizers.genetic": ["GeneticOptimizer"],
-        "promptevolver.optimizers.result": ["OptimizationResult"],
+        "promptevolver.optimizers._genetic": ["GeneticOptimizer"],
+        "promptevolver.optimizers._result": ["OptimizationResult"],
         "promptevolver.runs.many": ["ManyResult", "optimize_many"],
         "promptevolver.runs.suggest": ["Suggestion", "Suggestions", "suggest"],
     },

@@ -195,7 +195,7 @@ def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
 
 def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
     """Write a result.json at ``path`` atomically: ``format_version`` first, then ``result``
-    (:meth:`~promptevolver.optimizers.result.OptimizationResult.to_dict`), 2-space indent.
+    (:meth:`~promptevolver.optimizers._result.OptimizationResult.to_dict`), 2-space indent.
 
     Raises:
         OSError: the file cannot be written (the old one, if any, is left intact).

@@ -213,6 +213,6 @@ def test_python_optimize_refuses_a_judge_whose_prompt_is_not_in_the_file(tmp_pat
     assert DEFAULT in message and all(n in message for n in names) and "prompt_name" in message
     named = AspectCritic(name=data.name, definition="Is the response correct?", prompt_name=names[0])
     assert list(named.get_prompts()) == [names[0]]
-    from promptevolver.optimizers.split import check_prompt_names
+    from promptevolver.optimizers._split import check_prompt_names
 
     check_prompt_names(data, named)  # no error: the humans' reasons are found

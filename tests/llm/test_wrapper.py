@@ -12,7 +12,7 @@ from promptevolver.llm.concurrency import _Limited
 from promptevolver.llm.fake import ScriptedLLM
 from promptevolver.llm.journal import _Journaled
 from promptevolver.llm.wrapper import ClientWrapper
-from promptevolver.optimizers.run import _Announced
+from promptevolver.optimizers._run import _Announced
 from promptevolver.optimizers.strategies._budget import _Metered, price_of
 
 DECORATORS = [_Watched, _Limited, _Journaled, _Metered, _Announced]

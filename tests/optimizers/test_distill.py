@@ -1,5 +1,6 @@
 """The distill-first pipeline: lessons ranked by evidence, context-window packing, the ladder,
-verification with racing, and when the search runs (optimizers/distill.py, phases.py, racing.py)."""
+verification with racing, and when the search runs (optimizers/_distill.py, _phases.py,
+strategies/_racing.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.llm.base import LLMRequest
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
-from promptevolver.optimizers.distill import LessonPool, SampleFacts, sample_facts
+from promptevolver.optimizers._distill import LessonPool, SampleFacts, sample_facts
 from promptevolver.optimizers.strategies._racing import Race
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
 

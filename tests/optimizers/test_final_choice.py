@@ -11,7 +11,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.evaluation.evaluator import Score
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import LLMRequest
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies._final_choice import PairedChoice, held_out
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
@@ -146,9 +146,9 @@ def test_a_seed_kept_because_every_offspring_was_screened_out_says_so():
 def test_why_only_the_seed_is_left_names_what_became_of_each_candidate(stage_ops, offspring, says, never):
     """The pipeline's candidates (rungs, examples, the cross-fit rung) are told apart from the
     search's offspring, and an offspring judged on every sample is never blamed on failures."""
-    from promptevolver.optimizers.candidates import Candidate
-    from promptevolver.optimizers.phases import _why_alone
-    from promptevolver.optimizers.state import SearchState
+    from promptevolver.optimizers._candidates import Candidate
+    from promptevolver.optimizers._phases import _why_alone
+    from promptevolver.optimizers._state import SearchState
 
     from ..helpers import score_of
 

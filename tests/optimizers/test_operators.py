@@ -15,7 +15,7 @@ from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Operator, Plan
 from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.operators._crossover import Crossover

@@ -12,14 +12,14 @@ import pytest
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import GeneticConfig, RunConfig
 from promptevolver.errors import BudgetExceededError
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._split import split_sizes
+from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan
 from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._mutation import Mutation
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.split import split_sizes
-from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies._stopping import DEFAULT_STOP_CONDITIONS, SearchView
 from promptevolver.runs.estimate import estimate
 
@@ -128,7 +128,7 @@ def test_search_state_survives_its_checkpoint_form(tmp_path):
     labels = [int(y) for y in ds.labels()]
     opt = GeneticOptimizer(metric=_metric(), llm=rule_llm(ds, _judge(labels)))
     opt.optimize(dataset=ds, loss=BinaryMetricLoss(), config=CONFIG, run_dir=tmp_path)
-    from promptevolver.optimizers.checkpoint import load
+    from promptevolver.optimizers._checkpoint import load
 
     saved = load(tmp_path)["state"]
     rng = np.random.default_rng(0)
@@ -176,7 +176,7 @@ def test_estimate_and_the_optimizer_refuse_a_small_budget_with_the_same_figures(
 
 
 def test_the_final_reserve_at_population_one_is_the_seed_alone():
-    from promptevolver.optimizers.cost import phase_calls
+    from promptevolver.optimizers._cost import phase_calls
 
     config = GeneticConfig(population_size=1, finalists=3, strategy="genetic")
     calls = phase_calls(
@@ -198,8 +198,8 @@ def test_the_final_reserve_at_population_one_is_the_seed_alone():
 
 def test_the_pipeline_cost_model_bounds_each_stage():
     """distill = L·D·K·(C+1) meta calls, verify = (1 + L·D)·n_eval·J; the search (auto only) as
-    the genetic generation; the floor one round and one verified rung (optimizers/cost.py)."""
-    from promptevolver.optimizers.cost import phase_calls
+    the genetic generation; the floor one round and one verified rung (optimizers/_cost.py)."""
+    from promptevolver.optimizers._cost import phase_calls
 
     config = GeneticConfig(
         distill_rounds=3, distill_max_calls=2, population_size=4, finalists=2, examples={"policy": "none"}

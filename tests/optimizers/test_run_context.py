@@ -1,4 +1,4 @@
-"""The run's frozen context beside its mutable state (optimizers/run.py): no context field can be
+"""The run's frozen context beside its mutable state (optimizers/_run.py): no context field can be
 reassigned, through the context or through the run; each field the run exposes is the context's
 own object, typed as the context declares it; and no strategy (stop conditions included) or
 operator takes the run or the context whole."""
@@ -15,12 +15,12 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import GeneticConfig
-from promptevolver.optimizers import run as run_module
+from promptevolver.optimizers import _run as run_module
+from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.run import RunContext, SearchRun
-from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies._stopping import DEFAULT_STOP_CONDITIONS, SearchView
 
 from ..helpers import make_dataset, rule_llm
@@ -159,31 +159,34 @@ def test_no_strategy_or_operator_takes_the_run_or_the_context_whole(package):
     for path in sorted((OPTIMIZERS / package).rglob("*.py")):
         assert not _takers(path), f"{path.name}: {_takers(path)}"
         source = path.read_text(encoding="utf-8")
-        assert "optimizers.run import" not in source, f"{path.name} imports the run"
+        assert "optimizers._run import" not in source, f"{path.name} imports the run"
 
 
-#: The functions outside the pipeline's own steps (phases.py, genetic.py) that take the whole run:
+#: The functions outside the pipeline's own steps (_phases.py, _genetic.py) that take the whole run:
 #: each also changes or reads the state, the step's tally, the final choice or the run's totals.
 WHOLE_RUN = {
-    "adoption.py": {"adopt"},  # the state and the step's failure tally
-    "checkpoint.py": {"save", "restore"},  # the state (restore replaces it) and the usage so far
-    "history.py": {"record_generation"},  # the state's history and the usage so far
-    "result.py": {"from_run"},  # the state, the final choice, the usage and elapsed time
-    "views.py": {"screening_view", "budget_view", "search_view"},  # the run's judging, usage, checks
-    "run.py": {"__init__", "__get__", "__set__"},  # the announcer; the run's read-only names
+    "_adoption.py": {"adopt"},  # the state and the step's failure tally
+    "_checkpoint.py": {"save", "restore"},  # the state (restore replaces it) and the usage so far
+    "_history.py": {"record_generation"},  # the state's history and the usage so far
+    "_result.py": {"from_run"},  # the state, the final choice, the usage and elapsed time
+    "_views.py": {"screening_view", "budget_view", "search_view"},  # the run's judging, usage, checks
+    "_run.py": {"__init__", "__get__", "__set__"},  # the announcer; the run's read-only names
 }
 
 
 def test_outside_the_pipelines_steps_only_these_functions_take_the_whole_run():
     for path in sorted(OPTIMIZERS.glob("*.py")):
-        if path.name in ("phases.py", "genetic.py"):
+        if path.name in ("_phases.py", "_genetic.py"):
             continue
         takes_run = {name for name, kinds in _takers(path).items() if "SearchRun" in kinds}
         assert takes_run == WHOLE_RUN.get(path.name, set()), path.name
 
 
 def test_the_helpers_that_read_only_the_fixed_part_take_the_context():
-    from promptevolver.optimizers import phases, reporting, result, views
+    from promptevolver.optimizers import _phases as phases
+    from promptevolver.optimizers import _reporting as reporting
+    from promptevolver.optimizers import _result as result
+    from promptevolver.optimizers import _views as views
 
     for fn in (
         reporting.estimates,

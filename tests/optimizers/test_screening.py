@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver import BinaryMetricLoss, MSELoss
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies._screening import focused_minibatch, passes
 
 from ..helpers import score_of

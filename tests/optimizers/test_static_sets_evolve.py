@@ -17,7 +17,7 @@ from promptevolver.judge.examples import static_positions
 from promptevolver.judge.prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators._demos import mixed, mutated
 
 from ..helpers import PROMPT, make_dataset

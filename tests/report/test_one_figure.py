@@ -66,7 +66,7 @@ def test_the_lineage_shows_fitness_apart_and_the_same_validation_figure(focused)
 
 
 def test_the_summary_line_and_the_report_verdict_agree(focused):
-    from promptevolver.optimizers.result import OptimizationResult
+    from promptevolver.optimizers._result import OptimizationResult
 
     run, result = focused
     line = outcome_lines(OptimizationResult.from_dict(result), run, quiet=True)[0]

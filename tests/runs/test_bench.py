@@ -10,7 +10,7 @@ import yaml
 
 from promptevolver.cli import main
 from promptevolver.errors import RunDirError
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.runs import bench
 from promptevolver.runs.bench import summarize_config, to_markdown
 

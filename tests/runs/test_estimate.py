@@ -17,7 +17,7 @@ from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, InsufficientDataError
 from promptevolver.llm.base import BaseLLMClient
 from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE
-from promptevolver.optimizers.genetic import GeneticOptimizer
+from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.runs.estimate import estimate
 
 from ..conftest import AC_DEFINITION, ROOT

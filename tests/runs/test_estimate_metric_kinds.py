@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 from promptevolver.config.models import GeneticConfig, load_run_config
-from promptevolver.optimizers.cost import offspring_count
+from promptevolver.optimizers._cost import offspring_count
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering

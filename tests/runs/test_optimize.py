@@ -10,7 +10,7 @@ import pytest
 
 from promptevolver import rundir
 from promptevolver.config.models import load_run_config
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.runs.optimize import write_config, write_result
 
 from ..rundirs import AC_CONFIG, leftovers, result_of

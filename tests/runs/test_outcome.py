@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.runs.outcome import choice_line, stop_line
 
 

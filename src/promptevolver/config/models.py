@@ -284,7 +284,7 @@ class GeneticConfig(_Strict):
         validation_fraction: share of usable samples held out to choose the final candidate.
         small_data: below this many usable samples no validation part is held out: every
             annotation is used to learn and to choose, each finalist compared with the seed on the
-            samples it did not learn from (out-of-bag; ``optimizers/split.py``). 0: always held out.
+            samples it did not learn from (out-of-bag; ``optimizers/_split.py``). 0: always held out.
         elite_count: best candidates copied unchanged into the next generation.
         tournament_size: candidates drawn per tournament.
         patience: generations without a better best train score before stopping.
@@ -299,7 +299,7 @@ class GeneticConfig(_Strict):
         max_train_samples: train samples a candidate is judged on: the train *focus set*, fixed
             for the run — the samples where the annotations correct the recorded verdict first (up
             to two thirds), a stratified draw of the others for the rest, each weighted by what it
-            stands for (``optimizers/focus.py``); None = all. Bounds the judge calls per candidate.
+            stands for (``optimizers/_focus.py``); None = all. Bounds the judge calls per candidate.
         max_validation_samples: validation samples the finalists are judged on (the validation
             focus set, made the same way; None = all).
         finalists: best train candidates of the last population judged on validation, besides

@@ -49,7 +49,7 @@ class Loss(ABC):
 
         ``sample_weight`` (shape ``(n,)``, positive): how many samples each one stands for, as in
         scikit-learn's metrics (a stratified subset's estimate of the whole, see
-        :mod:`promptevolver.optimizers.focus`).
+        :mod:`promptevolver.optimizers._focus`).
 
         Raises:
             ValueError: unequal lengths, empty input, or values the loss does not accept.

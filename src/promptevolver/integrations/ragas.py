@@ -63,8 +63,8 @@ from promptevolver.judge.examples import ExampleStore
 from promptevolver.judge.prompt_set import PromptSet
 from promptevolver.judge.prompts import Prompt
 from promptevolver.llm.base import LLMClient
-from promptevolver.optimizers.genetic import GeneticOptimizer
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._genetic import GeneticOptimizer
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.rundir import as_instructions, load_examples
 
 __all__ = [
@@ -401,7 +401,7 @@ def optimize_ragas_metric(
 
     Raises:
         ImportError, TypeError, KeyError: as :class:`RagasMetric`; and whatever
-            :meth:`GeneticOptimizer.optimize <promptevolver.optimizers.genetic.GeneticOptimizer.optimize>`
+            :meth:`GeneticOptimizer.optimize <promptevolver.optimizers._genetic.GeneticOptimizer.optimize>`
             raises (nothing is applied then).
     """
     judge = RagasMetric(metric, **adapter)

@@ -3,7 +3,7 @@
 ``llm.context_tokens`` in a run config sets it; otherwise a known model's window comes from
 :data:`CONTEXT_WINDOWS` (the providers' published figures, matched on the model name's longest
 known prefix), and any other model gets :data:`DEFAULT_CONTEXT_TOKENS`. The distillation stage
-packs the corrections it shows into prompts that fit (:mod:`promptevolver.optimizers.distill`); a
+packs the corrections it shows into prompts that fit (:mod:`promptevolver.optimizers._distill`); a
 server that still answers ``context_length_exceeded`` (HTTP 400) raises
 :class:`~promptevolver.errors.ContextLengthExceededError`, and the batch is split and sent again.
 

@@ -1,7 +1,7 @@
 """Optimizers of judge instructions: the genetic search and its parts."""
 
-from promptevolver.optimizers.base import Optimizer
-from promptevolver.optimizers.genetic import GeneticOptimizer
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._base import Optimizer
+from promptevolver.optimizers._genetic import GeneticOptimizer
+from promptevolver.optimizers._result import OptimizationResult
 
 __all__ = ["GeneticOptimizer", "OptimizationResult", "Optimizer"]

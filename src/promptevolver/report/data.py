@@ -33,7 +33,7 @@ from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidat
 from promptevolver.judge.aspect_critic import AspectCritic
 from promptevolver.judge.protocol import Judgement
 from promptevolver.llm.base import LLMClient
-from promptevolver.optimizers.checkpoint import load_judgements
+from promptevolver.optimizers._checkpoint import load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 
 __all__ = [

@@ -31,8 +31,8 @@ from typing import Any
 
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import RunDirError
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.rundir import run_status, write_atomic, write_json
 from promptevolver.runs.optimize import execute
 

@@ -6,7 +6,7 @@ are rendered by the real operators against a recorder that answers locally.
 
 **The model** (constants in :class:`CostModel`, calibrated on runs of the simulated judge):
 
-* *Split*: as the optimizer makes it (``optimizers/split.py``) — ``n_val = min(max(2,
+* *Split*: as the optimizer makes it (``optimizers/_split.py``) — ``n_val = min(max(2,
   round(fraction·N)), N-2)`` of the N usable samples, the rest train, each judged on a focus set of
   at most ``max_train_samples`` / ``max_validation_samples`` (disagreements first); below
   ``small_data`` usable samples, all train and no validation calls (out-of-bag).
@@ -99,19 +99,19 @@ from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.ratelimit import estimate_tokens
-from promptevolver.optimizers.cost import (
+from promptevolver.optimizers._cost import (
     PhaseCalls,
     example_candidates,
     minibatch_size,
     offspring_count,
     phase_calls,
 )
-from promptevolver.optimizers.distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
-from promptevolver.optimizers.focus import VERDICT_SHARE
+from promptevolver.optimizers._distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
+from promptevolver.optimizers._focus import VERDICT_SHARE
+from promptevolver.optimizers._split import MIN_USABLE_SAMPLES, split_sizes, validation_count
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.split import MIN_USABLE_SAMPLES, split_sizes, validation_count
 from promptevolver.optimizers.strategies._budget import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
@@ -669,7 +669,7 @@ def _distill_tokens(
 ) -> tuple[tuple[float, float], int]:
     """((prompt, completion) tokens of the distillation's average meta call, lessons calls a round):
     a lessons call on a round's shown corrections, packed into the reflection model's window as
-    the stage packs them (``optimizers/distill.py``), and the round's rewrite."""
+    the stage packs them (``optimizers/_distill.py``), and the round's rewrite."""
     shown = plan.shown()
     if shown == 0:
         return (0.0, 0.0), 0

@@ -183,7 +183,7 @@ def other_metric(run_dir: str | Path, config: RunConfig) -> str | None:
 
 def learned_from_validation(run_dir: str | Path, instructions: Mapping[str, str]) -> str | None:
     """A warning when ``instructions`` are the run's chosen ones and they learned from the run's
-    validation samples (the cross-fit stage, :func:`promptevolver.optimizers.phases.cross_fit`):
+    validation samples (the cross-fit stage, :func:`promptevolver.optimizers._phases.cross_fit`):
     a score on those samples is then in-sample, not a held-out figure. None otherwise."""
     try:
         result = read_result(run_dir)

@@ -2,7 +2,7 @@
 at once, sharing one limit on requests in flight, one rate limiter, one cache and one budget.
 
 :func:`optimize_many` is the Python form of :meth:`GeneticOptimizer.optimize
-<promptevolver.optimizers.genetic.GeneticOptimizer.optimize>` for a mapping of metrics;
+<promptevolver.optimizers._genetic.GeneticOptimizer.optimize>` for a mapping of metrics;
 :func:`execute_many` runs a config with ``metrics:`` (:class:`~promptevolver.config.models.ManyConfig`)
 into a run directory, as :func:`promptevolver.runs.optimize.execute` runs one with ``metric:``.
 
@@ -48,9 +48,9 @@ from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.optimizers._genetic import GeneticOptimizer
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.optimizers.genetic import GeneticOptimizer
-from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.report.data import load_run
 from promptevolver.report.write import write_report
 from promptevolver.runs.export import write_exports, write_samples

@@ -17,9 +17,9 @@ from promptevolver.config.build import build_loss, build_run_parts, load_dataset
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError
 from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.optimizers._genetic import GeneticOptimizer
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.optimizers.genetic import GeneticOptimizer
-from promptevolver.optimizers.result import OptimizationResult
 from promptevolver.report.data import load_run
 from promptevolver.report.write import write_report
 from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic

@@ -16,7 +16,7 @@ from typing import Any
 
 from promptevolver import rundir
 from promptevolver.evaluation.losses import loss_label
-from promptevolver.optimizers.result import OptimizationResult
+from promptevolver.optimizers._result import OptimizationResult
 
 __all__ = ["choice_line", "outcome_lines", "stage_line", "stop_line"]
 

@@ -13,7 +13,7 @@ picks up.
 * :class:`ResumePoint` — what the checkpoint and the journal hold, in a sentence: the step the
   run resumes after and the LLM calls it will not make again.
 
-The checkpoint's format is :mod:`promptevolver.optimizers.checkpoint`'s; this module only reads it.
+The checkpoint's format is :mod:`promptevolver.optimizers._checkpoint`'s; this module only reads it.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from promptevolver import rundir
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.llm.journal import read_lines
-from promptevolver.optimizers import checkpoint
-from promptevolver.optimizers.checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
+from promptevolver.optimizers import _checkpoint as checkpoint
+from promptevolver.optimizers._checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
 
 __all__ = [
     "JUDGEMENT_KEYS",
@@ -50,7 +50,7 @@ _LLM_JUDGEMENT = (
 )
 #: Config keys that change what a judgement means: section → its keys (None: all of them). A
 #: resume that changes one is refused (the kept judgements would mix two judges). The dataset
-#: and the loss are the checkpoint's fingerprint (:mod:`promptevolver.optimizers.checkpoint`).
+#: and the loss are the checkpoint's fingerprint (:mod:`promptevolver.optimizers._checkpoint`).
 JUDGEMENT_KEYS: dict[str, tuple[str, ...] | None] = {
     "metric": None,
     "llm": _LLM_JUDGEMENT,

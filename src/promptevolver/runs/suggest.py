@@ -48,7 +48,7 @@ from promptevolver.judge.protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.preflight import preflight
-from promptevolver.optimizers import checkpoint
+from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._selection import front_rows
 from promptevolver.runs import suggest_rank as rank

@@ -4,7 +4,7 @@
 
 * **Calls**: the official SDK's *blocking* client (retrieval is asked for examples from
   synchronous code too: :meth:`OptimizationResult.examples_for
-  <promptevolver.optimizers.result.OptimizationResult.examples_for>`, Ragas'
+  <promptevolver.optimizers._result.OptimizationResult.examples_for>`, Ragas'
   ``example_store.get_examples``); async code calls :meth:`OpenAIEmbeddings.embed` in a worker
   thread. Texts go ``batch_size`` to a request, in order; the SDK's own retries are off.
 * **Retries**: the project's policy (:mod:`promptevolver.llm.retry`, :meth:`RetryPolicy.call

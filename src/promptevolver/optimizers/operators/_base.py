@@ -26,10 +26,10 @@ from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
 from promptevolver.judge.protocol import Metric
 from promptevolver.llm.base import LLMClient
-from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.evidence import Evidence
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._evidence import Evidence
+from promptevolver.optimizers._state import PlanKey
 from promptevolver.optimizers.operators._meta_prompts import Example
-from promptevolver.optimizers.state import PlanKey
 
 __all__ = ["BreedingView", "Child", "MetaContext", "Operator", "Plan", "Weighted"]
 

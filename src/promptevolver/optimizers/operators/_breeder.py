@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from promptevolver.config.models import GeneticConfig
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._state import PlanKey
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Operator, Plan
 from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._mutation import Mutation
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.state import PlanKey
 from promptevolver.optimizers.strategies._selection import ParentSelector, ParetoTournament, Pool
 
 __all__ = ["Breeder", "default_operators"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators import _demos as demos
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan, Weighted

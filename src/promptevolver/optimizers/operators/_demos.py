@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.judge.examples import static_policy, static_positions
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["demo_set", "mixed", "mutated"]
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from promptevolver.annotations import sampling
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators import _demos as demos
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan, Weighted

@@ -3,7 +3,7 @@
 Three layers, from coarse to exact:
 
 * :func:`check_upfront` refuses, before any call, a call budget that cannot pay for the seed's
-  evaluation and the final choice (the cost model, :mod:`promptevolver.optimizers.cost`);
+  evaluation and the final choice (the cost model, :mod:`promptevolver.optimizers._cost`);
   :func:`check_prices` refuses a cost bound without prices; :func:`reserve_upfront` refuses a
   token or cost budget that cannot pay for them either (each judge call estimated from the seed's
   prompt on a train sample) and holds them back before the first call: meta calls (reverse
@@ -32,10 +32,10 @@ from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRe
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.llm.wrapper import ClientWrapper, found_in_stack
-from promptevolver.optimizers.cost import PhaseCalls
+from promptevolver.optimizers._cost import PhaseCalls
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.candidates import Candidate
+    from promptevolver.optimizers._candidates import Candidate
 
 __all__ = [
     "BudgetView",
@@ -257,7 +257,7 @@ def check_prices(config: BudgetConfig, clients: Sequence[LLMClient]) -> None:
 @dataclass(frozen=True)
 class BudgetView:
     """What the run's budget checks read, and the meter they set (built by
-    :func:`~promptevolver.optimizers.views.budget_view`).
+    :func:`~promptevolver.optimizers._views.budget_view`).
 
     Attributes:
         config: the budget; meter: the run's :class:`BudgetMeter` (its reserve is set here).

@@ -35,7 +35,7 @@ import numpy as np
 
 from promptevolver.evaluation.evaluator import Score
 from promptevolver.evaluation.losses import Loss
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies import _selection as selection
 
 __all__ = [

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.evaluation.evaluator import Score
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies._final_choice import paired
 
 __all__ = ["Race"]

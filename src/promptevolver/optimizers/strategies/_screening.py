@@ -23,14 +23,14 @@ import numpy as np
 from promptevolver.annotations import sampling
 from promptevolver.evaluation.evaluator import Score
 from promptevolver.evaluation.losses import Loss
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["ScreeningView", "focused_minibatch", "passes", "screen"]
 
 
 @dataclass(frozen=True)
 class ScreeningView:
-    """What screening reads of a run (built by :func:`~promptevolver.optimizers.views.screening_view`).
+    """What screening reads of a run (built by :func:`~promptevolver.optimizers._views.screening_view`).
 
     Attributes:
         size: minibatch size in samples (0: screening off).

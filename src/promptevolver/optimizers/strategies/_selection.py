@@ -43,7 +43,7 @@ from typing import Protocol
 import numpy as np
 
 from promptevolver.evaluation.losses import Loss
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 
 __all__ = [
     "ParentSelector",

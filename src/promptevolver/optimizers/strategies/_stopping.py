@@ -16,7 +16,7 @@ The first condition that holds ends the search and gives ``stop_reason``. The de
 
 A condition of your own is any object with a ``reason`` string and a ``should_stop(search)``
 method; pass the list as ``GeneticOptimizer(stop_conditions=[...])``. ``search`` is a
-:class:`SearchView` (built by :func:`promptevolver.optimizers.views.search_view` before each
+:class:`SearchView` (built by :func:`promptevolver.optimizers._views.search_view` before each
 check), never the run.
 """
 
@@ -28,7 +28,7 @@ from typing import Protocol
 
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
-from promptevolver.optimizers.state import SearchState
+from promptevolver.optimizers._state import SearchState
 
 __all__ = [
     "DEFAULT_STOP_CONDITIONS",

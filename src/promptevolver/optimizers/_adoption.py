@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators._base import Child
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.run import SearchRun
-    from promptevolver.optimizers.state import SearchState
+    from promptevolver.optimizers._run import SearchRun
+    from promptevolver.optimizers._state import SearchState
 
 __all__ = ["adopt", "new_candidate"]
 

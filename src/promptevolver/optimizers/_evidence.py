@@ -12,7 +12,7 @@ samples follow, each sample in exactly one:
 
 Verdict and reason corrections are the search's evidence: meta calls are shown them (with the
 recorded judge output beside the human's) to learn criteria from, and judge calls are spent
-mostly on the verdict samples, where candidates differ (:mod:`.focus`). "Nothing left to learn"
+mostly on the verdict samples, where candidates differ (:mod:`._focus`). "Nothing left to learn"
 means no verdict and no reason correction left.
 """
 

@@ -1,7 +1,7 @@
 """Focus sets: the stratified subsets of train and validation that candidates are judged on.
 
 Candidates differ mostly where the recorded judge was wrong (the *verdict* evidence of
-:mod:`.evidence`); elsewhere most instructions agree with the human already. So a candidate is
+:mod:`._evidence`); elsewhere most instructions agree with the human already. So a candidate is
 judged on a **focus set** of at most ``size`` samples of a part: its verdict-evidence samples,
 up to two thirds of the set (all of them when they are fewer), and a stratified draw (by human label)
 of the other samples for the rest, which shows whether an instruction breaks what already works.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from promptevolver.annotations import sampling
-from promptevolver.optimizers.evidence import Evidence
+from promptevolver.optimizers._evidence import Evidence
 
 __all__ = ["VERDICT_SHARE", "Focus", "make_focus"]
 

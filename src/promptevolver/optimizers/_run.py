@@ -1,24 +1,24 @@
 """One search in progress: a frozen :class:`RunContext` beside its mutable state.
 
-:class:`SearchRun` is what the generation loop (:mod:`.genetic`) and the pipeline's steps
-(:mod:`.phases`) work on. It owns two things:
+:class:`SearchRun` is what the generation loop (:mod:`._genetic`) and the pipeline's steps
+(:mod:`._phases`) work on. It owns two things:
 
 * :attr:`SearchRun.context`, a :class:`RunContext`: what is fixed from the run's construction to
   its end (metric, loss, config, dataset, the split and focus sets, the evidence, the clients and
   the decorators stacked on them, the events bus, the breeder, the journal, the in-flight limit,
   the budget meter, the evaluator, the start time). It is a frozen dataclass: no field is ever
   reassigned (the objects some fields name keep their own counters: the meter, the evaluator's
-  memo, the limit). Functions that read only the fixed part take the context (:mod:`.reporting`,
-  :func:`.views.meta_context`, :func:`prepare_examples`, the pipeline's read-only helpers);
-* :attr:`SearchRun.state`, a :class:`~promptevolver.optimizers.state.SearchState`: what the search
+  memo, the limit). Functions that read only the fixed part take the context (:mod:`._reporting`,
+  :func:`._views.meta_context`, :func:`prepare_examples`, the pipeline's read-only helpers);
+* :attr:`SearchRun.state`, a :class:`~promptevolver.optimizers._state.SearchState`: what the search
   has done (population, candidates, history, usage before a resume, stage records), the only
   thing a checkpoint saves.
 
 Besides these the run keeps the current step's failure tally (:meth:`SearchRun.begin_step`) and
-the final choice's report. It registers no candidate itself (:mod:`.adoption` does); it judges
+the final choice's report. It registers no candidate itself (:mod:`._adoption` does); it judges
 candidates through the context's evaluator and totals the run's usage. Each field of the context
 also reads through the run (``run.config`` is ``run.context.config``, read-only). What operators
-and strategies see is built in :mod:`.views`: never the run, never the context whole.
+and strategies see is built in :mod:`._views`: never the run, never the context whole.
 """
 
 from __future__ import annotations
@@ -47,15 +47,15 @@ from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.wrapper import ClientWrapper
-from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.cost import PhaseCalls, phase_calls
-from promptevolver.optimizers.distill import SampleFacts, sample_facts
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._cost import PhaseCalls, phase_calls
+from promptevolver.optimizers._distill import SampleFacts, sample_facts
+from promptevolver.optimizers._evidence import Evidence, classify
+from promptevolver.optimizers._focus import Focus, make_focus
+from promptevolver.optimizers._split import Split, make_split
+from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.events import EventBus
-from promptevolver.optimizers.evidence import Evidence, classify
-from promptevolver.optimizers.focus import Focus, make_focus
 from promptevolver.optimizers.operators._breeder import Breeder
-from promptevolver.optimizers.split import Split, make_split
-from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._failures import FailureTally, ServerWatch
 
@@ -92,10 +92,10 @@ class RunContext:
             send through it).
         started: :func:`time.perf_counter` when the run was built, in seconds.
         labels: each sample's human label, aligned with ``dataset.samples`` (None: none).
-        evidence: usable sample position → what its annotation says (:mod:`.evidence`).
+        evidence: usable sample position → what its annotation says (:mod:`._evidence`).
         split: the train and validation parts (or out of bag).
         train_focus, validation_focus: the judged samples of each part and their weights
-            (:mod:`.focus`).
+            (:mod:`._focus`).
         prompt_corrections: for a metric of several prompts, prompt name → train positions whose
             output of that prompt a human edited; empty for one prompt.
         folds: out of bag, each usable train position's fold (0 or 1; stratified like the
@@ -148,7 +148,7 @@ class RunContext:
     @property
     def sample_facts(self) -> SampleFacts:
         """What a lesson must not quote: names, numbers and phrases only one sample holds
-        (:func:`~promptevolver.optimizers.distill.sample_facts`), computed once."""
+        (:func:`~promptevolver.optimizers._distill.sample_facts`), computed once."""
         if "sample_facts" not in self._once:
             self._once["sample_facts"] = sample_facts([_texts(s) for s in self.dataset.samples])
         return cast(SampleFacts, self._once["sample_facts"])

@@ -2,17 +2,17 @@
 
 The loop (:meth:`GeneticOptimizer.aoptimize`), each step a named part with one owner::
 
-    split usable samples → train / validation             split.py
-    initial population   = the seed + reverse-engineered   phases.py, operators/_reverse_engineer.py
+    split usable samples → train / validation             _split.py
+    initial population   = the seed + reverse-engineered   _phases.py, operators/_reverse_engineer.py
                            candidates, screened, judged on train
     each generation:       select parents, plan offspring  operators/ (_mutation, _crossover, _breeder)
                            → meta calls → drop rejected and duplicate instructions
                            → screen on a minibatch         strategies/_screening.py
                            → judge on train → survivors     strategies/_selection.py
-                           → record → checkpoint            history.py, checkpoint.py
+                           → record → checkpoint            _history.py, _checkpoint.py
     stop                 = the first stop condition that   strategies/_stopping.py
                            holds (generations, perfect train, patience, exhausted, budget)
-    final choice         = a finalist that beats the seed   phases.py, strategies/_final_choice.py
+    final choice         = a finalist that beats the seed   _phases.py, strategies/_final_choice.py
                            on validation (paired bootstrap), else the seed
 
 Compared with Ragas' GeneticOptimizer (one pass, seed discarded, crossover partner fixed to
@@ -38,17 +38,21 @@ from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal
 from promptevolver.llm.preflight import preflight
-from promptevolver.optimizers import adoption, checkpoint, history, phases, views
-from promptevolver.optimizers.base import Optimizer
-from promptevolver.optimizers.cost import offspring_count
+from promptevolver.optimizers import _adoption as adoption
+from promptevolver.optimizers import _checkpoint as checkpoint
+from promptevolver.optimizers import _history as history
+from promptevolver.optimizers import _phases as phases
+from promptevolver.optimizers import _views as views
+from promptevolver.optimizers._base import Optimizer
+from promptevolver.optimizers._cost import offspring_count
+from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.optimizers._run import SearchRun, prepare_examples
+from promptevolver.optimizers._split import MIN_USABLE_SAMPLES
+from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.events import Callback, EventBus, check_callbacks
 from promptevolver.optimizers.operators._base import Operator
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.optimizers.run import SearchRun, prepare_examples
-from promptevolver.optimizers.split import MIN_USABLE_SAMPLES
-from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import _budget as budget
 from promptevolver.optimizers.strategies import _screening as screening
 from promptevolver.optimizers.strategies import _selection as selection

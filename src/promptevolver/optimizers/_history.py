@@ -2,7 +2,7 @@
 
 Each entry: ``generation``; ``best_train`` and ``mean_train``, the population's best and mean
 *fitness* (the loss on the judged train samples, what the search ranks by; with elites kept the
-best never falls; on a large train part those samples are its focus set, :mod:`.focus`, where
+best never falls; on a large train part those samples are its focus set, :mod:`._focus`, where
 the corrected samples are over-represented, so fitness runs below the whole-part estimates of
 ``result.json``'s ``scores``; None where unmeasured); ``population`` and ``offspring`` (counts);
 ``judge_calls`` and ``meta_calls`` (the run's totals so far); ``waves`` (sequential rounds of
@@ -20,7 +20,7 @@ from promptevolver.llm.concurrency import waves
 from promptevolver.optimizers.strategies import _selection as selection
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.run import SearchRun
+    from promptevolver.optimizers._run import SearchRun
 
 __all__ = ["record_generation"]
 

@@ -2,14 +2,14 @@
 
 In the spirit of MLflow's MemAlign (its semantic memory distils guidelines from human feedback
 with no search) and of the distill baseline measured in judgeworld, but ranked by evidence and
-followed by verification on held-out samples (:mod:`.strategies.racing`, :mod:`.phases`).
+followed by verification on held-out samples (:mod:`.strategies.racing`, :mod:`._phases`).
 
 For each fold of the learning samples (one fold; two out of bag, each learning from the other's
 corrections) the stage climbs a **ladder** of nested candidates, rung k being what k rounds
 learned. A round, for each prompt of the metric:
 
 1. **shown corrections**: the train samples whose annotation corrects the recorded judge
-   (verdict and reason corrections, :mod:`.evidence`), the recorded judge output beside the
+   (verdict and reason corrections, :mod:`._evidence`), the recorded judge output beside the
    human's verdict and reason; at most ``distill_sample_size`` of them, interleaved by kind of
    correction and label so that any prefix is a stratified subsample, rotating from round to
    round through those not shown yet; plus a few agreeing samples for contrast;
@@ -51,8 +51,8 @@ import numpy as np
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.llm.context import context_window
 from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
-from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.evidence import Evidence
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._evidence import Evidence
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._base import Child, MetaContext, Plan
 

@@ -1,6 +1,6 @@
 """The phases of a run around its generations: the distillation and verification stages, the
 initial population, the repair after a resume, and the final choice. The generation loop itself
-is :mod:`.genetic`, which composes them by ``strategy``.
+is :mod:`._genetic`, which composes them by ``strategy``.
 
 Each phase is one failure-policy step (:meth:`SearchRun.begin_step` … :meth:`SearchRun.end_step`):
 too many failed evaluations in it stop the run with :class:`~promptevolver.errors.LLMUnusableError`.
@@ -18,13 +18,16 @@ import numpy as np
 from promptevolver.judge.batch import gather_or_cancel
 from promptevolver.llm.base import Usage
 from promptevolver.llm.concurrency import waves
-from promptevolver.optimizers import adoption, history, reporting, views
-from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.distill import Distiller, DistillView
+from promptevolver.optimizers import _adoption as adoption
+from promptevolver.optimizers import _history as history
+from promptevolver.optimizers import _reporting as reporting
+from promptevolver.optimizers import _views as views
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._distill import Distiller, DistillView
+from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.operators._base import Child
-from promptevolver.optimizers.result import OptimizationResult
-from promptevolver.optimizers.run import RunContext, SearchRun
-from promptevolver.optimizers.state import SearchState
 from promptevolver.optimizers.strategies import _budget as budget
 from promptevolver.optimizers.strategies import _screening as screening
 from promptevolver.optimizers.strategies._final_choice import (
@@ -199,7 +202,7 @@ def register_seed(run: SearchRun, seed_instructions: Mapping[str, str]) -> Candi
 
 
 async def distill(run: SearchRun) -> list[Candidate]:
-    """Stage 1: the ladders of :mod:`.distill`, adopted as candidates (operator ``distill``; rung
+    """Stage 1: the ladders of :mod:`._distill`, adopted as candidates (operator ``distill``; rung
     k's parent is rung k − 1, the first rung's the seed); meta calls only.
 
     Raises:

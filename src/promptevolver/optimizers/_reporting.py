@@ -1,6 +1,6 @@
 """What a finished search reports: scores as estimates for whole parts, and the split block.
 
-Scores are the judged focus sets' weighted estimates of each part (:mod:`.focus`); out of bag
+Scores are the judged focus sets' weighted estimates of each part (:mod:`._focus`); out of bag
 (small data) the ``validation`` figure is measured on the samples the chosen candidate never
 learned from, where ``evaluate --split validation`` measures it again.
 """
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from promptevolver.annotations.models import sample_key
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.run import RunContext
+    from promptevolver.optimizers._run import RunContext
 
 __all__ = ["KEY_DIGITS", "estimates", "lineage_entry", "out_of_bag_estimates", "split_report"]
 
@@ -26,7 +26,7 @@ KEY_DIGITS = 16
 
 def estimates(ctx: RunContext, candidate: Candidate) -> dict[str, float | None]:
     """``candidate``'s train and validation scores as estimates for the whole parts
-    (weighted by what each judged sample stands for, :mod:`.focus`); None where unmeasured."""
+    (weighted by what each judged sample stands for, :mod:`._focus`); None where unmeasured."""
     out: dict[str, float | None] = {}
     for part, s, focus in (
         ("train", candidate.train, ctx.train_focus),

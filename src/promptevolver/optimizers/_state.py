@@ -1,10 +1,10 @@
 """The state of one search: a plain dataclass the generation loop alone writes.
 
-The mutable half of a :class:`~promptevolver.optimizers.run.SearchRun` (``run.state``), beside its
-frozen :class:`~promptevolver.optimizers.run.RunContext`. Strategies (selection, screening,
-stopping, the final choice) and operators read it through views; only the loop in :mod:`.genetic`
-and the pipeline's steps it composes (:mod:`.phases`, :mod:`.adoption`, :mod:`.history`,
-:mod:`.checkpoint`) change it. The checkpoint is :meth:`SearchState.to_dict` /
+The mutable half of a :class:`~promptevolver.optimizers._run.SearchRun` (``run.state``), beside its
+frozen :class:`~promptevolver.optimizers._run.RunContext`. Strategies (selection, screening,
+stopping, the final choice) and operators read it through views; only the loop in :mod:`._genetic`
+and the pipeline's steps it composes (:mod:`._phases`, :mod:`._adoption`, :mod:`._history`,
+:mod:`._checkpoint`) change it. The checkpoint is :meth:`SearchState.to_dict` /
 :meth:`SearchState.from_dict` written to a file.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from promptevolver.evaluation.evaluator import CandidateKey, Score, candidate_key
 from promptevolver.llm.base import Usage
-from promptevolver.optimizers.candidates import Candidate
+from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["PlanKey", "SearchState"]
 
@@ -48,7 +48,7 @@ class SearchState:
         stop_reason: why the search stopped, once it has.
         stages: per stage of the pipeline (``distill``, ``verify``, ``search``): its LLM calls,
             tokens and seconds, and what it produced (see ``OptimizationResult.stages``).
-        lessons: the distillation stage's lessons (:meth:`~.distill.Lesson.to_dict`).
+        lessons: the distillation stage's lessons (:meth:`~._distill.Lesson.to_dict`).
         race: the verification stage's racing report (:attr:`~.strategies.racing.Race.report`).
         chosen: the id of the final choice, once made (an extension keeps it as a finalist).
     """

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.candidates import Candidate
-    from promptevolver.optimizers.run import RunContext, SearchRun
+    from promptevolver.optimizers._candidates import Candidate
+    from promptevolver.optimizers._run import RunContext, SearchRun
 
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.judge.examples import ExampleStore, static_positions
 from promptevolver.llm.base import is_simulated
-from promptevolver.optimizers import reporting
+from promptevolver.optimizers import _reporting as reporting
 from promptevolver.rundir import write_result
 
 __all__ = ["SIMULATED_NOTE", "OptimizationResult"]

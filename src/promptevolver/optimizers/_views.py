@@ -1,8 +1,8 @@
 """What operators and strategies see of a search in progress, built here.
 
 The operators (:mod:`.operators`) and strategies (:mod:`.strategies`) never hold the
-:class:`~promptevolver.optimizers.run.SearchRun` nor its whole
-:class:`~promptevolver.optimizers.run.RunContext`; the generation loop hands them these views: the
+:class:`~promptevolver.optimizers._run.SearchRun` nor its whole
+:class:`~promptevolver.optimizers._run.RunContext`; the generation loop hands them these views: the
 breeding view and the meta-call context (operators), the distillation view, the screening view,
 the budget view and the search view (what :mod:`.strategies.screening`, :mod:`.strategies.budget`
 and the stop conditions of :mod:`.strategies.stopping` read). Views of the fixed part are built
@@ -15,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from promptevolver.optimizers.candidates import Candidate
-from promptevolver.optimizers.cost import minibatch_size
-from promptevolver.optimizers.distill import DistillView
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._cost import minibatch_size
+from promptevolver.optimizers._distill import DistillView
 from promptevolver.optimizers.operators._base import BreedingView, MetaContext
 from promptevolver.optimizers.strategies._budget import BudgetView, price_of
 from promptevolver.optimizers.strategies._screening import ScreeningView
 from promptevolver.optimizers.strategies._stopping import SearchView
 
 if TYPE_CHECKING:
-    from promptevolver.optimizers.run import RunContext, SearchRun
+    from promptevolver.optimizers._run import RunContext, SearchRun
 
 __all__ = [
     "breeding_view",

@@ -26,8 +26,8 @@ from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.evaluation.evaluator import CandidateKey
 from promptevolver.judge.protocol import Judgement
-from promptevolver.optimizers.run import SearchRun
-from promptevolver.optimizers.state import SearchState
+from promptevolver.optimizers._run import SearchRun
+from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.strategies._selection import rank
 
 __all__ = ["VERSION", "load", "load_judgements", "restore", "save"]

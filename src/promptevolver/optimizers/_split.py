@@ -13,10 +13,10 @@ Two regimes, recorded in the result (``split.regime``):
 
 :func:`make_split` draws the samples: validation gets ``round(validation_fraction · N)`` of the
 N usable samples (at least 2, leaving at least 2 for train), stratified on the human label and
-the kind of evidence (:mod:`.evidence`), so both parts get their share of the corrections.
+the kind of evidence (:mod:`._evidence`), so both parts get their share of the corrections.
 Candidates are judged on a *focus set* of each part (at most ``max_train_samples`` /
-``max_validation_samples`` samples, :mod:`.focus`); :func:`split_sizes` gives those judged
-counts (shared with ``estimate`` through :mod:`.cost`).
+``max_validation_samples`` samples, :mod:`._focus`); :func:`split_sizes` gives those judged
+counts (shared with ``estimate`` through :mod:`._cost`).
 """
 
 from __future__ import annotations
