@@ -9,7 +9,7 @@ import numpy as np
 
 from promptevolver import SingleMetricAnnotation
 from promptevolver.evaluation.evaluator import Score
-from promptevolver.judge.prompts import split_rendered
+from promptevolver.judge._prompts import split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 

@@ -15,7 +15,7 @@ import yaml
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MSELoss, SingleMetricAnnotation
 from promptevolver.cli import main
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.rubric import RubricJudge
+from promptevolver.judge._rubric import RubricJudge
 from promptevolver.llm.fake import ScriptedLLM
 
 from .annotations.test_annotations import sample_dict

@@ -25,7 +25,7 @@ from typing import Any
 from promptevolver import SingleMetricAnnotation
 from promptevolver.evaluation.agreement import agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers._result import OptimizationResult
 

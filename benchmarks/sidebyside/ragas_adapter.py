@@ -65,8 +65,8 @@ from ragas.optimizers.genetic import GeneticOptimizer as RagasGeneticOptimizer
 from ragas.prompt.pydantic_prompt import fix_output_format_prompt
 
 from promptevolver.errors import OutputParseError
-from promptevolver.judge.aspect_critic import AspectCriticOutput
-from promptevolver.judge.prompts import Prompt, extract_json_object
+from promptevolver.judge._aspect_critic import AspectCriticOutput
+from promptevolver.judge._prompts import Prompt, extract_json_object
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.fake import count_tokens

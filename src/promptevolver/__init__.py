@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from promptevolver.evaluation.losses import BinaryMetricLoss as BinaryMetricLoss
     from promptevolver.evaluation.losses import Loss as Loss
     from promptevolver.evaluation.losses import MSELoss as MSELoss
-    from promptevolver.judge.aspect_critic import AspectCritic as AspectCritic
-    from promptevolver.judge.ensemble import EvaluationItem as EvaluationItem
-    from promptevolver.judge.ensemble import JudgeEnsemble as JudgeEnsemble
-    from promptevolver.judge.protocol import Judgement as Judgement
-    from promptevolver.judge.rubric import RubricJudge as RubricJudge
-    from promptevolver.judge.statements import StatementSupport as StatementSupport
+    from promptevolver.judge._aspect_critic import AspectCritic as AspectCritic
+    from promptevolver.judge._ensemble import EvaluationItem as EvaluationItem
+    from promptevolver.judge._ensemble import JudgeEnsemble as JudgeEnsemble
+    from promptevolver.judge._protocol import Judgement as Judgement
+    from promptevolver.judge._rubric import RubricJudge as RubricJudge
+    from promptevolver.judge._statements import StatementSupport as StatementSupport
     from promptevolver.optimizers._genetic import GeneticOptimizer as GeneticOptimizer
     from promptevolver.optimizers._result import OptimizationResult as OptimizationResult
     from promptevolver.runs.many import ManyResult as ManyResult
@@ -72,11 +72,11 @@ __getattr__, __all__ = lazy_package(
             "PromptEvolverError",
         ],
         "promptevolver.evaluation.losses": ["BinaryMetricLoss", "Loss", "MSELoss"],
-        "promptevolver.judge.aspect_critic": ["AspectCritic"],
-        "promptevolver.judge.protocol": ["Judgement"],
-        "promptevolver.judge.rubric": ["RubricJudge"],
-        "promptevolver.judge.statements": ["StatementSupport"],
-        "promptevolver.judge.ensemble": ["EvaluationItem", "JudgeEnsemble"],
+        "promptevolver.judge._aspect_critic": ["AspectCritic"],
+        "promptevolver.judge._protocol": ["Judgement"],
+        "promptevolver.judge._rubric": ["RubricJudge"],
+        "promptevolver.judge._statements": ["StatementSupport"],
+        "promptevolver.judge._ensemble": ["EvaluationItem", "JudgeEnsemble"],
         "promptevolver.optimizers._genetic": ["GeneticOptimizer"],
         "promptevolver.optimizers._result": ["OptimizationResult"],
         "promptevolver.runs.many": ["ManyResult", "optimize_many"],

@@ -14,8 +14,8 @@ from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.cli import main
 from promptevolver.config.prompt_match import match_prompt, prompt_keys
 from promptevolver.errors import ConfigError
-from promptevolver.judge.rubric import RubricJudge
-from promptevolver.judge.statements import StatementSupport
+from promptevolver.judge._rubric import RubricJudge
+from promptevolver.judge._statements import StatementSupport
 from promptevolver.report.data import load_run
 
 from ..conftest import AC_FILE

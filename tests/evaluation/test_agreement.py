@@ -15,7 +15,7 @@ from promptevolver.evaluation.agreement import (
     agreement_of,
     is_ordinal,
 )
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._protocol import Judgement
 
 
 def kappa_by_hand(t: list[int], p: list[int], levels: list[int]) -> float:

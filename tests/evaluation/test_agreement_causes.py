@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from promptevolver.evaluation.agreement import agreement_of
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._protocol import Judgement
 
 LABELS = [1.0, 0.0, 1.0, 1.0]
 

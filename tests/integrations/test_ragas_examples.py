@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from promptevolver import SingleMetricAnnotation
-from promptevolver.judge.examples import ExampleStore
-from promptevolver.judge.prompts import rendered_examples, split_rendered
+from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import LLMRequest, ScriptedLLM
 
 from ..conftest import AC_DEFINITION, AC_FILE

@@ -26,9 +26,9 @@ from promptevolver.config.build import build_metric
 from promptevolver.config.models import MetricConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, PermanentLLMError
 from promptevolver.evaluation.evaluator import Evaluator, score
-from promptevolver.judge.ensemble import AGGREGATIONS, EvaluationEvent
-from promptevolver.judge.prompts import split_rendered
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._ensemble import AGGREGATIONS, EvaluationEvent
+from promptevolver.judge._prompts import split_rendered
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm import ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest
 

@@ -11,9 +11,9 @@ import pytest
 from promptevolver import AspectCritic
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.evaluator import EXAMPLES_KEY, Evaluator, candidate_key
-from promptevolver.judge.examples import ExampleStore
-from promptevolver.judge.prompts import rendered_examples, split_rendered
-from promptevolver.judge.rubric import RubricJudge
+from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge._prompts import rendered_examples, split_rendered
+from promptevolver.judge._rubric import RubricJudge
 from promptevolver.llm.base import LLMRequest
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
 from promptevolver.simulation.criteria import sample_key

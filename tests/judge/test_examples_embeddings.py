@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, GeneticOptimizer
 from promptevolver.annotations.models import SampleAnnotation
 from promptevolver.errors import ConfigError, PermanentLLMError
-from promptevolver.judge.examples import ExampleStore, prepare_store
-from promptevolver.judge.prompts import rendered_examples, split_rendered
+from promptevolver.judge._examples import ExampleStore, prepare_store
+from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.llm.openai import OpenAIEmbeddings

@@ -1,4 +1,4 @@
-"""The one ``ajudge`` our judges share (:class:`~promptevolver.judge.protocol.Judge`): the call's
+"""The one ``ajudge`` our judges share (:class:`~promptevolver.judge._protocol.Judge`): the call's
 settings, or the judge's own, reach every request of every judge alike."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
-from promptevolver.judge.aspect_critic import AspectCritic
-from promptevolver.judge.ensemble import JudgeEnsemble
-from promptevolver.judge.protocol import Judge
-from promptevolver.judge.rubric import RubricJudge
-from promptevolver.judge.statements import StatementSupport
+from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._ensemble import JudgeEnsemble
+from promptevolver.judge._protocol import Judge
+from promptevolver.judge._rubric import RubricJudge
+from promptevolver.judge._statements import StatementSupport
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from promptevolver.judge.aspect_critic import AspectCritic
-from promptevolver.judge.ensemble import JudgeEnsemble
-from promptevolver.judge.rubric import RubricJudge
-from promptevolver.judge.statements import StatementSupport
+from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._ensemble import JudgeEnsemble
+from promptevolver.judge._rubric import RubricJudge
+from promptevolver.judge._statements import StatementSupport
 from promptevolver.llm.base import LLMRequest
 from promptevolver.testing.contracts import MetricContract
 

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from promptevolver.errors import AnnotationError, OutputParseError, PermanentLLMError, TransientLLMError
-from promptevolver.judge.aspect_critic import AspectCritic, AspectCriticOutput
-from promptevolver.judge.prompts import (
+from promptevolver.judge._aspect_critic import AspectCritic, AspectCriticOutput
+from promptevolver.judge._prompts import (
     INPUT_HEADER,
     OUTPUT_HEADER,
     Prompt,
     extract_json_object,
     split_rendered,
 )
-from promptevolver.judge.protocol import Judgement
-from promptevolver.judge.rubric import rubric_output_model
-from promptevolver.judge.statements import Statements, Verdicts
+from promptevolver.judge._protocol import Judgement
+from promptevolver.judge._rubric import rubric_output_model
+from promptevolver.judge._statements import Statements, Verdicts
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import ChatMessage
 

@@ -10,8 +10,8 @@ import pytest
 
 from promptevolver.errors import AnnotationError, PermanentLLMError
 from promptevolver.judge import JudgeEnsemble, Metric, RubricJudge
-from promptevolver.judge.prompts import split_rendered
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._prompts import split_rendered
+from promptevolver.judge._protocol import Judgement
 from promptevolver.llm import ScriptedLLM
 
 INPUTS = {"user_input": "How do I boil an egg?", "response": "Put it in boiling water for 8 minutes."}

@@ -10,8 +10,8 @@ import pytest
 
 from promptevolver.errors import AnnotationError, TransientLLMError
 from promptevolver.judge import JudgeEnsemble, Metric, StatementSupport
-from promptevolver.judge.prompts import split_rendered
-from promptevolver.judge.protocol import OUTPUTS, Judgement
+from promptevolver.judge._prompts import split_rendered
+from promptevolver.judge._protocol import OUTPUTS, Judgement
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 
@@ -153,7 +153,7 @@ def test_each_prompt_is_shown_its_own_teaching_examples(recorded_inputs):
     llm = ScriptedLLM([extracted(STATEMENTS), verified([1, 0])])
     j = judge(llm, examples=[example])
     assert j.score == 0.5
-    from promptevolver.judge.prompts import rendered_examples
+    from promptevolver.judge._prompts import rendered_examples
 
     shown = [rendered_examples(r.messages) for r in llm.requests]
     assert shown[0] == [(ex_in, ex_out)] and shown[1] == [(ver_in, ver_out)]

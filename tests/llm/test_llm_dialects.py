@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from promptevolver.errors import PermanentLLMError
-from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.testing import DIALECTS, Dialect, LocalOpenAIServer

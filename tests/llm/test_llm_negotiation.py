@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from promptevolver.errors import OutputParseError
-from promptevolver.judge.aspect_critic import AspectCriticOutput
-from promptevolver.judge.prompts import Prompt
+from promptevolver.judge._aspect_critic import AspectCriticOutput
+from promptevolver.judge._prompts import Prompt
 from promptevolver.llm import CachedLLM, ScriptedLLM
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.openai._errors import server_message

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from promptevolver import AspectCritic, SingleMetricAnnotation
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.optimizers.operators import _meta_prompts as ops
 

@@ -15,7 +15,7 @@ import pytest
 
 from promptevolver import BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
 from promptevolver.errors import LLMUnusableError, TransientLLMError
-from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.llm import OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import ChatMessage, LLMRequest

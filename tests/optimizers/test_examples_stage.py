@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, GeneticOptimizer
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError
-from promptevolver.judge.prompts import rendered_examples, split_rendered
+from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.rundir import load_examples

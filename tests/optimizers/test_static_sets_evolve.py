@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, GeneticOptimizer
-from promptevolver.judge.examples import static_positions
-from promptevolver.judge.prompts import rendered_examples, split_rendered
+from promptevolver.judge._examples import static_positions
+from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers._candidates import Candidate

@@ -8,7 +8,7 @@ import json
 
 import yaml
 
-from promptevolver.judge.examples import ExampleStore
+from promptevolver.judge._examples import ExampleStore
 from promptevolver.report.data import load_run
 from promptevolver.report.write import build_report
 from promptevolver.runs.memory import update_examples

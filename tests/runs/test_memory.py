@@ -13,7 +13,7 @@ import yaml
 from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning
 from promptevolver.cli import main
 from promptevolver.errors import AnnotationError, ConfigError
-from promptevolver.judge.examples import ExampleStore
+from promptevolver.judge._examples import ExampleStore
 from promptevolver.rundir import load_examples, read_result
 from promptevolver.runs.memory import changed_store, update_examples
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from promptevolver import SingleMetricAnnotation
-from promptevolver.judge import prompts as ops
+from promptevolver.judge import _prompts as ops
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import ChatMessage, LLMRequest
 from promptevolver.simulation.draws import unit

@@ -20,11 +20,11 @@ from promptevolver.config.models import (
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.judge.aspect_critic import AspectCritic
-from promptevolver.judge.ensemble import JudgeEnsemble
-from promptevolver.judge.protocol import Metric
-from promptevolver.judge.rubric import RubricJudge
-from promptevolver.judge.statements import StatementSupport
+from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._ensemble import JudgeEnsemble
+from promptevolver.judge._protocol import Metric
+from promptevolver.judge._rubric import RubricJudge
+from promptevolver.judge._statements import StatementSupport
 from promptevolver.llm.base import BaseLLMClient, LLMClient
 from promptevolver.llm.cache import CachedLLM
 from promptevolver.llm.context import context_tokens_for

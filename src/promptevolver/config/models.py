@@ -406,16 +406,16 @@ SUPPORT_DEFINITION = "the statement can be directly inferred from the context."
 class MetricConfig(_Strict):
     """The judge: its ``type``, ``name`` and ``definition``.
 
-    * ``aspect_critic`` — a binary verdict (:class:`promptevolver.judge.aspect_critic.AspectCritic`);
+    * ``aspect_critic`` — a binary verdict (:class:`promptevolver.judge._aspect_critic.AspectCritic`);
     * ``rubric`` — a score in ``score_range`` (default ``[1, 5]``), whole numbers unless
       ``discrete: false``, with optional ``rubrics`` (level → description)
-      (:class:`promptevolver.judge.rubric.RubricJudge`); needs ``loss: {type: mse}``;
+      (:class:`promptevolver.judge._rubric.RubricJudge`); needs ``loss: {type: mse}``;
     * ``statement_support`` — two prompts, a statement extractor and a per-statement verifier,
-      scored as the supported fraction (:class:`promptevolver.judge.statements.StatementSupport`);
+      scored as the supported fraction (:class:`promptevolver.judge._statements.StatementSupport`);
       ``definition`` says when a statement is supported (default: it can be directly inferred
       from the context); needs ``loss: {type: mse}``.
 
-    A judge ensemble (:class:`promptevolver.judge.ensemble.JudgeEnsemble`) is built when ``num_judges``
+    A judge ensemble (:class:`promptevolver.judge._ensemble.JudgeEnsemble`) is built when ``num_judges``
     > 1 or any of ``aggregation_method``, ``max_concurrent_judges``, ``timeout_s`` is set:
     ``num_judges`` judge calls per sample, aggregated by ``aggregation_method``: ``majority``
     (the default for ``aspect_critic``; a tie gives 0), ``mean`` (the default for the numeric

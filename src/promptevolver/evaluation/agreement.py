@@ -33,7 +33,7 @@ from sklearn.metrics import (
     mean_squared_error,
 )
 
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._protocol import Judgement
 
 __all__ = ["PROPORTIONS", "RESAMPLED", "Agreement", "agreement", "agreement_of", "is_ordinal"]
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.examples import ExampleStore
-from promptevolver.judge.protocol import Judgement, Metric
+from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import JUDGE_OPERATION, LLMClient, Usage
 from promptevolver.llm.concurrency import InFlightLimit
 
@@ -44,7 +44,7 @@ EXAMPLES_KEY = "@examples"
 def candidate_key(instructions: Mapping[str, str], examples: str = "none") -> CandidateKey:
     """Identity of a candidate: its instructions with whitespace normalised, sorted by prompt,
     and its example policy with its settings (:meth:`ExampleStore.key
-    <promptevolver.judge.examples.ExampleStore.key>`) under :data:`EXAMPLES_KEY` unless ``none``
+    <promptevolver.judge._examples.ExampleStore.key>`) under :data:`EXAMPLES_KEY` unless ``none``
     (so an instruction-only candidate's key is as before examples existed)."""
     items = [(name, " ".join(text.split())) for name, text in instructions.items()]
     if examples != "none":
@@ -114,7 +114,7 @@ class Evaluator:
     ) -> dict[int, Judgement]:
         """Judgements of ``instructions`` on ``positions`` (position → judgement), each shown
         the teaching examples of the example policy ``examples`` (``none``, ``static``,
-        ``retrieval``; see :mod:`promptevolver.judge.examples`)."""
+        ``retrieval``; see :mod:`promptevolver.judge._examples`)."""
         key = candidate_key(instructions, self.policy_key(examples))
         todo = [p for p in dict.fromkeys(positions) if (key, p) not in self._memo]
         if self.observer is not None and todo:

@@ -8,7 +8,7 @@ Ragas users hold ``ragas.metrics`` objects; this module optimizes one directly::
     critic = AspectCritic(name="answer_correctness", definition="Is the response correct?")
     result = optimize_ragas_metric(critic, annotations, llm=llm)   # best instructions applied
 
-:class:`RagasMetric` is the adapter: it is a :class:`~promptevolver.judge.protocol.Metric` whose
+:class:`RagasMetric` is the adapter: it is a :class:`~promptevolver.judge._protocol.Metric` whose
 one prompt is the Ragas metric's single-turn prompt — its name (``single_turn_aspect_critic_prompt``,
 ``single_turn_simple_criteria_prompt``), instruction and output model (``reason`` with ``verdict``
 or ``score``) — so Ragas annotation exports match it as they are. :meth:`RagasMetric.apply` (or
@@ -21,7 +21,7 @@ Supported: ``AspectCritic`` (binary, 0/1 verdicts; default loss accuracy) and
 are rendered by promptevolver (the instruction, the JSON schema of the output model, the input
 fields as JSON) through promptevolver's LLM clients (cache, budget, retries), and with one call per
 sample (Ragas' ``strictness`` > 1 votes over several; wrap the adapter in a
-:class:`~promptevolver.judge.ensemble.JudgeEnsemble` for that).
+:class:`~promptevolver.judge._ensemble.JudgeEnsemble` for that).
 
 **Teaching examples round-trip** (``docs/examples.md``). The Ragas prompt's own few-shot examples
 are the seed's demonstrations: a candidate without examples (policy ``none``) is judged with what
@@ -58,10 +58,10 @@ from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import AnnotationError
 from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.judge.asking import UnusableAnswer
-from promptevolver.judge.examples import ExampleStore
-from promptevolver.judge.prompt_set import PromptSet
-from promptevolver.judge.prompts import Prompt
+from promptevolver.judge._asking import UnusableAnswer
+from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge._prompt_set import PromptSet
+from promptevolver.judge._prompts import Prompt
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
@@ -254,7 +254,7 @@ class RagasMetric(PromptSet):
 class RetrievalExamples:
     """A Ragas example store (the interface of ``ragas.prompt.few_shot_pydantic_prompt.
     ExampleStore``: ``get_examples``, ``add_example``) over a promptevolver
-    :class:`~promptevolver.judge.examples.ExampleStore`'s retrieval policy: what a Ragas
+    :class:`~promptevolver.judge._examples.ExampleStore`'s retrieval policy: what a Ragas
     ``FewShotPydanticPrompt`` written back by :func:`write_back` retrieves per input.
 
     Args:

@@ -7,24 +7,24 @@ from typing import TYPE_CHECKING
 from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.judge.aspect_critic import AspectCritic as AspectCritic
-    from promptevolver.judge.aspect_critic import AspectCriticOutput as AspectCriticOutput
-    from promptevolver.judge.ensemble import EvaluationItem as EvaluationItem
-    from promptevolver.judge.ensemble import JudgeEnsemble as JudgeEnsemble
-    from promptevolver.judge.prompts import Prompt as Prompt
-    from promptevolver.judge.protocol import Judgement as Judgement
-    from promptevolver.judge.protocol import Metric as Metric
-    from promptevolver.judge.rubric import RubricJudge as RubricJudge
-    from promptevolver.judge.statements import StatementSupport as StatementSupport
+    from promptevolver.judge._aspect_critic import AspectCritic as AspectCritic
+    from promptevolver.judge._aspect_critic import AspectCriticOutput as AspectCriticOutput
+    from promptevolver.judge._ensemble import EvaluationItem as EvaluationItem
+    from promptevolver.judge._ensemble import JudgeEnsemble as JudgeEnsemble
+    from promptevolver.judge._prompts import Prompt as Prompt
+    from promptevolver.judge._protocol import Judgement as Judgement
+    from promptevolver.judge._protocol import Metric as Metric
+    from promptevolver.judge._rubric import RubricJudge as RubricJudge
+    from promptevolver.judge._statements import StatementSupport as StatementSupport
 
 __getattr__, __all__ = lazy_package(
     __name__,
     {
-        "promptevolver.judge.aspect_critic": ["AspectCritic", "AspectCriticOutput"],
-        "promptevolver.judge.protocol": ["Judgement", "Metric"],
-        "promptevolver.judge.ensemble": ["JudgeEnsemble", "EvaluationItem"],
-        "promptevolver.judge.prompts": ["Prompt"],
-        "promptevolver.judge.rubric": ["RubricJudge"],
-        "promptevolver.judge.statements": ["StatementSupport"],
+        "promptevolver.judge._aspect_critic": ["AspectCritic", "AspectCriticOutput"],
+        "promptevolver.judge._protocol": ["Judgement", "Metric"],
+        "promptevolver.judge._ensemble": ["JudgeEnsemble", "EvaluationItem"],
+        "promptevolver.judge._prompts": ["Prompt"],
+        "promptevolver.judge._rubric": ["RubricJudge"],
+        "promptevolver.judge._statements": ["StatementSupport"],
     },
 )

@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.events import Callback, check_callbacks
 

@@ -31,7 +31,7 @@ class Candidate:
             from; the rest is out-of-bag for it).
         fold: out-of-bag runs (small data): the fold of samples its lineage keeps unseen, to be
             compared with the seed on; None otherwise.
-        examples: its example policy (:mod:`promptevolver.judge.examples`): ``none`` (judged on
+        examples: its example policy (:mod:`promptevolver.judge._examples`): ``none`` (judged on
             its instructions alone), ``static`` or ``retrieval`` (teaching examples from the
             run's store of annotated train samples shown with every judged input).
     """

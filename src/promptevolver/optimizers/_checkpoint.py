@@ -25,7 +25,7 @@ from promptevolver import rundir
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.evaluation.evaluator import CandidateKey
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._protocol import Judgement
 from promptevolver.optimizers._run import SearchRun
 from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.strategies._selection import rank

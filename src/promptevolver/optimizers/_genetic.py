@@ -33,7 +33,7 @@ from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.protocol import Metric, label_scale_of
+from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.journal import Journal

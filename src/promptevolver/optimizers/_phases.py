@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.judge.batch import gather_or_cancel
+from promptevolver.judge._batch import gather_or_cancel
 from promptevolver.llm.base import Usage
 from promptevolver.llm.concurrency import waves
 from promptevolver.optimizers import _adoption as adoption

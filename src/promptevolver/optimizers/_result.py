@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from promptevolver.optimizers._run import RunContext, SearchRun
 
 from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.judge.examples import ExampleStore, static_positions
+from promptevolver.judge._examples import ExampleStore, static_positions
 from promptevolver.llm.base import is_simulated
 from promptevolver.optimizers import _reporting as reporting
 from promptevolver.rundir import write_result
@@ -66,7 +66,7 @@ class OptimizationResult(Mapping[str, str]):
         examples: the chosen candidate's teaching examples: ``policy`` (``none``, ``static``,
             ``retrieval``), ``key`` (the policy with its settings, as memo keys hold it) and,
             unless ``none``, the ``store`` (:meth:`ExampleStore.to_dict
-            <promptevolver.judge.examples.ExampleStore.to_dict>`: ``k``, ``min_similarity``, the
+            <promptevolver.judge._examples.ExampleStore.to_dict>`: ``k``, ``min_similarity``, the
             train ``positions`` of the pool, the ``static`` set, the pool samples).
         config, random_seed, duration_s (seconds, wall clock).
         simulated_llm: True when the judge or the meta calls were answered by the simulated LLM

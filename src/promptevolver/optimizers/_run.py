@@ -40,8 +40,8 @@ from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
 from promptevolver.evaluation.evaluator import Evaluator, Score, score
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.examples import ExampleStore
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm.attempts import watched
 from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.concurrency import InFlightLimit

@@ -31,7 +31,7 @@ from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
 from promptevolver.config.prompt_match import match_prompt
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._protocol import Metric
 
 __all__ = [
     "MIN_USABLE_SAMPLES",

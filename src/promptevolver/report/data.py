@@ -30,8 +30,8 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import PromptEvolverError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidate_key
-from promptevolver.judge.aspect_critic import AspectCritic
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers._checkpoint import load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptevolver.judge.examples import ExampleStore
+from promptevolver.judge._examples import ExampleStore
 from promptevolver.report.data import RunFacts
 from promptevolver.report.render import Para, Section, Table
 

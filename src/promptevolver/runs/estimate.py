@@ -93,8 +93,8 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.judge.examples import sample_text
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._examples import sample_text
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import Completion, LLMRequest, Usage
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
 from promptevolver.llm.fake import count_tokens

@@ -26,8 +26,8 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation.agreement import Agreement, agreement_of
 from promptevolver.evaluation.evaluator import Evaluator
-from promptevolver.judge.examples import ExampleStore, prepare_store
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._examples import ExampleStore, prepare_store
+from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.preflight import preflight
 from promptevolver.rundir import (
     CONFIG_FILE,

@@ -25,8 +25,8 @@ from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.config.models import MetricConfig
-from promptevolver.judge.aspect_critic import AspectCritic
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._protocol import Judgement
 from promptevolver.report.data import RunFacts
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,

@@ -31,7 +31,7 @@ from promptevolver.annotations.models import sample_key
 from promptevolver.config.build import load_dataset
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError
-from promptevolver.judge.examples import ExampleStore
+from promptevolver.judge._examples import ExampleStore
 from promptevolver.rundir import (
     FORMAT_VERSION_KEY,
     load_examples,

@@ -16,7 +16,7 @@ import yaml
 from promptevolver.config.build import build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError
-from promptevolver.judge.aspect_critic import AspectCritic
+from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback

@@ -44,7 +44,7 @@ from promptevolver.config.build import build_llm, build_metric, load_dataset, re
 from promptevolver.config.models import BudgetConfig, RunConfig
 from promptevolver.errors import AnnotationError, CheckpointError
 from promptevolver.evaluation.evaluator import candidate_key
-from promptevolver.judge.protocol import Judgement, Metric
+from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit
 from promptevolver.llm.preflight import preflight

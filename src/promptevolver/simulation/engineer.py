@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from promptevolver.judge import prompts as ops
+from promptevolver.judge import _prompts as ops
 from promptevolver.simulation import writer
 from promptevolver.simulation.criteria import Criterion, World, sample_key
 from promptevolver.simulation.draws import unit

@@ -6,7 +6,7 @@ from an annotation set alone, its *world*: hidden **criteria** mined from the hu
 response; *generic* ones shared by several corrections, *specific* ones of one sample). It answers
 two kinds of calls, both pure functions of the request:
 
-**Judge calls** (a prompt rendered by :class:`promptevolver.judge.prompts.Prompt`). The sample is
+**Judge calls** (a prompt rendered by :class:`promptevolver.judge._prompts.Prompt`). The sample is
 found by its input fields. The clean verdict is the human label when the instruction *names* a
 criterion the sample carries (a trigger phrase occurs in it, after light normalisation: case,
 punctuation, plural ``s``, ``-ly``), else the original judge's verdict. The reason is the human's
@@ -25,7 +25,7 @@ answers do not depend on call order. A sample unknown to the world gets a hash-d
 from what the prompt shows (see :mod:`promptevolver.simulation.engineer`).
 
 **Teaching examples** (other annotated samples shown with a verdict before the judged input,
-:meth:`Prompt.render <promptevolver.judge.prompts.Prompt.render>`'s ``examples``; judgeworld's
+:meth:`Prompt.render <promptevolver.judge._prompts.Prompt.render>`'s ``examples``; judgeworld's
 rule, its README's "Demonstrations"): an example *teaches* a generic criterion of the judged
 sample it carries too when it is shown with its human verdict, and *mis-teaches* it when shown with
 the opposite one. With k = sum over the judged sample's criteria of max(0, teaching -
@@ -51,7 +51,7 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.errors import ContextLengthExceededError
-from promptevolver.judge.prompts import rendered_examples, split_rendered
+from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm.fake import count_tokens
 from promptevolver.llm.pricing import Price

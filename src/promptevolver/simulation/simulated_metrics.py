@@ -7,7 +7,7 @@ world is the criteria mined per prompt from that prompt's faults
 (:func:`~promptevolver.simulation.worlds.criteria_world`), so what it learns from shown samples is
 what fixes that prompt:
 
-* a ``score`` field (:class:`~promptevolver.judge.rubric.RubricJudge`, Ragas' SimpleCriteriaScore):
+* a ``score`` field (:class:`~promptevolver.judge._rubric.RubricJudge`, Ragas' SimpleCriteriaScore):
   the recorded score, or the human label when the instruction names a rubric criterion the
   sample carries; noise moves the score one step (one level on a whole-number scale, a tenth of
   the range otherwise) up or down, within range;
@@ -30,7 +30,7 @@ import re
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge.prompts import split_rendered
+from promptevolver.judge._prompts import split_rendered
 from promptevolver.llm.base import LLMRequest
 from promptevolver.simulation import writer
 from promptevolver.simulation.criteria import World, sample_key
@@ -75,7 +75,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
 
     Args: as :class:`SimulatedJudgeLLM`. For a binary dataset it is that class unchanged (same
     answers, same cache identity). For a dataset holding both prompts of
-    :class:`~promptevolver.judge.statements.StatementSupport` it knows statements and verdicts;
+    :class:`~promptevolver.judge._statements.StatementSupport` it knows statements and verdicts;
     for any other non-binary dataset, scores.
     """
 

@@ -15,7 +15,7 @@ annotated in one of three ways:
   the sample is unusable — the loader warns and lists it.
 
 Samples the judge got right are accepted as they are (their label is ``metric_output``). The
-judge prompt is :class:`~promptevolver.judge.rubric.RubricJudge`'s (``reason``, ``score``).
+judge prompt is :class:`~promptevolver.judge._rubric.RubricJudge`'s (``reason``, ``score``).
 Used with :class:`~promptevolver.simulation.simulated_metrics.SimulatedMetricsLLM`.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge.rubric import RubricJudge
+from promptevolver.judge._rubric import RubricJudge
 from promptevolver.simulation.pseudo_text import rare_word, text, vocabulary
 
 __all__ = ["RUBRIC_CRITERIA", "RubricSpec", "generate_rubric"]

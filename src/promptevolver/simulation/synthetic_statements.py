@@ -1,6 +1,6 @@
 """Seeded synthetic annotation sets of a two-prompt metric: statements, then their verdicts.
 
-The world of :class:`~promptevolver.judge.statements.StatementSupport` (Ragas' faithfulness
+The world of :class:`~promptevolver.judge._statements.StatementSupport` (Ragas' faithfulness
 shape): a response makes 2–5 claims; the human knows which claims the contexts support; the
 score is the supported fraction. The naive metric can go wrong in either prompt, each error with
 a hidden correction criterion, **generic** (shared by many samples) or **specific** (made-up rare
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge.statements import StatementSupport
+from promptevolver.judge._statements import StatementSupport
 from promptevolver.simulation.pseudo_text import rare_word, text, vocabulary
 
 __all__ = ["EXTRACTOR_CRITERIA", "StatementsSpec", "VERIFIER_CRITERIA", "generate_statements"]

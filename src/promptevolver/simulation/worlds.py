@@ -2,7 +2,7 @@
 
 * :func:`score_world` — a numeric judge (a rubric score): per sample, the recorded score (the
   prompt's ``score``, else ``metric_output``) and the human label.
-* :func:`statement_world` — :class:`~promptevolver.judge.statements.StatementSupport`: per
+* :func:`statement_world` — :class:`~promptevolver.judge._statements.StatementSupport`: per
   sample, the recorded and the human extraction; per (context, statement), the recorded and the
   human verdict. A statement only the human's extraction has keeps its human verdict as the
   recorded one (the recorded verifier never saw it). A rejected sample without an edit but with a
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.judge.statements import StatementSupport
+from promptevolver.judge._statements import StatementSupport
 from promptevolver.simulation.criteria import Truth, World, mine_world, sample_key
 
 __all__ = [

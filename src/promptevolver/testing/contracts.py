@@ -21,7 +21,7 @@ ship (``tests/llm/test_llm_contract.py``, ``tests/judge/test_metric_contract.py`
   usage counted per operation (and ``Usage`` arithmetic), a client that outlives event loops,
   secrets absent from its ``repr``.
 * :class:`MetricContract` — what the optimizer, the evaluator and the reports rely on from a
-  :class:`~promptevolver.judge.protocol.Metric`: prompts and instructions as copies, unknown
+  :class:`~promptevolver.judge._protocol.Metric`: prompts and instructions as copies, unknown
   prompt names refused, given instructions used without changing the metric's own, exactly
   ``calls_per_evaluation`` calls for well-formed answers, LLM trouble and unparseable answers
   as failed judgements with a cause (never an exception, never a score), a missing field an
@@ -44,7 +44,7 @@ import numpy as np
 
 from promptevolver.errors import AnnotationError, PermanentLLMError
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.protocol import Judgement, Metric
+from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.fake import ScriptedLLM
 
@@ -138,7 +138,7 @@ def _failing(request: LLMRequest) -> str:
 
 
 class MetricContract:
-    """Checks of a :class:`~promptevolver.judge.protocol.Metric` (see the module docstring).
+    """Checks of a :class:`~promptevolver.judge._protocol.Metric` (see the module docstring).
 
     Override :meth:`make_metric`, :meth:`answer` (a well-formed answer to any request the metric
     makes) and :attr:`inputs` (a sample's fields with everything the metric needs); set

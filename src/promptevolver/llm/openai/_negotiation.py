@@ -16,7 +16,7 @@ OpenAI-compatible servers differ in two request fields that matter here:
                   by llama.cpp and vLLM for grammar-constrained decoding; others       vLLM
                   ignore it and return some JSON object)
   ``prompt``      none: the prompt alone asks for the JSON (every request carries the  any
-                  schema in its system message, see :mod:`promptevolver.judge.prompts`)
+                  schema in its system message, see :mod:`promptevolver.judge._prompts`)
   ==============  ===================================================================  =========
 
   A server that refuses a mode says so with a 400, 422 or (llama-cpp-python) 500 whose body names

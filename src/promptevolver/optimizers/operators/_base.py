@@ -24,7 +24,7 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation.losses import Loss
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._evidence import Evidence

@@ -1,7 +1,7 @@
 """Static demonstration sets in the search: what a child of mutation or crossover is shown.
 
 A candidate with a static set (policy ``static``, the store's most-corrected set, or
-``static:12,40,7``, its own; :mod:`promptevolver.judge.examples`) passes it on, changed:
+``static:12,40,7``, its own; :mod:`promptevolver.judge._examples`) passes it on, changed:
 
 * **mutation** (:func:`mutated`), guided by the corrections the parent still gets wrong (the
   shown train samples it judges unlike the human): while some are not in its set, one of them is
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.judge.examples import static_policy, static_positions
+from promptevolver.judge._examples import static_policy, static_positions
 from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["demo_set", "mixed", "mutated"]

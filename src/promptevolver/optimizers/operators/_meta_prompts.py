@@ -16,7 +16,7 @@ Operators (as in Ragas' GeneticOptimizer, with our sections):
 * lessons — the distillation stage's feedback (:mod:`..distill`): general criteria from a batch of
   the human corrections, each with the ids of the corrections it explains (its evidence).
 
-The section headings (in ``promptevolver.judge.prompts``) are part of the prompt contract: the
+The section headings (in ``promptevolver.judge._prompts``) are part of the prompt contract: the
 simulated fake LLM reads them.
 """
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promptevolver.errors import ContextLengthExceededError, LLMError, OutputParseError
-from promptevolver.judge.prompts import (
+from promptevolver.judge._prompts import (
     ANSWER,
     CROSSOVER_PARENT_A,
     CROSSOVER_PARENT_B,

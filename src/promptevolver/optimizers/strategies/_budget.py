@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from promptevolver.annotations import SampleAnnotation
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
-from promptevolver.judge.protocol import Metric
+from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.pricing import Price
 from promptevolver.llm.ratelimit import estimate_tokens

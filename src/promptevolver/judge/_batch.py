@@ -2,7 +2,7 @@
 
 :class:`BatchEvaluation` gives a judge ``evaluate`` / ``aevaluate`` over :class:`EvaluationItem`
 objects (or plain mappings) and the ``custom_instructions`` context manager, on top of its
-``ajudge``; :class:`~promptevolver.judge.ensemble.JudgeEnsemble` uses it. Custom instructions are
+``ajudge``; :class:`~promptevolver.judge._ensemble.JudgeEnsemble` uses it. Custom instructions are
 passed to the judges explicitly and never set on the metric, so concurrent items cannot leak
 instructions into each other.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.protocol import Judgement, Metric
+from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 
 __all__ = ["BatchEvaluation", "EvaluationItem", "ItemLike", "as_item", "cancel", "gather_or_cancel"]
@@ -57,7 +57,7 @@ def as_item(data: ItemLike) -> EvaluationItem:
 
 class BatchEvaluation:
     """Batch evaluation with per-item instructions, for a class that is a
-    :class:`~promptevolver.judge.protocol.Metric` (its methods are typed ``self: Metric``; the
+    :class:`~promptevolver.judge._protocol.Metric` (its methods are typed ``self: Metric``; the
     protocol is the one declaration of what a judge has)."""
 
     @overload

@@ -2,7 +2,7 @@
 
 A judge prompt may carry *examples* (demonstrations): other annotated samples, each shown with
 the human's verdict and reason before the judged input (:meth:`Prompt.render
-<promptevolver.judge.prompts.Prompt.render>`). An :class:`ExampleStore` holds the pool they are
+<promptevolver.judge._prompts.Prompt.render>`). An :class:`ExampleStore` holds the pool they are
 drawn from (the annotated train samples of a run: never a sample the run holds out) and a policy:
 
 * ``none``: no example;

@@ -13,7 +13,7 @@ One evaluation makes two LLM calls (plus re-asks): a malformed answer, or a veri
 verdict count differs from the statements it was given, is re-asked, then the evaluation fails
 naming the prompt. An extraction with no statement leaves the fraction undefined (Ragas gives NaN):
 a failed evaluation with cause ``parse``, never a score. ``Judgement.details["outputs"]`` holds each
-prompt's parsed output (see :class:`~promptevolver.judge.protocol.Judgement`), so an optimizer can
+prompt's parsed output (see :class:`~promptevolver.judge._protocol.Judgement`), so an optimizer can
 tell which prompt a disagreement comes from.
 """
 
@@ -26,10 +26,10 @@ from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.judge.asking import UnusableAnswer, output_dict
-from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
-from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import OUTPUTS, Judgement, JudgeRequest
+from promptevolver.judge._asking import UnusableAnswer, output_dict
+from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
+from promptevolver.judge._prompts import Prompt
+from promptevolver.judge._protocol import OUTPUTS, Judgement, JudgeRequest
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
@@ -77,7 +77,7 @@ class StatementSupport(PromptSet):
         name: the metric's name (the key of its annotations), e.g. ``faithfulness``.
         definition: when a statement counts as supported; the verifier's seed instruction embeds it.
         llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
-            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
+            sampling temperature (:class:`~promptevolver.judge._prompt_set.PromptSet`).
 
     Raises:
         ValueError: an empty name or definition, or ``max_reasks`` < 0.
@@ -171,7 +171,7 @@ class StatementSupport(PromptSet):
 
         Both calls send the request's ``sample_index`` (re-asks add their attempt number). A
         failed call or an unusable answer of either prompt is a failed :class:`Judgement` whose
-        error names the prompt (:meth:`~promptevolver.judge.protocol.Judge.ajudge`).
+        error names the prompt (:meth:`~promptevolver.judge._protocol.Judge.ajudge`).
         """
         fields = self.prompt_inputs(inputs)
         examples = request.examples or ()

@@ -1,4 +1,4 @@
-"""The prompts of one judge, by name: the part of the :class:`~promptevolver.judge.protocol.Metric`
+"""The prompts of one judge, by name: the part of the :class:`~promptevolver.judge._protocol.Metric`
 protocol every judge of ours shares (Ragas' ``get_prompts``/``set_prompts``, and candidates as
 prompt name → instruction), asking one of them for a call (:meth:`PromptSet.ask`), and the check
 of a sample's input fields."""
@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.asking import Answer, ask
-from promptevolver.judge.prompts import OutputT, Prompt
-from promptevolver.judge.protocol import Judge, Judgement, JudgeRequest
+from promptevolver.judge._asking import Answer, ask
+from promptevolver.judge._prompts import OutputT, Prompt
+from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest
 from promptevolver.llm.base import ChatMessage, LLMClient
 from promptevolver.rundir import as_instructions
 
@@ -138,7 +138,7 @@ class PromptSet(Judge):
         return client
 
     async def _ajudge(self, inputs: Mapping[str, Any], request: JudgeRequest) -> Judgement:
-        """A one-prompt judge (:meth:`~promptevolver.judge.protocol.Judge.ajudge`): the answer's
+        """A one-prompt judge (:meth:`~promptevolver.judge._protocol.Judge.ajudge`): the answer's
         :attr:`LABEL_FIELD` as the score (0.0/1.0 for a verdict), with its reason; an answer that
         does not parse or that :meth:`check_answer` refuses is re-asked, then a failed
         :class:`Judgement` (a judge with several prompts overrides this)."""
@@ -160,7 +160,7 @@ class PromptSet(Judge):
         return self.demonstrations(examples or ())
 
     def check_answer(self, output: Any) -> None:
-        """Raise :class:`~promptevolver.judge.asking.UnusableAnswer` for a parsed answer that
+        """Raise :class:`~promptevolver.judge._asking.UnusableAnswer` for a parsed answer that
         cannot be used (it is re-asked); the output model's own validation suffices here."""
 
     async def ask(
@@ -170,7 +170,7 @@ class PromptSet(Judge):
         request: JudgeRequest,
         check: Callable[[OutputT], None] | None = None,
     ) -> Answer[OutputT]:
-        """:func:`~promptevolver.judge.asking.ask` ``prompt`` for one call: its client, sample index
+        """:func:`~promptevolver.judge._asking.ask` ``prompt`` for one call: its client, sample index
         and temperature, and this judge's ``max_reasks``. Never raises for LLM trouble."""
         temperature = request.temperature
         if temperature is None:  # Judge.ajudge applied this judge's own, a float

@@ -1,7 +1,7 @@
 """The one contract between a judge and everything that uses it (optimizer, evaluator, reports).
 
-:class:`Metric` is what a judge must provide; :class:`~promptevolver.judge.aspect_critic.AspectCritic`
-and :class:`~promptevolver.judge.ensemble.JudgeEnsemble` implement it, and a user's own judge can
+:class:`Metric` is what a judge must provide; :class:`~promptevolver.judge._aspect_critic.AspectCritic`
+and :class:`~promptevolver.judge._ensemble.JudgeEnsemble` implement it, and a user's own judge can
 too (check it with the contract suite in :mod:`promptevolver.testing`). :class:`Judgement` is the
 outcome of judging one sample: a score, or a failure with its cause — never both.
 
@@ -19,14 +19,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.judge.prompts import Prompt
+from promptevolver.judge._prompts import Prompt
 from promptevolver.llm.base import LLMClient
 
 __all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
-#: :class:`~promptevolver.judge.statements.StatementSupport`: comparing them with a sample's
+#: :class:`~promptevolver.judge._statements.StatementSupport`: comparing them with a sample's
 #: expected output per prompt (``SampleAnnotation.expected_output(name)``) tells which prompt a
 #: disagreement comes from.
 OUTPUTS = "outputs"
@@ -42,7 +42,7 @@ class Judgement:
     <promptevolver.errors.LLMError.cause>`) and ``raw`` holds the model's last text, if any. A
     failure is data, never a verdict. ``details`` holds extra, JSON-serialisable facts of a
     composite metric, e.g. the per-judge verdicts of a
-    :class:`~promptevolver.judge.ensemble.JudgeEnsemble`, or each prompt's output under
+    :class:`~promptevolver.judge._ensemble.JudgeEnsemble`, or each prompt's output under
     :data:`OUTPUTS` for a metric with several prompts; None otherwise. ``score`` is a 0/1 verdict
     for a binary metric, any number in the metric's range for a numeric one.
     """
@@ -176,7 +176,7 @@ class Judge:
                 request, hence of cache keys; re-asks add their attempt number to it).
             temperature: overrides the judge's own for this call.
             examples: annotated samples shown first as teaching examples
-                (:meth:`~promptevolver.judge.prompt_set.PromptSet.demonstrations`); None: the
+                (:meth:`~promptevolver.judge._prompt_set.PromptSet.demonstrations`); None: the
                 judge's own (none for ours; the Ragas prompt's own for a
                 :class:`~promptevolver.integrations.ragas.RagasMetric`, where ``[]`` shows none).
 

@@ -1,7 +1,7 @@
 """Judge ensembles: one metric judged by several LLM calls whose verdicts are aggregated.
 
-:class:`JudgeEnsemble` wraps a metric of ours (e.g. :class:`~promptevolver.judge.aspect_critic.AspectCritic`)
-and is itself a :class:`~promptevolver.judge.aspect_critic.Metric`: its prompts *are* the wrapped metric's,
+:class:`JudgeEnsemble` wraps a metric of ours (e.g. :class:`~promptevolver.judge._aspect_critic.AspectCritic`)
+and is itself a :class:`~promptevolver.judge._aspect_critic.Metric`: its prompts *are* the wrapped metric's,
 so :class:`~promptevolver.GeneticOptimizer` optimizes the wrapped instructions unchanged while
 fitness uses the aggregated verdicts. It mirrors evaluation libraries that run a Ragas-style
 single-turn metric with several judges (self-consistency), a timeout, bounded judge concurrency
@@ -41,10 +41,10 @@ from typing import Any, TypeVar
 from promptevolver.annotations import FIELD_ALIASES, SampleAnnotation, normalize_metric_input
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.errors import AnnotationError
-from promptevolver.judge.aggregation import AGGREGATIONS, aggregate
-from promptevolver.judge.batch import BatchEvaluation, EvaluationItem, as_item, cancel
-from promptevolver.judge.prompts import Prompt
-from promptevolver.judge.protocol import Judge, Judgement, JudgeRequest, Metric, label_scale_of
+from promptevolver.judge._aggregation import AGGREGATIONS, aggregate
+from promptevolver.judge._batch import BatchEvaluation, EvaluationItem, as_item, cancel
+from promptevolver.judge._prompts import Prompt
+from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest, Metric, label_scale_of
 
 __all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "as_item"]
 
@@ -75,7 +75,7 @@ Callback = Callable[[EvaluationEvent], Awaitable[None] | None]
 
 
 class JudgeEnsemble(Judge, BatchEvaluation):
-    """Several judges of one metric, aggregated; a :class:`~promptevolver.judge.aspect_critic.Metric` itself.
+    """Several judges of one metric, aggregated; a :class:`~promptevolver.judge._aspect_critic.Metric` itself.
 
     Args:
         metric: the wrapped judge (see :class:`Metric`), positional or keyword; its prompts are
@@ -130,7 +130,7 @@ class JudgeEnsemble(Judge, BatchEvaluation):
 
     @property
     def label_scale(self) -> LabelScale | None:
-        """The wrapped judge's (see :func:`~promptevolver.judge.protocol.label_scale_of`)."""
+        """The wrapped judge's (see :func:`~promptevolver.judge._protocol.label_scale_of`)."""
         return label_scale_of(self.metric)
 
     @property
@@ -172,8 +172,8 @@ class JudgeEnsemble(Judge, BatchEvaluation):
     # --- one evaluation ----------------------------------------------------------------------
     async def _ajudge(self, inputs: Mapping[str, Any], request: JudgeRequest) -> Judgement:
         """Judge one sample ``num_judges`` times and aggregate
-        (:meth:`~promptevolver.judge.protocol.Judge.ajudge`); every judge is shown the same
-        teaching examples (other annotated samples, :mod:`promptevolver.judge.examples`) when given.
+        (:meth:`~promptevolver.judge._protocol.Judge.ajudge`); every judge is shown the same
+        teaching examples (other annotated samples, :mod:`promptevolver.judge._examples`) when given.
 
         Returns a :class:`Judgement` whose ``score`` is the aggregate, ``reason`` (and ``raw``) that
         of the first judge whose score is closest to it, and ``details``::

@@ -1,9 +1,9 @@
 """Asking one prompt: send its rendered messages, parse the answer, re-ask a malformed one.
 
 :func:`ask` is the one request loop every judge of ours uses
-(:class:`~promptevolver.judge.aspect_critic.AspectCritic`,
-:class:`~promptevolver.judge.rubric.RubricJudge`, both prompts of
-:class:`~promptevolver.judge.statements.StatementSupport`). An answer that does not parse, or that
+(:class:`~promptevolver.judge._aspect_critic.AspectCritic`,
+:class:`~promptevolver.judge._rubric.RubricJudge`, both prompts of
+:class:`~promptevolver.judge._statements.StatementSupport`). An answer that does not parse, or that
 ``check`` rejects (a score out of range, a verdict list of the wrong length), is re-asked up to
 ``max_reasks`` times with the problem shown; an LLM failure (after the client's retries) is not
 re-asked. Either way the outcome is an :class:`Answer`: the parsed output, or a failure with its
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from promptevolver.errors import LLMError, OutputParseError
-from promptevolver.judge.prompts import OutputT, Prompt
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._prompts import OutputT, Prompt
+from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
 
 __all__ = ["Answer", "UnusableAnswer", "ask", "output_dict"]

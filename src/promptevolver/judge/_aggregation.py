@@ -1,7 +1,7 @@
 """Aggregating the verdicts of several judges of one sample (a judge ensemble's vote).
 
 :data:`AGGREGATIONS` maps a name to a function of the successful judges' scores; :func:`aggregate`
-turns the judges' :class:`~promptevolver.judge.protocol.Judgement` objects into one, keeping every
+turns the judges' :class:`~promptevolver.judge._protocol.Judgement` objects into one, keeping every
 judge's score, reason and error in ``details``. Failed judges are left out; when all failed, the
 aggregate fails too (never a verdict).
 """
@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from promptevolver.judge.protocol import Judgement
+from promptevolver.judge._protocol import Judgement
 
 __all__ = ["AGGREGATIONS", "aggregate"]
 
@@ -52,7 +52,7 @@ AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {
 def aggregate(judges: Sequence[Judgement], *, method: str, name: str) -> Judgement:
     """One judgement from ``judges``: ``score`` by ``method`` over the successful judges, the
     ``reason`` (and ``raw``) of the first judge closest to it, ``details`` (see
-    :meth:`~promptevolver.judge.ensemble.JudgeEnsemble.ajudge`); a failure when all judges failed
+    :meth:`~promptevolver.judge._ensemble.JudgeEnsemble.ajudge`); a failure when all judges failed
     or a majority vote got a non-binary score. ``name`` namespaces the judges in ``details``."""
     ok = [(j, j.score) for j in judges if j.score is not None]
     if not ok:

@@ -1,7 +1,7 @@
 """Judge metrics: the LLM-as-judge whose instructions the optimizer rewrites.
 
 A metric exposes its prompts by name (Ragas' ``get_prompts``/``set_prompts``) and judges one
-sample with :meth:`AspectCritic.ajudge` (:meth:`~promptevolver.judge.protocol.Judge.ajudge`),
+sample with :meth:`AspectCritic.ajudge` (:meth:`~promptevolver.judge._protocol.Judge.ajudge`),
 which takes the instructions to use as an argument so that concurrent evaluations of different
 candidates never share mutable state.
 """
@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from promptevolver.annotations.labels import LabelScale
 from promptevolver.errors import ConfigError
-from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
-from promptevolver.judge.prompts import Prompt
+from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
+from promptevolver.judge._prompts import Prompt
 from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class AspectCritic(PromptSet):
         name: the metric's name, e.g. ``answer_correctness``.
         definition: the criterion in plain words; the seed instruction embeds it.
         llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
-            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
+            sampling temperature (:class:`~promptevolver.judge._prompt_set.PromptSet`).
         prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas' name): the
             key under which the annotation file keeps its traces and the humans' corrected reasons,
             so it must match the file's (see :mod:`promptevolver.config.prompt_match`).

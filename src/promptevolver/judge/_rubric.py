@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, create_model
 
 from promptevolver.annotations.labels import LabelScale
-from promptevolver.judge.prompt_set import JudgeOptions, PromptSet
-from promptevolver.judge.prompts import Prompt
+from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
+from promptevolver.judge._prompts import Prompt
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
@@ -72,7 +72,7 @@ class RubricJudge(PromptSet):
         rubrics: optional description per score level (level → text), written into the seed
             instruction; levels must lie in ``score_range``.
         llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
-            sampling temperature (:class:`~promptevolver.judge.prompt_set.PromptSet`).
+            sampling temperature (:class:`~promptevolver.judge._prompt_set.PromptSet`).
 
     Raises:
         ValueError: an empty name or definition, a range that is empty or not whole numbers on a
