@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from promptevolver import SingleMetricAnnotation
-from promptevolver.evaluation.evaluator import Score
+from promptevolver.evaluation._evaluator import Score
 from promptevolver.judge._prompts import split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm.base import LLMRequest

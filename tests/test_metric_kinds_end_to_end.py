@@ -14,8 +14,8 @@ from promptevolver import UnusableSamplesWarning
 from promptevolver.cli import main
 from promptevolver.config.build import build_llm, build_metric, load_dataset
 from promptevolver.config.models import load_run_config
-from promptevolver.evaluation.agreement import agreement_of
-from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.evaluation._agreement import agreement_of
+from promptevolver.evaluation._evaluator import Evaluator
 
 from .conftest import ROOT
 

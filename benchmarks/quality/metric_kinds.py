@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import SingleMetricAnnotation
-from promptevolver.evaluation.agreement import agreement_of
-from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.evaluation._agreement import agreement_of
+from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers._result import OptimizationResult

@@ -55,7 +55,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 import numpy as np  # noqa: E402
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation  # noqa: E402
-from promptevolver.evaluation.evaluator import Evaluator, score  # noqa: E402
+from promptevolver.evaluation._evaluator import Evaluator, score  # noqa: E402
 from promptevolver.llm import SimulatedJudgeLLM  # noqa: E402
 from promptevolver.simulation.simulated_llm import sample_key  # noqa: E402
 

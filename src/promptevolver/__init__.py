@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from promptevolver.errors import InsufficientDataError as InsufficientDataError
     from promptevolver.errors import LLMError as LLMError
     from promptevolver.errors import PromptEvolverError as PromptEvolverError
-    from promptevolver.evaluation.losses import BinaryMetricLoss as BinaryMetricLoss
-    from promptevolver.evaluation.losses import Loss as Loss
-    from promptevolver.evaluation.losses import MSELoss as MSELoss
+    from promptevolver.evaluation._losses import BinaryMetricLoss as BinaryMetricLoss
+    from promptevolver.evaluation._losses import Loss as Loss
+    from promptevolver.evaluation._losses import MSELoss as MSELoss
     from promptevolver.judge._aspect_critic import AspectCritic as AspectCritic
     from promptevolver.judge._ensemble import EvaluationItem as EvaluationItem
     from promptevolver.judge._ensemble import JudgeEnsemble as JudgeEnsemble
@@ -71,7 +71,7 @@ __getattr__, __all__ = lazy_package(
             "LLMError",
             "PromptEvolverError",
         ],
-        "promptevolver.evaluation.losses": ["BinaryMetricLoss", "Loss", "MSELoss"],
+        "promptevolver.evaluation._losses": ["BinaryMetricLoss", "Loss", "MSELoss"],
         "promptevolver.judge._aspect_critic": ["AspectCritic"],
         "promptevolver.judge._protocol": ["Judgement"],
         "promptevolver.judge._rubric": ["RubricJudge"],

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.evaluation.agreement import (
+from promptevolver.evaluation._agreement import (
     PROPORTIONS,
     RESAMPLED,
     Agreement,

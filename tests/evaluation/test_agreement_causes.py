@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from promptevolver.evaluation.agreement import agreement_of
+from promptevolver.evaluation._agreement import agreement_of
 from promptevolver.judge._protocol import Judgement
 
 LABELS = [1.0, 0.0, 1.0, 1.0]

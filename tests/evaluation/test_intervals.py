@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptevolver.evaluation.intervals import bootstrap_interval, wilson_interval
+from promptevolver.evaluation._intervals import bootstrap_interval, wilson_interval
 
 Z95 = 1.959963984540054
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.testing.contracts import LossContract
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
-from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 
 SETTINGS = settings(max_examples=100, deadline=None)
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning
-from promptevolver.evaluation.losses import BinaryMetricLoss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, MSELoss
 from promptevolver.llm import ScriptedLLM
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 

@@ -25,7 +25,7 @@ from promptevolver.cli import main
 from promptevolver.config.build import build_metric
 from promptevolver.config.models import MetricConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, PermanentLLMError
-from promptevolver.evaluation.evaluator import Evaluator, score
+from promptevolver.evaluation._evaluator import Evaluator, score
 from promptevolver.judge._ensemble import AGGREGATIONS, EvaluationEvent
 from promptevolver.judge._prompts import split_rendered
 from promptevolver.judge._protocol import Metric

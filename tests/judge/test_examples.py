@@ -10,7 +10,7 @@ import pytest
 
 from promptevolver import AspectCritic
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation.evaluator import EXAMPLES_KEY, Evaluator, candidate_key
+from promptevolver.evaluation._evaluator import EXAMPLES_KEY, Evaluator, candidate_key
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.judge._rubric import RubricJudge

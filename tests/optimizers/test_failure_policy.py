@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from promptevolver.errors import LLMUnusableError
-from promptevolver.evaluation.intervals import wilson_interval
+from promptevolver.evaluation._intervals import wilson_interval
 from promptevolver.optimizers.strategies._failures import CONFIDENCE, MIN_STEP_ATTEMPTS, FailureTally
 
 

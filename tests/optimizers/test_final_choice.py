@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
-from promptevolver.evaluation.evaluator import Score
+from promptevolver.evaluation._evaluator import Score
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm.base import LLMRequest
 from promptevolver.optimizers._candidates import Candidate

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from promptevolver.evaluation.agreement import agreement
+from promptevolver.evaluation._agreement import agreement
 from promptevolver.runs.outcome import outcome_lines
 
 from ..conftest import AC_DEFINITION

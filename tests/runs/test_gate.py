@@ -9,7 +9,7 @@ import pytest
 
 from promptevolver.cli import main
 from promptevolver.errors import ConfigError
-from promptevolver.evaluation.agreement import agreement, agreement_of
+from promptevolver.evaluation._agreement import agreement, agreement_of
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.fake import ScriptedLLM
 from promptevolver.runs import evaluate

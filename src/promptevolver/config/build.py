@@ -19,7 +19,7 @@ from promptevolver.config.models import (
 )
 from promptevolver.config.prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
-from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._ensemble import JudgeEnsemble
 from promptevolver.judge._protocol import Metric

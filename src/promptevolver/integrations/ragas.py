@@ -57,7 +57,7 @@ from promptevolver.annotations.labels import LabelScale
 from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import AnnotationError
-from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._asking import UnusableAnswer
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._prompt_set import PromptSet

@@ -5,7 +5,7 @@ and ``RubricsScore`` (a description per score level). It has one prompt, named a
 ``SimpleCriteriaScore`` single-turn prompt (``single_turn_simple_criteria_prompt``) with the same
 output fields (``reason``, ``score``), so annotations exported from that Ragas metric are read as
 they are. The rubric lives in the instruction, so an optimizer may refine the level descriptions
-too. Optimize it with :class:`~promptevolver.evaluation.losses.MSELoss`; its human labels are the
+too. Optimize it with :class:`~promptevolver.evaluation._losses.MSELoss`; its human labels are the
 annotations' numeric ``target`` (or the accepted score).
 
 The answer's schema bounds the score (``minimum``/``maximum``; an integer for a discrete scale);

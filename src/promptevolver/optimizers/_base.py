@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers.events import Callback, check_callbacks

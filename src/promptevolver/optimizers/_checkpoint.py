@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from promptevolver import rundir
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.evaluation.evaluator import CandidateKey
+from promptevolver.evaluation._evaluator import CandidateKey
 from promptevolver.judge._protocol import Judgement
 from promptevolver.optimizers._run import SearchRun
 from promptevolver.optimizers._state import SearchState

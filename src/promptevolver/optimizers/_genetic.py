@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit

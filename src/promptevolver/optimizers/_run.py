@@ -38,8 +38,8 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation, sampling
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
-from promptevolver.evaluation.evaluator import Evaluator, Score, score
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._evaluator import Evaluator, Score, score
+from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm.attempts import watched

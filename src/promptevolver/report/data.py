@@ -28,8 +28,8 @@ from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.config.build import build_llm, build_metric, load_dataset
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import PromptEvolverError, RunDirError
-from promptevolver.evaluation.agreement import Agreement, agreement_of
-from promptevolver.evaluation.evaluator import CandidateKey, Evaluator, candidate_key
+from promptevolver.evaluation._agreement import Agreement, agreement_of
+from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.base import LLMClient

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation.losses import loss_label
+from promptevolver.evaluation._losses import loss_label
 from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report.examples import examples_section
 from promptevolver.report.plots import calls_png, fitness_png

@@ -24,8 +24,8 @@ from promptevolver.annotations.models import sample_key
 from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
-from promptevolver.evaluation.agreement import Agreement, agreement_of
-from promptevolver.evaluation.evaluator import Evaluator
+from promptevolver.evaluation._agreement import Agreement, agreement_of
+from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm.preflight import preflight
@@ -54,7 +54,7 @@ class Scorecard:
 
     Attributes:
         metric: the metric's name; split: ``all`` or ``validation``.
-        agreement: the figures (see :class:`~promptevolver.evaluation.agreement.Agreement`).
+        agreement: the figures (see :class:`~promptevolver.evaluation._agreement.Agreement`).
         judge_calls: LLM calls made (cache hits excluded); usage: the client's full usage.
         pairs: the measured (human label, judge score) pairs, in sample order (failed evaluations
             left out): what the figures and their confidence intervals are computed from.

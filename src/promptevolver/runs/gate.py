@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from promptevolver.errors import ConfigError
-from promptevolver.evaluation.agreement import PROPORTIONS, RESAMPLED, Agreement
-from promptevolver.evaluation.intervals import bootstrap_interval, wilson_interval
+from promptevolver.evaluation._agreement import PROPORTIONS, RESAMPLED, Agreement
+from promptevolver.evaluation._intervals import bootstrap_interval, wilson_interval
 
 __all__ = [
     "BINARY_FIGURES",
@@ -48,7 +48,7 @@ FIGURES = BINARY_FIGURES + ORDINAL_FIGURES
 @dataclass(frozen=True)
 class Interval:
     """A two-sided confidence interval of ``figure``: [low, high] at ``confidence``, by ``method``
-    (``wilson`` or ``bootstrap``, see :mod:`promptevolver.evaluation.intervals`)."""
+    (``wilson`` or ``bootstrap``, see :mod:`promptevolver.evaluation._intervals`)."""
 
     figure: str
     low: float
@@ -82,7 +82,7 @@ def interval_of(
 
     Shares of samples (accuracy, exact, within one) get the Wilson interval; F1 and the kappas a
     percentile bootstrap over the measured ``pairs`` (human label, judge score), drawn from ``rng``,
-    of the figure's resampled form (:data:`promptevolver.evaluation.agreement.RESAMPLED`).
+    of the figure's resampled form (:data:`promptevolver.evaluation._agreement.RESAMPLED`).
 
     Raises:
         ConfigError: ``figure`` does not apply to this agreement (see :data:`FIGURES`).

@@ -43,7 +43,7 @@ from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
 from promptevolver.config.build import build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.config.models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
-from promptevolver.evaluation.losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.cache import CachedLLM

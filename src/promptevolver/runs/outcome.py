@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.evaluation.losses import loss_label
+from promptevolver.evaluation._losses import loss_label
 from promptevolver.optimizers._result import OptimizationResult
 
 __all__ = ["choice_line", "outcome_lines", "stage_line", "stop_line"]

@@ -43,7 +43,7 @@ from promptevolver.annotations.pool import read_pool
 from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import BudgetConfig, RunConfig
 from promptevolver.errors import AnnotationError, CheckpointError
-from promptevolver.evaluation.evaluator import candidate_key
+from promptevolver.evaluation._evaluator import candidate_key
 from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.llm.concurrency import InFlightLimit

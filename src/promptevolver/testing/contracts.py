@@ -27,7 +27,7 @@ ship (``tests/llm/test_llm_contract.py``, ``tests/judge/test_metric_contract.py`
   as failed judgements with a cause (never an exception, never a score), a missing field an
   :class:`~promptevolver.errors.AnnotationError` before any call.
 * :class:`LossContract` — what the optimizer relies on from a
-  :class:`~promptevolver.evaluation.losses.Loss`: direction, best value, ``worst()`` worse than
+  :class:`~promptevolver.evaluation._losses.Loss`: direction, best value, ``worst()`` worse than
   any score, keyword-only calls, bad input refused with ``ValueError``, order invariance, unit
   weights equal to none, per-sample quality of shape ``(n,)`` with 1 for a perfect prediction.
 """
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.errors import AnnotationError, PermanentLLMError
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm.fake import ScriptedLLM
@@ -248,7 +248,7 @@ class MetricContract:
 
 
 class LossContract:
-    """Checks of a :class:`~promptevolver.evaluation.losses.Loss` (see the module docstring).
+    """Checks of a :class:`~promptevolver.evaluation._losses.Loss` (see the module docstring).
 
     Override :meth:`make_loss`; set :attr:`y_true` (labels) and :attr:`y_wrong` (predictions
     with some wrong, of the same length) to values your loss accepts.

@@ -23,7 +23,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm.base import LLMClient
 from promptevolver.optimizers._candidates import Candidate

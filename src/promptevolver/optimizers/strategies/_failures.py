@@ -13,7 +13,7 @@ LLM failure (the search stops on ``budget``). The policy stops the run when
 
 * the step's failure share is above ``max_failure_rate`` with confidence: the lower end of the
   95 % Wilson score interval of failures / attempted exceeds it (E. B. Wilson, JASA 22:209–212,
-  1927; :func:`~promptevolver.evaluation.intervals.wilson_interval`). Checked as outcomes arrive
+  1927; :func:`~promptevolver.evaluation._intervals.wilson_interval`). Checked as outcomes arrive
   once at least :data:`MIN_ATTEMPTS` were attempted, and at the end of the step over at least
   :data:`MIN_STEP_ATTEMPTS`. A bare share stopped healthy runs by chance: at 30 % faults with
   two attempts per call, 5 failed of a step's 22 (23 %, lower bound 10 %) while 5.5 % of the
@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from promptevolver.errors import LLMError, LLMUnusableError
-from promptevolver.evaluation.intervals import wilson_interval
+from promptevolver.evaluation._intervals import wilson_interval
 from promptevolver.llm.redaction import redact_text
 from promptevolver.llm.retry import LONG_WAIT_S, RUN_OF_FAILURES, server_side
 

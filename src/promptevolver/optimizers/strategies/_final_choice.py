@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation.evaluator import Score
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation._losses import Loss
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies import _selection as selection
 

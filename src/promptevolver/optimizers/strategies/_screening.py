@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from promptevolver.annotations import sampling
-from promptevolver.evaluation.evaluator import Score
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation._losses import Loss
 from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["ScreeningView", "focused_minibatch", "passes", "screen"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from promptevolver.config.models import GeneticConfig
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._losses import Loss
 from promptevolver.optimizers._state import SearchState
 
 __all__ = [

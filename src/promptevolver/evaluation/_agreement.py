@@ -263,7 +263,7 @@ def _weighted_kappa_resampled(t: np.ndarray, p: np.ndarray) -> np.ndarray:
 #: Figure name → its resampled form: given labels and predictions of shape (resamples, n), the
 #: figure of each row, shape (resamples,), NaN where undefined. Equal to the :class:`Agreement`
 #: figure of the same name on each row (closed forms of sklearn's). For the bootstrap intervals of
-#: :func:`promptevolver.evaluation.intervals.bootstrap_interval`.
+#: :func:`promptevolver.evaluation._intervals.bootstrap_interval`.
 RESAMPLED: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "f1": _f1_resampled,
     "cohen_kappa": _kappa_resampled,

@@ -22,7 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation.losses import Loss
+from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm.base import JUDGE_OPERATION, LLMClient, Usage
