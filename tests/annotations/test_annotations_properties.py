@@ -23,8 +23,8 @@ from promptevolver.annotations import (
     SingleMetricAnnotation,
     UnusableSamplesWarning,
 )
-from promptevolver.annotations.labels import LabelKind
-from promptevolver.annotations.sampling import split_count
+from promptevolver.annotations._labels import LabelKind
+from promptevolver.annotations._sampling import split_count
 from promptevolver.errors import AnnotationError
 
 SETTINGS = settings(max_examples=80, deadline=None)

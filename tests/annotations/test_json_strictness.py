@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation, io
+from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
+from promptevolver.annotations import _io as io
 from promptevolver.errors import AnnotationError
 
 from .test_annotations import AC_FILE, HELP_FILE, sample_dict

@@ -1,7 +1,7 @@
 """Labels are checked: a number is a number at load (any finite one, as in Ragas); a metric declared
 binary (``kind``, or a run's judge through its ``label_scale``) has labels 0 or 1, a numeric one
 with a range has labels in it; and the kind of a set follows the documented rule
-(``annotations/labels.py``), never a majority guess that raises."""
+(``annotations/_labels.py``), never a majority guess that raises."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation, UnusableSamplesWarning
-from promptevolver.annotations.labels import LabelKind, LabelScale
+from promptevolver.annotations._labels import LabelKind, LabelScale
 from promptevolver.errors import AnnotationError
 
 from .test_annotations import sample_dict, write_json

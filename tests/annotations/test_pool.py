@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from promptevolver.annotations.pool import read_pool
+from promptevolver.annotations._pool import read_pool
 from promptevolver.errors import AnnotationError
 
 from ..conftest import ROOT

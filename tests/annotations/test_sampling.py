@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.annotations.sampling import (
+from promptevolver.annotations._sampling import (
     group_by_class,
     largest_remainder,
     make_rng,

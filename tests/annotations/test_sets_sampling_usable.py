@@ -1,4 +1,4 @@
-"""SingleMetricAnnotation's sampling methods over :mod:`~promptevolver.annotations.sampling`
+"""SingleMetricAnnotation's sampling methods over :mod:`~promptevolver.annotations._sampling`
 (sample, batches, stratified batches, split: seeded, in order, errors in the documented order)
 and usable samples (reasons, the loader's warning, label arrays)."""
 
@@ -17,8 +17,8 @@ from promptevolver.annotations import (
     UnusableSamplesWarning,
     sampling,
 )
-from promptevolver.annotations.labels import unusable_samples
-from promptevolver.annotations.single import usable_label_array
+from promptevolver.annotations._labels import unusable_samples
+from promptevolver.annotations._single import usable_label_array
 from promptevolver.errors import AnnotationKeyError
 
 

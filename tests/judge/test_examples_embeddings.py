@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, GeneticOptimizer
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import ConfigError, PermanentLLMError
 from promptevolver.judge._examples import ExampleStore, prepare_store
 from promptevolver.judge._prompts import rendered_examples, split_rendered

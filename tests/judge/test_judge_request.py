@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
+from promptevolver.annotations._models import PromptAnnotation, SampleAnnotation
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._ensemble import JudgeEnsemble
 from promptevolver.judge._protocol import Judge

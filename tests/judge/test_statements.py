@@ -111,7 +111,7 @@ def test_an_ensemble_counts_both_prompts_per_judge():
 
 
 def _annotated(edited_statements: list[str], *, recorded_inputs: bool) -> Any:
-    from promptevolver.annotations.models import SampleAnnotation
+    from promptevolver.annotations._models import SampleAnnotation
 
     fields = {"user_input": "q?", "response": "a. b.", "retrieved_contexts": ["ctx one", "ctx two"]}
     verdicts = [{"statement": s, "reason": "the context says so", "verdict": 1} for s in edited_statements]

@@ -21,7 +21,7 @@ lists them with the reason and the loaders warn (:class:`UnusableSamplesWarning`
 output** of a prompt: ``edited_output`` if present, else ``prompt_output`` when the sample was
 accepted, else none.
 
-**Binary or numeric** (:mod:`~promptevolver.annotations.labels`): a metric's labels are 0/1
+**Binary or numeric** (:mod:`~promptevolver.annotations._labels`): a metric's labels are 0/1
 verdicts or scores. The kind is the loaders' ``kind`` argument, else the file's ``"kind"``, else
 inferred: binary when more than half of the label values are exactly 0 or 1. Every label is
 checked when the file is read, before anything uses it: a binary metric's ``metric_output``
@@ -39,29 +39,29 @@ global ``random`` state; ``train_test_split`` is implemented; ``batch`` and ``st
 return ``SingleMetricAnnotation`` batches (sized, indexable, iterable like Ragas' lists);
 metric-input and prompt-input field names of other libraries are accepted (:data:`FIELD_ALIASES`).
 
-Layout: :mod:`~promptevolver.annotations.models` (the sample records, field aliases and the label
-rule), :mod:`~promptevolver.annotations.io` (reading, validating and writing files),
-:mod:`~promptevolver.annotations.labels` (binary or numeric labels, their check, and which samples
-have none), :mod:`~promptevolver.annotations.sampling` (class keys, seeded stratified samples,
-batches and splits: the one home of sampling), :mod:`~promptevolver.annotations.single`
+Layout: :mod:`~promptevolver.annotations._models` (the sample records, field aliases and the label
+rule), :mod:`~promptevolver.annotations._io` (reading, validating and writing files),
+:mod:`~promptevolver.annotations._labels` (binary or numeric labels, their check, and which samples
+have none), :mod:`~promptevolver.annotations._sampling` (class keys, seeded stratified samples,
+batches and splits: the one home of sampling), :mod:`~promptevolver.annotations._single`
 (:class:`SingleMetricAnnotation`: labels, selection, and the sampling methods that select what
-``sampling`` picks), :mod:`~promptevolver.annotations.multi` (:class:`MetricAnnotation`) and
-:mod:`~promptevolver.annotations.dataset` (:class:`EvaluationDataset`). No module here imports
+``sampling`` picks), :mod:`~promptevolver.annotations._multi` (:class:`MetricAnnotation`) and
+:mod:`~promptevolver.annotations._dataset` (:class:`EvaluationDataset`). No module here imports
 another that imports it back (``tests/test_import_circles.py``).
 """
 
-from promptevolver.annotations.dataset import EvaluationDataset, SingleTurnSample
-from promptevolver.annotations.models import (
+from promptevolver.annotations._dataset import EvaluationDataset, SingleTurnSample
+from promptevolver.annotations._models import (
     FIELD_ALIASES,
     PromptAnnotation,
     SampleAnnotation,
     UnusableSample,
     UnusableSamplesWarning,
 )
-from promptevolver.annotations.models import normalize_metric_input as normalize_metric_input
-from promptevolver.annotations.multi import MetricAnnotation
-from promptevolver.annotations.single import SingleMetricAnnotation
-from promptevolver.annotations.single import usable_label_array as usable_label_array
+from promptevolver.annotations._models import normalize_metric_input as normalize_metric_input
+from promptevolver.annotations._multi import MetricAnnotation
+from promptevolver.annotations._single import SingleMetricAnnotation
+from promptevolver.annotations._single import usable_label_array as usable_label_array
 from promptevolver.errors import AnnotationKeyError
 
 __all__ = [

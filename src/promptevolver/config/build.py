@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations.labels import check_inputs, check_recorded_verdicts
+from promptevolver.annotations._labels import check_inputs, check_recorded_verdicts
 from promptevolver.config.models import (
     LLMConfig,
     LossConfig,

@@ -53,8 +53,8 @@ from types import ModuleType
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations.labels import LabelScale
-from promptevolver.annotations.models import PromptAnnotation, SampleAnnotation
+from promptevolver.annotations._labels import LabelScale
+from promptevolver.annotations._models import PromptAnnotation, SampleAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import AnnotationError
 from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss

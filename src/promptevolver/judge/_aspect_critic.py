@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from promptevolver.annotations.labels import LabelScale
+from promptevolver.annotations._labels import LabelScale
 from promptevolver.errors import ConfigError
 from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge._prompts import Prompt

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from promptevolver.annotations import FIELD_ALIASES, SampleAnnotation, normalize_metric_input
-from promptevolver.annotations.labels import LabelScale
+from promptevolver.annotations._labels import LabelScale
 from promptevolver.errors import AnnotationError
 from promptevolver.judge._aggregation import AGGREGATIONS, aggregate
 from promptevolver.judge._batch import BatchEvaluation, EvaluationItem, as_item, cancel

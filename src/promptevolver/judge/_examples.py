@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import LLMError, PermanentLLMError
 
 __all__ = [

@@ -17,7 +17,7 @@ from promptevolver.llm.base import ChatMessage, LLMClient
 from promptevolver.rundir import as_instructions
 
 if TYPE_CHECKING:
-    from promptevolver.annotations.models import SampleAnnotation
+    from promptevolver.annotations._models import SampleAnnotation
 
 __all__ = ["JudgeOptions", "PromptSet", "pick_inputs"]
 

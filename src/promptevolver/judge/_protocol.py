@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Protocol, runtime_checkable
 
-from promptevolver.annotations.labels import LabelScale
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations._labels import LabelScale
+from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._prompts import Prompt
 from promptevolver.llm.base import LLMClient
 
@@ -70,7 +70,7 @@ class Metric(Protocol):
             wrapped metric's for an ensemble; a re-ask after a malformed answer adds one); the cost
             model reads it.
 
-    Optional: ``label_scale``, a :class:`~promptevolver.annotations.labels.LabelScale` saying
+    Optional: ``label_scale``, a :class:`~promptevolver.annotations._labels.LabelScale` saying
     what its labels are (binary verdicts, or scores in a range); ours all declare it, and a run
     checks the annotations against it before any call (:func:`label_scale_of`).
     """

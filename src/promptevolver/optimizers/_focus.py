@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from promptevolver.annotations import sampling
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.optimizers._evidence import Evidence
 
 __all__ = ["VERDICT_SHARE", "Focus", "make_focus"]

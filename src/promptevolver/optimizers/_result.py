@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from promptevolver.optimizers._candidates import Candidate
     from promptevolver.optimizers._run import RunContext, SearchRun
 
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._examples import ExampleStore, static_positions
 from promptevolver.llm.base import is_simulated
 from promptevolver.optimizers import _reporting as reporting

@@ -35,7 +35,8 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation, sampling
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
 from promptevolver.evaluation._evaluator import Evaluator, Score, score

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation, sampling
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.config.models import GeneticConfig
 from promptevolver.config.prompt_match import match_prompt
 from promptevolver.errors import AnnotationError, InsufficientDataError

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations.models import sample_key
+from promptevolver.annotations._models import sample_key
 from promptevolver.config.build import load_dataset
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError

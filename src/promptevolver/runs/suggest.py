@@ -39,7 +39,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from promptevolver import rundir
-from promptevolver.annotations.pool import read_pool
+from promptevolver.annotations._pool import read_pool
 from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.config.models import BudgetConfig, RunConfig
 from promptevolver.errors import AnnotationError, CheckpointError
@@ -179,7 +179,7 @@ async def asuggest(
     Args:
         run_dir: a finished run directory (config.yaml, result.json; checkpoint.json for the
             Pareto front: without it the committee has no Pareto members).
-        pool: a pool file (:func:`~promptevolver.annotations.pool.read_pool`: JSONL of metric
+        pool: a pool file (:func:`~promptevolver.annotations._pool.read_pool`: JSONL of metric
             inputs, or an annotation file whose labels are ignored) or the metric inputs themselves.
         n: traces to suggest (≥ 1).
         max_calls: answered LLM calls allowed (≥ 0; None: no bound). 0 ranks on novelty alone.

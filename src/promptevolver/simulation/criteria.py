@@ -42,7 +42,7 @@ from typing import Literal
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations.models import sample_key
+from promptevolver.annotations._models import sample_key
 from promptevolver.simulation import phrases as ph
 
 __all__ = [

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from promptevolver.annotations import sampling
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators import _demos as demos
 from promptevolver.optimizers.operators import _meta_prompts as ops

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from promptevolver.annotations import sampling
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan, Weighted

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from promptevolver.annotations import sampling
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.evaluation._evaluator import Score
 from promptevolver.evaluation._losses import Loss
 from promptevolver.optimizers._candidates import Candidate

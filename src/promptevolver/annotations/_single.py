@@ -11,17 +11,17 @@ from typing import TypeVar, overload
 import numpy as np
 from pydantic import BaseModel, PrivateAttr, model_validator
 
-from promptevolver.annotations import sampling
-from promptevolver.annotations.dataset import EvaluationDataset, _validate_turns
-from promptevolver.annotations.io import _dump_samples, _load, _write_json, _write_jsonl
-from promptevolver.annotations.labels import (
+from promptevolver.annotations import _sampling as sampling
+from promptevolver.annotations._dataset import EvaluationDataset, _validate_turns
+from promptevolver.annotations._io import _dump_samples, _load, _write_json, _write_jsonl
+from promptevolver.annotations._labels import (
     LabelKind,
     LabelScale,
     check_label_values,
     check_labels,
     unusable_samples,
 )
-from promptevolver.annotations.models import (
+from promptevolver.annotations._models import (
     PromptAnnotation,
     SampleAnnotation,
     UnusableSample,
@@ -60,7 +60,7 @@ class SingleMetricAnnotation(_Sourced):
     gives a :class:`SampleAnnotation`, a slice a new set).
 
     ``kind`` is the kind of the metric's labels, ``"binary"`` or ``"numeric"``
-    (:mod:`~promptevolver.annotations.labels`): given (then every label must fit it, else building
+    (:mod:`~promptevolver.annotations._labels`): given (then every label must fit it, else building
     or loading the set raises AnnotationError), or read off the values when the set is built or
     loaded (None on input; any finite numbers are accepted, as in Ragas). A run binds the set to
     its metric's kind with :meth:`with_scale`.
@@ -96,7 +96,7 @@ class SingleMetricAnnotation(_Sourced):
         """Load one metric: a ``{"name", "samples"}`` file, a Ragas file holding one metric (or
         ``metric_name`` of several), a JSON list of samples or a JSONL file (named ``metric_name``,
         else the file's stem). ``kind``: ``"binary"`` or ``"numeric"`` labels; None takes the
-        file's ``"kind"`` or infers it (:mod:`~promptevolver.annotations.labels`). Every label is
+        file's ``"kind"`` or infers it (:mod:`~promptevolver.annotations._labels`). Every label is
         checked here, before anything uses the set. ``scale``: the metric's label scale, which
         then decides the kind (:meth:`with_scale`; ``judge`` names it in errors). Warns
         (UnusableSamplesWarning) when samples have no human label.
@@ -279,7 +279,7 @@ class SingleMetricAnnotation(_Sourced):
         ``batch_size`` > n). With ``replace``: short batches are filled with other samples, distinct
         within a batch, up to ``min(batch_size, n)``. A class with at least as many samples as there
         are batches appears in every batch. An empty set gives no batches; see
-        :func:`promptevolver.annotations.sampling.stratified_batches` for the arithmetic.
+        :func:`promptevolver.annotations._sampling.stratified_batches` for the arithmetic.
 
         Raises:
             ValueError: ``batch_size`` < 1.

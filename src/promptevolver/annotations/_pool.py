@@ -4,7 +4,7 @@
 
 * JSONL (or a JSON list) of Ragas evaluation-dataset rows: one object per trace holding its
   input fields (``user_input``, ``response``, ``reference``, ``retrieved_contexts``…; other
-  libraries' names are renamed as in :data:`~promptevolver.annotations.models.FIELD_ALIASES`),
+  libraries' names are renamed as in :data:`~promptevolver.annotations._models.FIELD_ALIASES`),
   or rows that carry them under ``metric_input`` (annotation samples);
 * a Ragas annotation file (``{metric name: [sample, ...]}`` or ``{"name", "samples"}``): each
   sample's ``metric_input``. Its labels, verdicts and reasons are ignored.
@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from promptevolver.annotations.io import _metric_groups, _read
-from promptevolver.annotations.models import normalize_metric_input
+from promptevolver.annotations._io import _metric_groups, _read
+from promptevolver.annotations._models import normalize_metric_input
 from promptevolver.errors import AnnotationError
 
 __all__ = ["read_pool"]

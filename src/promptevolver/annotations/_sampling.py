@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import AnnotationKeyError
 
 __all__ = [

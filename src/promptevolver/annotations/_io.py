@@ -21,8 +21,8 @@ from typing import Any
 import jiter
 from pydantic import TypeAdapter, ValidationError
 
-from promptevolver.annotations.labels import LABEL_KINDS, LabelKind, check_label_values
-from promptevolver.annotations.models import SampleAnnotation
+from promptevolver.annotations._labels import LABEL_KINDS, LabelKind, check_label_values
+from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import AnnotationError
 
 _SAMPLES: TypeAdapter[list[SampleAnnotation]] = TypeAdapter(list[SampleAnnotation])
@@ -216,7 +216,7 @@ def _metric_groups(raw: Any, path: Path, metric_name: str | None) -> dict[str, t
 def _load(path: Path, metric_name: str | None, *, single: bool, kind: KindOption) -> dict[str, Metric]:
     """Metric name → (validated samples, label kind) of a file; with ``single``, exactly one
     metric. The kind of a metric: ``kind`` (for it), else the file's, else inferred
-    (:func:`~promptevolver.annotations.labels.check_labels`)."""
+    (:func:`~promptevolver.annotations._labels.check_labels`)."""
     with _gc_paused():
         groups = _metric_groups(_read(path), path, metric_name)
         if isinstance(kind, dict) and not kind.keys() <= groups.keys():

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from pydantic import PrivateAttr, model_validator
 
-from promptevolver.annotations.dataset import EvaluationDataset
-from promptevolver.annotations.io import KindOption, _dump_samples, _load, _metric_groups, _read, _write_json
-from promptevolver.annotations.labels import LabelKind, check_labels
-from promptevolver.annotations.models import SampleAnnotation
-from promptevolver.annotations.single import SingleMetricAnnotation, _Sourced, _trusted, _warn_unusable
+from promptevolver.annotations._dataset import EvaluationDataset
+from promptevolver.annotations._io import KindOption, _dump_samples, _load, _metric_groups, _read, _write_json
+from promptevolver.annotations._labels import LabelKind, check_labels
+from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.annotations._single import SingleMetricAnnotation, _Sourced, _trusted, _warn_unusable
 from promptevolver.errors import AnnotationKeyError
 
 
@@ -25,7 +25,7 @@ class MetricAnnotation(_Sourced):
     iteration go over the metrics in file order; ``len(m.keys())`` counts the metrics. It is not a
     ``collections.abc.Mapping``: a Mapping's ``len`` must count its keys, which would break Ragas'
     ``len``. Each metric has a label kind, binary or numeric
-    (:mod:`~promptevolver.annotations.labels`; :attr:`kinds`), checked when the set is built or
+    (:mod:`~promptevolver.annotations._labels`; :attr:`kinds`), checked when the set is built or
     loaded.
     """
 

@@ -7,8 +7,8 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from promptevolver.annotations.io import _located
-from promptevolver.annotations.models import _normalized
+from promptevolver.annotations._io import _located
+from promptevolver.annotations._models import _normalized
 
 
 class SingleTurnSample(BaseModel):

@@ -96,7 +96,7 @@ class SampleAnnotation(BaseModel):
     ``target``, a finite number when given, overrides it as the human label. Numbers and
     ``is_accepted`` are strict: a string or a boolean is not a number, a number or a string not a
     boolean. Whether the values fit the metric's kind (binary or numeric) is checked for the whole
-    set (:mod:`~promptevolver.annotations.labels`). Extra keys are kept.
+    set (:mod:`~promptevolver.annotations._labels`). Extra keys are kept.
     """
 
     model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")

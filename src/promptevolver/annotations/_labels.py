@@ -17,7 +17,7 @@ finite number as a ``metric_output`` or ``target``; until a metric says otherwis
 
 When a run starts, the metric's own :class:`LabelScale` decides
 (:meth:`SingleMetricAnnotation.with_scale
-<promptevolver.annotations.single.SingleMetricAnnotation.with_scale>`, before any LLM call): an
+<promptevolver.annotations._single.SingleMetricAnnotation.with_scale>`, before any LLM call): an
 aspect critic is binary and every value must be 0 or 1; a rubric judge is numeric and every value
 must lie in its ``score_range``; a supported fraction lies in [0, 1]. A value that does not fit is
 an :class:`~promptevolver.errors.AnnotationError` naming the file, the sample and the field.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from promptevolver.annotations.models import SampleAnnotation, UnusableSample
+from promptevolver.annotations._models import SampleAnnotation, UnusableSample
 from promptevolver.errors import AnnotationError
 
 __all__ = [
