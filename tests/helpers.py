@@ -11,7 +11,7 @@ from promptevolver import SingleMetricAnnotation
 from promptevolver.evaluation._evaluator import Score
 from promptevolver.judge._prompts import split_rendered
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 
 PROMPT = "single_turn_aspect_critic_prompt"
 

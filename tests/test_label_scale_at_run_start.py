@@ -16,7 +16,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MSEL
 from promptevolver.cli import main
 from promptevolver.errors import AnnotationError
 from promptevolver.judge._rubric import RubricJudge
-from promptevolver.llm.fake import ScriptedLLM
+from promptevolver.llm._fake import ScriptedLLM
 
 from .annotations.test_annotations import sample_dict
 from .conftest import AC_DEFINITION

@@ -28,7 +28,7 @@ from pathlib import Path
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config.models import load_run_config
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.runs.optimize import execute
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.llm import CachedLLM, OpenAIClient, ScriptedLLM
-from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm._base import ChatMessage, LLMRequest
 from promptevolver.testing import LocalOpenAIServer
 
 VERDICT = json.dumps({"reason": "The response matches the reference.", "verdict": 1})

@@ -27,8 +27,8 @@ from typing import Any
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MetricAnnotation
 from promptevolver.config.models import ManyConfig, load_config
-from promptevolver.llm.base import Completion, LLMRequest, Usage
-from promptevolver.llm.concurrency import waves
+from promptevolver.llm._base import Completion, LLMRequest, Usage
+from promptevolver.llm._concurrency import waves
 from promptevolver.runs.many import optimize_many
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 
@@ -167,7 +167,7 @@ def markdown(records: list[dict[str, Any]], latency: float, limit: int) -> str:
         f"Wall-time ratio over seeds: {min(ratios):.2f}–{max(ratios):.2f} (mean {mean:.2f}).",
         "",
         "Where the time goes: *waves* are the longest chain of LLM calls that waited for one another "
-        "(`promptevolver.llm.concurrency.waves`; wall time ≈ waves × latency + the CPU time the calls "
+        "(`promptevolver.llm._concurrency.waves`; wall time ≈ waves × latency + the CPU time the calls "
         "do not hide), CPU is this process's CPU seconds (the simulated judge's and the engine's "
         "work, on one thread).",
         "",

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.judgeworld.jw import Server, jw_env
-from promptevolver.llm.concurrency import waves
+from promptevolver.llm._concurrency import waves
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"

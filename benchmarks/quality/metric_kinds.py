@@ -26,7 +26,7 @@ from promptevolver import SingleMetricAnnotation
 from promptevolver.evaluation._agreement import agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._result import OptimizationResult
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"

@@ -68,8 +68,8 @@ from promptevolver.errors import OutputParseError
 from promptevolver.judge._aspect_critic import AspectCriticOutput
 from promptevolver.judge._prompts import Prompt, extract_json_object
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import Completion, LLMRequest, Usage
-from promptevolver.llm.fake import count_tokens
+from promptevolver.llm._base import Completion, LLMRequest, Usage
+from promptevolver.llm._fake import count_tokens
 from promptevolver.optimizers.operators import _meta_prompts as operators
 from promptevolver.simulation.simulated_llm import sample_key
 

@@ -15,8 +15,8 @@ import yaml
 
 from promptevolver.cli import main
 from promptevolver.config import build
-from promptevolver.llm.base import LLMRequest
-from promptevolver.llm.fake import ScriptedLLM
+from promptevolver.llm._base import LLMRequest
+from promptevolver.llm._fake import ScriptedLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 from ..conftest import AC_DEFINITION, AC_FILE

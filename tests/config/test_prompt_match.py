@@ -198,7 +198,7 @@ def test_python_optimize_refuses_a_judge_whose_prompt_is_not_in_the_file(tmp_pat
     """A default AspectCritic on a file whose trace key differs would lose every corrected reason:
     the optimizer refuses before any LLM call, and naming the file's prompt makes it run."""
     from promptevolver import BinaryMetricLoss, GeneticOptimizer
-    from promptevolver.llm.base import BaseLLMClient
+    from promptevolver.llm._base import BaseLLMClient
 
     data = SingleMetricAnnotation.from_json(_renamed(tmp_path, *names))
 

@@ -30,7 +30,7 @@ from promptevolver.judge._ensemble import AGGREGATIONS, EvaluationEvent
 from promptevolver.judge._prompts import split_rendered
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm import ScriptedLLM, SimulatedJudgeLLM
-from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest
+from promptevolver.llm._base import BaseLLMClient, Completion, LLMClient, LLMRequest
 
 from ..conftest import AC_DEFINITION, AC_FILE
 from ..helpers import make_dataset

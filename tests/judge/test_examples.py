@@ -14,7 +14,7 @@ from promptevolver.evaluation._evaluator import EXAMPLES_KEY, Evaluator, candida
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.judge._rubric import RubricJudge
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
 from promptevolver.simulation.criteria import sample_key
 

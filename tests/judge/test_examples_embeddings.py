@@ -20,7 +20,7 @@ from promptevolver.errors import ConfigError, PermanentLLMError
 from promptevolver.judge._examples import ExampleStore, prepare_store
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.llm.openai import OpenAIEmbeddings
 from promptevolver.testing.openai_server import LocalOpenAIServer
 

@@ -17,7 +17,7 @@ from promptevolver.judge._protocol import Judge
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.judge._statements import StatementSupport
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 
 INPUTS = {"user_input": "Where is it?", "response": "In Paris.", "retrieved_contexts": ["It is in Paris."]}
 EXAMPLE = SampleAnnotation(

@@ -12,7 +12,7 @@ from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._ensemble import JudgeEnsemble
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.judge._statements import StatementSupport
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.testing.contracts import MetricContract
 
 STATEMENTS = ["The Eiffel Tower is in Paris.", "It was built in 1850."]

@@ -25,7 +25,7 @@ from promptevolver.judge._protocol import Judgement
 from promptevolver.judge._rubric import rubric_output_model
 from promptevolver.judge._statements import Statements, Verdicts
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import ChatMessage
+from promptevolver.llm._base import ChatMessage
 
 MARKER = f"\n\n{OUTPUT_HEADER}\n"
 PROMPT = AspectCritic.PROMPT_NAME

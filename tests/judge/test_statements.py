@@ -13,7 +13,7 @@ from promptevolver.judge import JudgeEnsemble, Metric, StatementSupport
 from promptevolver.judge._prompts import split_rendered
 from promptevolver.judge._protocol import OUTPUTS, Judgement
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 
 EX, VER = StatementSupport.EXTRACTOR, StatementSupport.VERIFIER
 INPUTS = {

@@ -16,8 +16,8 @@ from promptevolver.config.build import build_llm
 from promptevolver.config.models import LLMConfig
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import CachedLLM, CacheError, ScriptedLLM, SimulatedJudgeLLM
-from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
-from promptevolver.llm.cache import ResponseStore, cache_key
+from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._cache import ResponseStore, cache_key
 
 IDENTITY = {"provider": "scripted", "model": "m"}
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
@@ -256,7 +256,7 @@ def test_a_lock_mid_run_switches_the_cache_off_with_a_warning(
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process is writing, for longer than our timeout
     try:
-        with caplog.at_level(logging.WARNING, logger="promptevolver.llm.cache"):
+        with caplog.at_level(logging.WARNING, logger="promptevolver.llm._cache"):
             assert complete(client, request("a"), request("a"), request("b")) == [
                 "echo a #0",
                 "echo a #0",

@@ -20,11 +20,11 @@ from promptevolver.errors import (
     PermanentLLMError,
     TransientLLMError,
 )
-from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._redaction import redact_text
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.openai._wire import ANSWER_TOKEN_MULTIPLE, body_limit
 from promptevolver.llm.pricing import Price
-from promptevolver.llm.redaction import redact_text
 from promptevolver.testing import Fault, LocalOpenAIServer
 
 KEY = "sk-hostile-SECRET-0123456789abcdef"

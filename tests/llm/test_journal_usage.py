@@ -11,9 +11,9 @@ import pytest
 
 from promptevolver.errors import PermanentLLMError, TransientLLMError
 from promptevolver.llm import Price, ScriptedLLM
-from promptevolver.llm.base import ChatMessage, LLMRequest
-from promptevolver.llm.cache import CachedLLM
-from promptevolver.llm.journal import Journal
+from promptevolver.llm._base import ChatMessage, LLMRequest
+from promptevolver.llm._cache import CachedLLM
+from promptevolver.llm._journal import Journal
 
 
 def _request(text: str, operation: str) -> LLMRequest:

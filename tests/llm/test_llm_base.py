@@ -9,7 +9,7 @@ import pytest
 
 from promptevolver.errors import PermanentLLMError, TransientLLMError
 from promptevolver.llm import Price, ScriptedLLM
-from promptevolver.llm.base import BaseLLMClient, ChatMessage, Completion, LLMRequest, Usage
+from promptevolver.llm._base import BaseLLMClient, ChatMessage, Completion, LLMRequest, Usage
 from promptevolver.llm.pricing import price_for
 
 

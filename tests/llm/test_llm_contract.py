@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from promptevolver.llm import CachedLLM, OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.testing import LocalOpenAIServer
 from promptevolver.testing.contracts import LLMClientContract
 

@@ -17,7 +17,7 @@ import pytest
 
 from promptevolver.errors import PermanentLLMError
 from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.testing import DIALECTS, Dialect, LocalOpenAIServer
 

@@ -19,10 +19,10 @@ import pytest
 from promptevolver.cli import main
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import CachedLLM
+from promptevolver.llm._preflight import preflight
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.openai._errors import cause_of_connection_error
 from promptevolver.llm.openai._preflight import model_ids
-from promptevolver.llm.preflight import preflight
 from promptevolver.testing import DIALECTS, Fault, LocalOpenAIServer
 
 from ..conftest import AC_DEFINITION, AC_FILE

@@ -8,8 +8,8 @@ import pytest
 
 from promptevolver.errors import TransientLLMError
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import ChatMessage, LLMRequest
-from promptevolver.llm.ratelimit import RateLimiter, Throttle, estimate_tokens
+from promptevolver.llm._base import ChatMessage, LLMRequest
+from promptevolver.llm._ratelimit import RateLimiter, Throttle, estimate_tokens
 
 
 class FakeClock:

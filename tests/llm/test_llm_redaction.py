@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from promptevolver.errors import LLMError
-from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm._base import ChatMessage, LLMRequest
+from promptevolver.llm._redaction import redact_text, redact_url
 from promptevolver.llm.openai import OpenAIClient
-from promptevolver.llm.redaction import redact_text, redact_url
 from promptevolver.testing import Fault, LocalOpenAIServer
 
 SECRET = "Zq9-very-secret-value"

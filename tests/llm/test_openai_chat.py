@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from promptevolver.errors import PermanentLLMError, TransientLLMError
-from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._redaction import redact_text
 from promptevolver.llm.openai._chat import LoopSDK, NegotiatedChat
 from promptevolver.llm.openai._negotiation import Negotiation
-from promptevolver.llm.redaction import redact_text
 from promptevolver.testing import Fault, LocalOpenAIServer
 
 KEY = "sk-test-SECRET-0123456789abcdef"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from promptevolver.errors import ConfigError, PermanentLLMError, TransientLLMError
-from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
 from promptevolver.llm.openai import OpenAIClient, retry_after_s
 from promptevolver.testing import Fault, LocalOpenAIServer
 
@@ -233,7 +233,7 @@ def test_retry_after_parsing() -> None:
 
 
 def test_the_base_client_options_pass_through_with_the_bases_defaults() -> None:
-    from promptevolver.llm.base import BaseLLMClient, ClientOptions
+    from promptevolver.llm._base import BaseLLMClient, ClientOptions
 
     class Plain(BaseLLMClient):
         async def _send(self, request: LLMRequest) -> Completion:

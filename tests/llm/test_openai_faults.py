@@ -13,7 +13,7 @@ import pytest
 from promptevolver import AspectCritic
 from promptevolver.errors import LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm import CachedLLM, OpenAIClient
-from promptevolver.llm.base import ChatMessage, Completion, LLMRequest
+from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
 from promptevolver.testing import Fault, LocalOpenAIServer, request_from_body
 
 KEY = "sk-proj-FAULTS-0a1b2c3d4e5f6a7b8c9d"

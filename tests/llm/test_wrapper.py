@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-from promptevolver.llm.attempts import _Watched
-from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
-from promptevolver.llm.concurrency import _Limited
-from promptevolver.llm.fake import ScriptedLLM
-from promptevolver.llm.journal import _Journaled
-from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.llm._attempts import _Watched
+from promptevolver.llm._base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.llm._concurrency import _Limited
+from promptevolver.llm._fake import ScriptedLLM
+from promptevolver.llm._journal import _Journaled
+from promptevolver.llm._wrapper import ClientWrapper
 from promptevolver.optimizers._run import _Announced
 from promptevolver.optimizers.strategies._budget import _Metered, price_of
 
@@ -37,8 +37,8 @@ def test_a_wrapper_forwards_complete_and_usage_and_can_be_walked():
 
 
 def test_the_stack_is_walked_outermost_first_and_a_cycle_ends_the_walk() -> None:
+    from promptevolver.llm._wrapper import MAX_LAYERS, ClientWrapper, found_in_stack, stack_of
     from promptevolver.llm.pricing import Price
-    from promptevolver.llm.wrapper import MAX_LAYERS, ClientWrapper, found_in_stack, stack_of
 
     inner = ScriptedLLM(["x"], price=Price(prompt=1.0, completion=2.0))
     outer = ClientWrapper(ClientWrapper(inner))

@@ -61,7 +61,7 @@ def test_the_server_never_sees_more_requests_than_max_concurrency(
 
 
 def test_waves_count_the_longest_chain_of_calls_that_waited_for_each_other() -> None:
-    from promptevolver.llm.concurrency import waves
+    from promptevolver.llm._concurrency import waves
 
     assert waves([]) == 0
     assert waves([(0, 1), (0, 1), (0.5, 1.5)]) == 1  # all in flight together
@@ -77,7 +77,7 @@ class _Gated:
 
     def __init__(self, name: str, started: list[str], gates: dict[str, asyncio.Event]) -> None:
         self.name, self.started, self.gates = name, started, gates
-        from promptevolver.llm.base import Usage
+        from promptevolver.llm._base import Usage
 
         self.usage = Usage()
 
@@ -98,7 +98,7 @@ async def _settle() -> None:
 def test_a_freed_slot_goes_to_the_share_with_the_fewest_in_flight_not_to_the_longest_queue(
     limit: int,
 ) -> None:
-    from promptevolver.llm.concurrency import InFlightLimit
+    from promptevolver.llm._concurrency import InFlightLimit
 
     started: list[str] = []
     gates: dict[str, asyncio.Event] = {}
@@ -127,7 +127,7 @@ def test_a_freed_slot_goes_to_the_share_with_the_fewest_in_flight_not_to_the_lon
 
 
 def test_one_owner_alone_is_served_first_come_first_served_and_cancelled_waiters_free_nothing() -> None:
-    from promptevolver.llm.concurrency import FairSlots
+    from promptevolver.llm._concurrency import FairSlots
 
     async def run() -> tuple[list[int], int]:
         slots = FairSlots(1)
@@ -154,7 +154,7 @@ def test_one_owner_alone_is_served_first_come_first_served_and_cancelled_waiters
 
 
 def test_a_slot_granted_to_a_request_cancelled_before_it_ran_passes_to_the_next() -> None:
-    from promptevolver.llm.concurrency import FairSlots
+    from promptevolver.llm._concurrency import FairSlots
 
     async def run() -> tuple[bool, int]:
         slots = FairSlots(1)

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.report.write import write_report
 from promptevolver.runs.evaluate import learned_from_validation
 from promptevolver.runs.outcome import outcome_lines

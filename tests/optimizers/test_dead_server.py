@@ -17,9 +17,9 @@ from promptevolver import BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnota
 from promptevolver.errors import LLMUnusableError, TransientLLMError
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.llm import OpenAIClient, ScriptedLLM, SimulatedJudgeLLM
-from promptevolver.llm.attempts import watched
-from promptevolver.llm.base import ChatMessage, LLMRequest
-from promptevolver.llm.retry import RUN_OF_FAILURES
+from promptevolver.llm._attempts import watched
+from promptevolver.llm._base import ChatMessage, LLMRequest
+from promptevolver.llm._retry import RUN_OF_FAILURES
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Event
 from promptevolver.optimizers.operators import _meta_prompts as meta_prompts

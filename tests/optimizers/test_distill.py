@@ -12,7 +12,7 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.errors import ContextLengthExceededError
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
 from promptevolver.optimizers._distill import LessonPool, SampleFacts, sample_facts
 from promptevolver.optimizers.strategies._racing import Race

@@ -14,7 +14,7 @@ from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.rundir import load_examples
 from promptevolver.runs.evaluate import score_instructions
 from promptevolver.runs.outcome import stage_line

@@ -10,7 +10,7 @@ import pytest
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.evaluation._evaluator import Score
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies._final_choice import PairedChoice, held_out
 from promptevolver.simulation.synthetic import SyntheticSpec, generate

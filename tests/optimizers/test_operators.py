@@ -14,7 +14,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss
 from promptevolver.config.models import GeneticConfig
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Operator, Plan
 from promptevolver.optimizers.operators._breeder import Breeder

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, InsufficientDataError, MSELoss
 from promptevolver.errors import AnnotationError
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 
 from ..helpers import PROMPT, make_dataset, rule_llm
 

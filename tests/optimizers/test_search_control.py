@@ -11,7 +11,7 @@ import pytest
 from promptevolver import BinaryMetricLoss, GeneticOptimizer
 from promptevolver.errors import BudgetExceededError
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.optimizers._checkpoint import CheckpointError
 from promptevolver.optimizers.events import Event
 from promptevolver.simulation.synthetic import SyntheticSpec, generate

@@ -7,8 +7,8 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import is_simulated
-from promptevolver.llm.cache import CachedLLM
+from promptevolver.llm._base import is_simulated
+from promptevolver.llm._cache import CachedLLM
 from promptevolver.optimizers._result import SIMULATED_NOTE
 
 from ..helpers import make_dataset, rule_llm

@@ -16,7 +16,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, Genetic
 from promptevolver.judge._examples import static_positions
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators._demos import mixed, mutated
 

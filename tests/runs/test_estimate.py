@@ -15,7 +15,7 @@ from promptevolver.cli import main
 from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
 from promptevolver.config.models import RunConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, InsufficientDataError
-from promptevolver.llm.base import BaseLLMClient
+from promptevolver.llm._base import BaseLLMClient
 from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.runs.estimate import estimate

@@ -11,7 +11,7 @@ from promptevolver.cli import main
 from promptevolver.errors import ConfigError
 from promptevolver.evaluation._agreement import agreement, agreement_of
 from promptevolver.judge._protocol import Judgement
-from promptevolver.llm.fake import ScriptedLLM
+from promptevolver.llm._fake import ScriptedLLM
 from promptevolver.runs import evaluate
 from promptevolver.runs.gate import check_gate, interval_of
 from promptevolver.testing import assert_agreement

@@ -17,8 +17,8 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, Metr
 from promptevolver.cli import main
 from promptevolver.config.models import BudgetConfig, load_config
 from promptevolver.errors import AnnotationKeyError, ConfigError
-from promptevolver.llm.base import Completion, LLMRequest, Usage
-from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.llm._base import Completion, LLMRequest, Usage
+from promptevolver.llm._concurrency import InFlightLimit
 from promptevolver.runs.many import optimize_many, split_budget
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.testing import LocalOpenAIServer

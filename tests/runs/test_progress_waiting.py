@@ -6,7 +6,7 @@ import asyncio
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.llm import OpenAIClient, SimulatedJudgeLLM
-from promptevolver.llm.retry import LONG_WAIT_S
+from promptevolver.llm._retry import LONG_WAIT_S
 from promptevolver.optimizers.strategies._failures import ServerWatch
 from promptevolver.runs.progress import CallProgress
 from promptevolver.simulation.synthetic import SyntheticSpec, generate

@@ -12,7 +12,7 @@ import pytest
 from promptevolver import SingleMetricAnnotation
 from promptevolver.judge import _prompts as ops
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm._base import ChatMessage, LLMRequest
 from promptevolver.simulation.draws import unit
 from promptevolver.simulation.engineer import UNRECOGNISED, SimulatedEngineer, sections
 from promptevolver.simulation.synthetic import SyntheticSpec, generate

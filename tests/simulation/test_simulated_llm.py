@@ -14,7 +14,7 @@ import pytest
 
 from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm._base import ChatMessage, LLMRequest
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.simulation import phrases as ph
 from promptevolver.simulation import writer

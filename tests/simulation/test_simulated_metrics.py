@@ -12,7 +12,7 @@ import pytest
 
 from promptevolver import RubricJudge, SingleMetricAnnotation, StatementSupport
 from promptevolver.llm import SimulatedJudgeLLM
-from promptevolver.llm.base import ChatMessage, LLMRequest
+from promptevolver.llm._base import ChatMessage, LLMRequest
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.simulation.criteria import sample_key
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM, output_kind

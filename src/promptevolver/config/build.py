@@ -25,8 +25,8 @@ from promptevolver.judge._ensemble import JudgeEnsemble
 from promptevolver.judge._protocol import Metric
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.judge._statements import StatementSupport
-from promptevolver.llm.base import BaseLLMClient, LLMClient
-from promptevolver.llm.cache import CachedLLM
+from promptevolver.llm._base import BaseLLMClient, LLMClient
+from promptevolver.llm._cache import CachedLLM
 from promptevolver.llm.context import context_tokens_for
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price

@@ -32,9 +32,9 @@ from pydantic import (
 
 from promptevolver.config.yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
+from promptevolver.llm._redaction import MASK, redact_url
+from promptevolver.llm._retry import DEFAULT_MAX_ATTEMPTS
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
-from promptevolver.llm.redaction import MASK, redact_url
-from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 
 if TYPE_CHECKING:
     from promptevolver.llm.openai._embeddings import OpenAIEmbeddings
@@ -147,7 +147,7 @@ class EmbeddingsConfig(_Strict):
             ``llm.base_url``); null: ``OPENAI_BASE_URL`` or api.openai.com.
         api_key_env: the environment variable holding the key (never the key itself).
         timeout_s: per-request timeout in seconds; max_attempts: attempts per request (retry
-            policy of :mod:`promptevolver.llm.retry`).
+            policy of :mod:`promptevolver.llm._retry`).
         batch_size: texts per request. dimensions: asked of the server (null: the model's own).
         cache: SQLite cache file of vectors by model and text (relative to the working
             directory; null: memory only); default the response cache's file.

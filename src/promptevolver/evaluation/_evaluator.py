@@ -4,7 +4,7 @@
 concurrently and memoises every :class:`Judgement` by (whitespace-normalised instructions,
 sample position). Results are keyed by position, so they never depend on the order in which
 concurrent LLM calls complete. The requests in flight are bounded by the client it is given: a
-search's client is behind the run's one limit (:class:`~promptevolver.llm.concurrency.InFlightLimit`,
+search's client is behind the run's one limit (:class:`~promptevolver.llm._concurrency.InFlightLimit`,
 shared by every phase), so the evaluator adds none of its own there; given ``max_concurrency``
 (evaluating outside a search) it caps its judge requests in flight itself, however many
 candidates are evaluated together and however many calls one evaluation makes (a judge ensemble
@@ -25,8 +25,8 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._protocol import Judgement, Metric
-from promptevolver.llm.base import JUDGE_OPERATION, LLMClient, Usage
-from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.llm._base import JUDGE_OPERATION, LLMClient, Usage
+from promptevolver.llm._concurrency import InFlightLimit
 
 __all__ = ["EVALUATION_CAUSES", "EXAMPLES_KEY", "Evaluator", "Observer", "Score", "candidate_key", "score"]
 

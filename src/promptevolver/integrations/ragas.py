@@ -62,7 +62,7 @@ from promptevolver.judge._asking import UnusableAnswer
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._prompt_set import PromptSet
 from promptevolver.judge._prompts import Prompt
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.rundir import as_instructions, load_examples

@@ -13,7 +13,7 @@ from promptevolver.errors import AnnotationError
 from promptevolver.judge._asking import Answer, ask
 from promptevolver.judge._prompts import OutputT, Prompt
 from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest
-from promptevolver.llm.base import ChatMessage, LLMClient
+from promptevolver.llm._base import ChatMessage, LLMClient
 from promptevolver.rundir import as_instructions
 
 if TYPE_CHECKING:

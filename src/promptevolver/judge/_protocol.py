@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from promptevolver.annotations._labels import LabelScale
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._prompts import Prompt
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm._base import LLMClient
 
 __all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 from promptevolver._lazy import lazy_package
 
 if TYPE_CHECKING:
-    from promptevolver.llm.base import BaseLLMClient as BaseLLMClient
-    from promptevolver.llm.base import ChatMessage as ChatMessage
-    from promptevolver.llm.base import Completion as Completion
-    from promptevolver.llm.base import LLMClient as LLMClient
-    from promptevolver.llm.base import LLMRequest as LLMRequest
-    from promptevolver.llm.base import Usage as Usage
-    from promptevolver.llm.cache import CachedLLM as CachedLLM
-    from promptevolver.llm.cache import CacheError as CacheError
-    from promptevolver.llm.fake import ScriptedLLM as ScriptedLLM
+    from promptevolver.llm._base import BaseLLMClient as BaseLLMClient
+    from promptevolver.llm._base import ChatMessage as ChatMessage
+    from promptevolver.llm._base import Completion as Completion
+    from promptevolver.llm._base import LLMClient as LLMClient
+    from promptevolver.llm._base import LLMRequest as LLMRequest
+    from promptevolver.llm._base import Usage as Usage
+    from promptevolver.llm._cache import CachedLLM as CachedLLM
+    from promptevolver.llm._cache import CacheError as CacheError
+    from promptevolver.llm._fake import ScriptedLLM as ScriptedLLM
     from promptevolver.llm.openai import OpenAIClient as OpenAIClient
     from promptevolver.llm.pricing import Price as Price
     from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM as SimulatedJudgeLLM
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __getattr__, __all__ = lazy_package(
     __name__,
     {
-        "promptevolver.llm.base": [
+        "promptevolver.llm._base": [
             "BaseLLMClient",
             "ChatMessage",
             "Completion",
@@ -41,8 +41,8 @@ __getattr__, __all__ = lazy_package(
             "LLMRequest",
             "Usage",
         ],
-        "promptevolver.llm.cache": ["CachedLLM", "CacheError"],
-        "promptevolver.llm.fake": ["ScriptedLLM"],
+        "promptevolver.llm._cache": ["CachedLLM", "CacheError"],
+        "promptevolver.llm._fake": ["ScriptedLLM"],
         "promptevolver.llm.openai": ["OpenAIClient"],
         "promptevolver.llm.pricing": ["Price"],
         "promptevolver.simulation.simulated_llm": ["SimulatedJudgeLLM"],

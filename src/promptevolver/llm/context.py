@@ -7,7 +7,7 @@ packs the corrections it shows into prompts that fit (:mod:`promptevolver.optimi
 server that still answers ``context_length_exceeded`` (HTTP 400) raises
 :class:`~promptevolver.errors.ContextLengthExceededError`, and the batch is split and sent again.
 
-Tokens are estimated as ⌈characters / 4⌉ (:data:`~promptevolver.llm.ratelimit.CHARS_PER_TOKEN`),
+Tokens are estimated as ⌈characters / 4⌉ (:data:`~promptevolver.llm._ratelimit.CHARS_PER_TOKEN`),
 OpenAI's rule of thumb for English text.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptevolver.llm.wrapper import stack_of
+from promptevolver.llm._wrapper import stack_of
 
 __all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_TOKENS", "context_tokens_for", "context_window"]
 

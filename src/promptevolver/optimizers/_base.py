@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers.events import Callback, check_callbacks
 
 __all__ = ["Optimizer"]

@@ -4,7 +4,7 @@
 random generator's state, the history, the usage so far) and every judgement that succeeded (so
 a resumed run judges nothing twice, even without a persistent cache; a failed evaluation is
 never saved as an answer: it is made again). The calls of a step interrupted before its
-checkpoint are in the run journal (:mod:`promptevolver.llm.journal`), which a resume replays.
+checkpoint are in the run journal (:mod:`promptevolver.llm._journal`), which a resume replays.
 ``DIR/best_so_far.json`` holds the best train candidate at that point, readable while the run
 goes on. Both are written atomically
 (:func:`promptevolver.rundir.write_json`).

@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from promptevolver.errors import ContextLengthExceededError
+from promptevolver.llm._ratelimit import CHARS_PER_TOKEN
 from promptevolver.llm.context import context_window
-from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._evidence import Evidence
 from promptevolver.optimizers.operators import _meta_prompts as ops

@@ -34,10 +34,10 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric, label_scale_of
-from promptevolver.llm.base import LLMClient
-from promptevolver.llm.concurrency import InFlightLimit
-from promptevolver.llm.journal import Journal
-from promptevolver.llm.preflight import preflight
+from promptevolver.llm._base import LLMClient
+from promptevolver.llm._concurrency import InFlightLimit
+from promptevolver.llm._journal import Journal
+from promptevolver.llm._preflight import preflight
 from promptevolver.optimizers import _adoption as adoption
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers import _history as history
@@ -77,7 +77,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         stop_conditions: checked in order before each generation (default:
             :data:`~promptevolver.optimizers.strategies._stopping.DEFAULT_STOP_CONDITIONS`).
         limit: the cap on requests in flight this run sends through, shared with other runs of
-            a job (:meth:`InFlightLimit.share <promptevolver.llm.concurrency.InFlightLimit.share>`;
+            a job (:meth:`InFlightLimit.share <promptevolver.llm._concurrency.InFlightLimit.share>`;
             :mod:`promptevolver.optimizers.many`); None: the config's ``max_concurrency``, its own.
     """
 

@@ -6,7 +6,7 @@ best never falls; on a large train part those samples are its focus set, :mod:`.
 the corrected samples are over-represented, so fitness runs below the whole-part estimates of
 ``result.json``'s ``scores``; None where unmeasured); ``population`` and ``offspring`` (counts);
 ``judge_calls`` and ``meta_calls`` (the run's totals so far); ``waves`` (sequential rounds of
-LLM requests since the last entry, :func:`promptevolver.llm.concurrency.waves`: wall time ≈
+LLM requests since the last entry, :func:`promptevolver.llm._concurrency.waves`: wall time ≈
 waves × latency).
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from promptevolver.llm.concurrency import waves
+from promptevolver.llm._concurrency import waves
 from promptevolver.optimizers.strategies import _selection as selection
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from promptevolver.judge._batch import gather_or_cancel
-from promptevolver.llm.base import Usage
-from promptevolver.llm.concurrency import waves
+from promptevolver.llm._base import Usage
+from promptevolver.llm._concurrency import waves
 from promptevolver.optimizers import _adoption as adoption
 from promptevolver.optimizers import _history as history
 from promptevolver.optimizers import _reporting as reporting

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._examples import ExampleStore, static_positions
-from promptevolver.llm.base import is_simulated
+from promptevolver.llm._base import is_simulated
 from promptevolver.optimizers import _reporting as reporting
 from promptevolver.rundir import write_result
 
@@ -70,7 +70,7 @@ class OptimizationResult(Mapping[str, str]):
             train ``positions`` of the pool, the ``static`` set, the pool samples).
         config, random_seed, duration_s (seconds, wall clock).
         simulated_llm: True when the judge or the meta calls were answered by the simulated LLM
-            (:func:`~promptevolver.llm.base.is_simulated`), not a model.
+            (:func:`~promptevolver.llm._base.is_simulated`), not a model.
         notes: what a reader of the figures must know (:data:`SIMULATED_NOTE` when simulated).
     """
 

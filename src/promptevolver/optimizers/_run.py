@@ -43,11 +43,11 @@ from promptevolver.evaluation._evaluator import Evaluator, Score, score
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.attempts import watched
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.concurrency import InFlightLimit
-from promptevolver.llm.journal import Journal
-from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.llm._attempts import watched
+from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._concurrency import InFlightLimit
+from promptevolver.llm._journal import Journal
+from promptevolver.llm._wrapper import ClientWrapper
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import PhaseCalls, phase_calls
 from promptevolver.optimizers._distill import SampleFacts, sample_facts
@@ -210,7 +210,7 @@ class SearchRun:
         events: where events go; breeder: plans and runs the operators.
         journal: where answers are recorded as they arrive and replayed from on resume (None: none).
         limit: the run-wide cap on requests in flight that every phase sends through (a job's
-            :meth:`InFlightLimit.share <promptevolver.llm.concurrency.InFlightLimit.share>`);
+            :meth:`InFlightLimit.share <promptevolver.llm._concurrency.InFlightLimit.share>`);
             None: one of ``config.max_concurrency`` for this run alone.
 
     Attributes:

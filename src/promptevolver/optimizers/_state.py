@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.evaluation._evaluator import CandidateKey, Score, candidate_key
-from promptevolver.llm.base import Usage
+from promptevolver.llm._base import Usage
 from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["PlanKey", "SearchState"]

@@ -32,7 +32,7 @@ from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._protocol import Judgement
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._checkpoint import load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 

@@ -95,10 +95,10 @@ from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge._examples import sample_text
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.base import Completion, LLMRequest, Usage
+from promptevolver.llm._base import Completion, LLMRequest, Usage
+from promptevolver.llm._fake import count_tokens
+from promptevolver.llm._ratelimit import estimate_tokens
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
-from promptevolver.llm.fake import count_tokens
-from promptevolver.llm.ratelimit import estimate_tokens
 from promptevolver.optimizers._cost import (
     PhaseCalls,
     example_candidates,
@@ -553,7 +553,7 @@ def _disagrees(
 
 
 class _Recorder:
-    """An :class:`~promptevolver.llm.base.LLMClient` that answers locally and keeps the requests."""
+    """An :class:`~promptevolver.llm._base.LLMClient` that answers locally and keeps the requests."""
 
     def __init__(self, answer: str) -> None:
         self.answer = answer

@@ -28,7 +28,7 @@ from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
 from promptevolver.judge._protocol import Judgement
-from promptevolver.llm.preflight import preflight
+from promptevolver.llm._preflight import preflight
 from promptevolver.rundir import (
     CONFIG_FILE,
     RESULT_FILE,

@@ -8,13 +8,13 @@ into a run directory, as :func:`promptevolver.runs.optimize.execute` runs one wi
 
 How the metrics share the job (docs/many-metrics.md):
 
-* **Requests in flight**: one :class:`~promptevolver.llm.concurrency.InFlightLimit` of
+* **Requests in flight**: one :class:`~promptevolver.llm._concurrency.InFlightLimit` of
   ``max_concurrency`` slots; each metric's run sends through a :meth:`share
-  <promptevolver.llm.concurrency.InFlightLimit.share>` of it. The runs are asyncio tasks of one
+  <promptevolver.llm._concurrency.InFlightLimit.share>` of it. The runs are asyncio tasks of one
   event loop, so while one metric waits on a few calls (a racing step, a meta call) the others
   fill the free slots.
 * **Rate limits and cache** (``provider: openai``): each metric has its own client (its own usage,
-  so its own budget and figures), all with one :class:`~promptevolver.llm.ratelimit.Throttle` and
+  so its own budget and figures), all with one :class:`~promptevolver.llm._ratelimit.Throttle` and
   one response-cache file connection.
 * **Budget** (:func:`split_budget`): each bound of the job's budget is split across the metrics
   in proportion to their usable samples (largest remainder; the shares add up to the bound), and
@@ -45,9 +45,9 @@ from promptevolver.config.models import METRIC_FOLDER, BudgetConfig, GeneticConf
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
 from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.cache import CachedLLM
-from promptevolver.llm.concurrency import InFlightLimit
+from promptevolver.llm._base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._cache import CachedLLM
+from promptevolver.llm._concurrency import InFlightLimit
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback

@@ -26,7 +26,7 @@ from typing import Any
 from promptevolver import rundir
 from promptevolver.config.models import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.llm.journal import read_lines
+from promptevolver.llm._journal import read_lines
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers._checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
 

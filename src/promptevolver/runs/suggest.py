@@ -45,9 +45,9 @@ from promptevolver.config.models import BudgetConfig, RunConfig
 from promptevolver.errors import AnnotationError, CheckpointError
 from promptevolver.evaluation._evaluator import candidate_key
 from promptevolver.judge._protocol import Judgement, Metric
-from promptevolver.llm.base import LLMClient
-from promptevolver.llm.concurrency import InFlightLimit
-from promptevolver.llm.preflight import preflight
+from promptevolver.llm._base import LLMClient
+from promptevolver.llm._concurrency import InFlightLimit
+from promptevolver.llm._preflight import preflight
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._selection import front_rows
@@ -136,7 +136,7 @@ class Suggestions:
         failed: evaluations that failed (left out); already_annotated: pool traces whose text equals
             an annotated sample's.
         llm: which LLM answered, in words (the simulated one is named as such).
-        usage: the client's usage (:meth:`~promptevolver.llm.base.Usage.to_dict`).
+        usage: the client's usage (:meth:`~promptevolver.llm._base.Usage.to_dict`).
     """
 
     suggestions: list[Suggestion]

@@ -52,8 +52,8 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.judge._prompts import rendered_examples, split_rendered
-from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
-from promptevolver.llm.fake import count_tokens
+from promptevolver.llm._base import BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm._fake import count_tokens
 from promptevolver.llm.pricing import Price
 from promptevolver.simulation import phrases as ph
 from promptevolver.simulation import writer
@@ -85,7 +85,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         length_penalty: flip probability added per word beyond ``free_words``.
         cram_penalty: flip probability added per criterion named beyond ``max_criteria``.
         repetition_penalty: flip probability added to a repetitive instruction.
-        max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient` (a price
+        max_concurrency, price: see :class:`~promptevolver.llm._base.BaseLLMClient` (a price
             makes the simulation report what the same tokens would cost, in USD).
         p_demo: probability in [0, 1] that one teaching example teaches the judged sample its
             human verdict (see the module docstring).

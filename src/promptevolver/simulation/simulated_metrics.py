@@ -31,7 +31,7 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge._prompts import split_rendered
-from promptevolver.llm.base import LLMRequest
+from promptevolver.llm._base import LLMRequest
 from promptevolver.simulation import writer
 from promptevolver.simulation.criteria import World, sample_key
 from promptevolver.simulation.draws import unit

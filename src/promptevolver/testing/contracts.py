@@ -17,7 +17,7 @@ ship (``tests/llm/test_llm_contract.py``, ``tests/judge/test_metric_contract.py`
 ``tests/evaluation/test_loss_contract.py``).
 
 * :class:`LLMClientContract` — what metrics and the optimizer rely on from an
-  :class:`~promptevolver.llm.base.LLMClient`: completions in request order under concurrency,
+  :class:`~promptevolver.llm._base.LLMClient`: completions in request order under concurrency,
   usage counted per operation (and ``Usage`` arithmetic), a client that outlives event loops,
   secrets absent from its ``repr``.
 * :class:`MetricContract` — what the optimizer, the evaluator and the reports rely on from a
@@ -45,8 +45,8 @@ import numpy as np
 from promptevolver.errors import AnnotationError, PermanentLLMError
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Judgement, Metric
-from promptevolver.llm.base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.fake import ScriptedLLM
+from promptevolver.llm._base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._fake import ScriptedLLM
 
 __all__ = ["LLMClientContract", "LossContract", "MetricContract"]
 
@@ -71,7 +71,7 @@ def _complete_all(client: LLMClient, requests: Sequence[LLMRequest]) -> list[Com
 
 
 class LLMClientContract:
-    """Checks of an :class:`~promptevolver.llm.base.LLMClient` (see the module docstring).
+    """Checks of an :class:`~promptevolver.llm._base.LLMClient` (see the module docstring).
 
     Override :meth:`make_client`; optionally :meth:`expected_text` (the answer your client gives a
     request, to check the order of answers) and :attr:`secrets` (strings its ``repr`` must hide).

@@ -25,7 +25,7 @@ import openai
 from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, TransientLLMError
-from promptevolver.llm.base import Completion, LLMRequest
+from promptevolver.llm._base import Completion, LLMRequest
 from promptevolver.llm.openai._errors import error_text, translate
 from promptevolver.llm.openai._negotiation import (
     Mode,

@@ -1,4 +1,4 @@
-"""An :class:`~promptevolver.llm.base.BaseLLMClient` on the official ``openai`` SDK.
+"""An :class:`~promptevolver.llm._base.BaseLLMClient` on the official ``openai`` SDK.
 
 :class:`OpenAIClient` talks to any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM,
 Ollama, LM Studio, llama.cpp, LiteLLM, ...) through ``openai.AsyncOpenAI``. Per client, once and
@@ -9,7 +9,7 @@ parts are the other modules of this package (the table is in its docstring).
 
 The SDK's own retries are disabled (``max_retries=0``): the base class retries transient errors
 with tenacity. Error messages and ``repr`` never contain the API key, and show ``base_url`` with
-its userinfo and query values redacted (:mod:`promptevolver.llm.redaction`).
+its userinfo and query values redacted (:mod:`promptevolver.llm._redaction`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from promptevolver.errors import ConfigError
-from promptevolver.llm.base import BaseLLMClient, ClientOptions, Completion, LLMRequest
+from promptevolver.llm._base import BaseLLMClient, ClientOptions, Completion, LLMRequest
+from promptevolver.llm._redaction import redact_text, redact_url
 from promptevolver.llm.openai._chat import LoopSDK, NegotiatedChat
 from promptevolver.llm.openai._errors import retry_after_s
 from promptevolver.llm.openai._negotiation import Mode, Negotiation, StructuredOutput
 from promptevolver.llm.openai._preflight import Server, check_server
-from promptevolver.llm.redaction import redact_text, redact_url
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
@@ -59,7 +59,7 @@ class OpenAIClient(BaseLLMClient):
         meta_max_tokens: the same for meta calls (instructions, feedback), default 1024.
         options: ``max_attempts``, ``retry_initial_s``, ``retry_max_s``, ``max_concurrency``,
             ``requests_per_minute``, ``tokens_per_minute``, ``price``
-            (:class:`~promptevolver.llm.base.ClientOptions`): as :class:`~promptevolver.llm.base.
+            (:class:`~promptevolver.llm._base.ClientOptions`): as :class:`~promptevolver.llm._base.
             BaseLLMClient` takes them, with its defaults (seconds for the ``_s`` ones, USD per 1M
             tokens for the price).
 
@@ -148,10 +148,10 @@ class OpenAIClient(BaseLLMClient):
         """Check once, with one cheap call, that the server is reachable, accepts the key and
         serves ``model``: ``GET /models``; when that endpoint is absent or does not list the
         model, a 1-token chat call decides. Timeouts, 429 and 5xx are retried as the client's
-        calls are (:mod:`promptevolver.llm.retry`).
+        calls are (:mod:`promptevolver.llm._retry`).
 
         Raises:
-            PermanentLLMError: one line naming the cause (see :mod:`promptevolver.llm.preflight`):
+            PermanentLLMError: one line naming the cause (see :mod:`promptevolver.llm._preflight`):
                 unreachable server or timeout, key refused (401/403), model not found, or any
                 other refusal of the chat call.
         """

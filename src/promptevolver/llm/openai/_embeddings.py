@@ -7,19 +7,19 @@
   <promptevolver.optimizers._result.OptimizationResult.examples_for>`, Ragas'
   ``example_store.get_examples``); async code calls :meth:`OpenAIEmbeddings.embed` in a worker
   thread. Texts go ``batch_size`` to a request, in order; the SDK's own retries are off.
-* **Retries**: the project's policy (:mod:`promptevolver.llm.retry`, :meth:`RetryPolicy.call
-  <promptevolver.llm.retry.RetryPolicy.call>`): 429, 408, 409, 5xx, timeouts, dropped
+* **Retries**: the project's policy (:mod:`promptevolver.llm._retry`, :meth:`RetryPolicy.call
+  <promptevolver.llm._retry.RetryPolicy.call>`): 429, 408, 409, 5xx, timeouts, dropped
   connections and a 200 body that is not a list of embeddings are retried with backoff, anything
   else fails at once; the error (our :class:`~promptevolver.errors.LLMError`, translated by
   :mod:`promptevolver.llm.openai._errors`) names the model, the redacted ``base_url`` and the cause.
-* **Cache**: a :class:`~promptevolver.llm.cache.ResponseStore` SQLite file (the response cache's
+* **Cache**: a :class:`~promptevolver.llm._cache.ResponseStore` SQLite file (the response cache's
   file format; the same file may hold both, their keys never meet): key = SHA-256 of
   ``{"kind": "embedding", "model", "dimensions", "text"}``, value = the vector as base64 of
   little-endian float32. A vector is float32 whether it came from the server or the cache, so a
   cached re-run retrieves exactly what the first run did. No key, URL or header is stored.
   The file is created by SQLite with the process's umask.
 * **Secrets**: the API key is never in a message, ``repr``, the cache or :meth:`settings`;
-  ``base_url`` is shown redacted (:mod:`promptevolver.llm.redaction`).
+  ``base_url`` is shown redacted (:mod:`promptevolver.llm._redaction`).
 """
 
 from __future__ import annotations
@@ -45,17 +45,17 @@ import openai
 from openai import OpenAI
 
 from promptevolver.errors import ConfigError, LLMError, TransientLLMError
-from promptevolver.llm.base import Completion
-from promptevolver.llm.cache import ResponseStore
-from promptevolver.llm.openai._errors import translate
-from promptevolver.llm.openai._wire import split_query
-from promptevolver.llm.redaction import redact_text, redact_url
-from promptevolver.llm.retry import (
+from promptevolver.llm._base import Completion
+from promptevolver.llm._cache import ResponseStore
+from promptevolver.llm._redaction import redact_text, redact_url
+from promptevolver.llm._retry import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_RETRY_INITIAL_S,
     DEFAULT_RETRY_MAX_S,
     RetryPolicy,
 )
+from promptevolver.llm.openai._errors import translate
+from promptevolver.llm.openai._wire import split_query
 
 __all__ = ["EMBEDDINGS_PATH", "EmbeddingUsage", "OpenAIEmbeddings", "embedding_key"]
 

@@ -6,7 +6,7 @@ SDK error                                                  raised as
 ``RateLimitError`` (429)                                   ``TransientLLMError(status=429,
                                                            retry_after=<Retry-After seconds>)``
 ``APIStatusError`` with status 408, 409 or ≥ 500           ``TransientLLMError(status=...)``
-(:func:`promptevolver.llm.retry.transient_status`)
+(:func:`promptevolver.llm._retry.transient_status`)
 ``APITimeoutError``, ``APIConnectionError``                ``TransientLLMError(status=None)``
 any other ``APIStatusError`` (400, 401, 403, 404, 422...)  ``PermanentLLMError(status=...)``
 a refused ``response_format`` with nothing left to try     ``PermanentLLMError(status=...)`` with a
@@ -30,8 +30,8 @@ from typing import Any
 import openai
 
 from promptevolver.errors import ContextLengthExceededError, LLMError, PermanentLLMError, TransientLLMError
+from promptevolver.llm._retry import transient_status
 from promptevolver.llm.openai._negotiation import Negotiation, rejects_response_format
-from promptevolver.llm.retry import transient_status
 
 __all__ = [
     "MESSAGE_CHARS",
@@ -162,7 +162,7 @@ def server_message(body: str) -> str:
     """The server's own message in an error ``body``, for people: ``error.message``, a string
     ``error``, ``detail`` or ``message``; else the body itself. Whitespace collapsed, at most
     :data:`MESSAGE_CHARS` characters. Not redacted: pass it through
-    :func:`~promptevolver.llm.redaction.redact_text` before showing it."""
+    :func:`~promptevolver.llm._redaction.redact_text` before showing it."""
     try:
         data = json.loads(body)
     except ValueError:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from promptevolver.llm.wrapper import found_in_stack
+from promptevolver.llm._wrapper import found_in_stack
 
 __all__ = [
     "LADDER",

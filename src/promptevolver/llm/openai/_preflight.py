@@ -2,12 +2,12 @@
 
 :func:`check_server` makes one cheap call: ``GET /models``; when that endpoint is absent or does
 not list the model, a 1-token chat call decides (sent again once with the other token-cap field if
-the server refuses the first). Each follows the retry policy (:mod:`promptevolver.llm.retry`): a
+the server refuses the first). Each follows the retry policy (:mod:`promptevolver.llm._retry`): a
 timeout (each request has a deadline of :data:`PREFLIGHT_TIMEOUT_S` at most, the whole exchange),
 and on the chat call a 429, 408, 409 or 5xx, is retried with backoff up to ``max_attempts``
 times; a refused connection, 401, 403, 404 and a 400 left after negotiation are permanent at once.
 Failures become one-line
-:class:`~promptevolver.errors.PermanentLLMError` messages made by :mod:`promptevolver.llm.preflight`,
+:class:`~promptevolver.errors.PermanentLLMError` messages made by :mod:`promptevolver.llm._preflight`,
 with the URL and the server's words redacted.
 """
 
@@ -24,6 +24,7 @@ import openai
 from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, PermanentLLMError
+from promptevolver.llm._retry import RetryPolicy, transient_status
 from promptevolver.llm.openai._errors import (
     body_text,
     cause_of_connection_error,
@@ -34,7 +35,6 @@ from promptevolver.llm.openai._errors import (
 )
 from promptevolver.llm.openai._negotiation import Negotiation, TokenParam, rejects_token_param
 from promptevolver.llm.openai._wire import CHAT_PATH, MODELS_PATH
-from promptevolver.llm.retry import RetryPolicy, transient_status
 
 __all__ = [
     "PREFLIGHT_TIMEOUT_S",
@@ -195,7 +195,7 @@ def _options(server: Server) -> Any:
 def preflight_error(
     server: Server, exc: openai.OpenAIError | PreflightTimeout, *, offered: list[str] | None = None
 ) -> LLMError:
-    """The one-line error for a failed preflight call (messages of :mod:`promptevolver.llm.preflight`)."""
+    """The one-line error for a failed preflight call (messages of :mod:`promptevolver.llm._preflight`)."""
     url = server.url
     attempts = server.policy.max_attempts
     tries = f", {attempts} attempts" if attempts > 1 else ""

@@ -19,9 +19,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from promptevolver.errors import AnswerTooLongError, TransientLLMError
-from promptevolver.llm.base import JUDGE_OPERATION, ChatMessage, Completion, LLMRequest
+from promptevolver.llm._base import JUDGE_OPERATION, ChatMessage, Completion, LLMRequest
+from promptevolver.llm._ratelimit import CHARS_PER_TOKEN
 from promptevolver.llm.openai._negotiation import Mode, TokenParam, response_format
-from promptevolver.llm.ratelimit import CHARS_PER_TOKEN
 
 __all__ = [
     "ANSWER_TOKEN_MULTIPLE",

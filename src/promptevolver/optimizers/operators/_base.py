@@ -25,7 +25,7 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config.models import GeneticConfig
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.base import LLMClient
+from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._evidence import Evidence
 from promptevolver.optimizers._state import PlanKey

@@ -40,7 +40,7 @@ from promptevolver.judge._prompts import (
     PASSING_SAMPLES,
     extract_json_object,
 )
-from promptevolver.llm.base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.llm._base import ChatMessage, LLMClient, LLMRequest
 
 __all__ = [
     "Example",

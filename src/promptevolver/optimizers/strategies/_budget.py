@@ -28,10 +28,10 @@ from promptevolver.annotations import SampleAnnotation
 from promptevolver.config.models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
 from promptevolver.judge._protocol import Metric
-from promptevolver.llm.base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._ratelimit import estimate_tokens
+from promptevolver.llm._wrapper import ClientWrapper, found_in_stack
 from promptevolver.llm.pricing import Price
-from promptevolver.llm.ratelimit import estimate_tokens
-from promptevolver.llm.wrapper import ClientWrapper, found_in_stack
 from promptevolver.optimizers._cost import PhaseCalls
 
 if TYPE_CHECKING:

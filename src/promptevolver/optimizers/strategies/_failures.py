@@ -21,7 +21,7 @@ LLM failure (the search stops on ``budget``). The policy stops the run when
   85 %) or a judge that cannot answer (8 of 8: 68 %) still stops at once; or
 * :data:`RUN_OF_FAILURES` *attempts* in a row, retries included, failed on the server side
   (transport, timeout, HTTP 5xx) with none answered in between (:class:`ServerWatch`, which sees
-  every attempt through :mod:`promptevolver.llm.attempts`): a server that stopped answering
+  every attempt through :mod:`promptevolver.llm._attempts`): a server that stopped answering
   stops the run within two rounds of attempts (a second or two with 16 in flight) instead of
   after every call's retries (27–29 s when 32 *calls* in a row had to give up). A 429 neither
   counts nor resets the run (the server is alive, asking us to wait). By chance, 32 failures in a
@@ -30,7 +30,7 @@ LLM failure (the search stops on ``budget``). The policy stops the run when
 Once the run is to stop, requests not yet sent are refused, calls waiting in a retry's backoff
 give up at once with their last error, and those in flight finish and are recorded. The message
 names the dominant cause with a sample of the error text, redacted again
-(:func:`~promptevolver.llm.redaction.redact_text`; the clients remove secrets from their
+(:func:`~promptevolver.llm._redaction.redact_text`; the clients remove secrets from their
 messages), and how to continue once it is fixed.
 """
 
@@ -42,8 +42,8 @@ from collections.abc import Awaitable, Callable
 
 from promptevolver.errors import LLMError, LLMUnusableError
 from promptevolver.evaluation._intervals import wilson_interval
-from promptevolver.llm.redaction import redact_text
-from promptevolver.llm.retry import LONG_WAIT_S, RUN_OF_FAILURES, server_side
+from promptevolver.llm._redaction import redact_text
+from promptevolver.llm._retry import LONG_WAIT_S, RUN_OF_FAILURES, server_side
 
 __all__ = [
     "CONFIDENCE",
@@ -152,7 +152,7 @@ class FailureTally:
 
 class ServerWatch:
     """Watches every attempt of a run's calls for a server that stopped answering (an
-    :class:`~promptevolver.llm.attempts.AttemptWatch`).
+    :class:`~promptevolver.llm._attempts.AttemptWatch`).
 
     Args:
         on_dead: called once :data:`RUN_OF_FAILURES` attempts in a row failed on the server
@@ -167,7 +167,7 @@ class ServerWatch:
         on_wait: Callable[[float, int, str], None] | None = None,
     ) -> None:
         self.on_dead = on_dead
-        #: Told of each backoff of :data:`~promptevolver.llm.retry.LONG_WAIT_S` or more: (its
+        #: Told of each backoff of :data:`~promptevolver.llm._retry.LONG_WAIT_S` or more: (its
         #: seconds, calls now in backoff, the cause of the last failed attempt), so a person
         #: watching a long 429 storm sees that the run waits rather than hangs.
         self.on_wait = on_wait

@@ -10,7 +10,7 @@ without that method, such as the simulated judge, needs no check). The OpenAI cl
 * ``the server at http://... rejected the API key from OPENAI_API_KEY (401)``
 * ``model 'x' not found at http://...; the server offers: a, b``
 
-Messages carry redacted URLs only (:func:`~promptevolver.llm.redaction.redact_url`).
+Messages carry redacted URLs only (:func:`~promptevolver.llm._redaction.redact_url`).
 """
 
 from __future__ import annotations

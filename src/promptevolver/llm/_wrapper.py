@@ -1,8 +1,8 @@
 """The one base of the client decorators (``ClientWrapper``).
 
 It imports nothing of the package at run time, so every module that decorates a client
-(:mod:`.attempts`, :mod:`.concurrency`, :mod:`.journal`, the budget meter, the run's progress
-announcer) can subclass it without an import circle through :mod:`.base`.
+(:mod:`._attempts`, :mod:`._concurrency`, :mod:`._journal`, the budget meter, the run's progress
+announcer) can subclass it without an import circle through :mod:`._base`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+    from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
 
 __all__ = ["ClientWrapper", "found_in_stack", "stack_of"]
 

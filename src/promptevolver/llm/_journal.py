@@ -10,7 +10,7 @@ answered is sent twice, with or without the response cache. Calls that failed ar
 and so are requests whose answer lacked the requested JSON (the evaluation they failed is retried,
 as the response cache never stores such an answer either).
 
-Keys are :func:`~promptevolver.llm.cache.cache_key` of the client's identity and the request. A
+Keys are :func:`~promptevolver.llm._cache.cache_key` of the client's identity and the request. A
 line cut off by a kill is ignored on load. Lines are flushed as written (the operating system
 keeps them if the process dies) and synced to disk with each checkpoint (:meth:`Journal.sync`).
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from promptevolver.errors import LLMError, NotSentError
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm.cache import cache_key, usable_answer
-from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._cache import cache_key, usable_answer
+from promptevolver.llm._wrapper import ClientWrapper
 
 __all__ = ["Journal", "read_lines"]
 

@@ -2,7 +2,7 @@
 attempts, and when a server counts as dead.
 
 Everything that retries an LLM request reads it from here: the clients' calls
-(:meth:`BaseLLMClient.complete <promptevolver.llm.base.BaseLLMClient.complete>`), the OpenAI
+(:meth:`BaseLLMClient.complete <promptevolver.llm._base.BaseLLMClient.complete>`), the OpenAI
 client's translation of SDK errors (:mod:`promptevolver.llm.openai._errors`), its preflight
 (:mod:`promptevolver.llm.openai._preflight`) and the run's dead-server rule
 (:class:`~promptevolver.optimizers.strategies._failures.ServerWatch`).
@@ -117,7 +117,7 @@ class RetryPolicy:
         """``await attempt()`` up to :attr:`max_attempts` times, sleeping the backoff between
         attempts while the error is ``transient``; the last error (or a permanent one) is raised.
         For calls outside a client (the preflight); a client's calls count and watch their
-        attempts in :class:`~promptevolver.llm.base.BaseLLMClient`."""
+        attempts in :class:`~promptevolver.llm._base.BaseLLMClient`."""
         for number in range(1, self.max_attempts + 1):
             try:
                 return await attempt()

@@ -3,7 +3,7 @@
 Modelled on httpx's transport and DSPy's ``BaseLM``: a client subclasses :class:`BaseLLMClient`
 and implements ``_send(request) -> Completion``; :meth:`BaseLLMClient.complete` adds bounded
 retries with exponential backoff and jitter (tenacity) for :class:`TransientLLMError`, a
-concurrency bound, optional rate limits (:mod:`promptevolver.llm.ratelimit`), and usage counting
+concurrency bound, optional rate limits (:mod:`promptevolver.llm._ratelimit`), and usage counting
 by operation, with cost from an optional :class:`~promptevolver.llm.pricing.Price`. Anything
 that only needs to *call* an LLM depends on the :class:`LLMClient` protocol.
 """
@@ -25,16 +25,16 @@ from tenacity import (
 )
 
 from promptevolver.errors import LLMError, TransientLLMError
-from promptevolver.llm.attempts import AttemptWatch, current_watch
-from promptevolver.llm.pricing import Price
-from promptevolver.llm.ratelimit import Throttle, estimate_tokens
-from promptevolver.llm.retry import (
+from promptevolver.llm._attempts import AttemptWatch, current_watch
+from promptevolver.llm._ratelimit import Throttle, estimate_tokens
+from promptevolver.llm._retry import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_RETRY_INITIAL_S,
     DEFAULT_RETRY_MAX_S,
     RetryPolicy,
 )
-from promptevolver.llm.wrapper import stack_of
+from promptevolver.llm._wrapper import stack_of
+from promptevolver.llm.pricing import Price
 
 __all__ = [
     "JUDGE_OPERATION",
@@ -279,7 +279,7 @@ class LLMClient(Protocol):
     """What metrics and optimizers need from an LLM: an async ``complete`` and its ``usage``.
 
     ``usage`` may be a plain attribute or a property (wrappers such as
-    :class:`~promptevolver.llm.cache.CachedLLM` compute theirs).
+    :class:`~promptevolver.llm._cache.CachedLLM` compute theirs).
     """
 
     @property
@@ -311,13 +311,13 @@ class BaseLLMClient(ABC):
     """Shared behaviour of our clients: retries, concurrency and rate limits, usage counting.
 
     One call of :meth:`complete` is: up to ``max_attempts`` attempts; each attempt takes a
-    concurrency slot, waits for the rate limits (:class:`~promptevolver.llm.ratelimit.Throttle`),
+    concurrency slot, waits for the rate limits (:class:`~promptevolver.llm._ratelimit.Throttle`),
     then calls ``_send`` once; between attempts it sleeps the backoff outside the slot. Inside a
-    :func:`~promptevolver.llm.attempts.watched` call, each attempt is told to the watch, which
+    :func:`~promptevolver.llm._attempts.watched` call, each attempt is told to the watch, which
     may end the call during a backoff (it then fails with its last attempt's error).
 
     The retry policy (what is transient, the backoff, the defaults) is
-    :mod:`promptevolver.llm.retry`'s; the three arguments below are a :class:`RetryPolicy`.
+    :mod:`promptevolver.llm._retry`'s; the three arguments below are a :class:`RetryPolicy`.
 
     Args:
         max_attempts: attempts per call including the first (≥ 1); only
@@ -380,7 +380,7 @@ class BaseLLMClient(ABC):
     async def preflight(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Check, with at most one cheap call, that this client can work before a run spends any
         (nothing to check here). Raises :class:`~promptevolver.errors.PermanentLLMError` with a
-        one-line cause when it cannot; see :func:`promptevolver.llm.preflight.preflight`."""
+        one-line cause when it cannot; see :func:`promptevolver.llm._preflight.preflight`."""
 
     @abstractmethod
     async def _send(self, request: LLMRequest) -> Completion:
@@ -447,12 +447,12 @@ class BaseLLMClient(ABC):
 
     @property
     def retry_policy(self) -> RetryPolicy:
-        """The client's :class:`~promptevolver.llm.retry.RetryPolicy` (from its three settings)."""
+        """The client's :class:`~promptevolver.llm._retry.RetryPolicy` (from its three settings)."""
         return RetryPolicy(self.max_attempts, self.retry_initial_s, self.retry_max_s)
 
     def _backoff_s(self, retry: int, exc: BaseException | None) -> float:
         """Seconds to wait before retry number ``retry`` (1 = the first) after ``exc``
-        (:meth:`RetryPolicy.backoff_s <promptevolver.llm.retry.RetryPolicy.backoff_s>`)."""
+        (:meth:`RetryPolicy.backoff_s <promptevolver.llm._retry.RetryPolicy.backoff_s>`)."""
         return self.retry_policy.backoff_s(retry, getattr(exc, "retry_after", None), self._jitter)
 
     def _retrying(self, call: _Call) -> AsyncRetrying:
@@ -485,7 +485,7 @@ class BaseLLMClient(ABC):
 
 
 class _Call:
-    """One call's attempts: each one told to the run's :class:`~promptevolver.llm.attempts.AttemptWatch`
+    """One call's attempts: each one told to the run's :class:`~promptevolver.llm._attempts.AttemptWatch`
     (if the call is watched), and the backoff between them cut short when the watch gives up."""
 
     __slots__ = ("client", "last", "request", "retries", "watch")

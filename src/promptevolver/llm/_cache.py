@@ -2,11 +2,11 @@
 
 Wrap any client — ``CachedLLM(inner=OpenAIClient(...), path="cache.sqlite")`` — and a re-run of
 the same config makes no new LLM calls. The wrapper is itself an
-:class:`~promptevolver.llm.base.LLMClient`; a hit is counted in ``usage.cache_hits`` (by
+:class:`~promptevolver.llm._base.LLMClient`; a hit is counted in ``usage.cache_hits`` (by
 operation) and is not an LLM call: no tokens, no cost, no retries.
 
 **Key** (:func:`cache_key`): the SHA-256 of canonical JSON (sorted keys, no whitespace) of the
-inner client's :meth:`~promptevolver.llm.base.BaseLLMClient.cache_identity` (provider kind and
+inner client's :meth:`~promptevolver.llm._base.BaseLLMClient.cache_identity` (provider kind and
 model), the messages, ``temperature``, ``max_tokens``, ``seed``, ``json_schema`` and
 ``sample_index`` — everything that changes an answer, so two samples drawn at temperature > 0
 with different ``sample_index`` are distinct entries. Nothing else is in it: not the
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.errors import CacheError
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest, Usage
+from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
 
 __all__ = ["SCHEMA_VERSION", "CacheError", "CachedLLM", "ResponseStore", "cache_key", "usable_answer"]
 
@@ -179,7 +179,7 @@ def _initialise(conn: sqlite3.Connection, path: Path) -> None:
 
 
 class CachedLLM:
-    """An :class:`~promptevolver.llm.base.LLMClient` that answers repeats from a SQLite file.
+    """An :class:`~promptevolver.llm._base.LLMClient` that answers repeats from a SQLite file.
 
     Args:
         inner: the client that answers misses. Give it to this wrapper only: the wrapper's
@@ -271,7 +271,7 @@ class CachedLLM:
 
     async def preflight(self) -> None:
         """The inner client's preflight check, if it has one (see
-        :mod:`promptevolver.llm.preflight`); a cache cannot stand in for an unreachable server."""
+        :mod:`promptevolver.llm._preflight`); a cache cannot stand in for an unreachable server."""
         check = getattr(self.inner, "preflight", None)
         if check is not None:
             await check()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from promptevolver.llm.base import BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm._base import BaseLLMClient, Completion, LLMRequest
+from promptevolver.llm._retry import DEFAULT_MAX_ATTEMPTS
 from promptevolver.llm.pricing import Price
-from promptevolver.llm.retry import DEFAULT_MAX_ATTEMPTS
 
 __all__ = ["ScriptedLLM", "count_tokens"]
 
@@ -30,7 +30,7 @@ class ScriptedLLM(BaseLLMClient):
         responses: answers in order (a str, a :class:`Completion`, or an exception to raise).
         handler: alternatively, a function ``request -> answer``.
         retry_initial_s: backoff in seconds for the base's retries (0 by default: tests do not wait).
-        max_attempts, max_concurrency, price: see :class:`~promptevolver.llm.base.BaseLLMClient`.
+        max_attempts, max_concurrency, price: see :class:`~promptevolver.llm._base.BaseLLMClient`.
 
     Raises:
         ValueError: both or neither of ``responses`` and ``handler`` given.

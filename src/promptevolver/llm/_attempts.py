@@ -1,6 +1,6 @@
 """Watching every attempt of a run's LLM calls, retries included, and cutting backoff short.
 
-A call of :class:`~promptevolver.llm.base.BaseLLMClient` makes up to ``max_attempts`` attempts
+A call of :class:`~promptevolver.llm._base.BaseLLMClient` makes up to ``max_attempts`` attempts
 with seconds of backoff between them; whoever calls only sees the call's end. A run that must
 notice a dead server quickly, and stop retrying once it has decided to stop, needs each attempt.
 :func:`watched` wraps a client so that, during each of its calls, the client's attempts are told
@@ -20,10 +20,10 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
 from promptevolver.errors import LLMError
-from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.llm._wrapper import ClientWrapper
 
 if TYPE_CHECKING:
-    from promptevolver.llm.base import Completion, LLMClient, LLMRequest
+    from promptevolver.llm._base import Completion, LLMClient, LLMRequest
 
 __all__ = ["AttemptWatch", "current_watch", "watched"]
 
@@ -51,7 +51,7 @@ def current_watch() -> AttemptWatch | None:
 
 def watched(client: LLMClient, watch: AttemptWatch) -> LLMClient:
     """``client`` with the attempts of each of its calls told to ``watch`` (its usage is the
-    client's). Clients that are not :class:`~promptevolver.llm.base.BaseLLMClient` make no
+    client's). Clients that are not :class:`~promptevolver.llm._base.BaseLLMClient` make no
     attempts of their own to report, and are not affected."""
     return _Watched(client, watch)
 

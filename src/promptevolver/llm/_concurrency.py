@@ -30,8 +30,8 @@ import time
 from collections import deque
 
 from promptevolver.errors import LLMError
-from promptevolver.llm.base import Completion, LLMClient, LLMRequest
-from promptevolver.llm.wrapper import ClientWrapper
+from promptevolver.llm._base import Completion, LLMClient, LLMRequest
+from promptevolver.llm._wrapper import ClientWrapper
 
 __all__ = ["FairSlots", "InFlightLimit", "checked_limit", "waves"]
 
