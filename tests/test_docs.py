@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from promptevolver import SingleMetricAnnotation
-from promptevolver.config.models import load_run_config
+from promptevolver.config._models import load_run_config
 
 from .conftest import ROOT
 

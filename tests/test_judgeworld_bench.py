@@ -136,9 +136,9 @@ def _tree(root: Path, with_strategy: bool) -> Path:
     pkg = root / "promptevolver" / "config"
     pkg.mkdir(parents=True)
     (root / "promptevolver" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from promptevolver.config._models import RunConfig\n")
     field = "    strategy: str = 'auto'\n" if with_strategy else ""
-    (pkg / "models.py").write_text(
+    (pkg / "_models.py").write_text(
         "from pydantic import BaseModel\n"
         f"class Opt(BaseModel):\n    population_size: int = 6\n{field}"
         "class RunConfig(BaseModel):\n    optimizer: Opt = Opt()\n"

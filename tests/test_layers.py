@@ -12,11 +12,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "promptevolver"
 #: Lowest first; a module may import from its own layer and the ones before it.
 LAYERS: list[list[str]] = [
     ["errors", "_lazy"],
-    ["annotations", "config", "config.models", "config.overrides", "llm"],
+    ["annotations", "config", "config._models", "config._overrides", "llm"],
     ["rundir", "judge"],
     ["evaluation", "simulation"],
     ["optimizers"],
-    ["config.build"],
+    ["config._build"],
     ["report", "runs", "integrations"],
     ["cli", "__main__", "testing"],
 ]

@@ -12,8 +12,8 @@ import pytest
 
 from promptevolver import UnusableSamplesWarning
 from promptevolver.cli import main
-from promptevolver.config.build import build_llm, build_metric, load_dataset
-from promptevolver.config.models import load_run_config
+from promptevolver.config._build import build_llm, build_metric, load_dataset
+from promptevolver.config._models import load_run_config
 from promptevolver.evaluation._agreement import agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 

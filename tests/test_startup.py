@@ -39,5 +39,5 @@ def test_help_loads_no_heavy_library(argv):
 
 def test_the_heavy_libraries_load_once_a_command_needs_them():
     """The probe can fail: a command that builds a run does load them."""
-    loaded = _loaded_after("from promptevolver.config.build import build_llm")
+    loaded = _loaded_after("from promptevolver.config._build import build_llm")
     assert {"pydantic", "numpy", "sklearn"} <= loaded

@@ -256,7 +256,7 @@ def knows_strategy(ours_python: str, ours_src: Path) -> bool:
     """
     probe = (
         "import promptevolver\n"
-        "from promptevolver.config.models import RunConfig\n"
+        "from promptevolver.config import RunConfig\n"  # the face: trees before and after issue 22
         "opt = RunConfig.model_fields['optimizer'].annotation\n"
         "print(promptevolver.__file__)\n"
         "print('strategy' in getattr(opt, 'model_fields', {}))\n"

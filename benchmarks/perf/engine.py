@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
-from promptevolver.config.models import load_run_config
+from promptevolver.config._models import load_run_config
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest
 from promptevolver.runs.optimize import execute

@@ -20,8 +20,8 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
-from promptevolver.config.models import RunConfig, load_run_config
+from promptevolver.config._build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.runs.estimate import CostModel, estimate_dataset
 

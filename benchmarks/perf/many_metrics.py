@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MetricAnnotation
-from promptevolver.config.models import ManyConfig, load_config
+from promptevolver.config._models import ManyConfig, load_config
 from promptevolver.llm._base import Completion, LLMRequest, Usage
 from promptevolver.llm._concurrency import waves
 from promptevolver.runs.many import optimize_many

@@ -17,8 +17,8 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 from benchmarks.quality.metric_kinds import Setup, bench  # noqa: E402
 from promptevolver import GeneticOptimizer  # noqa: E402
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset  # noqa: E402
-from promptevolver.config.models import RunConfig, load_run_config  # noqa: E402
+from promptevolver.config._build import build_llm, build_loss, build_metric, load_dataset  # noqa: E402
+from promptevolver.config._models import RunConfig, load_run_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from promptevolver.annotations import SingleMetricAnnotation as SingleMetricAnnotation
     from promptevolver.annotations import SingleTurnSample as SingleTurnSample
     from promptevolver.annotations import UnusableSamplesWarning as UnusableSamplesWarning
-    from promptevolver.config.models import GeneticConfig as GeneticConfig
+    from promptevolver.config._models import GeneticConfig as GeneticConfig
     from promptevolver.errors import AnnotationError as AnnotationError
     from promptevolver.errors import AnnotationKeyError as AnnotationKeyError
     from promptevolver.errors import BudgetExceededError as BudgetExceededError
@@ -59,7 +59,7 @@ __getattr__, __all__ = lazy_package(
             "SingleTurnSample",
             "UnusableSamplesWarning",
         ],
-        "promptevolver.config.models": ["GeneticConfig"],
+        "promptevolver.config._models": ["GeneticConfig"],
         "promptevolver.errors": [
             "AnnotationError",
             "AnnotationKeyError",

@@ -33,7 +33,7 @@ from promptevolver import __version__, rundir
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
 
 if TYPE_CHECKING:
-    from promptevolver.config.models import ManyConfig, RunConfig
+    from promptevolver.config._models import ManyConfig, RunConfig
 
 __all__ = ["main"]
 
@@ -305,7 +305,7 @@ def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> 
 
 def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """The ``--set`` overrides as an edit of the raw config mapping (None without any)."""
-    from promptevolver.config.overrides import apply_overrides
+    from promptevolver.config._overrides import apply_overrides
 
     overrides = list(getattr(args, "overrides", []))
     return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
@@ -319,7 +319,7 @@ def _with_seed(config: _Config, args: argparse.Namespace) -> _Config:
 
 
 def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
-    from promptevolver.config.models import load_run_config
+    from promptevolver.config._models import load_run_config
 
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
@@ -330,7 +330,7 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path, str]:
     """The config (one metric, or several: a job), the run directory, and where the config came
     from (for messages)."""
-    from promptevolver.config.models import load_config
+    from promptevolver.config._models import load_config
 
     sets = "".join(f" --set {o}" for o in getattr(args, "overrides", []))
     if args.force and args.resume is not None:
@@ -360,7 +360,7 @@ def _run_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
 
 def _optimize(args: argparse.Namespace) -> int:
     config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
-    from promptevolver.config.models import ManyConfig
+    from promptevolver.config._models import ManyConfig
 
     if isinstance(config, ManyConfig):
         return _optimize_many(args, config, run_dir, source)
@@ -498,7 +498,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
     import numpy as np
 
-    from promptevolver.config.build import load_dataset
+    from promptevolver.config._build import load_dataset
     from promptevolver.runs.evaluate import (
         learned_from_validation,
         other_metric,
@@ -700,7 +700,7 @@ def _is_usage_error(exc: BaseException) -> bool:
     malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
     if isinstance(exc, UsageError):
         return True
-    from promptevolver.config.overrides import OverrideError
+    from promptevolver.config._overrides import OverrideError
 
     return isinstance(exc, OverrideError)
 

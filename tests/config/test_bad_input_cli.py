@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from promptevolver.cli import main
-from promptevolver.config import build
+from promptevolver.config import _build as build
 from promptevolver.llm._base import LLMRequest
 from promptevolver.llm._fake import ScriptedLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from promptevolver.config.build import build_llm
-from promptevolver.config.models import LLMConfig, RunConfig, stored_base_url
+from promptevolver.config._build import build_llm
+from promptevolver.config._models import LLMConfig, RunConfig, stored_base_url
 from promptevolver.errors import ConfigError
 from promptevolver.runs.optimize import write_config
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from promptevolver.config.build import build_llm
-from promptevolver.config.models import DEFAULT_CACHE, LLMConfig, load_run_config
+from promptevolver.config._build import build_llm
+from promptevolver.config._models import DEFAULT_CACHE, LLMConfig, load_run_config
 from promptevolver.errors import ConfigError
 from promptevolver.llm import CachedLLM, CacheError, OpenAIClient, Price, SimulatedJudgeLLM
 from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE, PRICE_TABLE_SOURCES, table_price

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptevolver.config.models import GeneticConfig, load_run_config
-from promptevolver.config.yaml_file import read_yaml_mapping
+from promptevolver.config._models import GeneticConfig, load_run_config
+from promptevolver.config._yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.simulation.synthetic import SyntheticSpec
 

@@ -3,7 +3,7 @@ it shows it in, with a value the models accept (the docs cannot drift from the m
 
 from __future__ import annotations
 
-from promptevolver.config.models import GeneticConfig, load_run_config
+from promptevolver.config._models import GeneticConfig, load_run_config
 
 from ..conftest import ROOT
 

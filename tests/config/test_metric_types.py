@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from promptevolver import AspectCritic, JudgeEnsemble, RubricJudge, SingleMetricAnnotation, StatementSupport
-from promptevolver.config.build import build_metric, load_dataset
-from promptevolver.config.models import MetricConfig, RunConfig, SyntheticDatasetConfig
+from promptevolver.config._build import build_metric, load_dataset
+from promptevolver.config._models import MetricConfig, RunConfig, SyntheticDatasetConfig
 from promptevolver.judge._statements import DEFAULT_DEFINITION
 from promptevolver.runs.export import apply_snippet
 

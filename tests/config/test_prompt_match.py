@@ -12,7 +12,7 @@ import yaml
 
 from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.cli import main
-from promptevolver.config.prompt_match import match_prompt, prompt_keys
+from promptevolver.config._prompt_match import match_prompt, prompt_keys
 from promptevolver.errors import ConfigError
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.judge._statements import StatementSupport

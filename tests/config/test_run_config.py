@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from promptevolver.config.models import RUN_LEVEL_KEYS, ManyConfig, load_run_config
+from promptevolver.config._models import RUN_LEVEL_KEYS, ManyConfig, load_run_config
 from promptevolver.errors import ConfigError
 
 from ..conftest import AC_DEFINITION, AC_FILE

@@ -22,8 +22,8 @@ from promptevolver import (
     Judgement,
 )
 from promptevolver.cli import main
-from promptevolver.config.build import build_metric
-from promptevolver.config.models import MetricConfig, load_run_config
+from promptevolver.config._build import build_metric
+from promptevolver.config._models import MetricConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, PermanentLLMError
 from promptevolver.evaluation._evaluator import Evaluator, score
 from promptevolver.judge._ensemble import AGGREGATIONS, EvaluationEvent

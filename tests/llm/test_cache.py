@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from promptevolver import BinaryMetricLoss, GeneticOptimizer
-from promptevolver.config.build import build_llm
-from promptevolver.config.models import LLMConfig
+from promptevolver.config._build import build_llm
+from promptevolver.config._models import LLMConfig
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import CachedLLM, CacheError, ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm._base import ChatMessage, Completion, LLMRequest

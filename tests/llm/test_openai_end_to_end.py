@@ -16,7 +16,7 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
 from promptevolver.cli import main
-from promptevolver.config.models import DEFAULT_CACHE
+from promptevolver.config._models import DEFAULT_CACHE
 from promptevolver.llm import CachedLLM, OpenAIClient, Price, SimulatedJudgeLLM
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.testing import Fault, LocalOpenAIServer, simulated_handler

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticConfig, GeneticOptimizer
-from promptevolver.config.models import RunConfig
+from promptevolver.config._models import RunConfig
 from promptevolver.errors import CheckpointError
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM

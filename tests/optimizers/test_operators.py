@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest

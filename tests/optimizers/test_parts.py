@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
-from promptevolver.config.models import GeneticConfig, RunConfig
+from promptevolver.config._models import GeneticConfig, RunConfig
 from promptevolver.errors import BudgetExceededError
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._split import split_sizes

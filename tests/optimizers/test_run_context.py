@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.optimizers import _run as run_module
 from promptevolver.optimizers._run import RunContext, SearchRun
 from promptevolver.optimizers._state import SearchState

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from promptevolver import UnusableSamplesWarning
-from promptevolver.config.models import load_run_config
+from promptevolver.config._models import load_run_config
 from promptevolver.runs.optimize import execute
 
 from ..conftest import ROOT

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from promptevolver.cli import main
-from promptevolver.config.build import build_llm, build_loss, build_metric, load_dataset
-from promptevolver.config.models import RunConfig, load_run_config
+from promptevolver.config._build import build_llm, build_loss, build_metric, load_dataset
+from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.errors import BudgetExceededError, InsufficientDataError
 from promptevolver.llm._base import BaseLLMClient
 from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE

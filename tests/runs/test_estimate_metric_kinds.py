@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from promptevolver.config.models import GeneticConfig, load_run_config
+from promptevolver.config._models import GeneticConfig, load_run_config
 from promptevolver.optimizers._cost import offspring_count
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._crossover import Crossover

@@ -10,8 +10,8 @@ import pytest
 
 from promptevolver import ConfigError
 from promptevolver.cli import main
-from promptevolver.config.build import load_dataset
-from promptevolver.config.models import load_run_config
+from promptevolver.config._build import load_dataset
+from promptevolver.config._models import load_run_config
 from promptevolver.errors import RunDirError
 from promptevolver.runs.evaluate import validation_positions
 

@@ -12,7 +12,7 @@ import runpy
 import pytest
 
 from promptevolver import AspectCritic, ConfigError, JudgeEnsemble
-from promptevolver.config.models import MetricConfig
+from promptevolver.config._models import MetricConfig
 from promptevolver.rundir import load_instructions
 from promptevolver.runs import export
 from promptevolver.runs.export import apply_snippet, write_exports

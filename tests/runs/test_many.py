@@ -15,7 +15,7 @@ import yaml
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MetricAnnotation
 from promptevolver.cli import main
-from promptevolver.config.models import BudgetConfig, load_config
+from promptevolver.config._models import BudgetConfig, load_config
 from promptevolver.errors import AnnotationKeyError, ConfigError
 from promptevolver.llm._base import Completion, LLMRequest, Usage
 from promptevolver.llm._concurrency import InFlightLimit

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from promptevolver import rundir
-from promptevolver.config.models import load_run_config
+from promptevolver.config._models import load_run_config
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.runs.optimize import write_config, write_result
 

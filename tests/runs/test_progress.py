@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from promptevolver.config.models import RunConfig
+from promptevolver.config._models import RunConfig
 from promptevolver.optimizers.events import Event
 from promptevolver.runs.optimize import execute
 from promptevolver.runs.progress import CallProgress

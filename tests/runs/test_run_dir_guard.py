@@ -17,7 +17,7 @@ import pytest
 
 from promptevolver import rundir
 from promptevolver.cli import main
-from promptevolver.config.models import BudgetConfig
+from promptevolver.config._models import BudgetConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.runs.resume import check_same_search
 

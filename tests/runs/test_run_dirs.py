@@ -13,7 +13,7 @@ import yaml
 
 from promptevolver import rundir
 from promptevolver.cli import main
-from promptevolver.config.models import load_run_config
+from promptevolver.config._models import load_run_config
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.optimizers.events import Event
 from promptevolver.runs.optimize import execute

@@ -9,7 +9,7 @@ import pytest
 
 from promptevolver import rundir
 from promptevolver.cli import main
-from promptevolver.config.build import load_dataset
+from promptevolver.config._build import load_dataset
 from promptevolver.errors import AnnotationError
 from promptevolver.runs.suggest import Suggestions, committee_of, suggest
 

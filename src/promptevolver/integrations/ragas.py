@@ -55,7 +55,7 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations._labels import LabelScale
 from promptevolver.annotations._models import PromptAnnotation, SampleAnnotation
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.errors import AnnotationError
 from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._asking import UnusableAnswer
@@ -392,7 +392,7 @@ def optimize_ragas_metric(
         dataset: its annotations (Ragas' format; the prompt names match the metric's).
         llm: client for judge calls; reflection_llm: for meta calls (default ``llm``).
         loss: default :meth:`RagasMetric.default_loss`.
-        config: the optimizer's options (:class:`~promptevolver.config.models.GeneticConfig`).
+        config: the optimizer's options (:class:`~promptevolver.config._models.GeneticConfig`).
         run_dir: directory for the checkpoint (None: none).
         apply: write the best instructions and teaching examples into ``metric`` (never worse
             than its own on the validation samples: the seed, with the metric's own examples,

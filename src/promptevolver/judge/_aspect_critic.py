@@ -48,7 +48,7 @@ class AspectCritic(PromptSet):
             sampling temperature (:class:`~promptevolver.judge._prompt_set.PromptSet`).
         prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas' name): the
             key under which the annotation file keeps its traces and the humans' corrected reasons,
-            so it must match the file's (see :mod:`promptevolver.config.prompt_match`).
+            so it must match the file's (see :mod:`promptevolver.config._prompt_match`).
 
     Raises:
         ValueError: empty ``name``, ``definition`` or ``prompt_name``, or ``max_reasks`` < 0.

@@ -381,7 +381,7 @@ class ExampleStore:
     def from_dict(cls, data: Mapping[str, Any], *, embedder: Embedder | None = None) -> ExampleStore:
         """The store :meth:`to_dict` wrote, retrieving by the similarity it records (no
         ``similarity``: TF-IDF, as stores written before it). An embeddings store builds its client from the
-        record on first retrieval (:func:`promptevolver.config.models.embedder_from_record`),
+        record on first retrieval (:func:`promptevolver.config._models.embedder_from_record`),
         unless ``embedder`` is given. Raises pydantic's ValidationError for a bad sample."""
         samples = [SampleAnnotation.model_validate(s) for s in data["samples"]]
         record = dict(data.get("similarity") or {"kind": "tfidf"})
@@ -424,7 +424,7 @@ def _builder(record: Mapping[str, Any]) -> Callable[[], Embedder]:
     """A function building the embedder a store's ``similarity`` record names."""
 
     def build() -> Embedder:
-        from promptevolver.config.models import embedder_from_record  # settings become a client there
+        from promptevolver.config._models import embedder_from_record  # settings become a client there
 
         return embedder_from_record(record)
 

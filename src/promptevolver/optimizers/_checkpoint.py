@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from promptevolver import rundir
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.evaluation._evaluator import CandidateKey
 from promptevolver.judge._protocol import Judgement

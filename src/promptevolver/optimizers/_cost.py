@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 
 __all__ = ["PhaseCalls", "example_candidates", "minibatch_size", "offspring_count", "phase_calls"]
 

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm._base import LLMClient

@@ -37,7 +37,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations import _sampling as sampling
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
 from promptevolver.evaluation._evaluator import Evaluator, Score, score
 from promptevolver.evaluation._losses import Loss

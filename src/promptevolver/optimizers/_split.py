@@ -29,8 +29,8 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations import _sampling as sampling
-from promptevolver.config.models import GeneticConfig
-from promptevolver.config.prompt_match import match_prompt
+from promptevolver.config._models import GeneticConfig
+from promptevolver.config._prompt_match import match_prompt
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge._protocol import Metric
 

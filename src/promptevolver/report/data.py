@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.config.build import build_llm, build_metric, load_dataset
-from promptevolver.config.models import RunConfig
+from promptevolver.config._build import build_llm, build_metric, load_dataset
+from promptevolver.config._models import RunConfig
 from promptevolver.errors import PromptEvolverError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key

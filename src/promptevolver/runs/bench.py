@@ -29,7 +29,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from promptevolver.config.models import RunConfig, load_run_config
+from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.errors import RunDirError
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback

@@ -90,8 +90,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
-from promptevolver.config.models import GeneticConfig, LLMConfig, RunConfig
+from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
+from promptevolver.config._models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
 from promptevolver.judge._examples import sample_text
 from promptevolver.judge._protocol import Metric

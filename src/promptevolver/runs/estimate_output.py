@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promptevolver.config.models import RunConfig
+from promptevolver.config._models import RunConfig
 from promptevolver.runs.estimate import Estimate
 
 __all__ = ["cost_text", "estimate_lines"]

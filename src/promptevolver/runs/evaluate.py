@@ -21,8 +21,8 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations._models import sample_key
-from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
-from promptevolver.config.models import RunConfig
+from promptevolver.config._build import build_llm, build_metric, load_dataset, resolve_prompt
+from promptevolver.config._models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
@@ -231,7 +231,7 @@ async def score_instructions(
 
     Raises:
         ConfigError: instructions for a prompt the judge does not have (its prompt is named after
-            the annotation file's, :func:`~promptevolver.config.build.resolve_prompt`); an unknown
+            the annotation file's, :func:`~promptevolver.config._build.resolve_prompt`); an unknown
             ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.config.models import MetricConfig
+from promptevolver.config._models import MetricConfig
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._protocol import Judgement
 from promptevolver.report.data import RunFacts

@@ -3,7 +3,7 @@ at once, sharing one limit on requests in flight, one rate limiter, one cache an
 
 :func:`optimize_many` is the Python form of :meth:`GeneticOptimizer.optimize
 <promptevolver.optimizers._genetic.GeneticOptimizer.optimize>` for a mapping of metrics;
-:func:`execute_many` runs a config with ``metrics:`` (:class:`~promptevolver.config.models.ManyConfig`)
+:func:`execute_many` runs a config with ``metrics:`` (:class:`~promptevolver.config._models.ManyConfig`)
 into a run directory, as :func:`promptevolver.runs.optimize.execute` runs one with ``metric:``.
 
 How the metrics share the job (docs/many-metrics.md):
@@ -40,8 +40,8 @@ import yaml
 
 from promptevolver import rundir
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
-from promptevolver.config.build import build_loss, build_run_parts, load_dataset, resolve_prompt
-from promptevolver.config.models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
+from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
+from promptevolver.config._models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
 from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._protocol import Metric

@@ -28,8 +28,8 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations._models import sample_key
-from promptevolver.config.build import load_dataset
-from promptevolver.config.models import RunConfig
+from promptevolver.config._build import load_dataset
+from promptevolver.config._models import RunConfig
 from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.rundir import (

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from promptevolver.config.build import build_loss, build_run_parts, load_dataset, resolve_prompt
-from promptevolver.config.models import RunConfig
+from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
+from promptevolver.config._models import RunConfig
 from promptevolver.errors import CheckpointError
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.optimizers._genetic import GeneticOptimizer
@@ -65,7 +65,7 @@ def execute(
     """Build everything ``config`` names, optimize, and write the run directory.
 
     Writes config.yaml first (with the judge's ``prompt_name`` matched to the annotation file's
-    prompt keys, :func:`~promptevolver.config.build.resolve_prompt`; ``log`` gets a line naming
+    prompt keys, :func:`~promptevolver.config._build.resolve_prompt`; ``log`` gets a line naming
     it unless it is the judge's usual name), a checkpoint after every generation, and at the end
     result.json, the exports and the report. ``callbacks`` receive the optimizer's events.
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.config.models import RunConfig
+from promptevolver.config._models import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.llm._journal import read_lines
 from promptevolver.optimizers import _checkpoint as checkpoint

@@ -40,8 +40,8 @@ import numpy as np
 
 from promptevolver import rundir
 from promptevolver.annotations._pool import read_pool
-from promptevolver.config.build import build_llm, build_metric, load_dataset, resolve_prompt
-from promptevolver.config.models import BudgetConfig, RunConfig
+from promptevolver.config._build import build_llm, build_metric, load_dataset, resolve_prompt
+from promptevolver.config._models import BudgetConfig, RunConfig
 from promptevolver.errors import AnnotationError, CheckpointError
 from promptevolver.evaluation._evaluator import candidate_key
 from promptevolver.judge._protocol import Judgement, Metric

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from promptevolver.config.build import build_metric, load_dataset, resolve_prompt
-from promptevolver.config.models import RunConfig, load_run_config
-from promptevolver.config.overrides import apply_overrides
+from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
+from promptevolver.config._models import RunConfig, load_run_config
+from promptevolver.config._overrides import apply_overrides
 from promptevolver.rundir import load_instructions
 from promptevolver.runs.evaluate import score_instructions, validation_positions
 from promptevolver.runs.gate import GateResult, check_gate

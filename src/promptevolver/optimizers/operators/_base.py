@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.evaluation._losses import Loss
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm._base import LLMClient

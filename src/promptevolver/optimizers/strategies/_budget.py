@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.annotations import SampleAnnotation
-from promptevolver.config.models import BudgetConfig
+from promptevolver.config._models import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm._base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage

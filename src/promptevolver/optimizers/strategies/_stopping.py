@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from promptevolver.config.models import GeneticConfig
+from promptevolver.config._models import GeneticConfig
 from promptevolver.evaluation._losses import Loss
 from promptevolver.optimizers._state import SearchState
 

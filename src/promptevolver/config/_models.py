@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from promptevolver.config.yaml_file import read_yaml_mapping
+from promptevolver.config._yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
 from promptevolver.llm._redaction import MASK, redact_url
 from promptevolver.llm._retry import DEFAULT_MAX_ATTEMPTS
@@ -396,7 +396,7 @@ class GeneticConfig(_Strict):
         return self
 
 
-#: Metric types: the judge each builds (see :func:`promptevolver.config.build.build_metric`).
+#: Metric types: the judge each builds (see :func:`promptevolver.config._build.build_metric`).
 METRIC_TYPES = ("aspect_critic", "rubric", "statement_support")
 _RUBRIC_KEYS = ("score_range", "discrete", "rubrics")
 #: ``statement_support``'s default definition (the same as StatementSupport's own default).
@@ -738,7 +738,7 @@ class RunConfig(_OnePlacePerSetting):
     ``{synthetic: {n_samples: ..., ...}}``; ``metric_name`` picks one metric of a multi-metric
     file (default: the metric's ``name``); ``prompt_name`` picks the prompt of the file whose
     instruction the judge is (default: the file's only prompt, see
-    :mod:`promptevolver.config.prompt_match`); ``seeds`` are the random seeds a benchmark runs
+    :mod:`promptevolver.config._prompt_match`); ``seeds`` are the random seeds a benchmark runs
     (default: ``[random_seed]``).
 
     Every setting has one place: the run's ``random_seed`` and ``budget`` at the top level, the

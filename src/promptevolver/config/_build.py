@@ -10,14 +10,14 @@ from collections.abc import Callable
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations._labels import check_inputs, check_recorded_verdicts
-from promptevolver.config.models import (
+from promptevolver.config._models import (
     LLMConfig,
     LossConfig,
     MetricConfig,
     RunConfig,
     SyntheticSource,
 )
-from promptevolver.config.prompt_match import PromptMatch, match_prompt
+from promptevolver.config._prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
 from promptevolver.judge._aspect_critic import AspectCritic
@@ -87,7 +87,7 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
 
 def resolve_prompt(config: RunConfig, dataset: SingleMetricAnnotation) -> PromptMatch:
     """The judge's prompt names for ``dataset``: ``config.prompt_name`` checked against the file's
-    prompt keys, or chosen from them (:func:`~promptevolver.config.prompt_match.match_prompt`);
+    prompt keys, or chosen from them (:func:`~promptevolver.config._prompt_match.match_prompt`);
     only an aspect critic's one prompt takes the file's name.
 
     Raises:

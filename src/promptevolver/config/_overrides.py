@@ -1,7 +1,7 @@
 """Config values from the command line: ``--set optimizer.generations=5``.
 
 An override is ``KEY.PATH=VALUE``. The key path must name a key of the run config (see
-:class:`~promptevolver.config.models.RunConfig`; below a mapping such as ``llm.prices`` any key goes);
+:class:`~promptevolver.config._models.RunConfig`; below a mapping such as ``llm.prices`` any key goes);
 the value is read as YAML, so ``5`` is an int, ``0.5`` a float, ``true`` a bool, ``null`` None,
 ``[0, 1]`` a list and ``{n_samples: 200}`` a mapping; anything else is a string. Overrides are
 applied to the parsed YAML mapping before validation, in order, so the config's own checks apply
@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from promptevolver.config.models import RUN_LEVEL_KEYS, RunConfig
+from promptevolver.config._models import RUN_LEVEL_KEYS, RunConfig
 from promptevolver.errors import ConfigError
 
 __all__ = ["OverrideError", "apply_overrides", "parse_override"]
