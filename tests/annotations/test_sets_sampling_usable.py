@@ -15,8 +15,8 @@ from promptevolver.annotations import (
     SampleAnnotation,
     SingleMetricAnnotation,
     UnusableSamplesWarning,
-    sampling,
 )
+from promptevolver.annotations import _sampling as sampling
 from promptevolver.annotations._labels import unusable_samples
 from promptevolver.annotations._single import usable_label_array
 from promptevolver.errors import AnnotationKeyError
