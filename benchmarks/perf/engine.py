@@ -29,7 +29,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.config._models import load_run_config
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest
-from promptevolver.runs.optimize import execute
+from promptevolver.runs._optimize import execute
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ Usage::
     python -m benchmarks.perf.estimate_accuracy --fit         # ... and refit the CostModel constants
 
 Prints, per config, the actual LLM calls of each seed, their mean, the estimate and the relative
-error. ``--fit`` searches a grid of :class:`promptevolver.runs.estimate.CostModel` constants for
+error. ``--fit`` searches a grid of :class:`promptevolver.runs._estimate.CostModel` constants for
 the smallest mean absolute relative error over those runs and prints the best: rerun it after
 changing the search or the simulated judge, and copy the constants into ``CostModel``.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 from promptevolver.config._build import build_llm, build_loss, build_metric, load_dataset
 from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.runs.estimate import CostModel, estimate_dataset
+from promptevolver.runs._estimate import CostModel, estimate_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = [ROOT / "configs" / f"{n}.yaml" for n in ("answer_correctness", "helpfulness", "synthetic_200")]

@@ -69,7 +69,7 @@ evaluation failed (--max-failed allows a share); the confidence interval is prin
   promptevolver estimate configs/helpfulness.yaml --json
   promptevolver estimate configs/answer_correctness.yaml --set optimizer.population_size=10
 
-no LLM is called; see promptevolver.runs.estimate for the model behind the figures.""",
+no LLM is called; see promptevolver.runs._estimate for the model behind the figures.""",
     "report": """examples:
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
@@ -364,7 +364,7 @@ def _optimize(args: argparse.Namespace) -> int:
 
     if isinstance(config, ManyConfig):
         return _optimize_many(args, config, run_dir, source)
-    from promptevolver.runs.optimize import execute
+    from promptevolver.runs._optimize import execute
 
     progress = _progress(args, config)
     try:
@@ -484,7 +484,7 @@ def _progress(
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
-    from promptevolver.runs.outcome import outcome_lines
+    from promptevolver.runs._outcome import outcome_lines
 
     print("\n".join(outcome_lines(result, run_dir, quiet=quiet)))
 
@@ -499,16 +499,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from promptevolver.config._build import load_dataset
-    from promptevolver.runs.evaluate import (
+    from promptevolver.runs._evaluate import (
         learned_from_validation,
         other_metric,
         run_of,
         score_instructions,
         validation_positions,
     )
-    from promptevolver.runs.evaluate_output import scorecard_json, scorecard_lines
-    from promptevolver.runs.export import scorecard_rows
-    from promptevolver.runs.gate import check_gate, default_figure, interval_of
+    from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
+    from promptevolver.runs._export import scorecard_rows
+    from promptevolver.runs._gate import check_gate, default_figure, interval_of
 
     instructions = rundir.load_instructions(args.instructions)
     run_dir = run_of(args.instructions, args.run)
@@ -566,8 +566,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _estimate(args: argparse.Namespace) -> int:
     config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
-    from promptevolver.runs.estimate import estimate
-    from promptevolver.runs.estimate_output import estimate_lines
+    from promptevolver.runs._estimate import estimate
+    from promptevolver.runs._estimate_output import estimate_lines
 
     e = estimate(config)
     if args.json:
@@ -583,7 +583,7 @@ def _estimate(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from promptevolver.report.data import load_run
     from promptevolver.report.write import write_report
-    from promptevolver.runs.export import write_samples
+    from promptevolver.runs._export import write_samples
 
     facts = load_run(args.run_dir)
     paths = write_report(args.run_dir, facts=facts)
@@ -594,7 +594,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from promptevolver.runs.bench import run_benchmarks, to_markdown
+    from promptevolver.runs._bench import run_benchmarks, to_markdown
 
     def progress(label: str, config: RunConfig) -> list[Any]:
         if args.quiet:

@@ -10,7 +10,7 @@ import yaml
 from promptevolver.config._build import build_llm
 from promptevolver.config._models import LLMConfig, RunConfig, stored_base_url
 from promptevolver.errors import ConfigError
-from promptevolver.runs.optimize import write_config
+from promptevolver.runs._optimize import write_config
 
 from ..helpers import make_dataset
 

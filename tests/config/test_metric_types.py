@@ -13,7 +13,7 @@ from promptevolver import AspectCritic, JudgeEnsemble, RubricJudge, SingleMetric
 from promptevolver.config._build import build_metric, load_dataset
 from promptevolver.config._models import MetricConfig, RunConfig, SyntheticDatasetConfig
 from promptevolver.judge._statements import DEFAULT_DEFINITION
-from promptevolver.runs.export import apply_snippet
+from promptevolver.runs._export import apply_snippet
 
 
 def run_config(metric: dict[str, Any], synthetic: dict[str, Any], loss: str = "mse") -> RunConfig:

@@ -77,7 +77,7 @@ def test_a_value_that_makes_no_sense_is_one_error_naming_the_key(tmp_path, capsy
 )
 def test_a_costly_or_idle_setting_is_warned_about(tmp_path, capsys, sets, said, monkeypatch):
     # Stop right after the config is read: the warning is given before anything else.
-    from promptevolver.runs import optimize
+    from promptevolver.runs import _optimize as optimize
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
@@ -89,7 +89,7 @@ def test_a_costly_or_idle_setting_is_warned_about(tmp_path, capsys, sets, said, 
 
 
 def test_sensible_boolean_and_numbers_are_still_accepted(tmp_path, capsys, monkeypatch):
-    from promptevolver.runs import optimize
+    from promptevolver.runs import _optimize as optimize
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt

@@ -273,7 +273,7 @@ def test_tfidf_replaces_a_dead_endpoint_only_when_asked_and_the_result_says_so(d
 def test_evaluate_retrieves_with_the_run_similarity_and_a_dead_endpoint_stops_it(ds, tmp_path, monkeypatch):
     from promptevolver.config._models import RunConfig
     from promptevolver.rundir import load_examples
-    from promptevolver.runs.evaluate import score_instructions
+    from promptevolver.runs._evaluate import score_instructions
 
     monkeypatch.setenv(KEY_ENV, KEY)
     server = LocalOpenAIServer(lambda _body: "unused").start()

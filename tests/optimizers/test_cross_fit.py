@@ -13,8 +13,8 @@ import pytest
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.llm._base import LLMRequest
 from promptevolver.report.write import write_report
-from promptevolver.runs.evaluate import learned_from_validation
-from promptevolver.runs.outcome import outcome_lines
+from promptevolver.runs._evaluate import learned_from_validation
+from promptevolver.runs._outcome import outcome_lines
 
 from ..helpers import make_dataset, rule_llm
 

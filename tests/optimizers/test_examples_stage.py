@@ -16,8 +16,8 @@ from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest
 from promptevolver.rundir import load_examples
-from promptevolver.runs.evaluate import score_instructions
-from promptevolver.runs.outcome import stage_line
+from promptevolver.runs._evaluate import score_instructions
+from promptevolver.runs._outcome import stage_line
 
 from ..helpers import PROMPT, make_dataset
 

@@ -21,7 +21,7 @@ from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._mutation import Mutation
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.strategies._stopping import DEFAULT_STOP_CONDITIONS, SearchView
-from promptevolver.runs.estimate import estimate
+from promptevolver.runs._estimate import estimate
 
 from ..conftest import AC_DEFINITION, AC_FILE
 from ..helpers import make_dataset, rule_llm

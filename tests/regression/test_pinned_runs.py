@@ -20,7 +20,7 @@ import pytest
 
 from promptevolver import UnusableSamplesWarning
 from promptevolver.config._models import load_run_config
-from promptevolver.runs.optimize import execute
+from promptevolver.runs._optimize import execute
 
 from ..conftest import ROOT
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from promptevolver.evaluation._agreement import agreement
-from promptevolver.runs.outcome import outcome_lines
+from promptevolver.runs._outcome import outcome_lines
 
 from ..conftest import AC_DEFINITION
 from ..rundirs import optimize_into, result_of

@@ -1,4 +1,4 @@
-"""Benchmark summaries (runs/bench.py): means over seeds of what was measured, never of a score
+"""Benchmark summaries (runs/_bench.py): means over seeds of what was measured, never of a score
 that was not (None), and summary files written atomically."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import yaml
 from promptevolver.cli import main
 from promptevolver.errors import RunDirError
 from promptevolver.optimizers._result import OptimizationResult
-from promptevolver.runs import bench
-from promptevolver.runs.bench import summarize_config, to_markdown
+from promptevolver.runs import _bench as bench
+from promptevolver.runs._bench import summarize_config, to_markdown
 
 from ..rundirs import AC_CONFIG, SYNTHETIC, leftovers
 

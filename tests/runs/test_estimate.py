@@ -18,7 +18,7 @@ from promptevolver.errors import BudgetExceededError, InsufficientDataError
 from promptevolver.llm._base import BaseLLMClient
 from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE
 from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.runs.estimate import estimate
+from promptevolver.runs._estimate import estimate
 
 from ..conftest import AC_DEFINITION, ROOT
 

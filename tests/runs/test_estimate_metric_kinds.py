@@ -13,7 +13,7 @@ from promptevolver.optimizers._cost import offspring_count
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._crossover import Crossover
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.runs.estimate import estimate
+from promptevolver.runs._estimate import estimate
 
 from ..conftest import ROOT
 from .test_estimate import _actual_calls

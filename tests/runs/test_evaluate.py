@@ -1,4 +1,4 @@
-"""Scoring instructions on a run's validation samples (runs/evaluate.py): the samples are the run's
+"""Scoring instructions on a run's validation samples (runs/_evaluate.py): the samples are the run's
 result.json's, found by content (never by position) through rundir, release-0.1 results included,
 newer formats refused; a run of another metric or file is an error unless --split all."""
 
@@ -13,7 +13,7 @@ from promptevolver.cli import main
 from promptevolver.config._build import load_dataset
 from promptevolver.config._models import load_run_config
 from promptevolver.errors import RunDirError
-from promptevolver.runs.evaluate import validation_positions
+from promptevolver.runs._evaluate import validation_positions
 
 from ..rundirs import AC_CONFIG, copy_run, result_of, rewrite_result
 

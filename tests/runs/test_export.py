@@ -14,8 +14,8 @@ import pytest
 from promptevolver import AspectCritic, ConfigError, JudgeEnsemble
 from promptevolver.config._models import MetricConfig
 from promptevolver.rundir import load_instructions
-from promptevolver.runs import export
-from promptevolver.runs.export import apply_snippet, write_exports
+from promptevolver.runs import _export as export
+from promptevolver.runs._export import apply_snippet, write_exports
 
 from ..conftest import AC_DEFINITION
 from ..rundirs import leftovers, result_of

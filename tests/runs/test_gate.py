@@ -12,8 +12,8 @@ from promptevolver.errors import ConfigError
 from promptevolver.evaluation._agreement import agreement, agreement_of
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm._fake import ScriptedLLM
-from promptevolver.runs import evaluate
-from promptevolver.runs.gate import check_gate, interval_of
+from promptevolver.runs import _evaluate as evaluate
+from promptevolver.runs._gate import check_gate, interval_of
 from promptevolver.testing import assert_agreement
 
 from ..rundirs import AC_CONFIG

@@ -1,4 +1,4 @@
-"""Running a config into a run directory (runs/optimize.py): config.yaml and result.json written
+"""Running a config into a run directory (runs/_optimize.py): config.yaml and result.json written
 atomically, result.json stamped with its format version, nothing temporary left behind."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from promptevolver import rundir
 from promptevolver.config._models import load_run_config
 from promptevolver.optimizers._result import OptimizationResult
-from promptevolver.runs.optimize import write_config, write_result
+from promptevolver.runs._optimize import write_config, write_result
 
 from ..rundirs import AC_CONFIG, leftovers, result_of
 

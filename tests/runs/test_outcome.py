@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from promptevolver.optimizers._result import OptimizationResult
-from promptevolver.runs.outcome import choice_line, stop_line
+from promptevolver.runs._outcome import choice_line, stop_line
 
 
 def _candidate(i: int, train: float | None, validation: float | None, operator: str = "mutation") -> dict:
@@ -118,7 +118,7 @@ def test_a_kept_seed_gets_the_reason_and_the_best_finalists_scores():
 def _summary(**changes: Any) -> str:
     from pathlib import Path
 
-    from promptevolver.runs.outcome import outcome_lines
+    from promptevolver.runs._outcome import outcome_lines
 
     scores = {"seed": {"train": 0.5, "validation": 0.5}, "best": {"train": 0.5, "validation": 0.5}}
     return outcome_lines(_result([_candidate(0, 0.5, 0.5)], scores=scores, **changes), Path("d"), quiet=True)[

@@ -8,7 +8,7 @@ import pytest
 
 from promptevolver.config._models import RunConfig
 from promptevolver.optimizers.events import Event
-from promptevolver.runs.optimize import execute
+from promptevolver.runs._optimize import execute
 from promptevolver.runs.progress import CallProgress
 
 from ..rundirs import SYNTHETIC

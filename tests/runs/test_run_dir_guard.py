@@ -19,7 +19,7 @@ from promptevolver import rundir
 from promptevolver.cli import main
 from promptevolver.config._models import BudgetConfig
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.runs.resume import check_same_search
+from promptevolver.runs._resume import check_same_search
 
 from ..rundirs import SYNTHETIC, optimize_into
 
@@ -150,7 +150,7 @@ def test_the_lock_file_honours_the_umask(tmp_path):
 
 
 def test_ctrl_c_while_the_report_is_written_exits_130_with_one_line(tmp_path, monkeypatch, capsys):
-    from promptevolver.runs import optimize
+    from promptevolver.runs import _optimize as optimize
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -16,8 +16,8 @@ from promptevolver.cli import main
 from promptevolver.config._models import load_run_config
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.optimizers.events import Event
-from promptevolver.runs.optimize import execute
-from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
+from promptevolver.runs._optimize import execute
+from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point
 
 from ..rundirs import AC_CONFIG, SYNTHETIC
 
@@ -222,7 +222,7 @@ def test_a_checkpoint_of_other_data_names_the_files_and_keeps_the_runs_config(tm
 def test_ctrl_c_points_to_resume_only_when_there_is_a_checkpoint(
     tmp_path, synthetic_config, monkeypatch, capsys
 ):
-    from promptevolver.runs import optimize
+    from promptevolver.runs import _optimize as optimize
 
     def interrupted(config):
         raise KeyboardInterrupt

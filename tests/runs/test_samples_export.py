@@ -10,7 +10,7 @@ import pytest
 from promptevolver import Judgement, SingleMetricAnnotation
 from promptevolver.cli import main
 from promptevolver.rundir import SAMPLES_FILE
-from promptevolver.runs.export import scorecard_rows
+from promptevolver.runs._export import scorecard_rows
 
 from ..rundirs import AC_CONFIG, result_of
 

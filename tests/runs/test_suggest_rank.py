@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from promptevolver.optimizers.strategies._selection import front_rows
-from promptevolver.runs.suggest_rank import (
+from promptevolver.runs._suggest_rank import (
     Signals,
     TraceVotes,
     informativeness,

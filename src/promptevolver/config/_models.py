@@ -473,7 +473,7 @@ class MetricConfig(_Strict):
 
     def judge_source(self) -> tuple[str, dict[str, Any]]:
         """(class name, constructor keyword arguments) of the single judge this config builds,
-        for generated code (see :func:`promptevolver.runs.export.apply_snippet`)."""
+        for generated code (see :func:`promptevolver.runs._export.apply_snippet`)."""
         kwargs: dict[str, Any] = {"name": self.name, "definition": self.definition}
         if self.type == "rubric":
             kwargs["score_range"] = tuple(self.score_range or (1.0, 5.0))

@@ -88,7 +88,7 @@ class AspectCritic(PromptSet):
 
         Args:
             path: a run directory, its ``result.json``, or a JSON object prompt name → instruction
-                (e.g. ``best_instructions.json``); see :func:`promptevolver.runs.export.load_instructions`.
+                (e.g. ``best_instructions.json``); see :func:`promptevolver.runs._export.load_instructions`.
             name, definition: the judge's; default: those of the run's ``config.yaml`` next to
                 ``path``.
             kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``,

@@ -4,7 +4,7 @@ at once, sharing one limit on requests in flight, one rate limiter, one cache an
 :func:`optimize_many` is the Python form of :meth:`GeneticOptimizer.optimize
 <promptevolver.optimizers._genetic.GeneticOptimizer.optimize>` for a mapping of metrics;
 :func:`execute_many` runs a config with ``metrics:`` (:class:`~promptevolver.config._models.ManyConfig`)
-into a run directory, as :func:`promptevolver.runs.optimize.execute` runs one with ``metric:``.
+into a run directory, as :func:`promptevolver.runs._optimize.execute` runs one with ``metric:``.
 
 How the metrics share the job (docs/many-metrics.md):
 
@@ -53,9 +53,9 @@ from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
 from promptevolver.report.data import load_run
 from promptevolver.report.write import write_report
-from promptevolver.runs.export import write_exports, write_samples
-from promptevolver.runs.optimize import write_config, write_result
-from promptevolver.runs.resume import check_same_search
+from promptevolver.runs._export import write_exports, write_samples
+from promptevolver.runs._optimize import write_config, write_result
+from promptevolver.runs._resume import check_same_search
 
 __all__ = [
     "BUDGET_RULE",
@@ -482,7 +482,7 @@ def execute_many(
         force: start afresh over a job in ``run_dir`` (its files and the metrics' are removed).
         callbacks: metric name → callbacks for its events (e.g. a progress line per metric).
         source: where ``config`` was read from, for messages.
-        log, step: as :func:`promptevolver.runs.optimize.execute`.
+        log, step: as :func:`promptevolver.runs._optimize.execute`.
 
     Raises:
         ConfigError: a metric not in the annotation file (names those present), or a bad file.
@@ -611,7 +611,7 @@ def _plan(
     step: Callable[[str], None],
 ) -> tuple[RunConfig, _Plan]:
     """The metric's run config (its prompt matched to the file) and its plan; what
-    :func:`promptevolver.runs.optimize.execute` builds for a separate run of it."""
+    :func:`promptevolver.runs._optimize.execute` builds for a separate run of it."""
     match = resolve_prompt(config, dataset)
     config = config.model_copy(update={"prompt_name": match.rename})
     seed = config.effective_optimizer().random_seed

@@ -40,7 +40,7 @@ from promptevolver.rundir import (
     result_path,
     write_result,
 )
-from promptevolver.runs.evaluate import Scorecard, score_instructions, validation_positions
+from promptevolver.runs._evaluate import Scorecard, score_instructions, validation_positions
 
 __all__ = ["changed_store", "update_examples"]
 
@@ -197,7 +197,7 @@ def _read_added(add: str | Path, metric: str, dataset: SingleMetricAnnotation) -
 
 def _figures(before: Scorecard, after: Scorecard) -> dict[str, Any]:
     """The held-out figures of the record (module docstring)."""
-    from promptevolver.runs.gate import default_figure
+    from promptevolver.runs._gate import default_figure
 
     figure = default_figure(before.agreement)
     was = None if figure is None else before.agreement.to_dict().get(figure)

@@ -18,7 +18,7 @@ checkpoint.json (the judgements behind the Pareto front).
    re-ask, and every request passes the budget meter the optimizer uses
    (:class:`~promptevolver.optimizers.strategies._budget.BudgetMeter`): no more than ``max_calls``
    answered calls are made. A failed evaluation is no verdict: it is left out and counted.
-3. **Ranking** (:mod:`promptevolver.runs.suggest_rank`): disagreement, instability and novelty,
+3. **Ranking** (:mod:`promptevolver.runs._suggest_rank`): disagreement, instability and novelty,
    then a greedy diverse pick (maximal marginal relevance).
 
 The LLM is the run's (config.yaml ``llm``, cache included). When the run used the simulated LLM
@@ -51,7 +51,7 @@ from promptevolver.llm._preflight import preflight
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._selection import front_rows
-from promptevolver.runs import suggest_rank as rank
+from promptevolver.runs import _suggest_rank as rank
 
 __all__ = ["Member", "Suggestion", "Suggestions", "asuggest", "committee_of", "suggest"]
 
@@ -87,7 +87,7 @@ class Suggestion:
         index: the trace's 0-based position in the pool file.
         metric_input: the trace's input fields.
         score: its maximal-marginal-relevance value when picked, in [-1, 1], non-increasing down
-            the list (:func:`~promptevolver.runs.suggest_rank.pick`).
+            the list (:func:`~promptevolver.runs._suggest_rank.pick`).
         informativeness: disagreement, instability and novelty weighted, in [0, 1].
         signals: ``{"disagreement", "instability", "novelty"}``, each in [0, 1] or None (not measured).
         why: the reason in words.

@@ -1,8 +1,8 @@
 """Pin your judge in CI: fail a test when its agreement with your annotations drops.
 
 :func:`assert_agreement` is the pytest face of ``promptevolver evaluate CONFIG --instructions
-FILE --fail-under X``: the same measurement (:mod:`promptevolver.runs.evaluate`) and the same
-gate (:mod:`promptevolver.runs.gate`), raising :class:`AssertionError` with the gate's one-line
+FILE --fail-under X``: the same measurement (:mod:`promptevolver.runs._evaluate`) and the same
+gate (:mod:`promptevolver.runs._gate`), raising :class:`AssertionError` with the gate's one-line
 reason, confidence interval included::
 
     from promptevolver.testing import assert_agreement
@@ -24,8 +24,8 @@ from promptevolver.config._build import build_metric, load_dataset, resolve_prom
 from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.config._overrides import apply_overrides
 from promptevolver.rundir import load_instructions
-from promptevolver.runs.evaluate import score_instructions, validation_positions
-from promptevolver.runs.gate import GateResult, check_gate
+from promptevolver.runs._evaluate import score_instructions, validation_positions
+from promptevolver.runs._gate import GateResult, check_gate
 
 __all__ = ["assert_agreement"]
 
@@ -56,7 +56,7 @@ def assert_agreement(
             ``llm.model=gpt-4o-mini``).
 
     Returns:
-        The gate's :class:`~promptevolver.runs.gate.GateResult` (it passed).
+        The gate's :class:`~promptevolver.runs._gate.GateResult` (it passed).
 
     Raises:
         AssertionError: the gate failed; the message is its one-line reason with the interval.

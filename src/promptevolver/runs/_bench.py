@@ -34,7 +34,7 @@ from promptevolver.errors import RunDirError
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
 from promptevolver.rundir import run_status, write_atomic, write_json
-from promptevolver.runs.optimize import execute
+from promptevolver.runs._optimize import execute
 
 __all__ = ["machine", "run_benchmarks", "summarize_config"]
 

@@ -2,7 +2,7 @@
 
 The run directory's files (their names, atomic writes and readers) belong to
 :mod:`promptevolver.rundir`; this module writes config.yaml and result.json through it, and the
-exports (:mod:`promptevolver.runs.export`: best instructions, samples.jsonl) and the report
+exports (:mod:`promptevolver.runs._export`: best instructions, samples.jsonl) and the report
 (:mod:`promptevolver.report`) at the end.
 """
 
@@ -23,8 +23,8 @@ from promptevolver.optimizers.events import Callback
 from promptevolver.report.data import load_run
 from promptevolver.report.write import write_report
 from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic
-from promptevolver.runs.export import write_exports, write_samples
-from promptevolver.runs.resume import check_run_dir, check_same_search, resume_point
+from promptevolver.runs._export import write_exports, write_samples
+from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 
@@ -71,7 +71,7 @@ def execute(
 
     One process at a time writes a run directory (:func:`promptevolver.rundir.locked`: a second
     one is refused naming the holder). A run directory is never clobbered
-    (:mod:`promptevolver.runs.resume`): a new run refuses one
+    (:mod:`promptevolver.runs._resume`): a new run refuses one
     holding an interrupted or finished run unless ``force`` (then its run files are removed
     first); ``resume`` needs a checkpoint and a config that keeps the search the same, and
     ``log`` receives a line saying where it resumes and which calls it will not repeat.

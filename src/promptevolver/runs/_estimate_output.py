@@ -1,4 +1,4 @@
-"""``promptevolver estimate`` on the terminal: an :class:`~promptevolver.runs.estimate.Estimate` in words.
+"""``promptevolver estimate`` on the terminal: an :class:`~promptevolver.runs._estimate.Estimate` in words.
 
 :func:`estimate_lines` says the expected calls, tokens and cost (and, unless quiet, the split, the
 expected generations and the upper bound); :func:`cost_text` says where each price came from, or
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from promptevolver.config._models import RunConfig
-from promptevolver.runs.estimate import Estimate
+from promptevolver.runs._estimate import Estimate
 
 __all__ = ["cost_text", "estimate_lines"]
 

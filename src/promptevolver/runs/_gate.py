@@ -2,7 +2,7 @@
 
 ``promptevolver evaluate CONFIG --instructions FILE --fail-under 0.85`` and
 :func:`promptevolver.testing.assert_agreement` measure a judge's agreement with the config's
-annotations (:mod:`promptevolver.runs.evaluate`) and apply :func:`check_gate`:
+annotations (:mod:`promptevolver.runs._evaluate`) and apply :func:`check_gate`:
 
 * the gate fails when the figure is below the threshold. Figures (higher is better): for a
   binary metric ``accuracy`` (the default), ``f1``, ``cohen_kappa``; for scores on an ordinal

@@ -1,4 +1,4 @@
-"""``promptevolver evaluate`` on the terminal: a :class:`~promptevolver.runs.evaluate.Scorecard` shown.
+"""``promptevolver evaluate`` on the terminal: a :class:`~promptevolver.runs._evaluate.Scorecard` shown.
 
 :func:`scorecard_lines` says which samples were scored, the agreement, its confidence interval,
 the confusion matrix of a binary metric and the LLM calls; :func:`scorecard_json` is the one JSON
@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from promptevolver.runs.evaluate import Scorecard
+from promptevolver.runs._evaluate import Scorecard
 
 if TYPE_CHECKING:
-    from promptevolver.runs.gate import GateResult, Interval
+    from promptevolver.runs._gate import GateResult, Interval
 
 __all__ = ["scorecard_json", "scorecard_lines"]
 
