@@ -147,7 +147,7 @@ def run_cli(
 def import_cpu(python: str, src: Path) -> float:
     """CPU seconds of a process that only imports what ``promptevolver optimize`` imports (its
     start-up, paid once per process)."""
-    modules = ("cli", "runs.many", "report.write", "llm.openai")
+    modules = ("cli", "runs.many", "report._write", "llm.openai")
     code = "import " + ", ".join(f"promptevolver.{m}" for m in modules)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {**os.environ, "PYTHONPATH": str(src)}

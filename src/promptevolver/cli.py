@@ -581,8 +581,8 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from promptevolver.report.data import load_run
-    from promptevolver.report.write import write_report
+    from promptevolver.report._data import load_run
+    from promptevolver.report._write import write_report
     from promptevolver.runs._export import write_samples
 
     facts = load_run(args.run_dir)

@@ -16,7 +16,7 @@ from promptevolver.config._prompt_match import match_prompt, prompt_keys
 from promptevolver.errors import ConfigError
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.judge._statements import StatementSupport
-from promptevolver.report.data import load_run
+from promptevolver.report._data import load_run
 
 from ..conftest import AC_FILE
 from ..rundirs import AC_CONFIG

@@ -12,7 +12,7 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.llm._base import LLMRequest
-from promptevolver.report.write import write_report
+from promptevolver.report._write import write_report
 from promptevolver.runs._evaluate import learned_from_validation
 from promptevolver.runs._outcome import outcome_lines
 

@@ -1,4 +1,4 @@
-"""What a report knows about a run (report/data.py): per-sample verdicts from the recorded
+"""What a report knows about a run (report/_data.py): per-sample verdicts from the recorded
 judgements (failed evaluations counted apart, never as verdicts), re-judging with the free
 simulated judge only, lineage and word diffs."""
 
@@ -11,9 +11,9 @@ import yaml
 
 from promptevolver import Judgement
 from promptevolver.errors import RunDirError
-from promptevolver.report import data
-from promptevolver.report.data import ReportError, lineage, load_judgements, load_run, word_diff
-from promptevolver.report.write import build_report
+from promptevolver.report import _data as data
+from promptevolver.report._data import ReportError, lineage, load_judgements, load_run, word_diff
+from promptevolver.report._write import build_report
 
 from ..rundirs import copy_run, result_of
 

@@ -9,8 +9,8 @@ import json
 import yaml
 
 from promptevolver.judge._examples import ExampleStore
-from promptevolver.report.data import load_run
-from promptevolver.report.write import build_report
+from promptevolver.report._data import load_run
+from promptevolver.report._write import build_report
 from promptevolver.runs.memory import update_examples
 
 from ..helpers import make_dataset

@@ -1,10 +1,10 @@
-"""The report's plots (report/plots.py): PNGs from a run's history, with gaps for what was not measured."""
+"""The report's plots (report/_plots.py): PNGs from a run's history, with gaps for what was not measured."""
 
 from __future__ import annotations
 
 import warnings
 
-from promptevolver.report.plots import calls_png, fitness_png
+from promptevolver.report._plots import calls_png, fitness_png
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 HISTORY = [

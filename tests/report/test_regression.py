@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from promptevolver import Judgement
-from promptevolver.report.data import load_run
-from promptevolver.report.regression import points, regression_png, regression_section
-from promptevolver.report.render import Image, Table
-from promptevolver.report.write import build_report
+from promptevolver.report._data import load_run
+from promptevolver.report._regression import points, regression_png, regression_section
+from promptevolver.report._render import Image, Table
+from promptevolver.report._write import build_report
 
 from ..conftest import ROOT
 from ..rundirs import optimize_into

@@ -1,9 +1,9 @@
-"""Rendering report blocks (report/render.py): a caveat is a quote in Markdown and a framed
+"""Rendering report blocks (report/_render.py): a caveat is a quote in Markdown and a framed
 paragraph in HTML; a fold's "(show)" hint belongs to HTML only."""
 
 from __future__ import annotations
 
-from promptevolver.report.render import Fold, Para, Section, to_html, to_markdown
+from promptevolver.report._render import Fold, Para, Section, to_html, to_markdown
 
 SECTIONS = [
     Section(

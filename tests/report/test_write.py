@@ -17,9 +17,9 @@ import pytest
 from promptevolver import AspectCritic, Judgement
 from promptevolver.cli import main
 from promptevolver.errors import RunDirError
-from promptevolver.report import data
-from promptevolver.report.data import load_judgements, load_run
-from promptevolver.report.write import build_report, write_report
+from promptevolver.report import _data as data
+from promptevolver.report._data import load_judgements, load_run
+from promptevolver.report._write import build_report, write_report
 
 from ..rundirs import ac_run, copy_run, leftovers, result_of, rewrite_result
 

@@ -27,7 +27,7 @@ from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.config._models import MetricConfig
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._protocol import Judgement
-from promptevolver.report.data import RunFacts
+from promptevolver.report._data import RunFacts
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,
     BEST_INSTRUCTIONS_FILE,

@@ -20,8 +20,8 @@ from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.report.data import load_run
-from promptevolver.report.write import write_report
+from promptevolver.report._data import load_run
+from promptevolver.report._write import write_report
 from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point

@@ -51,8 +51,8 @@ from promptevolver.llm._concurrency import InFlightLimit
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.report.data import load_run
-from promptevolver.report.write import write_report
+from promptevolver.report._data import load_run
+from promptevolver.report._write import write_report
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._optimize import write_config, write_result
 from promptevolver.runs._resume import check_same_search

@@ -5,7 +5,7 @@ regenerates them. They answer, in this order: is the new judge prompt better on 
 not seen (seed vs best on train and validation: accuracy, F1 and Cohen's kappa for a binary
 metric, MSE and MAE for a numeric one), how the search went (fitness and calls per generation),
 which teaching examples the judge is shown and the prompt tokens per judge call
-(:mod:`promptevolver.report.examples`), where the verdicts land (confusion matrices on
+(:mod:`promptevolver.report._examples`), where the verdicts land (confusion matrices on
 validation; for a numeric metric, judge vs human scores and, on an ordinal scale, level
 tables, with exact, within-one and weighted-kappa agreement), what changed in the wording (a word
 diff), where it still disagrees with the humans (with the human's reason), where the winner came
@@ -32,11 +32,11 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import loss_label
-from promptevolver.report.data import RunFacts, lineage, load_run, word_diff
-from promptevolver.report.examples import examples_section
-from promptevolver.report.plots import calls_png, fitness_png
-from promptevolver.report.regression import regression_section
-from promptevolver.report.render import (
+from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
+from promptevolver.report._examples import examples_section
+from promptevolver.report._plots import calls_png, fitness_png
+from promptevolver.report._regression import regression_section
+from promptevolver.report._render import (
     Bullets,
     Diff,
     Fold,
@@ -76,7 +76,7 @@ class Report:
 
 
 def build_report(facts: RunFacts) -> Report:
-    """Render the report of a run from its facts (see :func:`promptevolver.report.data.load_run`)."""
+    """Render the report of a run from its facts (see :func:`promptevolver.report._data.load_run`)."""
     sections = [
         _summary(facts),
         _scores(facts),
@@ -106,7 +106,7 @@ def write_report(
         run_dir: a run directory (with result.json; config.yaml and checkpoint.json add the
             per-sample parts).
         dataset: the run's annotations, when already loaded (skips loading them again).
-        facts: the run's facts, when already gathered (:func:`~promptevolver.report.data.load_run`).
+        facts: the run's facts, when already gathered (:func:`~promptevolver.report._data.load_run`).
 
     Raises:
         RunDirError: no readable result.json in ``run_dir``, or one of a newer format.

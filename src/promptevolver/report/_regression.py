@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 
-from promptevolver.report.data import RunFacts
-from promptevolver.report.plots import _png
-from promptevolver.report.render import Image, Para, Section, Table
+from promptevolver.report._data import RunFacts
+from promptevolver.report._plots import _png
+from promptevolver.report._render import Image, Para, Section, Table
 
 __all__ = ["points", "regression_png", "regression_section"]
 

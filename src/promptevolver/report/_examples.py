@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from promptevolver.judge._examples import ExampleStore
-from promptevolver.report.data import RunFacts
-from promptevolver.report.render import Para, Section, Table
+from promptevolver.report._data import RunFacts
+from promptevolver.report._render import Para, Section, Table
 
 __all__ = ["examples_section"]
 
