@@ -57,7 +57,7 @@ import numpy as np  # noqa: E402
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation  # noqa: E402
 from promptevolver.evaluation._evaluator import Evaluator, score  # noqa: E402
 from promptevolver.llm import SimulatedJudgeLLM  # noqa: E402
-from promptevolver.simulation.simulated_llm import sample_key  # noqa: E402
+from promptevolver.simulation._simulated_llm import sample_key  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

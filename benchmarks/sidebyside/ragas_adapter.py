@@ -71,7 +71,7 @@ from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm._base import Completion, LLMRequest, Usage
 from promptevolver.llm._fake import count_tokens
 from promptevolver.optimizers.operators import _meta_prompts as operators
-from promptevolver.simulation.simulated_llm import sample_key
+from promptevolver.simulation._simulated_llm import sample_key
 
 __all__ = ["SimulatedRagasLLM", "parse_fields"]
 

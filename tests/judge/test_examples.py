@@ -16,7 +16,7 @@ from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.llm._base import LLMRequest
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
-from promptevolver.simulation.criteria import sample_key
+from promptevolver.simulation._criteria import sample_key
 
 from ..helpers import PROMPT, make_dataset, rule_llm
 

@@ -13,8 +13,8 @@ from promptevolver import SingleMetricAnnotation
 from promptevolver.judge import _prompts as ops
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm._base import ChatMessage, LLMRequest
-from promptevolver.simulation.draws import unit
-from promptevolver.simulation.engineer import UNRECOGNISED, SimulatedEngineer, sections
+from promptevolver.simulation._draws import unit
+from promptevolver.simulation._engineer import UNRECOGNISED, SimulatedEngineer, sections
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 
@@ -98,8 +98,8 @@ def test_a_phrase_cut_before_its_noun_is_written_as_a_predicate(words, after, ro
     """A newcomer's run wrote "- the response shows the wrong" (from "the wrong year", "the wrong
     city", ...): a phrase mostly followed by a content word is a modifier without its noun, and
     is written as a predicate ("anything the response says is wrong"), never as a bare noun."""
-    from promptevolver.simulation.criteria import Criterion, _role
-    from promptevolver.simulation.writer import clause
+    from promptevolver.simulation._criteria import Criterion, _role
+    from promptevolver.simulation._writer import clause
 
     occurrences = [("the", *words, a, "") for a in after]
     got, article, _ = _role(words, occurrences, quote=False)

@@ -16,9 +16,9 @@ from promptevolver import AspectCritic, SingleMetricAnnotation
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm._base import ChatMessage, LLMRequest
 from promptevolver.optimizers.operators import _meta_prompts as ops
-from promptevolver.simulation import phrases as ph
-from promptevolver.simulation import writer
-from promptevolver.simulation.simulated_llm import NOISE_REASON, sample_key
+from promptevolver.simulation import _phrases as ph
+from promptevolver.simulation import _writer as writer
+from promptevolver.simulation._simulated_llm import NOISE_REASON, sample_key
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 from ..conftest import AC_DEFINITION

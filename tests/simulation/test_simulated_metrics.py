@@ -14,11 +14,11 @@ from promptevolver import RubricJudge, SingleMetricAnnotation, StatementSupport
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.llm._base import ChatMessage, LLMRequest
 from promptevolver.optimizers.operators import _meta_prompts as ops
-from promptevolver.simulation.criteria import sample_key
+from promptevolver.simulation._criteria import sample_key
+from promptevolver.simulation._synthetic_rubric import RubricSpec, generate_rubric
+from promptevolver.simulation._synthetic_statements import StatementsSpec, generate_statements
+from promptevolver.simulation._worlds import EXTRACTOR_PREFIX, RUBRIC_PREFIX, VERIFIER_PREFIX
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM, output_kind
-from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
-from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
-from promptevolver.simulation.worlds import EXTRACTOR_PREFIX, RUBRIC_PREFIX, VERIFIER_PREFIX
 
 EX, VER = StatementSupport.EXTRACTOR, StatementSupport.VERIFIER
 RUBRIC = RubricJudge.PROMPT_NAME
@@ -178,7 +178,7 @@ def test_the_engineer_writes_score_directions_for_a_rubric_and_verdicts_for_a_bi
     kind, rubric_set, ac_dataset
 ):
     """The rubric demo's 1-5 instruction ended in "Give verdict 0 (no) when:" rules."""
-    from promptevolver.simulation import writer
+    from promptevolver.simulation import _writer as writer
 
     llm = SimulatedMetricsLLM(dataset=rubric_set if kind == "rubric" else ac_dataset, random_seed=0)
     world = llm.world

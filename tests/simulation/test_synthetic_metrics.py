@@ -9,8 +9,8 @@ import math
 import pytest
 
 from promptevolver import RubricJudge, StatementSupport
-from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
-from promptevolver.simulation.synthetic_statements import (
+from promptevolver.simulation._synthetic_rubric import RubricSpec, generate_rubric
+from promptevolver.simulation._synthetic_statements import (
     EXTRACTOR_CRITERIA,
     StatementsSpec,
     generate_statements,

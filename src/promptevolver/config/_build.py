@@ -30,10 +30,10 @@ from promptevolver.llm._cache import CachedLLM
 from promptevolver.llm.context import context_tokens_for
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
+from promptevolver.simulation._synthetic_rubric import RubricSpec, generate_rubric
+from promptevolver.simulation._synthetic_statements import StatementsSpec, generate_statements
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
-from promptevolver.simulation.synthetic_rubric import RubricSpec, generate_rubric
-from promptevolver.simulation.synthetic_statements import StatementsSpec, generate_statements
 
 __all__ = [
     "build_judge",

@@ -650,8 +650,8 @@ class SyntheticDatasetConfig(_Strict):
     """Parameters of a generated annotation set, by ``kind``:
 
     * ``binary`` (default): :class:`promptevolver.simulation.synthetic.SyntheticSpec`;
-    * ``rubric``: :class:`promptevolver.simulation.synthetic_rubric.RubricSpec` (a 1–5 score);
-    * ``statements``: :class:`promptevolver.simulation.synthetic_statements.StatementsSpec`
+    * ``rubric``: :class:`promptevolver.simulation._synthetic_rubric.RubricSpec` (a 1–5 score);
+    * ``statements``: :class:`promptevolver.simulation._synthetic_statements.StatementsSpec`
       (a statement extractor and a verifier).
 
     A key the kind does not use is an error (:data:`SYNTHETIC_KEYS`); one not given takes the

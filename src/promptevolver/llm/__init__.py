@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from promptevolver.llm._fake import ScriptedLLM as ScriptedLLM
     from promptevolver.llm.openai import OpenAIClient as OpenAIClient
     from promptevolver.llm.pricing import Price as Price
-    from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM as SimulatedJudgeLLM
+    from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM as SimulatedJudgeLLM
 
 __getattr__, __all__ = lazy_package(
     __name__,
@@ -45,6 +45,6 @@ __getattr__, __all__ = lazy_package(
         "promptevolver.llm._fake": ["ScriptedLLM"],
         "promptevolver.llm.openai": ["OpenAIClient"],
         "promptevolver.llm.pricing": ["Price"],
-        "promptevolver.simulation.simulated_llm": ["SimulatedJudgeLLM"],
+        "promptevolver.simulation._simulated_llm": ["SimulatedJudgeLLM"],
     },
 )

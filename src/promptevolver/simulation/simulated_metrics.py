@@ -1,10 +1,10 @@
 """The simulated LLM for every judge kind: binary verdicts, rubric scores, statements and verdicts.
 
-:class:`SimulatedMetricsLLM` is :class:`~promptevolver.simulation.simulated_llm.SimulatedJudgeLLM`
+:class:`SimulatedMetricsLLM` is :class:`~promptevolver.simulation._simulated_llm.SimulatedJudgeLLM`
 (meta calls, binary judge calls, the noise model) plus the judge calls of numeric and two-prompt
 metrics, recognised by the requested output schema. For those datasets the prompt engineer's
 world is the criteria mined per prompt from that prompt's faults
-(:func:`~promptevolver.simulation.worlds.criteria_world`), so what it learns from shown samples is
+(:func:`~promptevolver.simulation._worlds.criteria_world`), so what it learns from shown samples is
 what fixes that prompt:
 
 * a ``score`` field (:class:`~promptevolver.judge._rubric.RubricJudge`, Ragas' SimpleCriteriaScore):
@@ -32,11 +32,11 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge._prompts import split_rendered
 from promptevolver.llm._base import LLMRequest
-from promptevolver.simulation import writer
-from promptevolver.simulation.criteria import World, sample_key
-from promptevolver.simulation.draws import unit
-from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
-from promptevolver.simulation.worlds import (
+from promptevolver.simulation import _writer as writer
+from promptevolver.simulation._criteria import World, sample_key
+from promptevolver.simulation._draws import unit
+from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation._worlds import (
     EXTRACTOR_PREFIX,
     RUBRIC_PREFIX,
     VERIFIER_PREFIX,

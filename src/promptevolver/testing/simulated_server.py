@@ -2,7 +2,7 @@
 
 :func:`simulated_handler` turns a chat-completions request body back into an
 :class:`~promptevolver.llm._base.LLMRequest` and answers it with
-:meth:`SimulatedJudgeLLM.answer <promptevolver.simulation.simulated_llm.SimulatedJudgeLLM.answer>`, a pure
+:meth:`SimulatedJudgeLLM.answer <promptevolver.simulation._simulated_llm.SimulatedJudgeLLM.answer>`, a pure
 function, so a whole optimization can run through :class:`~promptevolver.llm.OpenAIClient` over
 real HTTP and get the same answers as with the simulated client itself::
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from promptevolver.llm._base import ChatMessage, LLMRequest, Role
-from promptevolver.simulation.simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM
 from promptevolver.testing.openai_server import Handler
 
 __all__ = ["request_from_body", "simulated_handler"]

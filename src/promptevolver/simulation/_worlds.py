@@ -9,7 +9,7 @@
   ``target`` blames the verifier: the fewest recorded verdicts are flipped (first ones first) to
   bring the supported fraction nearest the target.
 * :func:`criteria_world` — the hidden criteria, mined per prompt by
-  :func:`~promptevolver.simulation.criteria.mine_world` from a binary view of that prompt's
+  :func:`~promptevolver.simulation._criteria.mine_world` from a binary view of that prompt's
   faults (:func:`fault_view`: a sample is "wrong" where that prompt erred, its correction is that
   prompt's edit note, or a rejected sample's response), then merged into one world whose
   criterion ids carry the prompt's prefix (``r`` rubric, ``x`` extractor, ``v`` verifier). The
@@ -31,7 +31,7 @@ from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 from promptevolver.judge._statements import StatementSupport
-from promptevolver.simulation.criteria import Truth, World, mine_world, sample_key
+from promptevolver.simulation._criteria import Truth, World, mine_world, sample_key
 
 __all__ = [
     "EXTRACTOR_PREFIX",

@@ -15,7 +15,7 @@ are ignored). It writes only from what the prompt shows:
   ``explains`` (the distillation stage's lessons call);
   rewrite adds the criteria the feedback names; crossover keeps parent A's other lines and merges
   both parents' criterion lines without naming a criterion twice. Instructions are written with
-  :mod:`promptevolver.simulation.writer` (at most ``max_terms`` criterion lines).
+  :mod:`promptevolver.simulation._writer` (at most ``max_terms`` criterion lines).
 
 Limits: the engineer never invents a wrong criterion and never drops one; few-shot demonstrations
 have no effect.
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from promptevolver.judge import _prompts as ops
-from promptevolver.simulation import writer
-from promptevolver.simulation.criteria import Criterion, World, sample_key
-from promptevolver.simulation.draws import unit
+from promptevolver.simulation import _writer as writer
+from promptevolver.simulation._criteria import Criterion, World, sample_key
+from promptevolver.simulation._draws import unit
 
 __all__ = ["SimulatedEngineer", "sections"]
 

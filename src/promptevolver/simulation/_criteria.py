@@ -25,7 +25,7 @@ of a sample when its input text contains it (a name, a number's subject, a quote
 
 A criterion's verdict is the human label its disagreeing carriers mostly have. How a writer puts
 it in a sentence (``role``) is read from the words around its occurrences; see
-:mod:`promptevolver.simulation.writer`.
+:mod:`promptevolver.simulation._writer`.
 
 Limits: phrases stand for meaning (a paraphrase is another phrase); a correction's phrase that is
 generic in wording but one-off in fact ("the year") may group unrelated samples; inconsistent
@@ -43,7 +43,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.annotations._models import sample_key
-from promptevolver.simulation import phrases as ph
+from promptevolver.simulation import _phrases as ph
 
 __all__ = [
     "JUDGE_WORDS",

@@ -13,7 +13,7 @@ For a score (a rubric, ``World.scored``) the blocks are ``Score lower when:`` an
 when:``: a 1-5 instruction gets no binary verdict rules.
 
 Each bullet names one criterion with a clause chosen by the criterion's role (see
-:class:`~promptevolver.simulation.criteria.Criterion`): a quote of the input (``the response says
+:class:`~promptevolver.simulation._criteria.Criterion`): a quote of the input (``the response says
 "..."``), a relation (``the response says something instead of what the reference says``), a
 predicate (``anything the response says is wrong``), a verb phrase (``the response wrongly
 mentions something``) or a noun phrase (``the response shows a missing step``).
@@ -31,8 +31,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from promptevolver.simulation import phrases as ph
-from promptevolver.simulation.criteria import Criterion, World
+from promptevolver.simulation import _phrases as ph
+from promptevolver.simulation._criteria import Criterion, World
 
 __all__ = ["Coverage", "Parsed", "clause", "compose", "feedback_item", "parse", "task_line"]
 

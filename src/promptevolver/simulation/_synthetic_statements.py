@@ -31,7 +31,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge._statements import StatementSupport
-from promptevolver.simulation.pseudo_text import rare_word, text, vocabulary
+from promptevolver.simulation._pseudo_text import rare_word, text, vocabulary
 
 __all__ = ["EXTRACTOR_CRITERIA", "StatementsSpec", "VERIFIER_CRITERIA", "generate_statements"]
 

@@ -2,7 +2,7 @@
 
 :class:`SimulatedJudgeLLM` is the default LLM of a run (``llm: {provider: fake}``). It is built
 from an annotation set alone, its *world*: hidden **criteria** mined from the human corrections
-(:mod:`promptevolver.simulation.criteria`: phrases of edited reasons, or of a rejected sample's
+(:mod:`promptevolver.simulation._criteria`: phrases of edited reasons, or of a rejected sample's
 response; *generic* ones shared by several corrections, *specific* ones of one sample). It answers
 two kinds of calls, both pure functions of the request:
 
@@ -21,8 +21,8 @@ The draw is a hash of (seed, whitespace-normalised instruction, sample, ``sample
 answers do not depend on call order. A sample unknown to the world gets a hash-drawn verdict.
 
 **Meta calls** (the operators' meta-prompts) are answered by the simulated prompt engineer,
-:class:`~promptevolver.simulation.engineer.SimulatedEngineer`, over the same world: it writes only
-from what the prompt shows (see :mod:`promptevolver.simulation.engineer`).
+:class:`~promptevolver.simulation._engineer.SimulatedEngineer`, over the same world: it writes only
+from what the prompt shows (see :mod:`promptevolver.simulation._engineer`).
 
 **Teaching examples** (other annotated samples shown with a verdict before the judged input,
 :meth:`Prompt.render <promptevolver.judge._prompts.Prompt.render>`'s ``examples``; judgeworld's
@@ -55,11 +55,11 @@ from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm._base import BaseLLMClient, Completion, LLMRequest
 from promptevolver.llm._fake import count_tokens
 from promptevolver.llm.pricing import Price
-from promptevolver.simulation import phrases as ph
-from promptevolver.simulation import writer
-from promptevolver.simulation.criteria import Criterion, Truth, World, mine_world, sample_key
-from promptevolver.simulation.draws import unit
-from promptevolver.simulation.engineer import SimulatedEngineer, sections
+from promptevolver.simulation import _phrases as ph
+from promptevolver.simulation import _writer as writer
+from promptevolver.simulation._criteria import Criterion, Truth, World, mine_world, sample_key
+from promptevolver.simulation._draws import unit
+from promptevolver.simulation._engineer import SimulatedEngineer, sections
 
 __all__ = ["NOISE_REASON", "SimulatedJudgeLLM", "sample_key", "sections"]
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge._rubric import RubricJudge
-from promptevolver.simulation.pseudo_text import rare_word, text, vocabulary
+from promptevolver.simulation._pseudo_text import rare_word, text, vocabulary
 
 __all__ = ["RUBRIC_CRITERIA", "RubricSpec", "generate_rubric"]
 
