@@ -31,7 +31,7 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.testing import Fault, LocalOpenAIServer, simulated_handler
-from promptevolver.testing.openai_server import _make_request_handler, _Server
+from promptevolver.testing._openai_server import _make_request_handler, _Server
 
 __all__ = ["FAULT_KINDS", "HTTP_FAULTS", "ChaosServer", "Entry", "body_key", "call_kind"]
 

@@ -22,7 +22,7 @@ from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest
 from promptevolver.llm.openai import OpenAIEmbeddings
-from promptevolver.testing.openai_server import LocalOpenAIServer
+from promptevolver.testing._openai_server import LocalOpenAIServer
 
 from ..helpers import PROMPT, make_dataset
 

@@ -1,6 +1,6 @@
 """Negotiation and preflight against the emulated dialects of real servers, over real HTTP.
 
-One suite, run against every dialect in promptevolver.testing.dialects: where structured-output
+One suite, run against every dialect in promptevolver.testing._dialects: where structured-output
 negotiation ends, which token field carries the cap, that refusals cost no retries, and what
 preflight says about an unknown model or a wrong key.
 """

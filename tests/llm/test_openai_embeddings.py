@@ -12,7 +12,7 @@ import pytest
 
 from promptevolver.errors import LLMError, PermanentLLMError, TransientLLMError
 from promptevolver.llm.openai import OpenAIEmbeddings
-from promptevolver.testing.openai_server import Fault, LocalOpenAIServer, hashed_words
+from promptevolver.testing._openai_server import Fault, LocalOpenAIServer, hashed_words
 
 KEY = "sk-embed-secret-0123456789"
 TEXTS = ["the car is red", "a red car", "bananas are yellow", "the car is red"]

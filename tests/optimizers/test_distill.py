@@ -129,8 +129,8 @@ def test_corrections_are_packed_to_fit_the_window_and_split_when_refused(dataset
 def test_a_refused_prompt_is_split_through_real_http(dataset):
     """judgeworld-like: an OpenAI-compatible server answering 400 context_length_exceeded."""
     from promptevolver.llm.openai import OpenAIClient
-    from promptevolver.testing.openai_server import LocalOpenAIServer
-    from promptevolver.testing.simulated_server import simulated_handler
+    from promptevolver.testing._openai_server import LocalOpenAIServer
+    from promptevolver.testing._simulated_server import simulated_handler
 
     sim = SimulatedJudgeLLM(dataset=dataset, random_seed=2, noise=0.0)
     with LocalOpenAIServer(simulated_handler(sim), max_context_tokens=3_000) as server:

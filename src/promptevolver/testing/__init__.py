@@ -4,10 +4,10 @@ dialects of real server products, a handler that backs it with the simulated jud
 (imported as :mod:`promptevolver.testing.contracts`) the contract suites for a user's own LLM
 client, metric or loss."""
 
-from promptevolver.testing.dialects import DIALECTS, Dialect, Reply
-from promptevolver.testing.gate import assert_agreement
-from promptevolver.testing.openai_server import Fault, Handler, LocalOpenAIServer
-from promptevolver.testing.simulated_server import request_from_body, simulated_handler
+from promptevolver.testing._dialects import DIALECTS, Dialect, Reply
+from promptevolver.testing._gate import assert_agreement
+from promptevolver.testing._openai_server import Fault, Handler, LocalOpenAIServer
+from promptevolver.testing._simulated_server import request_from_body, simulated_handler
 
 __all__ = [
     "DIALECTS",

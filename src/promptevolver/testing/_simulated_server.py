@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from promptevolver.llm._base import ChatMessage, LLMRequest, Role
 from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM
-from promptevolver.testing.openai_server import Handler
+from promptevolver.testing._openai_server import Handler
 
 __all__ = ["request_from_body", "simulated_handler"]
 

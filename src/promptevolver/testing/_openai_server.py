@@ -3,7 +3,7 @@
 :class:`LocalOpenAIServer` serves ``POST /v1/chat/completions``, ``POST /v1/embeddings`` (a
 deterministic hashed bag of words by default, :func:`hashed_words`) and ``GET /v1/models`` on
 ``127.0.0.1`` at an ephemeral port from a daemon thread. It can speak the dialect of a real server
-product (:mod:`promptevolver.testing.dialects`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp), check
+product (:mod:`promptevolver.testing._dialects`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp), check
 an API key and know a list of models. The assistant text comes from a plain ``handler(request_json) -> str``
 callable, so any fake model can back it. It records every request body and ``Authorization``
 header, and can inject faults (rate limits, server errors, delays, malformed or truncated bodies,
@@ -35,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-from promptevolver.testing.dialects import Dialect, Reply
+from promptevolver.testing._dialects import Dialect, Reply
 
 __all__ = ["EmbedText", "Fault", "FaultKind", "Handler", "LocalOpenAIServer", "hashed_words"]
 
