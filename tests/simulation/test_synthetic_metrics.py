@@ -9,6 +9,7 @@ import math
 import pytest
 
 from promptevolver import RubricJudge, StatementSupport
+from promptevolver.simulation import SyntheticSpec
 from promptevolver.simulation._synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation._synthetic_statements import (
     EXTRACTOR_CRITERIA,
@@ -100,3 +101,22 @@ def test_the_bundled_files_are_the_generators_output():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("make", [SyntheticSpec, RubricSpec, StatementsSpec])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("n_samples", 0),
+        ("random_seed", -1),
+        ("random_seed", True),
+        ("reject_rate", 1.5),
+        ("reject_rate", -0.1),
+    ],
+)
+def test_every_synthetic_spec_refuses_what_numpy_or_probability_cannot_take(make, field, value):
+    """One check for every spec (``synthetic.check_spec``): the rubric and statements specs took
+    a negative seed until numpy refused it mid-generation."""
+    kwargs = {"n_samples": 10, field: value}
+    with pytest.raises(ValueError, match=field):
+        make(**kwargs)

@@ -29,6 +29,7 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.simulation._pseudo_text import rare_word, text, vocabulary
+from promptevolver.simulation.synthetic import check_spec
 
 __all__ = ["RUBRIC_CRITERIA", "RubricSpec", "generate_rubric"]
 
@@ -86,8 +87,7 @@ class RubricSpec:
 
     def __post_init__(self) -> None:
         low, high = self.score_range
-        if self.n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        check_spec(self, ("disagreement_rate", "generic_share", "reject_rate", "target_rate"))
         if not low < high:
             raise ValueError(f"score_range must be (low, high) with low < high, got {self.score_range}")
         weights = self.level_weights
@@ -95,10 +95,6 @@ class RubricSpec:
             raise ValueError(f"level_weights must be {high - low + 1} non-negative odds, not all 0")
         if not 1 <= self.n_generic <= len(RUBRIC_CRITERIA):
             raise ValueError(f"n_generic must be in [1, {len(RUBRIC_CRITERIA)}], got {self.n_generic}")
-        for field in ("disagreement_rate", "generic_share", "reject_rate", "target_rate"):
-            value = getattr(self, field)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{field} must be in [0, 1], got {value}")
 
 
 def _criterion(rng: np.random.Generator, spec: RubricSpec, index: int) -> tuple[list[str], str]:

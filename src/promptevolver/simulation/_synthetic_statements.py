@@ -32,6 +32,7 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.judge._statements import StatementSupport
 from promptevolver.simulation._pseudo_text import rare_word, text, vocabulary
+from promptevolver.simulation.synthetic import check_spec
 
 __all__ = ["EXTRACTOR_CRITERIA", "StatementsSpec", "VERIFIER_CRITERIA", "generate_statements"]
 
@@ -82,19 +83,8 @@ class StatementsSpec:
     name: str = "faithfulness"
 
     def __post_init__(self) -> None:
-        if self.n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
-        for field in (
-            "support_rate",
-            "extractor_error_rate",
-            "verifier_error_rate",
-            "generic_share",
-            "reject_rate",
-            "target_rate",
-        ):
-            value = getattr(self, field)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{field} must be in [0, 1], got {value}")
+        shares = ("support_rate", "extractor_error_rate", "verifier_error_rate", "generic_share")
+        check_spec(self, (*shares, "reject_rate", "target_rate"))
 
 
 @dataclass

@@ -34,7 +34,7 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 
-__all__ = ["GENERIC_CRITERIA", "GenericCriterion", "SyntheticSpec", "generate"]
+__all__ = ["GENERIC_CRITERIA", "GenericCriterion", "SyntheticSpec", "check_spec", "generate"]
 
 PROMPT_NAME = "single_turn_aspect_critic_prompt"
 
@@ -190,18 +190,29 @@ class SyntheticSpec:
     name: str = "answer_correctness"
 
     def __post_init__(self) -> None:
-        if self.n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
-        if isinstance(self.random_seed, bool) or self.random_seed < 0:
-            raise ValueError(
-                f"random_seed must be a whole number >= 0 (numpy refuses others), got {self.random_seed}"
-            )
+        check_spec(
+            self, ("positive_rate", "disagreement_rate", "generic_share", "reject_rate", "evidence_rate")
+        )
         if not 2 <= self.n_generic <= len(GENERIC_CRITERIA):
             raise ValueError(f"n_generic must be in [2, {len(GENERIC_CRITERIA)}], got {self.n_generic}")
-        for field in ("positive_rate", "disagreement_rate", "generic_share", "reject_rate", "evidence_rate"):
-            value = getattr(self, field)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{field} must be in [0, 1], got {value}")
+
+
+def check_spec(spec: Any, shares: tuple[str, ...]) -> None:
+    """The checks every synthetic spec shares: ``spec.n_samples`` ≥ 1, ``spec.random_seed`` a
+    whole number ≥ 0 (numpy refuses others), and each attribute named in ``shares`` a probability.
+
+    Raises:
+        ValueError: naming the first field out of range and its value.
+    """
+    if spec.n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {spec.n_samples}")
+    if isinstance(spec.random_seed, bool) or spec.random_seed < 0:
+        seed = spec.random_seed
+        raise ValueError(f"random_seed must be a whole number >= 0 (numpy refuses others), got {seed}")
+    for field in shares:
+        value = getattr(spec, field)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{field} must be in [0, 1], got {value}")
 
 
 def _pool(n_generic: int) -> list[GenericCriterion]:
