@@ -111,3 +111,23 @@ def test_the_local_model_commands_can_be_pasted_as_they_are() -> None:
     assert f'CMAKE_ARGS="{cmake_args.group(1)}"' in llama
     assert f"llama-cpp-python[server]=={version.group(1)}" in llama
     assert "-DGGML_NATIVE=OFF" in cmake_args.group(1) and "AMX_INT8=OFF" in cmake_args.group(1)
+
+
+def test_the_layout_page_names_every_module_and_every_path_it_names_exists() -> None:
+    """docs/layout.md is the map of the source tree: each module of src/promptevolver appears in it
+    by name, and every `dir/file.py` path it gives exists."""
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    src = ROOT / "src" / "promptevolver"
+    missing = [
+        str(f.relative_to(src))
+        for f in sorted(src.rglob("*.py"))
+        if f.name != "__init__.py" and not re.search(rf"(?<!\w){re.escape(f.stem)}(?!\w)", text)
+    ]
+    assert missing == [], f"docs/layout.md does not name {missing}"
+    files = [f.relative_to(src).as_posix() for f in src.rglob("*.py")]
+    prose = {"_name.py", "_legacy.py"}  # the naming rule, and the module that is gone
+    named = set(re.findall(r"`([\w/]+\.py)`", text)) - prose
+    stale = sorted(
+        p for p in named if not (ROOT / p).exists() and not any(f == p or f.endswith("/" + p) for f in files)
+    )
+    assert stale == [], f"docs/layout.md names paths that do not exist: {stale}"
