@@ -63,7 +63,7 @@ def adopt(run: SearchRun, children: Sequence[Child]) -> list[Candidate]:
         run.tally.record(_meta_failure(child.rejected), child.error or child.rejected, check=False)
         parents = [p.id for p in plan.parents]
         accepted = child.instructions is not None
-        run.events.emit(
+        run.context.events.emit(
             "operator_call",
             run.state.generation,
             operator=plan.operator,

@@ -44,21 +44,23 @@ def save(run: SearchRun, directory: str | Path) -> None:
     state["usage_before"] = vars(run.usage())
     state["elapsed_before"] = run.elapsed()
     memo = [
-        [list(map(list, key)), pos, vars(j)] for (key, pos), j in run.evaluator.memo_items() if not j.failed
+        [list(map(list, key)), pos, vars(j)]
+        for (key, pos), j in run.context.evaluator.memo_items()
+        if not j.failed
     ]
     data = {
         "version": VERSION,
         "fingerprint": run.context.fingerprint(),
-        "config": run.config.model_dump(mode="json"),
+        "config": run.context.config.model_dump(mode="json"),
         "state": state,
         "memo": memo,
-        "journal_entries": 0 if run.journal is None else run.journal.entries,
+        "journal_entries": 0 if run.context.journal is None else run.context.journal.entries,
     }
-    if run.journal is not None:
-        run.journal.sync()
+    if run.context.journal is not None:
+        run.context.journal.sync()
     rundir.write_json(out / rundir.CHECKPOINT_FILE, data)
     if run.state.population:
-        best = rank(run.state.population, run.loss)[0]
+        best = rank(run.state.population, run.context.loss)[0]
         best_so_far = {
             "generation": run.state.generation,
             "candidate": best.id,
@@ -105,16 +107,18 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
     """
     if data["fingerprint"] != run.context.fingerprint():
         raise CheckpointError(f"{source}: it belongs to another dataset or loss")
-    ours = {k: v for k, v in run.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
+    ours = {k: v for k, v in run.context.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
     theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in _MAY_CHANGE}
     changed = sorted(k for k in ours if ours[k] != theirs.get(k))
     if changed:
         raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
     run.state = SearchState.from_dict(data["state"], run.state.rng)
-    if run.journal is not None:  # calls of the step that was interrupted, answered or failed
-        run.state.usage_before = run.state.usage_before + run.journal.usage_since(data["journal_entries"])
+    if run.context.journal is not None:  # calls of the step that was interrupted, answered or failed
+        run.state.usage_before = run.state.usage_before + run.context.journal.usage_since(
+            data["journal_entries"]
+        )
     for key, pos, judgement in data["memo"]:
-        run.evaluator.remember({name: text for name, text in key}, pos, Judgement(**judgement))
+        run.context.evaluator.remember({name: text for name, text in key}, pos, Judgement(**judgement))
 
 
 def _with_todays_defaults(config: dict[str, Any]) -> dict[str, Any]:

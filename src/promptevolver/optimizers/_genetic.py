@@ -158,7 +158,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             else:
                 self._check_budget(run)
                 self._checkpoint(run, run_dir)  # a start to resume from, before the first call
-            if run.config.strategy == "genetic":
+            if run.context.config.strategy == "genetic":
                 if not run.state.candidates:
                     assert self.metric is not None
                     await phases.initial_population(run, self.metric.get_instructions())
@@ -215,9 +215,9 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         """Refuse a budget the run cannot keep, before any call (``upfront``: the call bounds of
         the first steps too). The final choice's share is held back once the seed's evaluation
         has shown what a judge call costs (:func:`.strategies.budget.after_seed`)."""
-        check_prices(run.config.budget, run.clients)
+        check_prices(run.context.config.budget, run.context.clients)
         if upfront:
-            check_upfront(run.config.budget, run.calls)
+            check_upfront(run.context.config.budget, run.context.calls)
             budget.reserve_upfront(views.budget_view(run))
         else:
             budget.calibrate_reserve(views.budget_view(run))
@@ -231,7 +231,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             assert self.metric is not None
             phases.register_seed(run, self.metric.get_instructions())
         if "distill" not in state.stages:  # the verification's minimum is reserved (reserve_upfront)
-            if run.config.strategy == "examples":
+            if run.context.config.strategy == "examples":
                 phases.skip_distill(run)
             else:
                 await phases.distill(run)
@@ -267,7 +267,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
     async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
         """Run generations until a stop condition holds; return its reason."""
         with tqdm(
-            total=run.config.generations,
+            total=run.context.config.generations,
             initial=run.state.generation,
             disable=not self.progress,
             desc="generations",
@@ -285,9 +285,9 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         state.generation += 1
         run.begin_step(f"generation {state.generation}")
         population = state.population
-        run.events.emit("generation_start", state.generation, population=[c.id for c in population])
-        count = offspring_count(run.config, len(run.train))
-        plans = run.breeder.plan_offspring(
+        run.context.events.emit("generation_start", state.generation, population=[c.id for c in population])
+        count = offspring_count(run.context.config, len(run.context.train))
+        plans = run.context.breeder.plan_offspring(
             views.breeding_view(run.context, population),
             count,
             state.rng,
@@ -297,16 +297,16 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         state.exhausted, state.slots = not plans, state.slots + len(plans)
         state.tried.update(p.key for p in plans)
         children = adoption.adopt(
-            run, await run.breeder.run(plans, views.meta_context(run.context, population))
+            run, await run.context.breeder.run(plans, views.meta_context(run.context, population))
         )
         by_id = {c.id: c for c in state.candidates}
         parents_of = {c.id: [by_id[p] for p in c.parents] for c in children}
         passed = await screening.screen(views.screening_view(run), children, parents_of)
         await run.judge_train(passed)
-        size, elites = run.config.population_size, run.config.elite_count
+        size, elites = run.context.config.population_size, run.context.config.elite_count
         run.end_step()
         state.population = selection.survivors(
-            population + passed, run.loss, size, elites, min_coverage=run.min_coverage
+            population + passed, run.context.loss, size, elites, min_coverage=run.context.min_coverage
         )
         history.record_generation(run, offspring=len(children))
 

@@ -33,9 +33,9 @@ def record_generation(run: SearchRun, *, offspring: int) -> dict[str, Any]:
         The appended entry.
     """
     state = run.state
-    ranked = selection.rank(state.population, run.loss, min_coverage=run.min_coverage)
+    ranked = selection.rank(state.population, run.context.loss, min_coverage=run.context.min_coverage)
     best = ranked[0].train_value()
-    if best is not None and run.loss.better(best, state.best_so_far):
+    if best is not None and run.context.loss.better(best, state.best_so_far):
         state.best_so_far, state.since_improvement = best, 0
     else:
         state.since_improvement += 1
@@ -49,9 +49,9 @@ def record_generation(run: SearchRun, *, offspring: int) -> dict[str, Any]:
         "offspring": offspring,
         "judge_calls": usage.judge_calls,
         "meta_calls": usage.meta_calls,
-        "waves": waves(run.limit.take_intervals()),
+        "waves": waves(run.context.limit.take_intervals()),
     }
     state.history.append(entry)
     keys = ("best_train", "mean_train", "judge_calls", "meta_calls")
-    run.events.emit("generation_end", state.generation, **{k: entry[k] for k in keys})
+    run.context.events.emit("generation_end", state.generation, **{k: entry[k] for k in keys})
     return entry

@@ -78,13 +78,13 @@ async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str
     """
     seed = adoption.new_candidate(run.state, dict(seed_instructions), "seed")
     assert seed is not None
-    extra = run.config.population_size - 1 if run.config.reverse_engineer else 0
-    plans = run.breeder.plan_initial(
+    extra = run.context.config.population_size - 1 if run.context.config.reverse_engineer else 0
+    plans = run.context.breeder.plan_initial(
         views.breeding_view(run.context, run.state.population), seed, extra, run.state.rng, run.state.slots
     )
     run.state.slots += len(plans)
     run.begin_step("the seed's train evaluation", count_parse=True)
-    breeding = run.breeder.run(plans, views.meta_context(run.context, [seed]))
+    breeding = run.context.breeder.run(plans, views.meta_context(run.context, [seed]))
     made = (await gather_or_cancel([breeding, _judged(run, seed)]))[0]
     run.end_step()
     budget.after_seed(views.budget_view(run), seed)
@@ -116,24 +116,26 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     state = run.state
     state.stop_reason = stop_reason
     choice = PairedChoice(
-        finalists=run.config.finalists, confidence=run.config.confidence, min_coverage=run.min_coverage
+        finalists=run.context.config.finalists,
+        confidence=run.context.config.confidence,
+        min_coverage=run.context.min_coverage,
     )
     incumbent = None if state.chosen is None else state.candidates[state.chosen]
-    finalists = choice.candidates(state.seed, state.population, run.loss, incumbent)
-    run.meter.release_reserve()
-    if run.split.regime == "out-of-bag":
-        compare = out_of_bag(run.state.seed, run.train)
+    finalists = choice.candidates(state.seed, state.population, run.context.loss, incumbent)
+    run.context.meter.release_reserve()
+    if run.context.split.regime == "out-of-bag":
+        compare = out_of_bag(run.state.seed, run.context.train)
     else:
         run.begin_step("the final choice on validation")
         await run.judge_validation(finalists)
         run.end_step()
-        focus = run.validation_focus
+        focus = run.context.validation_focus
         compare = held_out(run.state.seed, focus.weight_array(focus.positions))
-    rng = final_choice_rng(run.config.random_seed)
+    rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(finalists, compare, rng, incumbent=incumbent, alone=_why_alone(state))
     state.chosen = best.id
-    run.final_choice = {"regime": run.split.regime, **choice.report}
-    run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
+    run.final_choice = {"regime": run.context.split.regime, **choice.report}
+    run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return OptimizationResult.from_run(run, best)
 
 
@@ -184,7 +186,7 @@ def _why_offspring_alone(state: SearchState) -> str:
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
     """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
     on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
-    if run.split.regime == "held-out":
+    if run.context.split.regime == "held-out":
         await asyncio.gather(run.judge_train([seed]), run.judge_validation([seed]))
     else:
         await run.judge_train([seed])
@@ -209,14 +211,14 @@ async def distill(run: SearchRun) -> list[Candidate]:
         LLMUnusableError: too many of the stage's meta calls failed.
     """
     started, before = time.perf_counter(), run.usage()
-    seed, cfg = run.state.seed, run.config
+    seed, cfg = run.state.seed, run.context.config
     distiller = Distiller(
         rounds=cfg.distill_rounds,
         lessons=cfg.distill_lessons,
         sample_size=cfg.distill_sample_size,
         max_calls=cfg.distill_max_calls,
     )
-    run.events.emit("stage_start", 0, stage="distill")
+    run.context.events.emit("stage_start", 0, stage="distill")
     run.begin_step("the distillation stage")
     ladders = await distiller.climb(
         views.distill_view(run.context, seed),
@@ -242,12 +244,12 @@ async def distill(run: SearchRun) -> list[Candidate]:
         produced=[c.id for c in rungs],
         stop={str(ladder.fold) if ladder.fold is not None else "all": ladder.stop for ladder in ladders},
         context_splits=sum(ladder.context_splits for ladder in ladders),
-        corrections=len(run.evidence_pool),
-        unshown=len(set(run.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
+        corrections=len(run.context.evidence_pool),
+        unshown=len(set(run.context.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
         lessons=len(run.state.lessons),
         sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
     )
-    run.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
+    run.context.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
     return rungs
 
 
@@ -271,9 +273,13 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     tops = [c for c in candidates if not any(o.parents == (c.id,) for o in candidates)]
     lower = [c for c in candidates if c not in tops]
     run.begin_step("the verification on held-out samples", count_parse=True)
-    run.meter.release_reserve()
-    n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
-    per_rung = n_eval * run.metric.calls_per_evaluation
+    run.context.meter.release_reserve()
+    n_eval = len(
+        run.context.validation_focus.positions
+        if run.context.split.regime == "held-out"
+        else run.context.train
+    )
+    per_rung = n_eval * run.context.metric.calls_per_evaluation
     field = await _held_out(run, [seed, *tops], keep=())
     best, report = _choose(run, field)
     run.state.race = {
@@ -283,7 +289,7 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         "lower_rungs": "none",
     }
     if lower and (best.is_seed or best not in tops):
-        race = Race(looks=4 if run.config.racing else 1)
+        race = Race(looks=4 if run.context.config.racing else 1)
         field = await _held_out(run, [seed, *tops, *lower], keep={c.id for c in (seed, *tops)}, race=race)
         best, report = _choose(run, field)
         run.state.race = {**race.report, "lower_rungs": "raced: no top rung beat the seed"}
@@ -291,7 +297,7 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         run.state.race["saved_judge_calls"] = len(lower) * per_rung
         run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
     run.end_step()
-    run.final_choice = {"regime": run.split.regime, "stage": "verify", **report}
+    run.final_choice = {"regime": run.context.split.regime, "stage": "verify", **report}
     run.state.stages["verify"] = _stage_report(
         run,
         before,
@@ -301,7 +307,7 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
         final_choice=run.final_choice,
     )
-    run.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
     return best
 
 
@@ -310,17 +316,17 @@ async def _held_out(
 ) -> list[Candidate]:
     """Judge ``field`` on its held-out samples (racing with ``race`` when given, never dropping
     the ids in ``keep``); returns those judged on all of them, with their scores set."""
-    if run.split.regime != "held-out":
+    if run.context.split.regime != "held-out":
         await run.judge_train(field)
         return field
-    focus = run.validation_focus
+    focus = run.context.validation_focus
     if race is not None:
         weights = focus.weight_array(focus.positions)
 
         async def judge(cands: Sequence[Candidate], positions: Sequence[int]) -> list[Any]:
             return await run.judge(cands, positions, "validation")
 
-        rng = np.random.default_rng((run.config.random_seed, RACE_STREAM))
+        rng = np.random.default_rng((run.context.config.random_seed, RACE_STREAM))
         field = await race.run(
             field,
             focus.positions,
@@ -328,7 +334,7 @@ async def _held_out(
             judge,
             rng,
             keep=keep,
-            calls_per_evaluation=run.metric.calls_per_evaluation,
+            calls_per_evaluation=run.context.metric.calls_per_evaluation,
         )
     await run.judge_validation(field)  # whole scores (from the race's judgements: no call)
     return field
@@ -337,15 +343,17 @@ async def _held_out(
 def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     """The paired choice against the seed among ``field``, then the ladder's higher-rung rule."""
     seed = run.state.seed
-    if run.split.regime == "held-out":
-        focus = run.validation_focus
+    if run.context.split.regime == "held-out":
+        focus = run.context.validation_focus
         compare = held_out(seed, focus.weight_array(focus.positions))
     else:
-        compare = out_of_bag(seed, run.train)
+        compare = out_of_bag(seed, run.context.train)
     choice = PairedChoice(
-        finalists=max(1, len(field) - 1), confidence=run.config.confidence, min_coverage=run.min_coverage
+        finalists=max(1, len(field) - 1),
+        confidence=run.context.config.confidence,
+        min_coverage=run.context.min_coverage,
     )
-    rng = final_choice_rng(run.config.random_seed)
+    rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(field, compare, rng)
     report = dict(choice.report)
     higher = _higher_rung(run, best, field, report, compare, rng)
@@ -373,7 +381,7 @@ def _nothing_to_beat(
     seed = run.state.seed
     if not best.is_seed:
         return None
-    score = seed.validation if run.split.regime == "held-out" else seed.train
+    score = seed.validation if run.context.split.regime == "held-out" else seed.train
     if score is None or not score.measured.any() or (score.correct[score.measured] < 1.0).any():
         return None
     rows = {row["id"]: row for row in report.get("finalists", [])}
@@ -382,7 +390,7 @@ def _nothing_to_beat(
         for c in field
         if c.operator == "distill"
         and rows.get(c.id, {}).get("eligible")
-        and 1.0 - rows[c.id]["p_better"] < run.config.confidence
+        and 1.0 - rows[c.id]["p_better"] < run.context.config.confidence
     ]
     if not ok:
         return None
@@ -394,7 +402,7 @@ def _nothing_to_beat(
         f"the seed makes no error on its {n} held-out samples, so no candidate can be shown better "
         f"there; candidate {top.id}, a rung of the distilled ladder, is kept: it does no worse "
         f"(Δ {row['delta']:+.3f}; probability that the seed is better {1.0 - row['p_better']:.2f} < "
-        f"{run.config.confidence:g}) and its lessons come from the human corrections"
+        f"{run.context.config.confidence:g}) and its lessons come from the human corrections"
     )
 
 
@@ -420,7 +428,7 @@ def _higher_rung(
         if _descends(run.state.candidates, c, best)
         and rows.get(c.id, {}).get("eligible")
         and (rows[c.id]["delta"] or 0) > 0
-        and rows[c.id]["p_better"] >= run.config.confidence
+        and rows[c.id]["p_better"] >= run.context.config.confidence
     ]
     if not ok:
         return None
@@ -428,12 +436,12 @@ def _higher_rung(
     mine, _, mask, weights = compare(best)
     theirs, _, mask_top, _ = compare(top)
     delta, p = paired(mine, theirs, mask & mask_top, weights, rng)
-    if delta is not None and p >= run.config.confidence:
+    if delta is not None and p >= run.context.config.confidence:
         return None
     return top, (
         f"a higher rung of the ladder than candidate {best.id}: it beats the seed on validation by "
         f"{rows[top.id]['delta']:+.3f} with probability {rows[top.id]['p_better']:.2f}, and candidate "
-        f"{best.id} is not better than it with probability {run.config.confidence:g} "
+        f"{best.id} is not better than it with probability {run.context.config.confidence:g} "
         f"({p:.2f}): its extra lessons are kept"
     )
 
@@ -504,16 +512,20 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     """
     started, before = time.perf_counter(), run.usage()
     policies, why = example_policies(run.context)
-    n_eval = len(run.validation_focus.positions if run.split.regime == "held-out" else run.train)
-    calls = len(policies) * n_eval * run.metric.calls_per_evaluation
-    if policies and not run.meter.allows(calls, reserve=0):
+    n_eval = len(
+        run.context.validation_focus.positions
+        if run.context.split.regime == "held-out"
+        else run.context.train
+    )
+    calls = len(policies) * n_eval * run.context.metric.calls_per_evaluation
+    if policies and not run.context.meter.allows(calls, reserve=0):
         policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' verification"
     if not policies:
         run.state.stages["examples"] = _stage_report(
             run, before, started, produced=[base.id], tried=[], why=why
         )
         return base
-    store = run.examples
+    store = run.context.examples
     assert store is not None
     candidates = []
     for policy in policies:
@@ -530,38 +542,39 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         )
         run.state.add(c)
         candidates.append(c)
+    run.context.events.emit("stage_start", 0, stage="examples")
     run.begin_step("the examples' verification on held-out samples", count_parse=True)
-    race = Race(looks=4 if run.config.racing else 1, futility=base.id)
+    race = Race(looks=4 if run.context.config.racing else 1, futility=base.id)
     judged = await _held_out(run, [base, *candidates], keep={base.id}, race=race)
     run.end_step()
     for c in candidates:  # stopped for futility: not measured on every held-out sample
         if c not in judged:
             c.validation = None
-    if run.split.regime == "held-out":
-        focus = run.validation_focus
+    if run.context.split.regime == "held-out":
+        focus = run.context.validation_focus
         compare = held_out(base, focus.weight_array(focus.positions))
     else:
-        compare = out_of_bag(base, run.train)
-    rng = final_choice_rng(run.config.random_seed)
+        compare = out_of_bag(base, run.context.train)
+    rng = final_choice_rng(run.context.config.random_seed)
     rows, chosen = [], base
     best_delta = 0.0
     for c in candidates:
-        if run.split.regime == "held-out" and c.validation is None:  # stopped by the race
+        if run.context.split.regime == "held-out" and c.validation is None:  # stopped by the race
             rows.append(
                 {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
             )
             continue
         mine, theirs, mask, weights = compare(c)
         delta, p = paired(mine, theirs, mask, weights, rng)
-        eligible = delta is not None and mine.coverage >= run.min_coverage
+        eligible = delta is not None and mine.coverage >= run.context.min_coverage
         rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
-        if eligible and delta is not None and delta > best_delta and p >= run.config.confidence:
+        if eligible and delta is not None and delta > best_delta and p >= run.context.config.confidence:
             chosen, best_delta = c, delta
     verdict = (
         f"candidate {chosen.id} ({chosen.examples}) beats candidate {base.id} without examples by "
-        f"{best_delta:+.3f} with probability >= {run.config.confidence:g}"
+        f"{best_delta:+.3f} with probability >= {run.context.config.confidence:g}"
         if chosen is not base
-        else f"no example policy beat candidate {base.id} with probability {run.config.confidence:g}"
+        else f"no example policy beat candidate {base.id} with probability {run.context.config.confidence:g}"
     )
     run.state.stages["examples"] = _stage_report(
         run,
@@ -577,7 +590,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         similarity=store.similarity_record(),
         **({"embeddings": used} if (used := store.embedding_usage()) is not None else {}),
     )
-    run.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    run.context.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
     return chosen
 
 
@@ -614,17 +627,17 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     if why:
         run.state.stages["cross_fit"] = {"ran": False, "why": why, "produced": [base.id]}
         return base
-    run.events.emit("stage_start", 0, stage="cross_fit")
+    run.context.events.emit("stage_start", 0, stage="cross_fit")
     view = DistillView(
         base,
         {name: wrong for name in base.instructions},
-        [p for p in run.split.validation if run.evidence[p].kind == "agree"],
-        run.evidence,
-        run.labels,
+        [p for p in run.context.split.validation if run.context.evidence[p].kind == "agree"],
+        run.context.evidence,
+        run.context.labels,
         {},
-        run.sample_facts,
+        run.context.sample_facts,
     )
-    cfg = run.config
+    cfg = run.context.config
     distiller = Distiller(
         rounds=min(CROSS_FIT_ROUNDS, cfg.distill_rounds),
         lessons=cfg.distill_lessons,
@@ -661,7 +674,7 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     run.state.stages["cross_fit"] = _stage_report(
         run, before, started, produced=[chosen.id], rungs=[c.id for c in rungs], **report
     )
-    run.events.emit("stage_end", 0, stage="cross_fit", chosen=chosen.id)
+    run.context.events.emit("stage_end", 0, stage="cross_fit", chosen=chosen.id)
     return chosen
 
 
@@ -711,14 +724,14 @@ async def _cross_check(
     """``rung`` against ``base`` on the learning part's judged samples (raced, ``base`` the
     futility reference); ``rung`` unless ``base`` is better with probability ``confidence``."""
     run.begin_step("the cross-fit check on the learning samples", count_parse=True)
-    rng = np.random.default_rng((run.config.random_seed, RACE_STREAM, 2))
-    positions = _check_positions(run.train, rng)
-    weights = run.train_focus.weight_array(positions)
+    rng = np.random.default_rng((run.context.config.random_seed, RACE_STREAM, 2))
+    positions = _check_positions(run.context.train, rng)
+    weights = run.context.train_focus.weight_array(positions)
 
     async def judge(cands: Sequence[Candidate], pos: Sequence[int]) -> list[Any]:
         return await run.judge(cands, pos, "train")
 
-    race = Race(looks=4 if run.config.racing else 1, futility=base.id)
+    race = Race(looks=4 if run.context.config.racing else 1, futility=base.id)
     field = await race.run(
         [base, rung],
         positions,
@@ -726,7 +739,7 @@ async def _cross_check(
         judge,
         rng,
         keep={base.id},
-        calls_per_evaluation=run.metric.calls_per_evaluation,
+        calls_per_evaluation=run.context.metric.calls_per_evaluation,
     )
     report["racing"] = race.report
     if rung not in field:
@@ -739,10 +752,10 @@ async def _cross_check(
     mine, theirs = await run.judge([rung, base], positions, "train")  # the race's judgements: no call
     run.end_step()
     mask = np.ones(len(positions), dtype=bool)
-    delta, p = paired(mine, theirs, mask, weights, final_choice_rng(run.config.random_seed))
+    delta, p = paired(mine, theirs, mask, weights, final_choice_rng(run.context.config.random_seed))
     report.update(delta=delta, p_better=p, samples=len(positions))
-    confidence = run.config.confidence
-    if delta is not None and 1.0 - p < confidence and mine.coverage >= run.min_coverage:
+    confidence = run.context.config.confidence
+    if delta is not None and 1.0 - p < confidence and mine.coverage >= run.context.min_coverage:
         return rung, (
             f"candidate {rung.id} adds lessons from {report['corrections']} held-out corrections, and the "
             f"{len(positions)} learning samples those lessons never saw do not say they hurt "
@@ -764,11 +777,11 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     can pay for its start and one generation. A ladder that showed every correction and stopped
     teaching general lessons has used what the corrections say: the search would pay judge calls
     to rediscover it (its failures left are one-sample lessons and noise)."""
-    if run.config.strategy != "auto":
-        return False, f"strategy {run.config.strategy}: no search"
-    if run.config.generations == 0 or run.config.population_size == 1:
+    if run.context.config.strategy != "auto":
+        return False, f"strategy {run.context.config.strategy}: no search"
+    if run.context.config.generations == 0 or run.context.config.population_size == 1:
         return False, "generations 0 or population_size 1: no search"
-    if not run.evidence_pool:
+    if not run.context.evidence_pool:
         return False, "no correction in the train part: nothing for a search to learn"
     fixed, total = _held_out_fixes(run.context, verified)
     stage = run.state.stages.get("distill", {})
@@ -787,7 +800,7 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             f"not warranted: a verified rung beat the seed ({fixes}) and the distillation used every "
             "correction"
         )
-    if not run.meter.allows(run.calls.initial_search(), reserve=run.calls.final):
+    if not run.context.meter.allows(run.context.calls.initial_search(), reserve=run.context.calls.final):
         return False, f"warranted ({why}) but the budget cannot pay for it"
     return True, why
 
@@ -817,7 +830,7 @@ async def start_search(
     crossover then evolve the set, :mod:`.operators.demos`)."""
     started = time.perf_counter()
     run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
-    run.limit.take_intervals()  # the search's waves are counted per generation (history)
+    run.context.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
     if chosen is not None and chosen.examples == "static":
@@ -873,7 +886,7 @@ def finish_verified(
                 f"candidate {base.id}, which it extends, scored {shown} there"
             ),
         }
-    run.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
+    run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return OptimizationResult.from_run(run, best)
 
 
@@ -882,7 +895,7 @@ def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -
     one another: wall time ≈ waves × latency, the stage's dependent-call floor)."""
     used = run.usage() - before
     return {
-        "waves": waves(run.limit.take_intervals()),
+        "waves": waves(run.context.limit.take_intervals()),
         "judge_calls": used.judge_calls,
         "meta_calls": used.meta_calls,
         "prompt_tokens": used.prompt_tokens,

@@ -16,9 +16,9 @@
 
 Besides these the run keeps the current step's failure tally (:meth:`SearchRun.begin_step`) and
 the final choice's report. It registers no candidate itself (:mod:`._adoption` does); it judges
-candidates through the context's evaluator and totals the run's usage. Each field of the context
-also reads through the run (``run.config`` is ``run.context.config``, read-only). What operators
-and strategies see is built in :mod:`._views`: never the run, never the context whole.
+candidates through the context's evaluator and totals the run's usage. The context's fields are
+read as ``run.context.<name>`` (one home for the list of them). What operators and strategies
+see is built in :mod:`._views`: never the run, never the context whole.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import json
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import FrozenInstanceError, dataclass, field
-from typing import Any, Generic, TypeVar, cast, overload
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -61,8 +61,6 @@ from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._failures import FailureTally, ServerWatch
 
 __all__ = ["RunContext", "SearchRun"]
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -176,31 +174,6 @@ class RunContext:
         return cast(str, self._once["fingerprint"])
 
 
-class _Fixed(Generic[T]):
-    """A read-only attribute of :class:`SearchRun` that is its context's field of the same name
-    (``run.config`` is ``run.context.config``); assigning it raises
-    :class:`~dataclasses.FrozenInstanceError`, as assigning the context's field does."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, run: None, owner: type) -> _Fixed[T]: ...
-
-    @overload
-    def __get__(self, run: SearchRun, owner: type | None = None) -> T: ...
-
-    def __get__(self, run: SearchRun | None, owner: type | None = None) -> T | _Fixed[T]:
-        if run is None:
-            return self
-        return cast(T, getattr(run.context, self.name))
-
-    def __set__(self, run: SearchRun, value: object) -> None:
-        raise FrozenInstanceError(
-            f"cannot assign to field {self.name!r}: it is part of the run's fixed context"
-        )
-
-
 class SearchRun:
     """A search's fixed context and its state (see the module docstring).
 
@@ -224,37 +197,6 @@ class SearchRun:
     """
 
     __slots__ = ("context", "final_choice", "state", "tally")
-
-    # Each field of the context, read through the run (read-only).
-    metric = _Fixed[Metric]()
-    loss = _Fixed[Loss]()
-    config = _Fixed[GeneticConfig]()
-    dataset = _Fixed[SingleMetricAnnotation]()
-    events = _Fixed[EventBus]()
-    breeder = _Fixed[Breeder]()
-    journal = _Fixed[Journal | None]()
-    clients = _Fixed[tuple[LLMClient, ...]]()
-    usage_start = _Fixed[tuple[Usage, ...]]()
-    llm = _Fixed[LLMClient]()
-    reflection_llm = _Fixed[LLMClient]()
-    meter = _Fixed[BudgetMeter]()
-    watch = _Fixed[ServerWatch]()
-    limit = _Fixed[InFlightLimit]()
-    started = _Fixed[float]()
-    labels = _Fixed[list[float | None]]()
-    evidence = _Fixed[dict[int, Evidence]]()
-    split = _Fixed[Split]()
-    train_focus = _Fixed[Focus]()
-    validation_focus = _Fixed[Focus]()
-    prompt_corrections = _Fixed[dict[str, frozenset[int]]]()
-    folds = _Fixed[dict[int, int]]()
-    examples = _Fixed[ExampleStore | None]()
-    evaluator = _Fixed[Evaluator]()
-    min_coverage = _Fixed[float]()
-    train = _Fixed[list[int]]()
-    evidence_pool = _Fixed[list[int]]()
-    sample_facts = _Fixed[SampleFacts]()
-    calls = _Fixed[PhaseCalls]()
 
     def __init__(
         self,

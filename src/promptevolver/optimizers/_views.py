@@ -97,10 +97,10 @@ def judge_outputs(ctx: RunContext, candidate: Candidate) -> dict[int, dict[str, 
 def screening_view(run: SearchRun) -> ScreeningView:
     """The minibatch size, train part, labels, loss, generator and judging that screening reads."""
     return ScreeningView(
-        minibatch_size(run.config, len(run.train)),
-        run.train,
-        run.labels,
-        run.loss,
+        minibatch_size(run.context.config, len(run.context.train)),
+        run.context.train,
+        run.context.labels,
+        run.context.loss,
         run.state.rng,
         run.judge_each,
         run.score_on,
@@ -112,20 +112,22 @@ def budget_view(run: SearchRun) -> BudgetView:
     costs (the metric, the first train sample, the judge client's price) and the final choice's
     judge calls already made (the seed's validation evaluation, when judged with the seed)."""
     judged_with_seed = bool(run.state.candidates) and run.state.seed.validation is not None
-    judged_final = len(run.validation_focus.positions) * run.metric.calls_per_evaluation
+    judged_final = len(run.context.validation_focus.positions) * run.context.metric.calls_per_evaluation
     return BudgetView(
-        run.config.budget,
-        run.meter,
-        run.calls,
+        run.context.config.budget,
+        run.context.meter,
+        run.context.calls,
         run.usage,
         judged_final if judged_with_seed else 0,
-        run.metric,
-        run.dataset.samples[run.train[0]] if run.train else None,
-        price_of(run.clients[0]),
+        run.context.metric,
+        run.context.dataset.samples[run.context.train[0]] if run.context.train else None,
+        price_of(run.context.clients[0]),
     )
 
 
 def search_view(run: SearchRun) -> SearchView:
     """The config, loss and state the stop conditions read, with the run's budget check and its
     unseen-evidence check (asked only when a condition calls them)."""
-    return SearchView(run.config, run.loss, run.state, run.next_generation_fits, run.has_unseen_evidence)
+    return SearchView(
+        run.context.config, run.context.loss, run.state, run.next_generation_fits, run.has_unseen_evidence
+    )
