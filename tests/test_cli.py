@@ -336,6 +336,43 @@ def test_estimate_errors_exit_1(tmp_path, capsys):
     assert "budget.max_calls=5 is too small" in _one_error_line(capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("command", ["estimate", "optimize"])
+@pytest.mark.parametrize(
+    "config_name", ["answer_correctness", "helpfulness_rubric", "faithfulness_statements"]
+)
+def test_a_usable_sample_missing_a_field_the_judge_shows_fails_at_load(
+    tmp_path, capsys, command, config_name
+):
+    """Every judge kind, estimate and optimize alike: one line naming the file, sample and field,
+    before any LLM call and before a run directory exists (``estimate`` used to count the sample
+    as usable and exit 0)."""
+    from promptevolver import SingleMetricAnnotation
+
+    source = ROOT / "configs" / f"{config_name}.yaml"
+    raw = yaml.safe_load(source.read_text())
+    data_path = (source.parent / raw["dataset"]).resolve()
+    name = raw.get("metric_name") or raw["metric"]["name"]
+    dataset = SingleMetricAnnotation.from_json(data_path, metric_name=name)
+    position = dataset.usable_indices()[1]
+    data = json.loads(data_path.read_text())
+    entry = data[name]
+    samples = entry["samples"] if isinstance(entry, dict) else entry
+    samples[position]["metric_input"].pop("response")
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    raw["dataset"] = str(tmp_path / "data.json")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    argv = [command, str(config)] + (["--output", str(out)] if command == "optimize" else [])
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    errors = [x for x in err.splitlines() if not x.startswith("promptevolver: warning:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    line = errors[0]
+    assert f"sample {position}" in line and "field 'metric_input.response'" in line and "data.json" in line
+    assert not out.exists()
+
+
 # --- report and bench --------------------------------------------------------------------------------
 
 
@@ -390,3 +427,18 @@ def test_bench_takes_set_overrides(tmp_path, capsys):
     assert row["meta_calls"]["mean"] == 0
     assert main(["bench", str(config), "-o", str(tmp_path / "c"), "--set", "optimizer.populaton_size=1"]) == 2
     assert "populaton_size" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("files", [(), ("checkpoint",), ("checkpoint", "best_so_far")])
+def test_the_interrupt_line_names_only_the_files_the_run_directory_holds(tmp_path, files):
+    """After Ctrl-C the line says what is there: a run stopped before its first generation has a
+    checkpoint and no best_so_far.json (a newcomer's resume found the line naming a missing file)."""
+    from promptevolver import rundir
+
+    names = {"checkpoint": rundir.CHECKPOINT_FILE, "best_so_far": rundir.BEST_SO_FAR_FILE}
+    for f in files:
+        (tmp_path / names[f]).write_text("{}")
+    line = cli._interrupted(tmp_path)
+    for key, name in names.items():
+        assert (name in line) == (key in files), line
+    assert ("--resume" in line) == bool(files)

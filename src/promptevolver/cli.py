@@ -460,8 +460,9 @@ def _disk_full(exc: OSError, run_dir: Path) -> str:
 def _interrupted(run_dir: Path) -> str:
     """The line after Ctrl-C: how to continue, or that there is nothing to continue from."""
     if (run_dir / rundir.CHECKPOINT_FILE).is_file():
+        kept = [n for n in (rundir.CHECKPOINT_FILE, rundir.BEST_SO_FAR_FILE) if (run_dir / n).is_file()]
         return (
-            f"promptevolver: interrupted; the last checkpoint and {rundir.BEST_SO_FAR_FILE} are in "
+            f"promptevolver: interrupted; {' and '.join(kept)} {'are' if len(kept) > 1 else 'is'} in "
             f"{run_dir}; continue with: promptevolver optimize --resume {run_dir}"
         )
     return f"promptevolver: interrupted before the run's first checkpoint in {run_dir}: nothing to resume"

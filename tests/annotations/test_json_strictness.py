@@ -251,3 +251,27 @@ def test_errors_of_the_fallback_reader_name_the_file_and_line(tmp_path: Path) ->
     huge = tmp_path / "huge_int.json"
     huge.write_text('{"m": [{"metric_input": {}, "metric_output": ' + "1" * 5000 + "}]}", encoding="utf-8")
     assert "not valid JSON" in str(error_of(huge))
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "shown"),
+    [
+        (1, lambda s: s.pop("is_accepted"), None),  # missing: its "input" is the whole sample
+        (2, lambda s: s.pop("metric_input"), None),
+        (0, lambda s: s.update(is_accepted="maybe"), "'maybe'"),  # a wrong value is shown
+        (3, lambda s: s.update(is_accepted="x" * 200), "'" + "x" * 79 + "…"),  # cut, and says so
+    ],
+)
+def test_a_bad_field_is_one_line_showing_the_value_only_when_there_is_one(
+    tmp_path: Path, index: int, change: Any, shown: str | None
+) -> None:
+    samples = items()
+    change(samples[index])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"m": samples}), encoding="utf-8")
+    err = error_of(path)
+    assert err.sample_index == index and "\n" not in str(err)
+    if shown is None:
+        assert "Field required" in str(err) and "(input:" not in str(err)
+    else:
+        assert f"(input: {shown}" in str(err)

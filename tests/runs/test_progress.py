@@ -103,3 +103,12 @@ def test_a_real_run_reports_every_phase_and_never_counts_past_the_bound(tmp_path
     assert [c for c, _ in counts] == sorted(c for c, _ in counts)
     total = result.usage["llm_calls"]["judge"] + result.usage["llm_calls"]["meta"]
     assert lines[-1].startswith(f"done: {total} LLM calls")
+
+
+@pytest.mark.parametrize("rungs", [0, 1, 2])
+def test_the_distillation_line_counts_its_rungs_in_words_that_agree(rungs):
+    lines: list[str] = []
+    progress = CallProgress(bar=False, write=lines.append, generations=2, clock=Clock())
+    progress(Event("stage_end", 0, {"stage": "distill", "candidates": list(range(1, rungs + 1))}))
+    expected = {0: "0 rungs", 1: "1 rung of", 2: "2 rungs"}[rungs]
+    assert lines[-1].startswith(f"distillation done: {expected}")

@@ -281,3 +281,26 @@ def test_extending_an_exhausted_search_says_no_generation_will_come(tmp_path, ca
     extend = ["--set", "optimizer.generations=6", "--set", "optimizer.patience=4"]
     assert main(["optimize", "--resume", str(run), *extend]) == 0
     assert "every operator plan the population allows had been tried" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("generation", "stages", "stop", "said", "not_said"),
+    [
+        (0, ("distill",), None, "after the pipeline's distillation", "generation 0"),
+        (0, ("distill", "verify"), None, "after the pipeline's distillation, verification", "generation"),
+        (0, (), None, "after the initial population, generation 0 of 4", "pipeline"),
+        (2, ("distill", "verify", "search"), None, "after generation 2 of 4", "pipeline"),
+        (0, ("distill", "verify"), "distilled", "stopped after the pipeline's distillation", "generation 0"),
+        (3, (), "generations", "it stopped after generation 3", "pipeline"),
+    ],
+)
+def test_the_resume_line_says_where_the_run_stopped_in_the_pipeline_or_the_search(
+    generation, stages, stop, said, not_said
+):
+    """A run interrupted in verification was said to resume 'after the initial population,
+    generation 0 of 4' (a newcomer's report): the line names the pipeline's stages done."""
+    from promptevolver.runs._resume import ResumePoint
+
+    point = ResumePoint(Path("runs/x"), generation, 5, 10, 0, stop, stages=stages)
+    text = point.describe(generations=4)
+    assert said in text and not_said not in text

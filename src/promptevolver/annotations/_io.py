@@ -282,7 +282,10 @@ def _located(
     index = loc[0] if loc and isinstance(loc[0], int) else None
     field = ".".join(str(part) for part in ([prefix] if prefix else []) + list(loc[1:])) or "<sample>"
     more = exc.error_count() - 1
-    message = f"{first['msg']} (input: {repr(first.get('input'))[:80]})"
+    message = first["msg"]
+    if first["type"] != "missing":  # a missing field's "input" is the whole sample around it
+        shown = repr(first.get("input"))
+        message += f" (input: {shown[:80]}{'…' if len(shown) > 80 else ''})"
     if more:
         message += f"; {more} more error(s) after this one"
     return AnnotationError(message, path=path, metric=metric, sample_index=index, field=field)

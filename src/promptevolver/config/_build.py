@@ -30,6 +30,7 @@ from promptevolver.llm._cache import CachedLLM
 from promptevolver.llm.context import context_tokens_for
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
+from promptevolver.optimizers._split import check_inputs as check_fields
 from promptevolver.simulation._synthetic_rubric import RubricSpec, generate_rubric
 from promptevolver.simulation._synthetic_statements import StatementsSpec, generate_statements
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
@@ -53,7 +54,8 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
         AnnotationError: missing/malformed file or sample, a label that does not fit the metric's
             ``label_scale`` (a binary metric's 0/1, a rubric's score range; names the file,
             sample and field), or the metric is not in the file (the message lists the metrics
-            present); the metric has no samples; a text input that is not a string; a recorded
+            present); the metric has no samples; a usable sample lacking a field the judge
+            shows (``metric_input.response`` ...); a text input that is not a string; a recorded
             verdict of a binary metric that is not 0 or 1.
         ConfigError: ``loss.type: binary`` and the metric's labels are numeric.
     """
@@ -75,6 +77,7 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     if not dataset.samples:
         raise AnnotationError(f"metric {name!r} has no samples: nothing to learn from", path=config.dataset)
     check_inputs(dataset.samples, path=config.dataset, metric=name)
+    check_fields(dataset, judge, dataset.usable_indices())  # every field the judge shows it
     if dataset.is_binary:
         check_recorded_verdicts(dataset.samples, path=config.dataset, metric=name)
     if config.loss.type == "binary" and not dataset.is_binary:

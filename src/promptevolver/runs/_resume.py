@@ -173,6 +173,8 @@ class ResumePoint:
         since_improvement: generations in a row without a better best train score (what
             ``optimizer.patience`` is compared with).
         exhausted: every operator plan the population allows had been tried.
+        stages: the pipeline stages the checkpoint had finished, in order (``distill``, ``verify``,
+            ``examples``, ``cross_fit``; empty under ``strategy: genetic`` or before the first).
     """
 
     run_dir: Path
@@ -183,14 +185,20 @@ class ResumePoint:
     stop_reason: str | None
     since_improvement: int = 0
     exhausted: bool = False
+    stages: tuple[str, ...] = ()
 
     def describe(self, generations: int, patience: int | None = None) -> str:
         """One line for the terminal; ``generations`` and ``patience``: the resumed run's
         ``optimizer.generations`` and ``optimizer.patience`` (None: not checked)."""
         if self.stop_reason:
+            where = (
+                f"after the pipeline's {', '.join(_STAGE_WORDS.get(s, s) for s in self.stages)}"
+                if self.stop_reason == "distilled" and self.stages
+                else f"after generation {self.generation}"
+            )
             head = (
-                f"extending the finished run in {self.run_dir} (it stopped after generation "
-                f"{self.generation}: {self.stop_reason}) up to generation {generations}"
+                f"extending the finished run in {self.run_dir} (it stopped {where}: {self.stop_reason}) "
+                f"up to generation {generations}"
             )
             if generations <= self.generation:
                 head += f" (optimizer.generations must be above {self.generation}: expect no new generation)"
@@ -210,6 +218,9 @@ class ResumePoint:
                 )
         elif self.candidates == 0:
             head = f"resuming {self.run_dir} from its start (the initial population had not finished)"
+        elif self.generation == 0 and self.stages and "search" not in self.stages:
+            done = ", ".join(_STAGE_WORDS.get(s, s) for s in self.stages)
+            head = f"resuming {self.run_dir} after the pipeline's {done}"
         else:
             head = f"resuming {self.run_dir} {_after(self.generation)} of {generations}"
         kept = [
@@ -221,6 +232,9 @@ class ResumePoint:
         said = "; ".join(k for k in kept if k)
         return f"{head}: {said}; none of these LLM calls is made again" if said else head
 
+
+#: The pipeline's stages in words (``stages`` of the checkpoint's state).
+_STAGE_WORDS = {"distill": "distillation", "verify": "verification", "cross_fit": "cross-fit"}
 
 #: Stop reasons that more generations do not lift, in words.
 _FINAL = {
@@ -266,6 +280,7 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
         stop_reason=state.get("stop_reason"),
         since_improvement=int(state.get("since_improvement", 0)),
         exhausted=bool(state.get("exhausted", False)),
+        stages=tuple(k for k, v in state.get("stages", {}).items() if v.get("ran", True)),
     )
 
 

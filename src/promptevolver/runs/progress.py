@@ -39,6 +39,7 @@ _FINAL_PHASE = "final choice on validation"
 _STAGES = {
     "distill": "distillation (meta calls only)",
     "verify": "verification on held-out samples",
+    "examples": "teaching examples, verified on held-out samples",
     "cross_fit": "cross-fit: lessons from the held-out corrections, checked on the learning samples",
 }
 
@@ -170,7 +171,8 @@ class CallProgress:
     def _on_stage_end(self, event: Event) -> None:
         d = event.data
         if d.get("stage") == "distill":
-            line = f"distillation done: {len(d.get('candidates', []))} rungs of the ladder (no judge call)"
+            rungs = len(d.get("candidates", []))
+            line = f"distillation done: {rungs} rung{'' if rungs == 1 else 's'} of the ladder (no judge call)"
             self.phase = _STAGES["verify"]
         elif d.get("stage") == "cross_fit":
             line = f"cross-fit done: candidate {d.get('chosen')} chosen"
