@@ -336,6 +336,7 @@ def test_estimate_errors_exit_1(tmp_path, capsys):
     assert "budget.max_calls=5 is too small" in _one_error_line(capsys.readouterr().err)
 
 
+@pytest.mark.filterwarnings("ignore:.*have no human label")  # the bundled files' unusable samples
 @pytest.mark.parametrize("command", ["estimate", "optimize"])
 @pytest.mark.parametrize(
     "config_name", ["answer_correctness", "helpfulness_rubric", "faithfulness_statements"]
