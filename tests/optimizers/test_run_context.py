@@ -64,7 +64,7 @@ def test_the_run_holds_a_context_a_state_the_step_tally_and_the_final_choice_onl
     with pytest.raises((AttributeError, TypeError)):
         run.context.population = []  # type: ignore[attr-defined]
     assert not hasattr(run.context, "population")
-    assert set(SearchRun.__slots__) == {"context", "state", "tally", "final_choice"}
+    assert set(SearchRun.__slots__) == {"context", "state", "tally", "final_choice", "replayed"}
 
 
 def test_the_state_stays_the_mutable_part_a_resume_may_replace():

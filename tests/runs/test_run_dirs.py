@@ -19,6 +19,7 @@ from promptevolver.optimizers.events import Event
 from promptevolver.runs._optimize import execute
 from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point
 
+from ..conftest import AC_DEFINITION
 from ..rundirs import AC_CONFIG, SYNTHETIC
 
 
@@ -179,6 +180,9 @@ def test_resume_prints_where_it_resumed_and_finishes_like_an_uninterrupted_run(
     resumed, fresh = (json.loads((d / rundir.RESULT_FILE).read_text()) for d in (directory, whole))
     assert resumed["best_instructions"] == fresh["best_instructions"]
     assert resumed["usage"]["llm_calls"] == fresh["usage"]["llm_calls"]
+    for name, stage in fresh["stages"].items():  # the replayed answers count in their stage
+        for figure in ("judge_calls", "meta_calls", "prompt_tokens", "completion_tokens"):
+            assert resumed["stages"][name].get(figure) == stage.get(figure), (name, figure)
 
 
 def test_a_resume_that_changes_the_search_is_refused_naming_files_and_values(tmp_path, kept_seed, capsys):
@@ -304,3 +308,42 @@ def test_the_resume_line_says_where_the_run_stopped_in_the_pipeline_or_the_searc
     point = ResumePoint(Path("runs/x"), generation, 5, 10, 0, stop, stages=stages)
     text = point.describe(generations=4)
     assert said in text and not_said not in text
+
+
+PIPELINE = {
+    "dataset": {"synthetic": {"n_samples": 120, "random_seed": 0}},
+    "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
+    "random_seed": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def pipeline_run(tmp_path_factory) -> tuple[Path, dict]:
+    base = tmp_path_factory.mktemp("pipeline")
+    config = base / "pipeline.yaml"
+    config.write_text(yaml.safe_dump(PIPELINE))
+    whole = base / "whole"
+    assert main(["optimize", str(config), "-o", str(whole), "-q"]) == 0
+    return config, json.loads((whole / rundir.RESULT_FILE).read_text())
+
+
+@pytest.mark.parametrize("stage", ["distill", "verify", "examples", "cross_fit"])
+def test_a_resumed_pipeline_counts_each_stages_calls_as_an_uninterrupted_run(
+    tmp_path, pipeline_run, stage
+):
+    """Interrupted halfway through each stage: the interrupted step's answers are replayed from
+    the journal, not sent again, and still count in the stage that made them (a newcomer found
+    verify at 102 judge calls after a resume, 128 without one)."""
+    config, fresh = pipeline_run
+    order = list(fresh["stages"])
+    figures = [fresh["stages"][s] for s in order]
+    calls = [f.get("judge_calls", 0) + f.get("meta_calls", 0) for f in figures]
+    start = sum(calls[: order.index(stage)])
+    assert calls[order.index(stage)] >= 2, f"the fixture's run made no calls in {stage}"
+    directory = _interrupted(tmp_path, config, start + calls[order.index(stage)] // 2)
+    assert main(["optimize", "--resume", str(directory), "-q"]) == 0
+    resumed = json.loads((directory / rundir.RESULT_FILE).read_text())
+    assert resumed["usage"]["llm_calls"] == fresh["usage"]["llm_calls"]
+    for name, stage in fresh["stages"].items():
+        for figure in ("judge_calls", "meta_calls", "prompt_tokens", "completion_tokens"):
+            assert resumed["stages"][name].get(figure) == stage.get(figure), (name, figure)

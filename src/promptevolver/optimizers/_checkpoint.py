@@ -114,9 +114,8 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
         raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
     run.state = SearchState.from_dict(data["state"], run.state.rng)
     if run.context.journal is not None:  # calls of the step that was interrupted, answered or failed
-        run.state.usage_before = run.state.usage_before + run.context.journal.usage_since(
-            data["journal_entries"]
-        )
+        run.replayed = run.context.journal.usage_since(data["journal_entries"])
+        run.state.usage_before = run.state.usage_before + run.replayed
     for key, pos, judgement in data["memo"]:
         run.context.evaluator.remember({name: text for name, text in key}, pos, Judgement(**judgement))
 

@@ -210,7 +210,7 @@ async def distill(run: SearchRun) -> list[Candidate]:
     Raises:
         LLMUnusableError: too many of the stage's meta calls failed.
     """
-    started, before = time.perf_counter(), run.usage()
+    started, before = time.perf_counter(), run.stage_start()
     seed, cfg = run.state.seed, run.context.config
     distiller = Distiller(
         rounds=cfg.distill_rounds,
@@ -268,10 +268,11 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     Raises:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
-    started, before = time.perf_counter(), run.usage()
+    started, before = time.perf_counter(), run.stage_start()
     seed = run.state.seed
     tops = [c for c in candidates if not any(o.parents == (c.id,) for o in candidates)]
     lower = [c for c in candidates if c not in tops]
+    run.context.events.emit("stage_start", 0, stage="verify")
     run.begin_step("the verification on held-out samples", count_parse=True)
     run.context.meter.release_reserve()
     n_eval = len(
@@ -510,7 +511,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     Raises:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
-    started, before = time.perf_counter(), run.usage()
+    started, before = time.perf_counter(), run.stage_start()
     policies, why = example_policies(run.context)
     n_eval = len(
         run.context.validation_focus.positions
@@ -619,7 +620,7 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     Raises:
         LLMUnusableError: too many of the stage's meta or judge calls failed.
     """
-    started, before = time.perf_counter(), run.usage()
+    started, before = time.perf_counter(), run.stage_start()
     why = _cross_fit_skip(run.context, base)
     wrong = [] if why else _still_wrong(run.context, base)
     if not why and not wrong:

@@ -196,7 +196,7 @@ class SearchRun:
         InsufficientDataError, AnnotationError: from the split (before any LLM call).
     """
 
-    __slots__ = ("context", "final_choice", "state", "tally")
+    __slots__ = ("context", "final_choice", "replayed", "state", "tally")
 
     def __init__(
         self,
@@ -265,6 +265,9 @@ class SearchRun:
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.tally = FailureTally(max_failure_rate=config.max_failure_rate, step="the run")
         self.final_choice: dict[str, Any] = {}
+        #: After a resume: the interrupted step's calls (answered, cached or failed), which the
+        #: journal replays instead of sending; :meth:`stage_start` gives them to their stage.
+        self.replayed = Usage()
 
     # --- steps and the failure policy ------------------------------------------------------------
     def begin_step(self, step: str, *, count_parse: bool = False) -> None:
@@ -363,6 +366,14 @@ class SearchRun:
         for client, before in zip(ctx.clients, ctx.usage_start):
             total = total + (client.usage - before)
         return total
+
+    def stage_start(self) -> Usage:
+        """The usage a pipeline stage starting now counts from: the run's so far, less the calls
+        of the step a resume interrupted (:attr:`replayed`, counted once): the first stage to
+        start after a resume is the one that was interrupted, and the journal replays those
+        calls instead of sending them, so without this its figures would leave them out."""
+        before, self.replayed = self.usage() - self.replayed, Usage()
+        return before
 
     def elapsed(self) -> float:
         """Wall-clock seconds spent on this run, including before a resume."""

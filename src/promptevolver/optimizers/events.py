@@ -15,7 +15,7 @@ Kinds and their ``data``:
 * ``llm_call`` — ``operation``, ``calls`` (LLM calls of the run so far, resumed part included),
   ``bound`` (the cost model's upper bound on the run's calls, never below ``calls``); only emitted
   when there is a callback
-* ``stage_start`` — ``stage`` (``distill``, ``examples``, ``cross_fit``) — the distill-first
+* ``stage_start`` — ``stage`` (``distill``, ``verify``, ``examples``, ``cross_fit``) — the distill-first
   pipeline (``strategy: auto``/``distill``)
 * ``stage_end`` — ``stage`` and ``candidates`` (the distilled rungs' ids) or ``chosen`` (the verified
   choice's id, after ``verify``)
