@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
 from promptevolver.llm import OpenAIClient, SimulatedJudgeLLM
@@ -67,6 +69,30 @@ def test_waves_count_the_longest_chain_of_calls_that_waited_for_each_other() -> 
     assert waves([(0, 1), (0, 1), (0.5, 1.5)]) == 1  # all in flight together
     assert waves([(0, 1), (1, 2), (2, 3)]) == 3  # one after another
     assert waves([(0, 1), (0, 1), (1, 2), (1.5, 2.5), (3, 4)]) == 3
+    assert waves([(5, 5), (5, 7)]) == 1  # a call of no duration did not hold up one begun with it
+    assert waves([(0, 0), (0, 0), (1, 1)]) == 2  # latency 0: zero-length calls, ties in time
+
+
+@pytest.mark.slow
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(-2, 6)).map(lambda p: (float(p[0]), float(p[0] + p[1]))),
+        max_size=12,
+    )
+)
+def test_waves_take_any_trace(intervals: list[tuple[float, float]]) -> None:
+    """Any trace, ties, calls of no duration and ends before starts (clocks) included: never an
+    error (a latency-0 trace raised KeyError), between 1 and the number of calls, and at least
+    the length of any chain of calls each starting after the previous one ended."""
+    from promptevolver.llm._concurrency import waves
+
+    n = waves(intervals)
+    assert (n == 0) == (not intervals) and n <= len(intervals)
+    chain, last = 0, None  # a chain of calls, each begun after the one before it had ended
+    for s, e in sorted(((s, max(s, e)) for s, e in intervals), key=lambda span: span[1]):
+        if last is None or (s >= last[1] and s > last[0]):
+            chain, last = chain + 1, (s, e)
+    assert n >= chain
 
 
 # --- the shares of one limit take turns (a job of several metrics) ---------------------------------

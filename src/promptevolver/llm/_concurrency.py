@@ -185,15 +185,29 @@ class FairSlots:
 
 def waves(intervals: list[tuple[float, float]]) -> int:
     """The longest chain of calls that had to wait for one another: a call's wave is one more than
-    the highest wave among the calls that had ended before it started. With a fixed latency per
-    call, wall time ≈ waves × latency; calls in flight together share a wave."""
+    the highest wave among the calls that had ended before it started (and had started before
+    it: a call of no duration that began at the same instant did not hold it up). With a fixed
+    latency per call, wall time ≈ waves × latency; calls in flight together share a wave.
+
+    ``intervals``: (start, end) of each call, in seconds on one clock; an end before its start (a
+    clock stepping back) is taken as the start.
+    """
+    spans = [(start, max(start, end)) for start, end in intervals]
+    by_end = sorted(range(len(spans)), key=lambda k: spans[k][1])
     wave_of: dict[int, int] = {}
-    ends = sorted((end, i) for i, (_, end) in enumerate(intervals))
-    ended_max, j = 0, 0
-    for start, i in sorted((start, i) for i, (start, _) in enumerate(intervals)):
-        while j < len(ends) and ends[j][0] <= start:  # those started earlier, so have a wave
-            ended_max = max(ended_max, wave_of[ends[j][1]])
+    ended_max, j, waiting = 0, 0, list[int]()
+    for i in sorted(range(len(spans)), key=lambda k: spans[k][0]):
+        start = spans[i][0]
+        while j < len(by_end) and spans[by_end[j]][1] <= start:
+            waiting.append(by_end[j])
             j += 1
+        began_with_it = []
+        for k in waiting:
+            if spans[k][0] < start:  # began earlier, so it has its wave
+                ended_max = max(ended_max, wave_of[k])
+            else:
+                began_with_it.append(k)
+        waiting = began_with_it
         wave_of[i] = ended_max + 1
     return max(wave_of.values(), default=0)
 
