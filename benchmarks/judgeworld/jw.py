@@ -264,8 +264,18 @@ def start_server(
         cmd += ["--trace", str(run_dir / "trace.jsonl")]
     if max_context_tokens:
         cmd += ["--max-context-tokens", str(max_context_tokens)]
+    return launch(cmd, port_file, log, jw_env(train_frac))
+
+
+def launch(cmd: list[str], port_file: Path, log: Path, env: dict[str, str]) -> Server:
+    """Start the judgeworld server command ``cmd`` (it writes its port to ``port_file``; its
+    output goes to ``log``) and wait until it answers ``/health``.
+
+    Raises:
+        RuntimeError: it exited, or did not answer within ``SERVER_START_TIMEOUT_S`` (killed then).
+    """
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=jw_env(train_frac))
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:

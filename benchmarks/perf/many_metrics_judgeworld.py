@@ -38,14 +38,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.judgeworld.jw import Server, jw_env
+from benchmarks.judgeworld.jw import Server, jw_env, launch
 from promptevolver.llm._concurrency import waves
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 #: The two metrics' names in the joined annotation file (one per generated world).
 NAMES = ("correctness_a", "correctness_b")
-SERVER_START_TIMEOUT_S = 60.0
 
 
 def make_worlds(
@@ -86,25 +85,7 @@ def start_server(
     cmd += ["--port", "0", "--port-file", str(port_file), "--latency-ms", str(latency_ms)]
     cmd += ["--stats-out", str(run_dir / "server-stats.json"), "--trace", str(run_dir / "trace.jsonl")]
     cmd += ["--keep-alive"] if keep_alive else []
-    log = run_dir / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=jw_env(0.5))
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"judgeworld server exited with {proc.returncode}; see {log}")
-        text = port_file.read_text().strip() if port_file.exists() else ""
-        if text:
-            server = Server(proc, int(text), log)
-            try:
-                server.stats()
-                return server
-            except OSError:
-                pass
-        time.sleep(0.1)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"judgeworld server did not start within {SERVER_START_TIMEOUT_S:.0f} s; see {log}")
+    return launch(cmd, port_file, run_dir / "server.log", jw_env(0.5))
 
 
 def write_configs(work: Path, dataset: Path, definitions: dict[str, str], base_url: str) -> dict[str, Path]:
