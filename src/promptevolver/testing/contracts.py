@@ -28,8 +28,10 @@ ship (``tests/llm/test_llm_contract.py``, ``tests/judge/test_metric_contract.py`
   :class:`~promptevolver.errors.AnnotationError` before any call.
 * :class:`LossContract` — what the optimizer relies on from a
   :class:`~promptevolver.evaluation._losses.Loss`: direction, best value, ``worst()`` worse than
-  any score, keyword-only calls, bad input refused with ``ValueError``, order invariance, unit
-  weights equal to none, per-sample quality of shape ``(n,)`` with 1 for a perfect prediction.
+  any score, our keyword call and Ragas' ``(predicted, actual)`` giving the same float, an
+  argument missing or given twice refused with ``TypeError``, bad input with ``ValueError``,
+  order invariance, unit weights equal to none, per-sample quality of shape ``(n,)`` with 1 for a
+  perfect prediction.
 """
 
 from __future__ import annotations
@@ -285,13 +287,31 @@ class LossContract:
         for score in (perfect, wrong):
             assert loss.better(score, loss.worst()), f"worst() {loss.worst()} is not worse than {score}"
 
-    def test_arguments_are_keyword_only(self) -> None:
+    def test_ragas_call_shapes_give_the_same_value(self) -> None:
         loss: Any = self.make_loss()
-        try:
-            loss(self.y_true, self.y_wrong)
-        except TypeError:
-            return
-        raise AssertionError("loss(y_true, y_pred) was accepted positionally (arguments could be swapped)")
+        ours = loss(y_true=self.y_true, y_pred=self.y_wrong)
+        for shape, value in (
+            ("loss(predicted, actual)", loss(list(self.y_wrong), list(self.y_true))),
+            ("loss(predicted=, actual=)", loss(actual=self.y_true, predicted=self.y_wrong)),
+            ("loss(predicted, y_true=)", loss(self.y_wrong, y_true=self.y_true)),
+        ):
+            assert isinstance(value, float), f"{shape} returned a {type(value).__name__}, not a float"
+            assert math.isclose(value, ours, abs_tol=1e-12), f"{shape} gave {value}, y_true=/y_pred= {ours}"
+
+    def test_an_argument_missing_or_given_twice_is_a_type_error(self) -> None:
+        loss: Any = self.make_loss()
+        t, p = self.y_true, self.y_wrong
+        for call, what in (
+            (lambda: loss(p, t, y_true=t), "labels as actual and y_true="),
+            (lambda: loss(p, y_pred=p, y_true=t), "predictions as predicted and y_pred="),
+            (lambda: loss(y_true=t), "no predictions"),
+            (lambda: loss(p), "no labels"),
+        ):
+            try:
+                call()
+            except TypeError:
+                continue
+            raise AssertionError(f"{what} was accepted (expected TypeError)")
 
     def test_bad_input_is_a_value_error(self) -> None:
         loss = self.make_loss()
