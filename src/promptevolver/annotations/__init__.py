@@ -32,9 +32,10 @@ sample and field; a number is never a string or a boolean, nor a boolean a numbe
 Errors: a missing or malformed file or sample raises
 :class:`~promptevolver.errors.AnnotationError` naming the file, metric, sample index and field
 path (a missing file its subclass :class:`AnnotationFileNotFoundError`, also a
-``FileNotFoundError`` as Ragas raised); so does a key given twice in one JSON object, a label that does not fit the metric's kind,
-a directory given as the file, and nesting too deep to read. An unknown metric name, sample
-field or stratify key raises :class:`AnnotationKeyError`, which is also a ``KeyError``.
+``FileNotFoundError`` as Ragas raised); so does a key given twice in one JSON object, a label
+that does not fit the metric's kind, a directory given as the file, and nesting too deep to read.
+An unknown metric name, sample field or stratify key raises :class:`AnnotationKeyError`, which
+is also a ``KeyError``.
 
 Differences from Ragas, on purpose: sampling methods take ``random_seed`` and never touch the
 global ``random`` state (``random.seed(0)`` does not seed them); ``train_test_split`` is

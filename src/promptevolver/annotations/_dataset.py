@@ -172,8 +172,12 @@ class EvaluationDataset(BaseModel):
         return cls.from_list([{k: v for k, v in row.items() if not _missing(v)} for row in rows])
 
     def to_hf_dataset(self) -> Any:
-        """A Hugging Face ``datasets.Dataset`` (needs datasets)."""
-        return _import("datasets").Dataset.from_list(self.to_list())
+        """A Hugging Face ``datasets.Dataset`` with a column per feature, None where a sample has
+        none (needs datasets). Ragas' took the first sample's fields as the columns and dropped
+        the other samples' silently."""
+        features = self.features()
+        rows = [{name: row.get(name) for name in features} for row in self.to_list()]
+        return _import("datasets").Dataset.from_list(rows)
 
     @classmethod
     def from_hf_dataset(cls, dataset: Any) -> EvaluationDataset:
