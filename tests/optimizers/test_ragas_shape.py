@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
+from promptevolver.evaluation import Loss
 from promptevolver.optimizers import OptimizationResult, Optimizer
 
 from ..helpers import PROMPT, make_dataset, rule_llm
@@ -185,3 +186,34 @@ def test_an_async_subclass_runs_through_the_sync_entry_point() -> None:
 
     ds = make_dataset(12, wrong=2)
     assert Async().optimize(ds, BinaryMetricLoss(), None, None, None, None) == {PROMPT: "12 []"}
+
+
+# --- A loss of one's own in a run ---------------------------------------------------------------
+
+
+def test_a_ragas_style_loss_runs_through_the_optimizer_as_accuracy_does() -> None:
+    class Agreement(Loss):
+        higher_is_better = True
+
+        def __call__(self, predicted: list[float], actual: list[float]) -> float:  # type: ignore[override]
+            return sum(p == a for p, a in zip(predicted, actual)) / len(actual)
+
+    ds = make_dataset(12, wrong=2)
+    runs = []
+    for loss in (Agreement(), BinaryMetricLoss()):
+        optimizer = GeneticOptimizer(_metric(), rule_llm(ds, lambda ins, i: 1))
+        runs.append(optimizer.optimize(ds, loss, CONFIG))
+    assert runs[0].scores == runs[1].scores and dict(runs[0]) == dict(runs[1])
+    assert runs[0].loss == {"name": "Agreement", "higher_is_better": True}
+
+
+def test_a_loss_without_a_direction_stops_the_run_before_any_call() -> None:
+    class Agreement(Loss):
+        def __call__(self, predicted: list[float], actual: list[float]) -> float:  # type: ignore[override]
+            return sum(p == a for p, a in zip(predicted, actual)) / len(actual)
+
+    ds = make_dataset(12, wrong=2)
+    llm = rule_llm(ds, lambda ins, i: 1)
+    with pytest.raises(TypeError, match="Agreement declares no direction: set higher_is_better"):
+        GeneticOptimizer(_metric(), llm).optimize(ds, Agreement(), CONFIG)
+    assert llm.usage.total_calls == 0

@@ -233,7 +233,7 @@ class MSELoss(Loss):
 
     Raises:
         ValueError: unknown ``reduction`` (given, set as an attribute, or a subclass's: at
-            construction or at the next call; Ragas silently took ``median`` as the mean).
+            construction or at the next call, as Ragas raised at the call).
     """
 
     higher_is_better = False

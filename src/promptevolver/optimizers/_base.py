@@ -33,7 +33,7 @@ RAGAS_ARGUMENTS: dict[str, tuple[Any, str]] = {
     "run_config": (
         None,
         "Ragas' executor settings are not used: timeouts and retries are the LLM client's "
-        "(timeout=, max_retries=), max_concurrency and random_seed are config keys",
+        "(timeout_s=, max_attempts=), max_concurrency and random_seed are config keys",
     ),
     "batch_size": (None, "not used: config key max_concurrency limits the requests in flight"),
     "with_debugging_logs": (
