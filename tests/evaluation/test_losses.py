@@ -335,3 +335,18 @@ def test_a_subclass_of_a_shipped_loss_overriding_call_keeps_its_own_call() -> No
 
     loss = Counted()
     assert loss([1, 0, 1], [1, 1, 1]) == pytest.approx(2 / 3) and Counted.calls == 1
+
+
+def test_a_pydantic_model_may_hold_a_loss() -> None:
+    """Ragas' ``Loss`` declares a pydantic schema (a config holding a loss); ours accepts any
+    instance as is and refuses anything else."""
+    from pydantic import BaseModel, ValidationError
+
+    class Holder(BaseModel):
+        loss: Loss
+
+    loss = BinaryMetricLoss(metric="f1_score")
+    assert Holder(loss=loss).loss is loss
+    assert isinstance(Holder(loss=RagasStyleFalseNegatives()).loss, RagasStyleFalseNegatives)
+    with pytest.raises(ValidationError, match="instance of Loss"):
+        Holder(loss="accuracy")  # type: ignore[arg-type]

@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
 __all__ = ["BinaryMetricLoss", "Loss", "MSELoss", "loss_label"]
@@ -146,6 +148,12 @@ class Loss(ABC):
         if not math.isfinite(number):
             raise ValueError(f"{type(self).__name__}.__call__ returned {value!r}, not a finite number")
         return number
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """A pydantic model may hold a loss (``loss: Loss``), as Ragas' declares: any instance of
+        the class is accepted as is (Ragas' hook called ``Loss(value)`` and refused every one)."""
+        return core_schema.is_instance_schema(cls)
 
     @property
     def _direction(self) -> bool:
