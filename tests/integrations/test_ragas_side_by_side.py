@@ -21,7 +21,7 @@ from promptevolver import annotations as ours_schema
 from promptevolver import evaluation as ours_losses
 from promptevolver import optimizers as ours_optimizers
 
-from ..conftest import AC_FILE
+from ..conftest import AC_FILE, DATA
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 pytest.importorskip(
@@ -149,6 +149,21 @@ def test_missing_metric_and_llm_give_ragas_messages_in_ragas_order() -> None:
 # --- Annotations -----------------------------------------------------------------------------------
 
 
+#: Every metric of the bundled Ragas files (Ragas' documentation data).
+METRICS = [("edited_chain_runs.json", "answer_correctness"), ("annotated_data.json", "helpfulness")]
+
+
+@pytest.fixture(params=METRICS, ids=[m for _, m in METRICS])
+def loaded(request: pytest.FixtureRequest) -> tuple[Any, Any]:
+    """The same metric's annotations loaded by Ragas and by promptevolver."""
+    file, metric = request.param
+    path = DATA / file
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ours_schema.UnusableSamplesWarning)
+        ours_set = ours_schema.MetricAnnotation.from_json(path, metric_name=metric)[metric]
+    return ragas_schema.MetricAnnotation.from_json(str(path), metric_name=metric)[metric], ours_set
+
+
 def _loaded() -> tuple[Any, Any]:
     ragas_set = ragas_schema.MetricAnnotation.from_json(str(AC_FILE), metric_name=None)["answer_correctness"]
     return ragas_set, ours_schema.SingleMetricAnnotation.from_json(AC_FILE)
@@ -158,8 +173,8 @@ def _inputs(samples: Any) -> list[dict[str, Any]]:
     return [dict(s.metric_input) for s in samples]
 
 
-def test_slices_concatenate_to_the_same_samples() -> None:
-    ragas_set, ours_set = _loaded()
+def test_slices_concatenate_to_the_same_samples(loaded: tuple[Any, Any]) -> None:
+    ragas_set, ours_set = loaded
     assert isinstance(ragas_set[0:2] + ragas_set[3:4], list)
     assert _inputs(ours_set[0:2] + ours_set[3:4]) == _inputs(ragas_set[0:2] + ragas_set[3:4])
     assert _inputs([ours_set[5]] + ours_set[0:1]) == _inputs([ragas_set[5]] + ragas_set[0:1])
@@ -169,8 +184,8 @@ def test_slices_concatenate_to_the_same_samples() -> None:
     assert _inputs(accepted) == _inputs(ragas_set.filter(lambda s: s.is_accepted))
 
 
-def test_prompt_annotations_match_and_an_absent_prompt_is_empty_on_both() -> None:
-    ragas_set, ours_set = _loaded()
+def test_prompt_annotations_match_and_an_absent_prompt_is_empty_on_both(loaded: tuple[Any, Any]) -> None:
+    ragas_set, ours_set = loaded
     ragas_grouped, ours_grouped = ragas_set.get_prompt_annotations(), ours_set.get_prompt_annotations()
     assert sorted(ragas_grouped) == sorted(ours_grouped)
     for name in ragas_grouped:
@@ -185,8 +200,8 @@ def test_a_missing_file_is_a_file_not_found_error_on_both(tmp_path: Path) -> Non
         ours_schema.MetricAnnotation.from_json(tmp_path / "absent.json", metric_name=None)
 
 
-def test_evaluation_datasets_offer_ragas_methods_and_agree_on_the_annotations() -> None:
-    ragas_set, ours_set = _loaded()
+def test_evaluation_datasets_offer_ragas_methods_and_agree(loaded: tuple[Any, Any]) -> None:
+    ragas_set, ours_set = loaded
     ragas_ds, ours_ds = ragas_set.to_evaluation_dataset(), ours_set.to_evaluation_dataset()
     public = {n for n in dir(ragas_ds) if not n.startswith("_")}
     assert sorted(n for n in public if not hasattr(ours_ds, n)) == []
