@@ -283,3 +283,25 @@ def test_examples_that_teach_win_cross_validated_and_the_refit_carries_them():
     judged_by = {int(p): c for p, c in result.final_choice["judged_by"].items()}
     lineage = {c["id"]: c for c in result.lineage}
     assert all(lineage[c]["examples"] == "retrieval" for c in judged_by.values() if c != 0)
+
+
+def test_when_every_correction_teaches_no_general_lesson_the_seed_is_kept_at_the_seed_s_calls():
+    """The ladder learning from every correction made no rung (here: a prompt engineer that finds
+    lessons only in a fold's share of the corrections): there is no refit to choose, the folds'
+    candidates are not judged, no search runs, and the seed is judged once for its figure."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    meta = world.meta
+
+    def few_only(request: LLMRequest) -> str:
+        shown = len(re.findall(r"about \w+", request.messages[-1].content))
+        if request.operation == "feedback" and shown > 6:  # every correction at once: nothing general
+            return json.dumps({"feedback": []})
+        return meta(request)
+
+    world.meta = few_only  # type: ignore[method-assign]
+    result = _optimize(ds, world)
+    ladders = result.stages["distill"]["ladders"]
+    assert ladders["all"] == [] and any(ladders[f] for f in ("0", "1"))
+    assert result.best_id == 0 and "made no rung" in result.final_choice["why"]
+    assert result.usage["llm_calls"]["judge"] == len(ds) and not result.stages["search"]["ran"]

@@ -715,10 +715,13 @@ async def _examples_cross_validated(
     if policies and not tops:
         policies, why = [], "the seed was kept: no fold candidate to judge examples with"
     if policies and ctx.config.examples.policy == "auto":
-        policies, why = [], (
-            "small data: example policies are cross-validated only when one is asked for "
-            "(optimizer.examples.policy static or retrieval): judged with the folds' candidates, which "
-            "learned from fewer corrections than the refit, a policy shows gains the refit does not have"
+        policies, why = (
+            [],
+            (
+                "small data: example policies are cross-validated only when one is asked for "
+                "(optimizer.examples.policy static or retrieval): judged with the folds' candidates, which "
+                "learned from fewer corrections than the refit, a policy shows gains the refit does not have"
+            ),
         )
     if policies:
         policies, why = _gate(ctx, policies, why, refit.errors(ctx, cv))
@@ -1032,6 +1035,12 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     stage = run.state.stages.get("distill", {})
     unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
     refit = verified.cross_validated is not None
+    ladders = stage.get("ladders", {})
+    if run.context.refit and "all" in ladders and not ladders["all"] and stops.get("all") == "converged":
+        return False, (
+            "not warranted: the ladder learning from every correction converged without a general "
+            "lesson (what is left are one-sample lessons and noise)"
+        )
     if verified.is_seed:
         why = (
             "the cross-validated recipe hurt, so the seed was kept"

@@ -46,8 +46,9 @@ REGIME = "cross-validated"
 
 def has_refit(ctx: RunContext, ladder_ids: Mapping[str, Sequence[int]]) -> bool:
     """Whether the run verifies by cross-validation: it refits (:attr:`RunContext.refit`) and the
-    refit ladder (``ladder_ids["all"]``, the distillation stage's record) made at least one rung."""
-    return ctx.refit and bool(ctx.folds) and bool(ladder_ids.get("all"))
+    distillation climbed the refit ladder (``ladder_ids["all"]``, the stage's record; it may hold
+    no rung: then the seed is judged alone and kept)."""
+    return ctx.refit and bool(ctx.folds) and "all" in ladder_ids
 
 
 def fold_positions(ctx: RunContext) -> dict[int, list[int]]:
@@ -99,7 +100,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
     weights = ctx.train_focus.weight_array(ctx.train)
     confidence = ctx.config.confidence
     deepest = max((len(r) for r in folds.values()), default=0)
-    tops = {f: rungs[-1] for f, rungs in folds.items() if rungs}
+    tops = {f: rungs[-1] for f, rungs in folds.items() if rungs} if refit else {}
     items = [(seed, list(ctx.train)), *((c, positions[f]) for f, c in tops.items())]
     scores = await run.judge_each(items, "train")
     seed.train = scores[0]
@@ -136,6 +137,16 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
             return True
         return 1.0 - row["p_better"] >= confidence
 
+    if not refit:  # every correction taught no general lesson: the seed, judged for its figure only
+        stop = run.state.stages.get("distill", {}).get("stop", {}).get("all", "n/a")
+        why = (
+            f"the ladder learning from every correction made no rung (it stopped: {stop}), so there is "
+            "no refit to choose; the folds' candidates were not judged"
+        )
+        return seed, {
+            **_record(ctx, seed, rows, None, why),
+            "judged_by": {str(p): seed.id for p in ctx.train},
+        }
     cv, row = evaluate(None)
     depth: int | None = None
     if hurts(row):
