@@ -503,6 +503,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.runs._evaluate import (
         learned_from_validation,
         other_metric,
+        refit_on_every_sample,
         run_of,
         score_instructions,
         validation_positions,
@@ -513,7 +514,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     instructions = rundir.load_instructions(args.instructions)
     run_dir = run_of(args.instructions, args.run)
-    split = args.split or ("validation" if run_dir is not None else "all")
+    refit = refit_on_every_sample(run_dir, instructions) if run_dir is not None else None
+    split = args.split or ("validation" if run_dir is not None and refit is None else "all")
+    if refit is not None and split == "all":
+        warnings.warn(refit, stacklevel=1)
+    elif refit is not None:
+        raise UsageError(f"--split validation: {refit}; --split all scores every usable sample")
     if split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
     if split == "all" and run_dir is not None and (mismatch := other_metric(run_dir, config)):
