@@ -39,13 +39,16 @@ from promptevolver.errors import AnnotationError
 
 __all__ = [
     "LABEL_KINDS",
+    "LabelChoice",
     "LabelKind",
     "LabelScale",
+    "LabelSpace",
     "check_inputs",
     "check_label_values",
     "check_labels",
     "check_recorded_verdicts",
     "infer_kind",
+    "label_space",
     "unusable_samples",
 ]
 
@@ -80,6 +83,78 @@ class LabelScale:
     def value_range(self) -> tuple[float, float] | None:
         """``(low, high)``, or None when any finite number fits."""
         return None if self.low is None or self.high is None else (self.low, self.high)
+
+
+@dataclass(frozen=True)
+class LabelChoice:
+    """One label a human can give: its ``value`` (as the annotation file stores it), its ``name``
+    on a page, and the ``key`` that gives it on a keyboard (one character)."""
+
+    value: float
+    name: str
+    key: str
+
+
+@dataclass(frozen=True)
+class LabelSpace:
+    """What labels a human can give for a metric: the one answer a review page (and anything else
+    that asks a human for a label) reads, from the judge's :class:`LabelScale`
+    (:func:`label_space`).
+
+    Attributes:
+        kind: ``"binary"`` (a verdict, 0 or 1) or ``"score"`` (a number on a scale).
+        choices: the labels to choose from, in order (a verdict's two; a discrete scale's levels,
+            lowest first); empty when any number in ``[low, high]`` is a label.
+        low, high: the closed range of a score (None for a verdict, or a scale without a range).
+    """
+
+    kind: Literal["binary", "score"]
+    choices: tuple[LabelChoice, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+    def contains(self, value: object) -> bool:
+        """Whether ``value`` is a label of this space (a number, never a boolean or a string)."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            return False
+        if self.choices:
+            return any(value == c.value for c in self.choices)
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``kind``, ``choices`` (``value``, ``name``, ``key`` each), ``low``, ``high``."""
+        return {
+            "kind": self.kind,
+            "choices": [{"value": c.value, "name": c.name, "key": c.key} for c in self.choices],
+            "low": self.low,
+            "high": self.high,
+        }
+
+
+#: Most levels a discrete scale lists as choices; a longer one is a range.
+_MOST_CHOICES = 10
+
+
+def label_space(scale: LabelScale, *, levels: Sequence[float] | None = None) -> LabelSpace:
+    """The labels a human can give on ``scale``: 0 and 1 for a binary one (keys ``1`` and ``0``);
+    for a numeric one its ``levels`` as choices when given (at most ten: keys ``1``…``9``, ``0``,
+    or the level itself where every level is a digit), else any number in its range.
+
+    Raises:
+        ValueError: more than ten levels, or a level outside the scale's range.
+    """
+    if scale.kind == "binary":
+        return LabelSpace("binary", (LabelChoice(1.0, "1 (yes)", "1"), LabelChoice(0.0, "0 (no)", "0")))
+    if not levels:
+        return LabelSpace("score", (), scale.low, scale.high)
+    if len(levels) > _MOST_CHOICES:
+        raise ValueError(f"at most {_MOST_CHOICES} levels are choices, got {len(levels)}")
+    if scale.value_range and not all(scale.low <= v <= scale.high for v in levels):  # type: ignore[operator]
+        raise ValueError(f"levels {list(levels)} are not all within [{scale.low}, {scale.high}]")
+    digits = all(float(v).is_integer() and 0 <= v <= 9 for v in levels)
+    keys = [str(int(v)) for v in levels] if digits else [str((i + 1) % 10) for i in range(len(levels))]
+    choices = tuple(LabelChoice(float(v), f"{float(v):g}", k) for v, k in zip(levels, keys))
+    return LabelSpace("score", choices, scale.low, scale.high)
 
 
 def _present(outputs: Sequence[float], targets: Sequence[float | None]) -> list[float]:
