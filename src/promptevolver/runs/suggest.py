@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -53,7 +53,17 @@ from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._selection import front_rows
 from promptevolver.runs import _suggest_rank as rank
 
-__all__ = ["Member", "Suggestion", "Suggestions", "asuggest", "committee_of", "suggest"]
+__all__ = [
+    "ChosenJudge",
+    "Member",
+    "Suggestion",
+    "Suggestions",
+    "ajudge_chosen",
+    "asuggest",
+    "committee_of",
+    "judge_chosen",
+    "suggest",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -95,6 +105,7 @@ class Suggestion:
         reasks: the chosen judge's other answers (re-asks, ensemble judges).
         nearest_annotated: ``{"index", "cosine"}`` of the most similar annotated sample (its
             position in the run's annotation file), or None.
+        reason: the chosen judge's reason for its verdict (None: not judged, or failed).
     """
 
     rank: int
@@ -107,6 +118,7 @@ class Suggestion:
     verdicts: dict[str, float | None]
     reasks: list[float]
     nearest_annotated: dict[str, float] | None
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON line: every attribute, ``metric_input`` and ``score`` first."""
@@ -114,6 +126,7 @@ class Suggestion:
             "metric_input": self.metric_input,
             "score": round(self.score, 6),
             "why": self.why,
+            "reason": self.reason,
             "rank": self.rank,
             "index": self.index,
             "informativeness": round(self.informativeness, 6),
@@ -230,6 +243,7 @@ async def asuggest(
         _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i])
         for r, (i, g) in enumerate(picked, 1)
     ]
+    out = [replace(s, reason=_reason(judge.done.get((0, s.index, 0)))) for s in out]
     return Suggestions(
         suggestions=out,
         committee=committee,
@@ -241,6 +255,69 @@ async def asuggest(
         already_annotated=sum(d is not None for d in duplicates),
         llm=_llm_words(config),
         usage=llm.usage.to_dict(),
+    )
+
+
+def _reason(judgement: Judgement | None) -> str | None:
+    return None if judgement is None or judgement.failed else judgement.reason
+
+
+@dataclass(frozen=True)
+class ChosenJudge:
+    """A finished run's chosen judge and what it said of some traces (:func:`ajudge_chosen`).
+
+    Attributes:
+        metric: the run's judge (its prompts named as in the run's annotation file).
+        judgements: one per trace, in order (a failed one carries its cause).
+        binary: whether its verdicts are 0/1.
+        llm: which LLM answered, in words (the simulated one is named as such).
+        simulated: whether that is the simulated LLM (``llm.provider: fake``).
+        judge_calls: answered LLM calls made (cache hits excluded).
+    """
+
+    metric: Metric
+    judgements: list[Judgement]
+    binary: bool
+    llm: str
+    simulated: bool
+    judge_calls: int
+
+
+async def ajudge_chosen(
+    run_dir: str | Path,
+    traces: Sequence[Mapping[str, Any]],
+    *,
+    edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> ChosenJudge:
+    """The verdict and reason of the run's chosen instructions on each of ``traces`` (metric
+    inputs), with the run's judge and LLM, as :func:`asuggest` judges a pool (one call each when
+    the answer parses; the run's cache answers what it holds).
+
+    Raises:
+        RunDirError, ConfigError, AnnotationError, LLMUnusableError: as :func:`asuggest`.
+    """
+    config = rundir.read_config(run_dir, edit=edit)
+    result = rundir.read_result(run_dir)
+    data = load_dataset(config)
+    prompt = resolve_prompt(config, data).rename
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
+    for i, trace in enumerate(traces):
+        _shown(metric, trace, "the items to review", i)
+    llm = build_llm(
+        config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed, prompt_name=prompt
+    )
+    judge = _Judge(metric, llm, traces, None, config.llm.max_concurrency)
+    if traces:
+        await preflight(llm)
+    chosen = _instructions(int(result.get("best_id", 0)), {}, result)
+    await judge.run([(chosen, 0, t, 0, None) for t in range(len(traces))])
+    return ChosenJudge(
+        metric=metric,
+        judgements=[judge.done[(0, t, 0)] for t in range(len(traces))],
+        binary=config.metric.is_binary,
+        llm=_llm_words(config),
+        simulated=config.llm.provider == "fake",
+        judge_calls=llm.usage.judge_calls,
     )
 
 
@@ -263,6 +340,9 @@ def _synchronous(function: Callable[P, Coroutine[Any, Any, T]], name: str) -> Ca
 #: The ``n`` traces of ``pool`` whose human labels would teach the run's judge most: :func:`asuggest`
 #: run to completion (same arguments and result).
 suggest = _synchronous(asuggest, "suggest")
+
+#: The run's chosen judge on some traces: :func:`ajudge_chosen` run to completion.
+judge_chosen = _synchronous(ajudge_chosen, "judge_chosen")
 
 
 def _check_args(n: int, max_calls: int | None, reasks: int, committee_size: int, diversity: float) -> None:
