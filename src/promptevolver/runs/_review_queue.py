@@ -231,7 +231,7 @@ class ReviewQueue:
             if item.label is None:
                 return item.id
         dated = [(item.label or {}).get("at") or "" for item in self.items]
-        latest = max(range(len(dated)), key=lambda i: (dated[i], -i))
+        latest = max(range(len(dated)), key=lambda i: (dated[i], i))  # same second: the later item
         return self.items[(latest + 1) % len(self.items) if dated[latest] else 0].id
 
     def status(self) -> dict[str, Any]:
