@@ -1,6 +1,6 @@
-"""Human labels written into annotation files (a review page's writes) and the label space a human
-chooses from: every written file loads with the standard loader and gives the label that was
-given, in whatever shape the file was, with every other key kept."""
+"""Human labels written into annotation files (a review page's writes): every written file loads
+with the standard loader and gives the label that was given, in whatever shape the file was, with
+every other key kept."""
 
 from __future__ import annotations
 
@@ -18,10 +18,7 @@ from promptevolver.annotations._labelling import (
     new_sample,
     recorded_label,
 )
-from promptevolver.annotations._labels import LabelScale, LabelSpace, label_space
 from promptevolver.errors import AnnotationError
-from promptevolver.judge import AspectCritic, RubricJudge
-from promptevolver.judge._protocol import label_space_of
 
 PROMPT = "single_turn_aspect_critic_prompt"
 BINARY = LabelTarget(PROMPT, "verdict", binary=True)
@@ -205,26 +202,3 @@ def test_an_invalid_sample_is_refused_naming_it(tmp_path):
     with pytest.raises(AnnotationError, match="holds 2 metrics"):
         _write(path, {"a": [], "b": []})
         AnnotationDocument.open(path)
-
-
-# --- the label space -------------------------------------------------------------------------------
-
-
-def test_the_label_space_of_each_judge():
-    binary = label_space_of(AspectCritic(name="m", definition="d"))
-    assert binary is not None and binary.kind == "binary"
-    assert [(c.value, c.key) for c in binary.choices] == [(1.0, "1"), (0.0, "0")]
-    rubric = label_space_of(RubricJudge(name="r", definition="d", score_range=(1, 5)))
-    assert rubric is not None and [c.key for c in rubric.choices] == ["1", "2", "3", "4", "5"]
-    assert rubric.contains(3.0) and not rubric.contains(3.5) and not rubric.contains(True)
-    wide = label_space_of(RubricJudge(name="r", definition="d", score_range=(0, 100), discrete=False))
-    assert wide is not None and wide.choices == () and (wide.low, wide.high) == (0.0, 100.0)
-    assert wide.contains(37.5) and not wide.contains(101) and not wide.contains("5")
-
-
-def test_levels_beyond_digits_get_keys_in_order():
-    space = label_space(LabelScale("numeric", 10.0, 14.0), levels=(10.0, 11.0, 12.0, 13.0, 14.0))
-    assert [c.key for c in space.choices] == ["1", "2", "3", "4", "5"]
-    with pytest.raises(ValueError, match="at most 10 levels"):
-        label_space(LabelScale("numeric", 0.0, 20.0), levels=tuple(float(v) for v in range(21)))
-    assert LabelSpace("binary").to_dict()["kind"] == "binary"

@@ -25,7 +25,14 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.cli import main
 from promptevolver.config._build import load_dataset
 from promptevolver.runs._review import ReviewServer, page_html
-from promptevolver.runs._review_queue import ReviewConflict, ReviewError, ReviewQueue, build_queue
+from promptevolver.runs._review_queue import (
+    ReviewConflict,
+    ReviewError,
+    ReviewQueue,
+    build_queue,
+    fits,
+    page_labels,
+)
 
 from ..conftest import AC_FILE
 
@@ -113,7 +120,7 @@ def _loaded(path: Path) -> SingleMetricAnnotation:
 
 def test_a_label_is_in_the_file_in_ragas_format_the_moment_it_is_given(ac_copy):
     queue = build_queue(ac_copy)
-    assert queue.space.kind == "binary" and len(queue.items) == 18
+    assert queue.scale.kind == "binary" and len(queue.items) == 18
     item = queue.items[3]
     flipped = 1.0 - item.judge["verdict"]
     queue.label(
@@ -134,7 +141,7 @@ def test_labels_the_metric_cannot_hold_are_refused_and_nothing_is_written(ac_cop
     before = ac_copy.read_bytes()
     item = queue.items[0].id
     for body, message in [
-        ({"verdict": 0.5, "annotator": "ana"}, "not a label of this metric; labels: 1, 0"),
+        ({"verdict": 0.5, "annotator": "ana"}, "not a label of this metric; labels: 0 (no), 1 (yes)"),
         ({"verdict": True, "annotator": "ana"}, "not a label"),
         ({"verdict": "1", "annotator": "ana"}, "not a label"),
         ({"verdict": 1}, "annotator must be a name"),
@@ -256,7 +263,9 @@ def test_a_rubric_file_offers_its_levels_and_writes_scores(tmp_path):
     path = tmp_path / "rubric.json"
     path.write_text(json.dumps({"helpfulness": samples}))
     queue = build_queue(path)
-    assert queue.space.kind == "score" and [c.value for c in queue.space.choices] == [1, 2, 3, 4, 5]
+    labels = page_labels(queue.scale)
+    assert labels["kind"] == "numeric" and labels["step"] == 1
+    assert [(c["value"], c["key"]) for c in labels["choices"]] == [(v, str(v)) for v in (1, 2, 3, 4, 5)]
     queue.label(queue.items[1].id, {"verdict": 4, "reason": "better than that", "annotator": "ana"})
     loaded = SingleMetricAnnotation.from_json(str(path), kind="numeric")
     assert loaded.labels() == [1.0, 4.0, 5.0, 2.0] and loaded.samples[1].target == 4
@@ -470,3 +479,29 @@ def _get_items(url: str) -> list[dict[str, Any]]:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def test_the_page_offers_the_label_space_of_every_scale_with_a_key_each():
+    from promptevolver.annotations import LabelChoice, LabelScale
+
+    binary = page_labels(LabelScale("binary"))
+    assert [(c["value"], c["name"], c["key"]) for c in binary["choices"]] == [
+        (1.0, "yes", "1"),
+        (0.0, "no", "0"),
+    ]
+    pairwise = LabelScale(
+        "nominal", choices=(LabelChoice(1, "a"), LabelChoice(0, "b"), LabelChoice(0.5, "tie"))
+    )
+    assert [(c["name"], c["key"]) for c in page_labels(pairwise)["choices"]] == [
+        ("a", "1"),
+        ("b", "2"),
+        ("tie", "3"),
+    ]
+    assert fits(pairwise, 0.5) and not fits(pairwise, 0.25)
+    wide = LabelScale("numeric", 0.0, 100.0, discrete=True)
+    assert page_labels(wide)["choices"] == [] and page_labels(wide)["step"] == 1
+    assert fits(wide, 42) and not fits(wide, 42.5) and not fits(wide, 101)
+    free = LabelScale("numeric", 0.0, 1.0)
+    assert (
+        fits(free, 0.25) and not fits(free, True) and not fits(free, "0.5") and not fits(free, float("nan"))
+    )

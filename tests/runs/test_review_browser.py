@@ -212,7 +212,7 @@ def test_label_by_click_and_by_keyboard_edit_a_reason_reload_and_find_it_all_in_
     browser.refresh()
     _open(browser, browser.current_url)
     assert "Item 1 of 18" in _text(browser, "where")  # the page keeps its place
-    name = "0 (no)" if judge[0] == 1 else "1 (yes)"
+    name = "no (0)" if judge[0] == 1 else "yes (1)"
     assert f"Labelled {name} (rejected) by ana" in _text(browser, "current")
     assert browser.find_element("id", "reason").get_attribute("value") == (
         "The response names Lyon where the reference says Paris."

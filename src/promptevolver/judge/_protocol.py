@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Protocol, runtime_checkable
 
-from promptevolver.annotations._labels import LabelScale, LabelSpace, label_space
+from promptevolver.annotations._labels import LabelScale
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._prompts import Prompt
 from promptevolver.llm._base import LLMClient
 
-__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of", "label_space_of"]
+__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
@@ -203,19 +203,11 @@ class Judge:
 
 def label_scale_of(metric: object) -> LabelScale | None:
     """The metric's declared ``label_scale`` (an ensemble's is its judge's), or None when it
-    declares none (a user's judge may not); then a run keeps the annotations' own kind."""
+    declares none (a user's judge may not); then a run keeps the annotations' own kind.
+
+    The one answer to "what labels can a human give for this metric":
+    ``label_scale_of(metric).label_space()`` (:meth:`LabelScale.label_space
+    <promptevolver.annotations._labels.LabelScale.label_space>`: values and names, e.g. ``a`` /
+    ``b`` / ``tie`` for a pairwise judge; None for a free score in a range)."""
     scale = getattr(metric, "label_scale", None)
     return scale if isinstance(scale, LabelScale) else None
-
-
-def label_space_of(metric: object) -> LabelSpace | None:
-    """What labels a human can give for ``metric`` (:class:`~promptevolver.annotations._labels.LabelSpace`):
-    its :func:`label_scale_of`, with the ``levels`` of a discrete scale as the choices; None when
-    the metric declares no scale. The one answer to "what can a human say here" (a review page's
-    buttons and keys, the check of a label given there)."""
-    scale = label_scale_of(metric)
-    if scale is None:
-        return None
-    inner = getattr(metric, "metric", metric)  # an ensemble: its judge's levels
-    levels = getattr(metric, "levels", None) or getattr(inner, "levels", None)
-    return label_space(scale, levels=levels if isinstance(levels, tuple) else None)

@@ -17,8 +17,10 @@ the file. A file changed by another program since the queue read or last wrote i
 overwritten (:class:`ReviewConflict`). The caller holds the file's lock
 (:func:`promptevolver.rundir.locked_file`) while the queue lives.
 
-The labels a human can give come from the judge (:func:`~promptevolver.judge._protocol.label_space_of`)
-when a run is given, else from the file's values (0/1 verdicts, or the scores seen).
+The labels a human can give come from the one place that answers it, the metric's
+:class:`~promptevolver.annotations._labels.LabelScale` (``label_scale_of(metric).label_space()``):
+the run's judge's when a run is given, else a scale read off the file's values (0/1 verdicts, or
+the scores seen). The page gets them with a key each (:func:`page_labels`).
 """
 
 from __future__ import annotations
@@ -43,12 +45,12 @@ from promptevolver.annotations._labelling import (
     new_sample,
     recorded_label,
 )
-from promptevolver.annotations._labels import LabelScale, LabelSpace, infer_kind, label_space
+from promptevolver.annotations._labels import LabelScale, infer_kind
 from promptevolver.annotations._models import normalize_metric_input, sample_key
 from promptevolver.annotations._pool import read_pool
 from promptevolver.errors import AnnotationError, PromptEvolverError
 from promptevolver.evaluation._agreement import agreement
-from promptevolver.judge._protocol import Judgement, Metric, label_space_of
+from promptevolver.judge import Judgement, Metric, label_scale_of
 
 __all__ = ["ReviewConflict", "ReviewError", "ReviewItem", "ReviewQueue", "build_queue"]
 
@@ -118,7 +120,8 @@ class ReviewQueue:
 
     Attributes:
         document: the file (:class:`~promptevolver.annotations._labelling.AnnotationDocument`).
-        target: where a label goes in a sample. space: the labels a human can give.
+        target: where a label goes in a sample. scale: the metric's labels (its
+            :meth:`~promptevolver.annotations._labels.LabelScale.label_space`: what a human can give).
         items: in queue order. run: the run directory whose chosen judge is shown, or None.
         llm: which LLM answered for the run (None without LLM calls); simulated: the simulated one.
         write: writes the file's text (atomically); replaced in tests.
@@ -126,7 +129,7 @@ class ReviewQueue:
 
     document: AnnotationDocument
     target: LabelTarget
-    space: LabelSpace
+    scale: LabelScale
     items: list[ReviewItem]
     run: Path | None = None
     llm: str | None = None
@@ -209,9 +212,9 @@ class ReviewQueue:
         if unknown:
             raise ReviewError(f"unknown field(s) {unknown}; a label has verdict, reason and annotator")
         value = body.get("verdict")
-        if not self.space.contains(value):
+        if not fits(self.scale, value):
             raise ReviewError(
-                f"verdict {value!r} is not a label of this metric; labels: {_labels(self.space)}"
+                f"verdict {value!r} is not a label of this metric; labels: {_labels(self.scale)}"
             )
         reason = body.get("reason")
         if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
@@ -240,7 +243,7 @@ class ReviewQueue:
         return {
             "file": str(self.path),
             "metric": self.document.metric,
-            "labels": self.space.to_dict(),
+            "labels": page_labels(self.scale),
             "progress": {
                 "labelled": len(labelled),
                 "reviewed": sum(bool((i.label or {}).get("at")) for i in labelled),
@@ -270,13 +273,18 @@ class ReviewQueue:
             return {"n": 0}
         human = [h for h, _ in pairs]
         common, count = Counter(human).most_common(1)[0]
-        binary = self.space.kind == "binary"
-        a = agreement(human, [v for _, v in pairs], binary=binary)
-        out: dict[str, Any] = {
-            "n": a.n,
-            "base_rate": {"label": common, "share": count / len(human)},
-            "positive_share": sum(h == 1.0 for h in human) / len(human) if binary else None,
-        }
+        kind = self.scale.kind
+        binary = kind == "binary"
+        judged = [v for _, v in pairs]
+        if kind == "nominal":  # named classes, in no order: the share of equal labels, Cohen's kappa
+            return {
+                **_base_rate(human, common, count),
+                "accuracy": _share_equal(human, judged),
+                "kappa": _kappa(human, judged),
+            }
+        a = agreement(human, judged, binary=binary)
+        out = _base_rate(human, common, count)
+        out["positive_share"] = sum(h == 1.0 for h in human) / len(human) if binary else None
         if binary:
             out.update(accuracy=a.accuracy, kappa=a.cohen_kappa)
         else:
@@ -284,10 +292,70 @@ class ReviewQueue:
         return out
 
 
-def _labels(space: LabelSpace) -> str:
-    if space.choices:
-        return ", ".join(f"{c.value:g}" for c in space.choices)
-    return f"a number in [{space.low:g}, {space.high:g}]" if space.low is not None else "a number"
+def _base_rate(human: Sequence[float], common: float, count: int) -> dict[str, Any]:
+    return {"n": len(human), "base_rate": {"label": common, "share": count / len(human)}}
+
+
+def _share_equal(human: Sequence[float], judged: Sequence[float]) -> float:
+    return sum(h == j for h, j in zip(human, judged)) / len(human)
+
+
+def _kappa(human: Sequence[float], judged: Sequence[float]) -> float | None:
+    """Cohen's kappa of nominal labels (None when undefined: one class only)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(set(human) | set(judged)) < 2:
+        return None
+    value = float(cohen_kappa_score([str(h) for h in human], [str(j) for j in judged]))
+    return None if math.isnan(value) else value
+
+
+#: Most labels a page offers as buttons with a key each; a longer discrete scale is a number box.
+MOST_KEYS = 10
+
+
+def page_labels(scale: LabelScale) -> dict[str, Any]:
+    """The labels a human can give, as the page shows them: ``kind``, ``choices`` (the scale's
+    :meth:`~promptevolver.annotations._labels.LabelScale.label_space`, each with its ``value``,
+    ``name`` and a keyboard ``key``: the value itself where every value is one digit, else 1…9, 0
+    in order; none for a free score or more than ten levels), ``low``, ``high`` and ``step`` (1 on
+    a discrete scale) for a number box."""
+    space = scale.label_space() or ()
+    if len(space) > MOST_KEYS:
+        space = ()
+    digits = all(float(c.value).is_integer() and 0 <= c.value <= 9 for c in space)
+    keys = [str(int(c.value)) if digits else str((i + 1) % 10) for i, c in enumerate(space)]
+    if scale.kind == "binary":  # yes first, as a judge's question is asked
+        order = sorted(range(len(space)), key=lambda i: -space[i].value)
+        space, keys = tuple(space[i] for i in order), [keys[i] for i in order]
+    return {
+        "kind": scale.kind,
+        "choices": [{"value": c.value, "name": c.name, "key": k} for c, k in zip(space, keys)],
+        "low": scale.low,
+        "high": scale.high,
+        "step": 1 if scale.discrete else None,
+    }
+
+
+def fits(scale: LabelScale, value: object) -> bool:
+    """Whether ``value`` is a label of ``scale``: one of its label space's values, or a number in
+    its range (a whole number on a discrete scale); never a boolean or a string."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return False
+    values = scale.values
+    if values is not None:
+        return value in values
+    if scale.discrete and not float(value).is_integer():
+        return False
+    return scale.value_range is None or scale.value_range[0] <= value <= scale.value_range[1]
+
+
+def _labels(scale: LabelScale) -> str:
+    if scale.values is not None:
+        return ", ".join(f"{v:g} ({scale.name_of(v)})" for v in scale.values)
+    if scale.value_range is not None:
+        return f"a number in [{scale.value_range[0]:g}, {scale.value_range[1]:g}]"
+    return "a number"
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -359,12 +427,12 @@ def build_queue(
             log(f"judging the file's {len(inputs)} samples with the run's chosen instructions")
         chosen = _suggest.judge_chosen(run, inputs, edit=edit)
         metric = chosen.metric
-    space, target = _space_and_target(document, metric, traces)
+    scale, target = _scale_and_target(document, metric)
     items = _items(document, traces, target, chosen, run)
     return ReviewQueue(
         document=document,
         target=target,
-        space=space,
+        scale=scale,
         items=items,
         run=None if run is None else Path(run),
         llm=None if chosen is None else chosen.llm,
@@ -397,32 +465,27 @@ def _from_suggestion(row: Mapping[str, Any], trace: _PoolTrace) -> _PoolTrace:
     return _PoolTrace(trace.metric_input, judge, row.get("why"), rank if isinstance(rank, int) else None)
 
 
-def _space_and_target(
-    document: AnnotationDocument, metric: Metric | None, traces: Sequence[_PoolTrace]
-) -> tuple[LabelSpace, LabelTarget]:
-    """The label space and the label's place: the run's judge's, else read off the file."""
-    if metric is not None:
-        space = label_space_of(metric)
+def _scale_and_target(document: AnnotationDocument, metric: Metric | None) -> tuple[LabelScale, LabelTarget]:
+    """The metric's labels and the label's place in a sample: the run's judge's, else read off
+    the file (0/1 verdicts; else the scores seen, whole numbers a discrete scale)."""
+    if metric is not None and (scale := label_scale_of(metric)) is not None:
         prompts = list(metric.get_prompts())
-        if space is not None:
-            inner = getattr(metric, "metric", metric)  # an ensemble's judge
-            field_name = str(getattr(metric, "LABEL_FIELD", getattr(inner, "LABEL_FIELD", "verdict")))
-            prompt = prompts[0] if len(prompts) == 1 else None
-            return space, LabelTarget(prompt, field_name, space.kind == "binary")  # type: ignore[arg-type]
+        inner = getattr(metric, "metric", metric)  # an ensemble's judge
+        field_name = str(getattr(metric, "LABEL_FIELD", getattr(inner, "LABEL_FIELD", "verdict")))
+        prompt = prompts[0] if len(prompts) == 1 else None
+        return scale, LabelTarget(prompt, field_name, scale.kind == "binary")  # type: ignore[arg-type]
     samples = document.validated
-    binary = infer_kind(samples) == "binary" if samples else True
     prompt_name = next((name for s in samples for name in s.prompts), None)
-    if binary:
-        space = label_space(LabelScale("binary"))
-        return space, LabelTarget(prompt_name or "single_turn_aspect_critic_prompt", "verdict", True)
+    if not samples or infer_kind(samples) == "binary":
+        return LabelScale("binary"), LabelTarget(
+            prompt_name or "single_turn_aspect_critic_prompt", "verdict", True
+        )
     values = sorted({v for s in samples for v in (s.metric_output, s.target) if v is not None and v == v})
-    low, high = values[0], values[-1]
     whole = all(float(v).is_integer() for v in values)
-    levels = tuple(float(v) for v in range(int(low), int(high) + 1)) if whole and high - low < 10 else None
-    space = label_space(LabelScale("numeric", low, high), levels=levels)
+    scale = LabelScale("numeric", values[0], values[-1], discrete=whole)
     fields = {k for s in samples for p in s.prompts.values() for k in (p.prompt_output or {})}
     field_name = "score" if "score" in fields or "verdict" not in fields else "verdict"
-    return space, LabelTarget(prompt_name or "single_turn_simple_criteria_prompt", field_name, False)
+    return scale, LabelTarget(prompt_name or "single_turn_simple_criteria_prompt", field_name, False)
 
 
 def _items(
