@@ -303,7 +303,7 @@ def test_with_a_run_a_plain_pool_comes_in_suggest_order_with_its_why(improved, t
     queue = build_queue(tmp_path / "labels.json", run=improved, pool=pool)
     assert [i.rank for i in queue.items] == list(range(1, 9))
     assert all(i.why and i.judge and i.judge["verdict"] in (0.0, 1.0) for i in queue.items)
-    assert "asked by suggest" in queue.items[0].judge["source"]
+    assert ", by suggest" in queue.items[0].judge["source"]
 
 
 # --- who gets in ---------------------------------------------------------------------------------

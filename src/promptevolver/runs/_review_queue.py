@@ -252,7 +252,7 @@ class ReviewQueue:
             "agreement": {
                 "judge": self._agreement(labelled, lambda i: (i.judge or {}).get("verdict")),
                 "chosen": self._agreement(labelled, lambda i: (i.chosen or {}).get("verdict"))
-                if self.run is not None
+                if any(i.chosen is not None for i in self.items)
                 else None,
             },
             "run": None if self.run is None else str(self.run),
@@ -460,7 +460,7 @@ def _pool_traces(pool: Path, metric_name: str | None) -> list[_PoolTrace]:
 def _from_suggestion(row: Mapping[str, Any], trace: _PoolTrace) -> _PoolTrace:
     verdicts = row.get("verdicts") or {}
     first = next(iter(verdicts.items()), (None, None))
-    judge = {"verdict": first[1], "reason": row.get("reason"), "source": f"{first[0]}, asked by suggest"}
+    judge = {"verdict": first[1], "reason": row.get("reason"), "source": f"{first[0]}, by suggest"}
     rank = row.get("rank")
     return _PoolTrace(trace.metric_input, judge, row.get("why"), rank if isinstance(rank, int) else None)
 
