@@ -15,13 +15,26 @@ Three signals per trace, each in [0, 1]:
 * **novelty**: 1 − the largest TF-IDF cosine similarity of the trace to an already annotated
   sample (scikit-learn's ``TfidfVectorizer`` over the trace's text fields).
 
-A trace's **informativeness** is ``0.4 disagreement + 0.45 instability + 0.15 novelty``
-(:data:`WEIGHTS`); missing signals (a trace the budget left unjudged) count 0. Instability weighs
-most because it is the one signal that points at the chosen judge's own mistakes: where the
-committee disagrees but the chosen judge answers the same every time, it is usually the chosen
-instructions that name a criterion the others lack (in a first measurement on judgeworld w400s1,
-seed 0, the chosen judge was wrong on 1 of 10 such traces and on 6 of 8 unstable ones;
-``benchmarks/judgeworld/suggest.py``). The batch is then
+**The chance the chosen judge is wrong** (:class:`ErrorModel`): the three signals say where a
+label could teach; which of them point at the chosen judge's *mistakes* depends on the judge and
+the LLM (a committee member that disagrees is right about as often as the chosen one in one run,
+and nearly never in another), so suggest learns it from the run's own annotations. On a
+calibration set of annotated samples (the run's held-out ones first) it asks the chosen and the
+runner-up instructions and re-asks the chosen one, as for the pool; a naive Bayes model (each
+feature's error rate shrunk towards the overall one) of "the chosen verdict is wrong" over three
+binned features (the chosen
+verdict, the share of its re-asks that differ from it, whether the runner-up disagrees) then gives
+each pool trace its ``error`` probability. Without a calibration set (no labelled sample could be
+judged within the budget) the trace's error is unknown and the fixed weights below decide.
+
+A trace's **informativeness** is ``0.85 error + 0.15 novelty`` when its error is estimated
+(:data:`ERROR_WEIGHT`), else ``0.4 disagreement + 0.45 instability + 0.15 novelty``
+(:data:`WEIGHTS`); missing signals (a trace the budget left unjudged) count 0. Before the model
+(the first release of suggest), instability weighed most because it is the signal that pointed at
+the chosen judge's own mistakes in a first measurement (judgeworld w400s1, seed 0: wrong on 1 of
+10 traces where only the committee disagreed, on 6 of 8 unstable ones;
+``benchmarks/judgeworld/suggest.py``); the model learns such ratios per run instead
+(``benchmarks/judgeworld/suggest_errors.py``). The batch is then
 picked greedily by maximal marginal relevance (Carbonell and Goldstein, SIGIR 1998): each pick
 maximises ``(1 - diversity) · informativeness - diversity · (largest cosine similarity to a
 trace picked before)``, so near-duplicates do not fill a batch. Each pick's value is its
@@ -36,10 +49,25 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WEIGHTS", "Signals", "TraceVotes", "informativeness", "pick", "signals_of", "similarities", "why"]
+__all__ = [
+    "ERROR_WEIGHT",
+    "WEIGHTS",
+    "ErrorModel",
+    "Signals",
+    "TraceVotes",
+    "differs",
+    "features_of",
+    "informativeness",
+    "pick",
+    "signals_of",
+    "similarities",
+    "why",
+]
 
-#: Weight of each signal in a trace's informativeness (they sum to 1).
+#: Weight of each signal in a trace's informativeness when its error is not estimated (they sum to 1).
 WEIGHTS: Mapping[str, float] = {"disagreement": 0.4, "instability": 0.45, "novelty": 0.15}
+#: Weight of the estimated error in a trace's informativeness (novelty has the rest).
+ERROR_WEIGHT = 0.85
 
 
 @dataclass(frozen=True)
@@ -58,11 +86,14 @@ class TraceVotes:
 
 @dataclass(frozen=True)
 class Signals:
-    """A trace's signals, each in [0, 1], None when not measured (no verdict to compare)."""
+    """A trace's signals, each in [0, 1], None when not measured (no verdict to compare);
+    ``error``: the estimated probability that the chosen verdict is wrong (:class:`ErrorModel`),
+    None without a model."""
 
     disagreement: float | None
     instability: float | None
     novelty: float
+    error: float | None = None
 
 
 def signals_of(votes: TraceVotes, novelty: float, *, binary: bool, scale: float = 1.0) -> Signals:
@@ -81,6 +112,12 @@ def signals_of(votes: TraceVotes, novelty: float, *, binary: bool, scale: float 
     return Signals(disagreement, instability, novelty)
 
 
+def differs(a: float, b: float, *, binary: bool, scale: float = 1.0) -> bool:
+    """Whether two verdicts differ: unequal verdicts, or scores further apart than a tenth of
+    the scale (``scale``: its range; a rubric's levels one apart on a 1–5 scale differ)."""
+    return _distance(a, b, binary, scale) > _TOLERANCE
+
+
 def _distance(a: float, b: float, binary: bool, scale: float) -> float:
     return float(a != b) if binary else min(1.0, abs(a - b) / scale)
 
@@ -92,12 +129,149 @@ def _vote_entropy(verdicts: Sequence[float]) -> float:
 
 
 def informativeness(signals: Signals) -> float:
-    """The weighted sum of the signals (:data:`WEIGHTS`), in [0, 1]; unmeasured ones count 0."""
+    """The weighted sum of the signals, in [0, 1] (see the module docstring): the estimated
+    error and novelty (:data:`ERROR_WEIGHT`), else :data:`WEIGHTS`; unmeasured ones count 0."""
+    if signals.error is not None:
+        return ERROR_WEIGHT * signals.error + (1.0 - ERROR_WEIGHT) * signals.novelty
     return (
         WEIGHTS["disagreement"] * (signals.disagreement or 0.0)
         + WEIGHTS["instability"] * (signals.instability or 0.0)
         + WEIGHTS["novelty"] * signals.novelty
     )
+
+
+#: A trace's features for the error model: feature name → bin (None: not measured).
+Features = Mapping[str, str | None]
+
+
+def features_of(votes: TraceVotes, *, binary: bool, scale: float = 1.0) -> dict[str, str | None]:
+    """The error model's features of one trace: ``verdict`` (the chosen verdict; a score is
+    binned as below or above the middle of its scale unless it is a whole number), ``instability``
+    (``none``, ``some`` (at most half) or ``most`` of the chosen judge's other answers differ from
+    its verdict; None without any) and ``runner_up`` (``agrees`` or ``disagrees``; None when not
+    judged). All None when the chosen instructions gave no verdict."""
+    chosen = votes.verdicts[0] if votes.verdicts else None
+    if chosen is None:
+        return {"verdict": None, "instability": None, "runner_up": None}
+    verdict = (
+        f"{chosen:g}" if binary or float(chosen).is_integer() else ("high" if chosen > scale / 2 else "low")
+    )
+    instability = None
+    if votes.others:
+        share = float(np.mean([differs(chosen, v, binary=binary, scale=scale) for v in votes.others]))
+        instability = "none" if share == 0.0 else ("some" if share <= 0.5 else "most")
+    second = votes.verdicts[1] if len(votes.verdicts) > 1 else None
+    runner_up = (
+        None
+        if second is None
+        else ("disagrees" if _distance(chosen, second, binary, scale) > _TOLERANCE else "agrees")
+    )
+    return {"verdict": verdict, "instability": instability, "runner_up": runner_up}
+
+
+#: Two numbers differ when they are further apart than this share of the scale (a verdict: 0 or 1).
+_TOLERANCE = 0.1
+#: How many calibration samples' worth of weight the overall error rate has in each bin's rate.
+PRIOR_STRENGTH = 2.0
+
+
+#: Bins whose prior error rate is at least 0.5: when a judge's re-asks disagree with its verdict,
+#: that verdict is at best a coin flip (self-consistency: SelfCheckGPT, Manakul et al. 2023); the
+#: calibration samples then say how much worse.
+_COIN_FLIPS = {("instability", "some"), ("instability", "most")}
+
+
+def _logit(p: float) -> float:
+    return float(np.log(p / (1.0 - p)))
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """The probability that the chosen verdict is wrong, from a trace's :func:`features_of`:
+    naive Bayes in odds form, fitted on annotated samples (:meth:`fit`). Each feature's bin moves
+    the odds of the overall error rate by the odds of the error rate in that bin, shrunk towards
+    the overall rate by :data:`PRIOR_STRENGTH` samples: a bin seen rarely moves them little, and
+    one never seen not at all (a plain add-one smoothing would read an unseen bin as evidence of
+    the larger class).
+
+    Attributes:
+        wrong, right: calibration samples the chosen judge got wrong and right.
+        counts: feature → bin → (wrong count, right count).
+    """
+
+    wrong: int
+    right: int
+    counts: Mapping[str, Mapping[str, tuple[int, int]]]
+
+    @classmethod
+    def fit(cls, rows: Sequence[tuple[Features, bool]]) -> ErrorModel | None:
+        """The model of ``(features, chosen verdict wrong)`` rows; None without any row."""
+        measured = [(f, w) for f, w in rows if f.get("verdict") is not None]
+        if not measured:
+            return None
+        counts: dict[str, dict[str, list[int]]] = {}
+        for features, wrong in measured:
+            for name, value in features.items():
+                if value is not None:
+                    cell = counts.setdefault(name, {}).setdefault(value, [0, 0])
+                    cell[0 if wrong else 1] += 1
+        errors = sum(1 for _, w in measured if w)
+        frozen = {n: {b: (c[0], c[1]) for b, c in cells.items()} for n, cells in counts.items()}
+        return cls(errors, len(measured) - errors, frozen)
+
+    def probability(self, features: Features) -> float | None:
+        """P(the chosen verdict is wrong | the measured features), in (0, 1); None when the
+        trace has no chosen verdict."""
+        if features.get("verdict") is None:
+            return None
+        logit = _logit(self._base())
+        for name, value in features.items():
+            if value is not None and name in self.counts:
+                logit += self._log_ratio(name, value)
+        return float(1.0 / (1.0 + np.exp(-logit)))
+
+    def _base(self) -> float:
+        """The chosen judge's error rate on the calibration samples, add-one smoothed."""
+        return (self.wrong + 1) / (self.wrong + self.right + 2)
+
+    def _log_ratio(self, name: str, value: str) -> float:
+        """How much the bin moves the odds of a mistake: the error rate of the calibration samples
+        in the bin, shrunk by :data:`PRIOR_STRENGTH` samples towards the overall rate (towards at
+        least a coin flip for a judge whose re-asks disagree with it, :data:`_COIN_FLIPS`),
+        against the overall rate (a log odds ratio; 0 for a bin no calibration sample fell in,
+        unless it is one of those)."""
+        w, r = self.counts.get(name, {}).get(value, (0, 0))
+        base = self._base()
+        target = max(base, 0.5) if (name, value) in _COIN_FLIPS else base
+        rate = (w + PRIOR_STRENGTH * target) / (w + r + PRIOR_STRENGTH)
+        return _logit(rate) - _logit(base)
+
+    def evidence(self, features: Features) -> str | None:
+        """The strongest feature in words, from the calibration counts, e.g. ``on annotated
+        samples where its re-asks disagreed it was wrong 5 times in 7``; None if none points
+        towards an error."""
+        best: tuple[float, str] | None = None
+        for name, value in features.items():
+            if value is None or name not in self.counts:
+                continue
+            ratio = self._log_ratio(name, value)
+            if ratio > 0 and (best is None or ratio > best[0]):
+                w, r = self.counts.get(name, {}).get(value, (0, 0))
+                where = _feature_words(name, value)
+                best = (ratio, f"on annotated samples where {where} it was wrong {w} times in {w + r}")
+        return None if best is None else best[1]
+
+
+def _feature_words(name: str, value: str) -> str:
+    if name == "instability":
+        return {
+            "none": "its re-asks agreed",
+            "some": "some of its re-asks disagreed",
+            "most": "its re-asks disagreed",
+        }[value]
+    if name == "runner_up":
+        return "the runner-up " + ("disagreed" if value == "disagrees" else "agreed")
+    return f"it said {value}"
 
 
 def similarities(pool_texts: Sequence[str], annotated_texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -152,6 +326,7 @@ def why(
     nearest: tuple[int, float] | None,
     duplicate: int | None = None,
     fmt: Any = None,
+    evidence: str | None = None,
 ) -> str:
     """A human-readable reason, strongest signal first, e.g. ``the two best instructions
     disagree: the chosen (candidate 7) says 0, candidate 4 (finalist) says 1``.
@@ -161,10 +336,15 @@ def why(
         nearest: (annotated sample index, cosine) of the most similar annotated sample, if any.
         duplicate: the index of an annotated sample with the same text, if any.
         fmt: formats a verdict (default: ``0``/``1`` for whole numbers, else 2 decimals).
+        evidence: what the calibration says of the trace's strongest feature
+            (:meth:`ErrorModel.evidence`), said beside its estimated error.
     """
     show = fmt or _fmt
     parts: list[str] = []
     v = votes.verdicts
+    if signals.error is not None:
+        said = f"the chosen judge is wrong here with probability {signals.error:.2f} (estimated"
+        parts.append(f"{said}{'; ' + evidence if evidence else ''})")
     if not v or v[0] is None:
         parts.append("not judged (the --max-calls budget was spent, or the evaluation failed)")
     else:
@@ -176,7 +356,7 @@ def why(
         if signals.instability:
             others = ", ".join(show(x) for x in votes.others)
             parts.append(f"the chosen judge is unstable: it says {show(v[0])}, asked again {others}")
-        if not parts:
+        if len(parts) == (signals.error is not None):
             parts.append(f"every instruction asked agrees ({show(v[0])})")
     parts.append(_novelty(nearest) if duplicate is None else f"already annotated (sample {duplicate})")
     return "; ".join(parts)

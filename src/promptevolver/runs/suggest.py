@@ -149,6 +149,8 @@ class Suggestions:
         failed: evaluations that failed (left out); already_annotated: pool traces whose text equals
             an annotated sample's.
         llm: which LLM answered, in words (the simulated one is named as such).
+        calibration: ``{"samples", "wrong"}``: the annotated samples the error model was fitted on
+            and how many of them the chosen judge got wrong; None without a model.
         usage: the client's usage (:meth:`~promptevolver.llm._base.Usage.to_dict`).
     """
 
@@ -161,6 +163,7 @@ class Suggestions:
     failed: int
     already_annotated: int
     llm: str
+    calibration: dict[str, int] | None = None
     usage: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def summary(self) -> str:
@@ -170,7 +173,15 @@ class Suggestions:
             f"suggested {len(self.suggestions)} of {self.pool_size} traces; committee of "
             f"{len(self.committee)} instructions; {self.judged} traces judged; {self.judge_calls} judge "
             f"calls{bound}; {self.failed} evaluations failed; {self.already_annotated} traces already "
-            f"annotated; LLM: {self.llm}"
+            f"annotated; {self._calibrated()}; LLM: {self.llm}"
+        )
+
+    def _calibrated(self) -> str:
+        if self.calibration is None:
+            return "no error model (no annotated sample judged): fixed signal weights"
+        c = self.calibration
+        return (
+            f"error model fitted on {c['samples']} annotated samples (the chosen judge wrong on {c['wrong']})"
         )
 
 
@@ -184,6 +195,7 @@ async def asuggest(
     reask_temperature: float = 1.0,
     committee_size: int = 6,
     diversity: float = 0.3,
+    calibration: int = 60,
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Suggestions:
     """The ``n`` traces of ``pool`` whose human labels would teach the run's judge most (see the
@@ -199,6 +211,9 @@ async def asuggest(
         reasks: extra answers of the chosen instructions per trace (≥ 0), at ``reask_temperature``.
         committee_size: most committee members (≥ 2).
         diversity: MMR weight of dissimilarity to traces picked before, in [0, 1].
+        calibration: most annotated samples judged to learn which signals point at the chosen
+            judge's mistakes (≥ 0; 0: none, the fixed weights decide;
+            :class:`~promptevolver.runs._suggest_rank.ErrorModel`).
         edit: changes the run's parsed config.yaml before validation (the CLI's ``--set``, e.g.
             another ``llm.base_url``; :func:`promptevolver.rundir.read_config`).
 
@@ -214,6 +229,8 @@ async def asuggest(
         LLMUnusableError: the LLM fails its preflight.
     """
     _check_args(n, max_calls, reasks, committee_size, diversity)
+    if calibration < 0:
+        raise ValueError(f"calibration must be >= 0, got {calibration}")
     config = rundir.read_config(run_dir, edit=edit)
     result = rundir.read_result(run_dir)
     data = load_dataset(config)
@@ -231,16 +248,30 @@ async def asuggest(
     if max_calls != 0:
         await preflight(llm)
     binary, scale = config.metric.is_binary, _scale(config)
-    votes = await _vote(judge, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
+    positions = _calibration_positions(
+        result, data.labels(), calibration, config.effective_optimizer().random_seed
+    )
+    checker = _Judge(
+        metric, llm, [data.samples[p].metric_input for p in positions], max_calls, config.llm.max_concurrency
+    )
+    steps = _Steps(judge, checker, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
+    model = await steps.calibrate([data.labels()[p] for p in positions])
+    votes = await steps.vote(model)
     signals = [
-        rank.signals_of(v, 1.0 - _max(against[i]), binary=binary, scale=scale) for i, v in enumerate(votes)
+        _signals(v, 1.0 - _max(against[i]), model, binary=binary, scale=scale) for i, v in enumerate(votes)
     ]
     picked = rank.pick([rank.informativeness(s) for s in signals], within, n, diversity=diversity)
     labels = [m.label for m in committee]
+
+    def evidence(i: int) -> str | None:
+        return (
+            None if model is None else model.evidence(rank.features_of(votes[i], binary=binary, scale=scale))
+        )
+
     first = {text: i for i, text in reversed(list(enumerate(annotated)))}
     duplicates = [first.get(" ".join(t.split())) for t in shown]
     out = [
-        _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i])
+        _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i], evidence(i))
         for r, (i, g) in enumerate(picked, 1)
     ]
     out = [replace(s, reason=_reason(judge.done.get((0, s.index, 0)))) for s in out]
@@ -251,9 +282,10 @@ async def asuggest(
         judged=sum(v.verdicts[0] is not None for v in votes),
         judge_calls=llm.usage.judge_calls,
         max_calls=max_calls,
-        failed=judge.failed,
+        failed=judge.failed + checker.failed,
         already_annotated=sum(d is not None for d in duplicates),
         llm=_llm_words(config),
+        calibration=None if model is None else {"samples": model.wrong + model.right, "wrong": model.wrong},
         usage=llm.usage.to_dict(),
     )
 
@@ -541,42 +573,114 @@ class _Judge:
         return None if j is None else j.score
 
 
-async def _vote(
-    judge: _Judge,
-    committee: Sequence[Member],
-    against: Any,
-    reasks: int,
-    temperature: float,
-    *,
-    binary: bool,
-    scale: float,
-) -> list[rank.TraceVotes]:
-    """Every trace's votes, judged in the order of the module docstring (step 2)."""
-    n = len(judge.traces)
-    novelty_order = sorted(range(n), key=lambda t: (_max(against[t]), t))  # least like the annotated first
-    await judge.run(
-        [(m.instructions, i, t, 0, None) for t in novelty_order for i, m in enumerate(committee[:2])]
-    )
-    chosen = committee[0].instructions
-    order = _most_informative(judge, committee, 0, binary=binary, scale=scale)
-    await judge.run([(chosen, 0, t, k, temperature) for t in order for k in range(1, reasks + 1)])
-    order = _most_informative(judge, committee, reasks, binary=binary, scale=scale)
-    await judge.run(
-        [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(committee) if i >= 2]
-    )
-    return _votes(judge, committee, reasks)
+class _Steps:
+    """The judge calls of step 2 (module docstring), in order, each as far as the bound allows:
+    the pool's first verdicts, the calibration set, the pool's re-asks, the other members."""
+
+    def __init__(
+        self,
+        judge: _Judge,
+        checker: _Judge,
+        committee: Sequence[Member],
+        against: Any,
+        reasks: int,
+        temperature: float,
+        *,
+        binary: bool,
+        scale: float,
+    ) -> None:
+        self.judge, self.checker, self.committee, self.against = judge, checker, committee, against
+        self.reasks, self.temperature, self.binary, self.scale = reasks, temperature, binary, scale
+        self.first_done = False
+
+    async def calibrate(self, labels: Sequence[float | None]) -> rank.ErrorModel | None:
+        """The error model, fitted on the calibration samples (``labels``: their human labels)
+        the chosen and runner-up instructions judged, with the chosen one's re-asks. Asked after
+        the pool's first verdicts (:meth:`vote` makes them first) and with at most a quarter of
+        ``max_calls``; None when no sample could be judged."""
+        await self._first_verdicts()
+        traces = range(len(self.checker.traces))
+        if not traces:
+            return None
+        room, bound = self.checker.room(), self.checker.max_calls
+        if room is not None and bound is not None:
+            per_sample = (2 + self.reasks) * self.checker.metric.calls_per_evaluation
+            traces = range(min(len(traces), min(room, bound // 4) // per_sample))
+        pairs = self.committee[:2]
+        await self.checker.run([(m.instructions, i, t, 0, None) for t in traces for i, m in enumerate(pairs)])
+        chosen = self.committee[0].instructions
+        await self.checker.run(
+            [(chosen, 0, t, k, self.temperature) for t in traces for k in range(1, self.reasks + 1)]
+        )
+        rows = []
+        for t, votes in enumerate(_votes(self.checker, self.committee[:2], self.reasks)):
+            label = labels[t]
+            if label is None or votes.verdicts[0] is None:
+                continue
+            wrong = rank.differs(votes.verdicts[0], label, binary=self.binary, scale=self.scale)
+            rows.append((rank.features_of(votes, binary=self.binary, scale=self.scale), wrong))
+        return rank.ErrorModel.fit(rows)
+
+    async def _first_verdicts(self) -> None:
+        if self.first_done:
+            return
+        self.first_done = True
+        n = len(self.judge.traces)
+        order = sorted(range(n), key=lambda t: (_max(self.against[t]), t))  # least like the annotated first
+        await self.judge.run(
+            [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(self.committee[:2])]
+        )
+
+    async def vote(self, model: rank.ErrorModel | None) -> list[rank.TraceVotes]:
+        """Every pool trace's votes: first verdicts (if not made yet), re-asks of the chosen
+        instructions, then the other members, the traces most informative so far first."""
+        await self._first_verdicts()
+        chosen = self.committee[0].instructions
+        order = self._most_informative(0, model)
+        await self.judge.run(
+            [(chosen, 0, t, k, self.temperature) for t in order for k in range(1, self.reasks + 1)]
+        )
+        order = self._most_informative(self.reasks, model)
+        await self.judge.run(
+            [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(self.committee) if i >= 2]
+        )
+        return _votes(self.judge, self.committee, self.reasks)
+
+    def _most_informative(self, reasks: int, model: rank.ErrorModel | None) -> list[int]:
+        """The traces with a verdict of the chosen instructions, most informative so far first
+        (ties: file order): where the calls left are spent, so that a trace the budget cuts short
+        is one that looked uninformative, not one that looked informative on fewer verdicts."""
+        votes = _votes(self.judge, self.committee, reasks)
+        value = [
+            rank.informativeness(_signals(v, 0.0, model, binary=self.binary, scale=self.scale)) for v in votes
+        ]
+        judged = (t for t in range(len(votes)) if votes[t].verdicts[0] is not None)
+        return sorted(judged, key=lambda t: (-value[t], t))
 
 
-def _most_informative(
-    judge: _Judge, committee: Sequence[Member], reasks: int, *, binary: bool, scale: float
+def _signals(
+    votes: rank.TraceVotes, novelty: float, model: rank.ErrorModel | None, *, binary: bool, scale: float
+) -> rank.Signals:
+    signals = rank.signals_of(votes, novelty, binary=binary, scale=scale)
+    if model is None:
+        return signals
+    error = model.probability(rank.features_of(votes, binary=binary, scale=scale))
+    return replace(signals, error=error)
+
+
+def _calibration_positions(
+    result: Mapping[str, Any], labels: Sequence[float | None], size: int, seed: int
 ) -> list[int]:
-    """The traces with a verdict of the chosen instructions, most informative so far first (ties:
-    file order): where the calls left are spent, so that a trace the budget cuts short is one that
-    looked uninformative, not one that looked informative on fewer verdicts."""
-    votes = _votes(judge, committee, reasks)
-    value = [rank.informativeness(rank.signals_of(v, 0.0, binary=binary, scale=scale)) for v in votes]
-    judged = (t for t in range(len(votes)) if votes[t].verdicts[0] is not None)
-    return sorted(judged, key=lambda t: (-value[t], t))
+    """Up to ``size`` annotated positions with a human label to fit the error model on: the
+    run's held-out (validation) samples first, then the others, each group in a seeded random
+    order (the run's ``random_seed``)."""
+    labelled = [p for p, label in enumerate(labels) if label is not None]
+    held = set((result.get("split") or {}).get("validation_positions") or [])
+    rng = np.random.default_rng(seed)
+    first = [p for p in labelled if p in held]
+    rest = [p for p in labelled if p not in held]
+    ordered = [first[i] for i in rng.permutation(len(first))] + [rest[i] for i in rng.permutation(len(rest))]
+    return sorted(ordered[:size])
 
 
 def _votes(judge: _Judge, committee: Sequence[Member], reasks: int) -> list[rank.TraceVotes]:
@@ -606,6 +710,7 @@ def _suggestion(
     labels: Sequence[str],
     against: Any,
     duplicate: int | None,
+    evidence: str | None = None,
 ) -> Suggestion:
     nearest = None
     if len(against):
@@ -621,8 +726,16 @@ def _suggestion(
             "disagreement": signals.disagreement,
             "instability": signals.instability,
             "novelty": signals.novelty,
+            "error": signals.error,
         },
-        why=rank.why(votes, signals, labels, nearest=nearest, duplicate=duplicate),
+        why=rank.why(
+            votes,
+            signals,
+            labels,
+            nearest=nearest,
+            duplicate=duplicate,
+            evidence=evidence,
+        ),
         verdicts=dict(zip(labels, votes.verdicts)),
         reasks=list(votes.others),
         nearest_annotated=None if nearest is None else {"index": nearest[0], "cosine": round(nearest[1], 4)},
