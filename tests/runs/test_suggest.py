@@ -78,14 +78,13 @@ def test_without_a_bound_every_trace_is_judged_by_every_member(found):
     assert found.judged == found.pool_size
     assert all(v is not None for s in found.suggestions for v in s.verdicts.values())
     per_trace = len(found.committee) + 2  # members and two re-asks of the chosen
-    assert found.calibration is not None
     calibration = found.calibration["samples"] * (2 + 2)  # chosen, runner-up, two re-asks
     assert found.judge_calls == found.pool_size * per_trace + calibration
 
 
 def test_the_error_model_is_fitted_on_annotated_samples_and_ranks_by_the_chosen_judges_errors(improved, pool):
     found = suggest(improved, pool, n=40, calibration=30)
-    assert found.calibration is not None and found.calibration["samples"] == 30
+    assert found.calibration["samples"] == 30
     errors = [s.signals["error"] for s in found.suggestions]
     assert all(e is not None and 0.0 < e < 1.0 for e in errors)
     assert all(s.why.startswith("the chosen judge is wrong here with probability") for s in found.suggestions)
@@ -94,10 +93,11 @@ def test_the_error_model_is_fitted_on_annotated_samples_and_ranks_by_the_chosen_
     assert values[0] == max(values)  # the first pick is the most informative (MMR starts there)
 
 
-def test_without_calibration_the_fixed_weights_decide(improved, pool):
+def test_without_calibration_the_votes_alone_decide(improved, pool):
     found = suggest(improved, pool, n=5, calibration=0)
-    assert found.calibration is None and all(s.signals["error"] is None for s in found.suggestions)
-    assert "no error model" in found.summary()
+    assert found.calibration["samples"] == 0 and 0 < found.calibration["prior"] <= 0.5
+    assert all(s.signals["error"] is not None for s in found.suggestions)
+    assert "error model from the votes alone" in found.summary()
     with pytest.raises(ValueError, match="calibration must be >= 0"):
         suggest(improved, pool, n=5, calibration=-1)
 
@@ -105,7 +105,7 @@ def test_without_calibration_the_fixed_weights_decide(improved, pool):
 def test_calibration_takes_at_most_a_quarter_of_the_bound(improved, pool):
     found = suggest(improved, pool, n=5, max_calls=200)
     assert found.judge_calls <= 200
-    assert found.calibration is not None and found.calibration["samples"] * 4 <= 200 // 4
+    assert found.calibration["samples"] * 4 <= 200 // 4
 
 
 def test_the_same_run_and_pool_give_the_same_suggestions(improved, pool, found):
@@ -223,7 +223,6 @@ def test_over_http_failed_evaluations_are_counted_never_verdicts(improved, tmp_p
     assert found.failed == 2 and found.judged == len(responses) - 1
     assert by_index[3].signals["instability"] == 1.0  # "maybe" flips at temperature 1.0
     assert "the chosen judge is unstable: it says 1, asked again 0, 0" in by_index[3].why
-    assert found.calibration is not None  # every judged trace has its estimated error
     assert all((s.signals["error"] is None) == (s.index == 2) for s in found.suggestions)
     assert {v for s in found.suggestions for v in s.verdicts.values()} <= {0.0, 1.0, None}
     assert "openai model m" in found.llm

@@ -18,14 +18,17 @@ Three signals per trace, each in [0, 1]:
 **The chance the chosen judge is wrong** (:class:`ErrorModel`): the three signals say where a
 label could teach; which of them point at the chosen judge's *mistakes* depends on the judge and
 the LLM (a committee member that disagrees is right about as often as the chosen one in one run,
-and nearly never in another), so suggest learns it from the run's own annotations. On a
-calibration set of annotated samples (the run's held-out ones first) it asks the chosen and the
-runner-up instructions and re-asks the chosen one, as for the pool; a naive Bayes model (each
-feature's error rate shrunk towards the overall one) of "the chosen verdict is wrong" over three
-binned features (the chosen
-verdict, the share of its re-asks that differ from it, whether the runner-up disagrees) then gives
-each pool trace its ``error`` probability. Without a calibration set (no labelled sample could be
-judged within the budget) the trace's error is unknown and the fixed weights below decide.
+and nearly never in another), so suggest asks the run's own annotations. On a calibration set of
+annotated samples (the run's held-out ones first) it asks the chosen and the runner-up
+instructions and re-asks the chosen one, as for the pool; a naive Bayes model of "the chosen
+verdict is wrong" over two features (the chosen verdict, and how its re-asks and the runner-up
+vote against it: :func:`features_of`) then gives each pool trace its ``error`` probability. Each
+feature's bin starts from a prior rate (the overall one; at least a coin flip where its re-asks
+are split; the others' accuracy where it is outvoted: :func:`_prior_rate`) that the calibration
+samples in the bin move: the calibration set is often the samples the run chose its instructions
+on, where their mistakes are rarer than on new traces, so a few samples must not overrule what
+the votes say. Without a calibration set (no labelled sample could be judged within the budget)
+the trace's error is unknown and the fixed weights below decide.
 
 A trace's **informativeness** is ``0.85 error + 0.15 novelty`` when its error is estimated
 (:data:`ERROR_WEIGHT`), else ``0.4 disagreement + 0.45 instability + 0.15 novelty``
@@ -146,27 +149,31 @@ Features = Mapping[str, str | None]
 
 def features_of(votes: TraceVotes, *, binary: bool, scale: float = 1.0) -> dict[str, str | None]:
     """The error model's features of one trace: ``verdict`` (the chosen verdict; a score is
-    binned as below or above the middle of its scale unless it is a whole number), ``instability``
-    (``none``, ``some`` (at most half) or ``most`` of the chosen judge's other answers differ from
-    its verdict; None without any) and ``runner_up`` (``agrees`` or ``disagrees``; None when not
-    judged). All None when the chosen instructions gave no verdict."""
+    binned as below or above the middle of its scale unless it is a whole number) and ``votes``,
+    how the chosen judge's other answers (its re-asks) and the runner-up instructions stand
+    against its verdict: ``agreed`` (none differs), ``runner-up only`` (only the runner-up
+    differs), ``re-asks split`` (some re-asks differ, but not most of the other answers) or
+    ``outvoted`` (more than half of them differ); None without another answer. All None when the
+    chosen instructions gave no verdict."""
     chosen = votes.verdicts[0] if votes.verdicts else None
     if chosen is None:
-        return {"verdict": None, "instability": None, "runner_up": None}
+        return {"verdict": None, "votes": None}
     verdict = (
         f"{chosen:g}" if binary or float(chosen).is_integer() else ("high" if chosen > scale / 2 else "low")
     )
-    instability = None
-    if votes.others:
-        share = float(np.mean([differs(chosen, v, binary=binary, scale=scale) for v in votes.others]))
-        instability = "none" if share == 0.0 else ("some" if share <= 0.5 else "most")
     second = votes.verdicts[1] if len(votes.verdicts) > 1 else None
-    runner_up = (
-        None
-        if second is None
-        else ("disagrees" if _distance(chosen, second, binary, scale) > _TOLERANCE else "agrees")
-    )
-    return {"verdict": verdict, "instability": instability, "runner_up": runner_up}
+    own = [differs(chosen, v, binary=binary, scale=scale) for v in votes.others]
+    runner = [] if second is None else [differs(chosen, second, binary=binary, scale=scale)]
+    answers = own + runner
+    if not answers:
+        stand = None
+    elif sum(answers) * 2 > len(answers):
+        stand = "outvoted"
+    elif any(own):
+        stand = "re-asks split"
+    else:
+        stand = "runner-up only" if any(runner) else "agreed"
+    return {"verdict": verdict, "votes": stand}
 
 
 #: Two numbers differ when they are further apart than this share of the scale (a verdict: 0 or 1).
@@ -175,10 +182,19 @@ _TOLERANCE = 0.1
 PRIOR_STRENGTH = 2.0
 
 
-#: Bins whose prior error rate is at least 0.5: when a judge's re-asks disagree with its verdict,
-#: that verdict is at best a coin flip (self-consistency: SelfCheckGPT, Manakul et al. 2023); the
-#: calibration samples then say how much worse.
-_COIN_FLIPS = {("instability", "some"), ("instability", "most")}
+def _prior_rate(name: str, value: str, base: float) -> float:
+    """The error rate a bin is shrunk towards: the overall rate ``base``, except where the votes
+    say the chosen verdict is doubtful. Answers of about equal accuracy that disagree with it make
+    it at best a coin flip (``re-asks split``, self-consistency: SelfCheckGPT, Manakul et al.
+    2023), and when more than half of them disagree it is wrong about as often as each of them
+    is right (``outvoted``: the majority of independent answers is right more often than one)."""
+    if name != "votes":
+        return base
+    if value == "outvoted":
+        return max(1.0 - base, 0.5)
+    if value == "re-asks split":
+        return max(base, 0.5)
+    return base
 
 
 def _logit(p: float) -> float:
@@ -188,27 +204,34 @@ def _logit(p: float) -> float:
 @dataclass(frozen=True)
 class ErrorModel:
     """The probability that the chosen verdict is wrong, from a trace's :func:`features_of`:
-    naive Bayes in odds form, fitted on annotated samples (:meth:`fit`). Each feature's bin moves
-    the odds of the overall error rate by the odds of the error rate in that bin, shrunk towards
-    the overall rate by :data:`PRIOR_STRENGTH` samples: a bin seen rarely moves them little, and
-    one never seen not at all (a plain add-one smoothing would read an unseen bin as evidence of
-    the larger class).
+    naive Bayes in odds form (:meth:`fit`). The odds of the overall error rate are moved by each
+    feature's bin: by the odds of the error rate of the calibration samples in that bin, shrunk
+    by :data:`PRIOR_STRENGTH` samples towards the bin's prior rate (:func:`_prior_rate`). A bin
+    seen rarely moves its prior little; with no calibration sample the priors alone decide.
 
     Attributes:
         wrong, right: calibration samples the chosen judge got wrong and right.
         counts: feature → bin → (wrong count, right count).
+        prior: the overall error rate before any calibration sample (the run's own figure).
     """
 
     wrong: int
     right: int
     counts: Mapping[str, Mapping[str, tuple[int, int]]]
+    prior: float = 0.25
 
     @classmethod
-    def fit(cls, rows: Sequence[tuple[Features, bool]]) -> ErrorModel | None:
-        """The model of ``(features, chosen verdict wrong)`` rows; None without any row."""
+    def fit(cls, rows: Sequence[tuple[Features, bool]], *, prior: float = 0.25) -> ErrorModel:
+        """The model of ``(features, chosen verdict wrong)`` rows (rows without a chosen verdict
+        are left out; none: the priors alone), ``prior`` the overall error rate before them,
+        in (0, 1).
+
+        Raises:
+            ValueError: ``prior`` outside (0, 1).
+        """
+        if not 0.0 < prior < 1.0:
+            raise ValueError(f"prior must be in (0, 1), got {prior}")
         measured = [(f, w) for f, w in rows if f.get("verdict") is not None]
-        if not measured:
-            return None
         counts: dict[str, dict[str, list[int]]] = {}
         for features, wrong in measured:
             for name, value in features.items():
@@ -217,7 +240,7 @@ class ErrorModel:
                     cell[0 if wrong else 1] += 1
         errors = sum(1 for _, w in measured if w)
         frozen = {n: {b: (c[0], c[1]) for b, c in cells.items()} for n, cells in counts.items()}
-        return cls(errors, len(measured) - errors, frozen)
+        return cls(errors, len(measured) - errors, frozen, prior)
 
     def probability(self, features: Features) -> float | None:
         """P(the chosen verdict is wrong | the measured features), in (0, 1); None when the
@@ -226,51 +249,53 @@ class ErrorModel:
             return None
         logit = _logit(self._base())
         for name, value in features.items():
-            if value is not None and name in self.counts:
+            if value is not None:
                 logit += self._log_ratio(name, value)
         return float(1.0 / (1.0 + np.exp(-logit)))
 
     def _base(self) -> float:
-        """The chosen judge's error rate on the calibration samples, add-one smoothed."""
-        return (self.wrong + 1) / (self.wrong + self.right + 2)
+        """The overall error rate: the calibration samples' and :attr:`prior`, the latter worth
+        :data:`PRIOR_STRENGTH` samples."""
+        return (self.wrong + PRIOR_STRENGTH * self.prior) / (self.wrong + self.right + PRIOR_STRENGTH)
 
     def _log_ratio(self, name: str, value: str) -> float:
         """How much the bin moves the odds of a mistake: the error rate of the calibration samples
-        in the bin, shrunk by :data:`PRIOR_STRENGTH` samples towards the overall rate (towards at
-        least a coin flip for a judge whose re-asks disagree with it, :data:`_COIN_FLIPS`),
-        against the overall rate (a log odds ratio; 0 for a bin no calibration sample fell in,
-        unless it is one of those)."""
+        in the bin, shrunk by :data:`PRIOR_STRENGTH` samples towards its prior rate
+        (:func:`_prior_rate`), against the overall rate (a log odds ratio)."""
         w, r = self.counts.get(name, {}).get(value, (0, 0))
         base = self._base()
-        target = max(base, 0.5) if (name, value) in _COIN_FLIPS else base
+        target = _prior_rate(name, value, base)
         rate = (w + PRIOR_STRENGTH * target) / (w + r + PRIOR_STRENGTH)
         return _logit(rate) - _logit(base)
 
     def evidence(self, features: Features) -> str | None:
-        """The strongest feature in words, from the calibration counts, e.g. ``on annotated
-        samples where its re-asks disagreed it was wrong 5 times in 7``; None if none points
-        towards an error."""
+        """The feature that points most towards a mistake, in words, with what the calibration
+        samples like it say, e.g. ``its re-asks were split (annotated samples like it: wrong 5
+        times in 7)``; None if none points towards a mistake."""
         best: tuple[float, str] | None = None
         for name, value in features.items():
-            if value is None or name not in self.counts:
+            if value is None:
                 continue
             ratio = self._log_ratio(name, value)
             if ratio > 0 and (best is None or ratio > best[0]):
                 w, r = self.counts.get(name, {}).get(value, (0, 0))
-                where = _feature_words(name, value)
-                best = (ratio, f"on annotated samples where {where} it was wrong {w} times in {w + r}")
+                seen = (
+                    f"annotated samples like it: wrong {w} times in {w + r}"
+                    if w + r
+                    else "no annotated sample like it"
+                )
+                best = (ratio, f"{_feature_words(name, value)} ({seen})")
         return None if best is None else best[1]
 
 
 def _feature_words(name: str, value: str) -> str:
-    if name == "instability":
+    if name == "votes":
         return {
-            "none": "its re-asks agreed",
-            "some": "some of its re-asks disagreed",
-            "most": "its re-asks disagreed",
+            "agreed": "its re-asks and the runner-up agreed",
+            "runner-up only": "only the runner-up disagreed",
+            "re-asks split": "its re-asks were split",
+            "outvoted": "its re-asks and the runner-up outvoted it",
         }[value]
-    if name == "runner_up":
-        return "the runner-up " + ("disagreed" if value == "disagrees" else "agreed")
     return f"it said {value}"
 
 

@@ -11,15 +11,20 @@ checkpoint.json (the judgements behind the Pareto front).
    best train score first), each instruction once, at most ``committee_size``.
 2. **Judge calls**, in this order, each step as far as ``max_calls`` allows: the chosen and the
    runner-up instructions on every trace (traces least like the annotated samples first);
-   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; then the other
-   members. The last two steps take the traces that look most informative so far first, so the
-   calls go where the ranking is decided.
+   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; the same three
+   kinds of answers on up to ``calibration`` annotated samples (the run's held-out ones first;
+   at most a quarter of ``max_calls``), to fit the error model; then the other members. The
+   re-asks and the other members take the traces that look most informative so far first, so
+   the calls go where the ranking is decided.
    A step's evaluations are sent in rounds that fit the calls left even if every answer needs a
    re-ask, and every request passes the budget meter the optimizer uses
    (:class:`~promptevolver.optimizers.strategies._budget.BudgetMeter`): no more than ``max_calls``
    answered calls are made. A failed evaluation is no verdict: it is left out and counted.
-3. **Ranking** (:mod:`promptevolver.runs._suggest_rank`): disagreement, instability and novelty,
-   then a greedy diverse pick (maximal marginal relevance).
+3. **Ranking** (:mod:`promptevolver.runs._suggest_rank`): the estimated chance that the chosen
+   verdict is wrong (how its re-asks and the runner-up vote against it, weighed by what the
+   calibration samples say, from the run's own error rate: :func:`_prior_error`) and novelty,
+   then a greedy diverse pick (maximal marginal relevance); disagreement and instability are
+   reported beside them.
 
 The LLM is the run's (config.yaml ``llm``, cache included). When the run used the simulated LLM
 (``provider: fake``) so does this, over the run's annotations: a trace it has no annotation of gets
@@ -149,8 +154,9 @@ class Suggestions:
         failed: evaluations that failed (left out); already_annotated: pool traces whose text equals
             an annotated sample's.
         llm: which LLM answered, in words (the simulated one is named as such).
-        calibration: ``{"samples", "wrong"}``: the annotated samples the error model was fitted on
-            and how many of them the chosen judge got wrong; None without a model.
+        calibration: ``{"samples", "wrong", "prior"}``: the annotated samples the error model was
+            fitted on, how many of them the chosen judge got wrong, and the error rate it started
+            from (:func:`_prior_error`).
         usage: the client's usage (:meth:`~promptevolver.llm._base.Usage.to_dict`).
     """
 
@@ -163,7 +169,7 @@ class Suggestions:
     failed: int
     already_annotated: int
     llm: str
-    calibration: dict[str, int] | None = None
+    calibration: dict[str, float] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def summary(self) -> str:
@@ -177,11 +183,15 @@ class Suggestions:
         )
 
     def _calibrated(self) -> str:
-        if self.calibration is None:
-            return "no error model (no annotated sample judged): fixed signal weights"
         c = self.calibration
+        if not c:
+            return "no error model"
+        prior = f"prior error rate {c['prior']:.2f}"
+        if not c["samples"]:
+            return f"error model from the votes alone ({prior}; no annotated sample judged)"
         return (
-            f"error model fitted on {c['samples']} annotated samples (the chosen judge wrong on {c['wrong']})"
+            f"error model fitted on {c['samples']:.0f} annotated samples (the chosen judge wrong on "
+            f"{c['wrong']:.0f}; {prior})"
         )
 
 
@@ -211,8 +221,8 @@ async def asuggest(
         reasks: extra answers of the chosen instructions per trace (≥ 0), at ``reask_temperature``.
         committee_size: most committee members (≥ 2).
         diversity: MMR weight of dissimilarity to traces picked before, in [0, 1].
-        calibration: most annotated samples judged to learn which signals point at the chosen
-            judge's mistakes (≥ 0; 0: none, the fixed weights decide;
+        calibration: most annotated samples judged to learn which votes point at the chosen
+            judge's mistakes (≥ 0; 0: none, the votes alone decide;
             :class:`~promptevolver.runs._suggest_rank.ErrorModel`).
         edit: changes the run's parsed config.yaml before validation (the CLI's ``--set``, e.g.
             another ``llm.base_url``; :func:`promptevolver.rundir.read_config`).
@@ -255,8 +265,7 @@ async def asuggest(
         metric, llm, [data.samples[p].metric_input for p in positions], max_calls, config.llm.max_concurrency
     )
     steps = _Steps(judge, checker, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
-    model = await steps.calibrate([data.labels()[p] for p in positions])
-    votes = await steps.vote(model)
+    votes, model = await steps.vote([data.labels()[p] for p in positions], _prior_error(result))
     signals = [
         _signals(v, 1.0 - _max(against[i]), model, binary=binary, scale=scale) for i, v in enumerate(votes)
     ]
@@ -264,9 +273,7 @@ async def asuggest(
     labels = [m.label for m in committee]
 
     def evidence(i: int) -> str | None:
-        return (
-            None if model is None else model.evidence(rank.features_of(votes[i], binary=binary, scale=scale))
-        )
+        return model.evidence(rank.features_of(votes[i], binary=binary, scale=scale))
 
     first = {text: i for i, text in reversed(list(enumerate(annotated)))}
     duplicates = [first.get(" ".join(t.split())) for t in shown]
@@ -285,7 +292,11 @@ async def asuggest(
         failed=judge.failed + checker.failed,
         already_annotated=sum(d is not None for d in duplicates),
         llm=_llm_words(config),
-        calibration=None if model is None else {"samples": model.wrong + model.right, "wrong": model.wrong},
+        calibration={
+            "samples": model.wrong + model.right,
+            "wrong": model.wrong,
+            "prior": round(model.prior, 4),
+        },
         usage=llm.usage.to_dict(),
     )
 
@@ -575,7 +586,7 @@ class _Judge:
 
 class _Steps:
     """The judge calls of step 2 (module docstring), in order, each as far as the bound allows:
-    the pool's first verdicts, the calibration set, the pool's re-asks, the other members."""
+    the pool's first verdicts, its re-asks, the calibration set, the other members."""
 
     def __init__(
         self,
@@ -593,15 +604,11 @@ class _Steps:
         self.reasks, self.temperature, self.binary, self.scale = reasks, temperature, binary, scale
         self.first_done = False
 
-    async def calibrate(self, labels: Sequence[float | None]) -> rank.ErrorModel | None:
-        """The error model, fitted on the calibration samples (``labels``: their human labels)
-        the chosen and runner-up instructions judged, with the chosen one's re-asks. Asked after
-        the pool's first verdicts (:meth:`vote` makes them first) and with at most a quarter of
-        ``max_calls``; None when no sample could be judged."""
-        await self._first_verdicts()
+    async def calibrate(self, labels: Sequence[float | None], prior: float) -> rank.ErrorModel:
+        """The error model (prior error rate ``prior``), fitted on the calibration samples
+        (``labels``: their human labels) that the chosen and runner-up instructions judged, with
+        the chosen one's re-asks, within what the bound leaves and at most a quarter of it."""
         traces = range(len(self.checker.traces))
-        if not traces:
-            return None
         room, bound = self.checker.room(), self.checker.max_calls
         if room is not None and bound is not None:
             per_sample = (2 + self.reasks) * self.checker.metric.calls_per_evaluation
@@ -619,7 +626,7 @@ class _Steps:
                 continue
             wrong = rank.differs(votes.verdicts[0], label, binary=self.binary, scale=self.scale)
             rows.append((rank.features_of(votes, binary=self.binary, scale=self.scale), wrong))
-        return rank.ErrorModel.fit(rows)
+        return rank.ErrorModel.fit(rows, prior=prior)
 
     async def _first_verdicts(self) -> None:
         if self.first_done:
@@ -631,20 +638,25 @@ class _Steps:
             [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(self.committee[:2])]
         )
 
-    async def vote(self, model: rank.ErrorModel | None) -> list[rank.TraceVotes]:
-        """Every pool trace's votes: first verdicts (if not made yet), re-asks of the chosen
-        instructions, then the other members, the traces most informative so far first."""
+    async def vote(
+        self, labels: Sequence[float | None], prior: float
+    ) -> tuple[list[rank.TraceVotes], rank.ErrorModel]:
+        """Every pool trace's votes and the error model: first verdicts, re-asks of the chosen
+        instructions (the traces the votes alone make most doubtful first), the calibration set
+        (:meth:`calibrate`), then the other members (the traces most informative so far first)."""
         await self._first_verdicts()
+        alone = rank.ErrorModel.fit([], prior=prior)
         chosen = self.committee[0].instructions
-        order = self._most_informative(0, model)
+        order = self._most_informative(0, alone)
         await self.judge.run(
             [(chosen, 0, t, k, self.temperature) for t in order for k in range(1, self.reasks + 1)]
         )
+        model = await self.calibrate(labels, prior)
         order = self._most_informative(self.reasks, model)
         await self.judge.run(
             [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(self.committee) if i >= 2]
         )
-        return _votes(self.judge, self.committee, self.reasks)
+        return _votes(self.judge, self.committee, self.reasks), model
 
     def _most_informative(self, reasks: int, model: rank.ErrorModel | None) -> list[int]:
         """The traces with a verdict of the chosen instructions, most informative so far first
@@ -666,6 +678,20 @@ def _signals(
         return signals
     error = model.probability(rank.features_of(votes, binary=binary, scale=scale))
     return replace(signals, error=error)
+
+
+def _prior_error(result: Mapping[str, Any]) -> float:
+    """The chosen judge's error rate before any calibration sample: 1 - the held-out accuracy of
+    the chosen instructions the run measured, else of its seed (an accuracy loss only), within
+    [0.02, 0.5]; 0.25 when the run measured neither."""
+    loss = result.get("loss") or {}
+    if loss.get("metric") == "accuracy":
+        scores = result.get("scores") or {}
+        for who in ("best", "seed"):
+            figure = (scores.get(who) or {}).get("validation")
+            if isinstance(figure, int | float):
+                return min(0.5, max(0.02, 1.0 - float(figure)))
+    return 0.25
 
 
 def _calibration_positions(
