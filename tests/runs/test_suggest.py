@@ -21,10 +21,11 @@ AC_FILE = ROOT / "benchmarks" / "data" / "edited_chain_runs.json"
 
 @pytest.fixture(scope="module")
 def pool(improved: Path, tmp_path_factory) -> Path:
-    """The improved run's own annotations as a pool of metric inputs (JSONL, labels dropped)."""
+    """The first 24 of the improved run's 40 annotations as a pool of metric inputs (JSONL,
+    labels dropped); the other 16 are left to calibrate on."""
     data = load_dataset(rundir.read_config(improved))
     path = tmp_path_factory.mktemp("pool") / "pool.jsonl"
-    path.write_text("".join(json.dumps(s.metric_input) + "\n" for s in data.samples))
+    path.write_text("".join(json.dumps(s.metric_input) + "\n" for s in data.samples[:24]))
     return path
 
 
@@ -83,12 +84,12 @@ def test_without_a_bound_every_trace_is_judged_by_every_member(found):
 
 
 def test_the_error_model_is_fitted_on_annotated_samples_and_ranks_by_the_chosen_judges_errors(improved, pool):
-    found = suggest(improved, pool, n=40, calibration=30)
-    assert found.calibration["samples"] == 30
+    found = suggest(improved, pool, n=24, calibration=10)
+    assert found.calibration["samples"] == 10
     errors = [s.signals["error"] for s in found.suggestions]
     assert all(e is not None and 0.0 < e < 1.0 for e in errors)
     assert all(s.why.startswith("the chosen judge is wrong here with probability") for s in found.suggestions)
-    assert "error model fitted on 30 annotated samples" in found.summary()
+    assert "error model fitted on 10 annotated samples" in found.summary()
     values = [s.informativeness for s in found.suggestions]
     assert values[0] == max(values)  # the first pick is the most informative (MMR starts there)
 
@@ -100,6 +101,11 @@ def test_without_calibration_the_votes_alone_decide(improved, pool):
     assert "error model from the votes alone" in found.summary()
     with pytest.raises(ValueError, match="calibration must be >= 0"):
         suggest(improved, pool, n=5, calibration=-1)
+
+
+def test_a_pool_trace_is_never_its_own_calibration_sample(improved, pool, found):
+    assert found.already_annotated == found.pool_size == 24  # the pool is annotated samples
+    assert found.calibration["samples"] == 40 - 24  # the others calibrate
 
 
 def test_calibration_takes_at_most_a_quarter_of_the_bound(improved, pool):

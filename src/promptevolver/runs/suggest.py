@@ -258,8 +258,12 @@ async def asuggest(
     if max_calls != 0:
         await preflight(llm)
     binary, scale = config.metric.is_binary, _scale(config)
+    in_pool = {" ".join(t.split()) for t in shown}
+    labels_for_calibration = [  # a trace of the pool is never its own calibration sample
+        None if text in in_pool else label for text, label in zip(annotated, data.labels())
+    ]
     positions = _calibration_positions(
-        result, data.labels(), calibration, config.effective_optimizer().random_seed
+        result, labels_for_calibration, calibration, config.effective_optimizer().random_seed
     )
     checker = _Judge(
         metric, llm, [data.samples[p].metric_input for p in positions], max_calls, config.llm.max_concurrency
@@ -697,9 +701,9 @@ def _prior_error(result: Mapping[str, Any]) -> float:
 def _calibration_positions(
     result: Mapping[str, Any], labels: Sequence[float | None], size: int, seed: int
 ) -> list[int]:
-    """Up to ``size`` annotated positions with a human label to fit the error model on: the
-    run's held-out (validation) samples first, then the others, each group in a seeded random
-    order (the run's ``random_seed``)."""
+    """Up to ``size`` annotated positions with a human label (``labels``; None: not to use) to
+    fit the error model on: the run's held-out (validation) samples first, then the others, each
+    group in a seeded random order (the run's ``random_seed``)."""
     labelled = [p for p, label in enumerate(labels) if label is not None]
     held = set((result.get("split") or {}).get("validation_positions") or [])
     rng = np.random.default_rng(seed)
