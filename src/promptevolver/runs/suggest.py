@@ -11,7 +11,8 @@ checkpoint.json (the judgements behind the Pareto front).
    best train score first), each instruction once, at most ``committee_size``.
 2. **Judge calls**, in this order, each step as far as ``max_calls`` allows: the chosen and the
    runner-up instructions on every trace (traces least like the annotated samples first);
-   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; the same three
+   ``reasks`` more answers of the chosen instructions at ``reask_temperature`` (breadth first:
+   every trace's first re-ask before any second one); the same three
    kinds of answers on up to ``calibration`` annotated samples (the run's held-out ones first;
    at most a quarter of ``max_calls``), to fit the error model; then the other members. The
    re-asks and the other members take the traces that look most informative so far first, so
@@ -653,8 +654,8 @@ class _Steps:
         chosen = self.committee[0].instructions
         order = self._most_informative(0, alone)
         await self.judge.run(
-            [(chosen, 0, t, k, self.temperature) for t in order for k in range(1, self.reasks + 1)]
-        )
+            [(chosen, 0, t, k, self.temperature) for k in range(1, self.reasks + 1) for t in order]
+        )  # breadth first: under a bound, every trace gets its first re-ask before any its second
         model = await self.calibrate(labels, prior)
         order = self._most_informative(self.reasks, model)
         await self.judge.run(
@@ -664,11 +665,15 @@ class _Steps:
 
     def _most_informative(self, reasks: int, model: rank.ErrorModel | None) -> list[int]:
         """The traces with a verdict of the chosen instructions, most informative so far first
-        (ties: file order): where the calls left are spent, so that a trace the budget cuts short
-        is one that looked uninformative, not one that looked informative on fewer verdicts."""
+        (novelty included; ties: file order): where the calls left are spent, so that a trace the
+        budget cuts short is one that looked uninformative, not one that looked informative on
+        fewer verdicts."""
         votes = _votes(self.judge, self.committee, reasks)
         value = [
-            rank.informativeness(_signals(v, 0.0, model, binary=self.binary, scale=self.scale)) for v in votes
+            rank.informativeness(
+                _signals(v, 1.0 - _max(self.against[t]), model, binary=self.binary, scale=self.scale)
+            )
+            for t, v in enumerate(votes)
         ]
         judged = (t for t in range(len(votes)) if votes[t].verdicts[0] is not None)
         return sorted(judged, key=lambda t: (-value[t], t))
