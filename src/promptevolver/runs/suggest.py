@@ -11,8 +11,7 @@ checkpoint.json (the judgements behind the Pareto front).
    best train score first), each instruction once, at most ``committee_size``.
 2. **Judge calls**, in this order, each step as far as ``max_calls`` allows: the chosen and the
    runner-up instructions on every trace (traces least like the annotated samples first);
-   ``reasks`` more answers of the chosen instructions at ``reask_temperature`` (breadth first:
-   every trace's first re-ask before any second one); the same three
+   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; the same three
    kinds of answers on up to ``calibration`` annotated samples (the run's held-out ones first;
    at most a quarter of ``max_calls``), to fit the error model; then the other members. The
    re-asks and the other members take the traces that look most informative so far first, so
@@ -654,8 +653,8 @@ class _Steps:
         chosen = self.committee[0].instructions
         order = self._most_informative(0, alone)
         await self.judge.run(
-            [(chosen, 0, t, k, self.temperature) for k in range(1, self.reasks + 1) for t in order]
-        )  # breadth first: under a bound, every trace gets its first re-ask before any its second
+            [(chosen, 0, t, k, self.temperature) for t in order for k in range(1, self.reasks + 1)]
+        )
         model = await self.calibrate(labels, prior)
         order = self._most_informative(self.reasks, model)
         await self.judge.run(
