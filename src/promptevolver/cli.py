@@ -264,6 +264,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="extra answers of the chosen judge per trace (2)",
     )
+    sug.add_argument(
+        "--calibration",
+        type=_count,
+        default=60,
+        metavar="C",
+        help="annotated samples judged to learn which votes point at the judge's mistakes (60; 0: none)",
+    )
     rev = command("review", "label what the judge got wrong on a local page (127.0.0.1 only)", overridable)
     rev.add_argument("file", type=Path, metavar="FILE", help="the annotation file the labels go into")
     rev.add_argument("--pool", type=Path, metavar="POOL", help="traces to label (JSONL, or suggest's output)")
@@ -639,7 +646,13 @@ def _suggest(args: argparse.Namespace) -> int:
     from promptevolver.runs.suggest import suggest
 
     found = suggest(
-        args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+        args.run_dir,
+        args.pool,
+        n=args.n,
+        max_calls=args.max_calls,
+        reasks=args.reasks,
+        calibration=args.calibration,
+        edit=_edit(args),
     )
     lines = [json.dumps(s.to_dict(), ensure_ascii=False) for s in found.suggestions]
     text = "".join(line + "\n" for line in lines)

@@ -178,6 +178,8 @@ def test_cli_writes_json_lines_and_a_summary(improved, pool, tmp_path, capsys):
     assert len(lines) == 3 and all("why" in line for line in lines)
     err = capsys.readouterr().err
     assert "suggested 3 of" in err and "of at most 30" in err
+    assert main(["suggest", str(improved), "--pool", str(pool), "-n", "2", "--calibration", "0"]) == 0
+    assert "error model from the votes alone" in capsys.readouterr().err
 
 
 def test_cli_refuses_n_zero_as_a_usage_error(improved, pool, capsys):
