@@ -273,6 +273,15 @@ def test_a_rubric_file_offers_its_levels_and_writes_scores(tmp_path):
     assert status["n"] == 4 and status["exact"] == pytest.approx(0.75) and status["within_one"] == 1.0
 
 
+def test_a_pool_given_as_the_file_says_what_to_type(tmp_path, capsys):
+    pool = tmp_path / "to_annotate.jsonl"
+    pool.write_text(json.dumps({"metric_input": {"user_input": "q"}, "why": "w", "verdicts": {}}) + "\n")
+    assert main(["review", str(pool)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"promptevolver review LABELS.json --pool {pool}" in err
+    assert not rundir.file_lock_path(pool).exists()
+
+
 def test_a_missing_file_without_a_pool_is_one_clear_error(tmp_path, capsys):
     assert main(["review", str(tmp_path / "nothere.json")]) == 1
     err = capsys.readouterr().err

@@ -415,6 +415,8 @@ def build_queue(
     traces = [] if pool is None else _pool_traces(Path(pool), metric_name)
     if metric_name is None and not path.exists():
         metric_name = path.stem
+    if path.is_file():
+        _refuse_a_pool(path)
     document = AnnotationDocument.open(path, metric_name=metric_name, create=pool is not None)
     chosen, metric = None, None
     if run is not None and traces and all(t.rank is None for t in traces):
@@ -438,6 +440,18 @@ def build_queue(
         llm=None if chosen is None else chosen.llm,
         simulated=False if chosen is None else chosen.simulated,
     )
+
+
+def _refuse_a_pool(path: Path) -> None:
+    """A pool of traces (rows without a judge's ``metric_output``: ``suggest``'s output, metric
+    inputs) given where the annotation file goes is one error saying what to type instead."""
+    raw = _read(path)
+    if isinstance(raw, list) and raw and all(isinstance(r, dict) and "metric_output" not in r for r in raw):
+        raise AnnotationError(
+            "a pool of traces (no metric_output), not an annotation file: give the file the labels go "
+            f"into, and this one as the pool: promptevolver review LABELS.json --pool {path}",
+            path=path,
+        )
 
 
 def _pool_traces(pool: Path, metric_name: str | None) -> list[_PoolTrace]:
