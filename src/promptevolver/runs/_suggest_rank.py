@@ -353,8 +353,10 @@ def why(
     fmt: Any = None,
     evidence: str | None = None,
 ) -> str:
-    """A human-readable reason, strongest signal first, e.g. ``the two best instructions
-    disagree: the chosen (candidate 7) says 0, candidate 4 (finalist) says 1``.
+    """A human-readable reason, the estimated error first, then the signals, e.g. ``the chosen
+    judge is wrong here with probability 0.71 (estimated): its re-asks and the runner-up outvoted
+    it (annotated samples like it: wrong 3 times in 4); the two best instructions disagree: the
+    chosen (candidate 7) says 0, candidate 4 (finalist) says 1; ...``.
 
     Args:
         labels: the committee members' names, in committee order.
@@ -368,8 +370,8 @@ def why(
     parts: list[str] = []
     v = votes.verdicts
     if signals.error is not None:
-        said = f"the chosen judge is wrong here with probability {signals.error:.2f} (estimated"
-        parts.append(f"{said}{'; ' + evidence if evidence else ''})")
+        said = f"the chosen judge is wrong here with probability {signals.error:.2f} (estimated)"
+        parts.append(f"{said}{': ' + evidence if evidence else ''}")
     if not v or v[0] is None:
         parts.append("not judged (the --max-calls budget was spent, or the evaluation failed)")
     else:
