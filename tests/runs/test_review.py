@@ -313,6 +313,7 @@ def test_with_a_run_a_plain_pool_comes_in_suggest_order_with_its_why(improved, t
     assert [i.rank for i in queue.items] == list(range(1, 9))
     assert all(i.why and i.judge and i.judge["verdict"] in (0.0, 1.0) for i in queue.items)
     assert ", by suggest" in queue.items[0].judge["source"]
+    assert queue.simulated  # suggest asked the simulated LLM (the run's)
 
 
 # --- who gets in ---------------------------------------------------------------------------------

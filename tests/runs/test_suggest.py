@@ -176,6 +176,7 @@ def test_cli_writes_json_lines_and_a_summary(improved, pool, tmp_path, capsys):
     )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 3 and all("why" in line for line in lines)
+    assert all(line["simulated"] is True for line in lines)  # the run's LLM: provider fake
     err = capsys.readouterr().err
     assert "suggested 3 of" in err and "of at most 30" in err
     assert main(["suggest", str(improved), "--pool", str(pool), "-n", "2", "--calibration", "0"]) == 0

@@ -123,7 +123,8 @@ class ReviewQueue:
         target: where a label goes in a sample. scale: the metric's labels (its
             :meth:`~promptevolver.annotations._labels.LabelScale.label_space`: what a human can give).
         items: in queue order. run: the run directory whose chosen judge is shown, or None.
-        llm: which LLM answered for the run (None without LLM calls); simulated: the simulated one.
+        llm: which LLM answered for the run (None without LLM calls). simulated: the simulated
+            LLM answered for the run, or for ``suggest`` when it judged the pool.
         write: writes the file's text (atomically); replaced in tests.
     """
 
@@ -376,6 +377,7 @@ class _PoolTrace:
     judge: dict[str, Any] | None = None
     why: str | None = None
     rank: int | None = None
+    simulated: bool = False
 
 
 def build_queue(
@@ -438,7 +440,7 @@ def build_queue(
         items=items,
         run=None if run is None else Path(run),
         llm=None if chosen is None else chosen.llm,
-        simulated=False if chosen is None else chosen.simulated,
+        simulated=(chosen is not None and chosen.simulated) or any(t.simulated for t in traces),
     )
 
 
@@ -476,7 +478,8 @@ def _from_suggestion(row: Mapping[str, Any], trace: _PoolTrace) -> _PoolTrace:
     first = next(iter(verdicts.items()), (None, None))
     judge = {"verdict": first[1], "reason": row.get("reason"), "source": f"{first[0]}, by suggest"}
     rank = row.get("rank")
-    return _PoolTrace(trace.metric_input, judge, row.get("why"), rank if isinstance(rank, int) else None)
+    ranked = rank if isinstance(rank, int) else None
+    return _PoolTrace(trace.metric_input, judge, row.get("why"), ranked, row.get("simulated") is True)
 
 
 def _scale_and_target(document: AnnotationDocument, metric: Metric | None) -> tuple[LabelScale, LabelTarget]:

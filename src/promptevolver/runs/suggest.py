@@ -111,6 +111,7 @@ class Suggestion:
         nearest_annotated: ``{"index", "cosine"}`` of the most similar annotated sample (its
             position in the run's annotation file), or None.
         reason: the chosen judge's reason for its verdict (None: not judged, or failed).
+        simulated: whether the simulated LLM answered (``llm.provider: fake``), not a model.
     """
 
     rank: int
@@ -124,6 +125,7 @@ class Suggestion:
     reasks: list[float]
     nearest_annotated: dict[str, float] | None
     reason: str | None = None
+    simulated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON line: every attribute, ``metric_input`` and ``score`` first."""
@@ -132,6 +134,7 @@ class Suggestion:
             "score": round(self.score, 6),
             "why": self.why,
             "reason": self.reason,
+            "simulated": self.simulated,
             "rank": self.rank,
             "index": self.index,
             "informativeness": round(self.informativeness, 6),
@@ -285,7 +288,8 @@ async def asuggest(
         _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i], evidence(i))
         for r, (i, g) in enumerate(picked, 1)
     ]
-    out = [replace(s, reason=_reason(judge.done.get((0, s.index, 0)))) for s in out]
+    fake = config.llm.provider == "fake"
+    out = [replace(s, reason=_reason(judge.done.get((0, s.index, 0))), simulated=fake) for s in out]
     return Suggestions(
         suggestions=out,
         committee=committee,
