@@ -304,3 +304,64 @@ def test_ten_labels_by_keyboard_survive_a_sigkill_and_optimize_runs_on_the_file(
     )
     assert main(["optimize", str(config), "--output", str(tmp_path / "run"), "-q"]) == 0
     assert json.loads((tmp_path / "run" / "result.json").read_text())["best_instructions"]
+
+
+def test_a_rubric_score_by_its_key_and_a_free_score_in_the_number_box(browser, started, tmp_path):
+    prompt = "single_turn_simple_criteria_prompt"
+    samples = [
+        {
+            "metric_input": {"user_input": f"question {i}", "response": f"answer {i}"},
+            "metric_output": float(v),
+            "is_accepted": True,
+            "prompts": {prompt: {"prompt_input": {}, "prompt_output": {"reason": "fine", "score": v}}},
+        }
+        for i, v in enumerate([1, 3, 5, 2])
+    ]
+    path = tmp_path / "rubric.json"
+    path.write_text(json.dumps({"helpfulness": samples}))
+    review = started(str(path))
+    _open(browser, review.url)
+    _annotator(browser, "cy")
+    assert [b.text for b in browser.find_elements("css selector", "#choices button")] == [
+        "1 1",
+        "2 2",
+        "3 3",
+        "4 4",
+        "5 5",
+    ]
+    _keys(browser, "e")
+    browser.find_element("id", "reason").send_keys("Answers half of it.")
+    from selenium.webdriver.common.keys import Keys
+
+    browser.find_element("id", "reason").send_keys(Keys.ESCAPE)
+    _keys(browser, "4")  # item 1: the judge said 1, the person says 4
+    _wait_saved(browser, 1)
+    written = json.loads(path.read_text())["helpfulness"][0]
+    assert written["target"] == 4 and written["is_accepted"] is False
+    assert written["prompts"][prompt]["edited_output"] == {"reason": "Answers half of it.", "score": 4}
+    assert "exact" in _text(browser, "judge-agreement") and "within one" in _text(browser, "judge-agreement")
+    loaded = SingleMetricAnnotation.from_json(str(path), kind="numeric")
+    assert loaded.labels() == [4.0, 3.0, 5.0, 2.0]
+    review.kill()
+
+    fractions = [
+        {
+            "metric_input": {"user_input": f"q{i}", "response": f"r{i}"},
+            "metric_output": v,
+            "is_accepted": True,
+        }
+        for i, v in enumerate([0.25, 0.5, 0.8])
+    ]
+    free = tmp_path / "supported.json"
+    free.write_text(json.dumps({"faithfulness": fractions}))
+    review = started(str(free))
+    _open(browser, review.url)
+    _annotator(browser, "cy")  # another port, another origin: the browser does not remember it
+    assert not browser.find_elements("css selector", "#choices button")
+    box = browser.find_element("id", "number")
+    assert box.is_displayed() and box.get_attribute("min") == "0.25" and box.get_attribute("max") == "0.8"
+    assert box.get_attribute("value") == "0.25"  # the label the file holds
+    box.clear()
+    box.send_keys("0.6", Keys.CONTROL, Keys.ENTER)
+    _wait_saved(browser, 1)
+    assert json.loads(free.read_text())["faithfulness"][0]["target"] == 0.6
