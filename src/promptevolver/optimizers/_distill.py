@@ -225,19 +225,27 @@ class LessonPool:
         return sorted(lessons, key=lambda x: (-x.evidence, x.first_round, order[id(x)]))
 
 
+#: Where a sentence starts (its first word is capitalised whatever it is, so it is no name).
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“‘'(\[]\s*)$")
+
+
 def sample_facts(texts: Sequence[Sequence[str]]) -> SampleFacts:
     """What a lesson must not quote (:class:`SampleFacts`): the lower-cased words that only one
-    sample holds and that are a name or a number there (capitalised, or with a digit), and every
-    sample's text for quoted phrases. ``texts``: each sample's strings (its inputs and reasons)."""
+    sample holds and that are a name or a number there (capitalised inside a sentence, or with a
+    digit: a sentence's first word is capitalised whatever it is — "Cautious wording is fine." names
+    nothing), and every sample's text for quoted phrases. ``texts``: each sample's strings (its
+    inputs and reasons)."""
     df: Counter[str] = Counter()
     shaped: set[str] = set()
     for strings in texts:
         words: set[str] = set()
         for s in strings:
-            for t in _WORD.findall(s):
+            for m in _WORD.finditer(s):
+                t = m.group()
                 low = t.lower()
                 words.add(low)
-                if len(t) > 2 and (t[0].isupper() or any(c.isdigit() for c in t)):
+                named = t[0].isupper() and not _SENTENCE_START.search(s[max(0, m.start() - 3) : m.start()])
+                if len(t) > 2 and (named or any(c.isdigit() for c in t)):
                     shaped.add(low)
         df.update(words)
     facts = frozenset(w for w in shaped if df[w] == 1 and len(w) > 2)
