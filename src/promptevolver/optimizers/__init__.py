@@ -3,5 +3,6 @@
 from promptevolver.optimizers._base import Optimizer
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.optimizers._split import Regime
 
-__all__ = ["GeneticOptimizer", "OptimizationResult", "Optimizer"]
+__all__ = ["GeneticOptimizer", "OptimizationResult", "Optimizer", "Regime"]

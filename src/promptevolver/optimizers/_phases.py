@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from promptevolver.evaluation._evaluator import Score
 from promptevolver.judge._batch import gather_or_cancel
 from promptevolver.llm._base import Usage
 from promptevolver.llm._concurrency import waves
@@ -39,11 +40,13 @@ from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.strategies import _budget as budget
 from promptevolver.optimizers.strategies import _screening as screening
 from promptevolver.optimizers.strategies._final_choice import (
+    Comparison,
+    Paired,
     PairedChoice,
+    PairedRule,
     final_choice_rng,
     held_out,
     out_of_bag,
-    paired,
 )
 from promptevolver.optimizers.strategies._racing import Race
 
@@ -131,18 +134,15 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     incumbent = None if state.chosen is None else state.candidates[state.chosen]
     finalists = choice.candidates(state.seed, state.population, run.context.loss, incumbent)
     run.context.meter.release_reserve()
-    if run.context.split.regime == "out-of-bag":
-        compare = out_of_bag(run.state.seed, run.context.train)
-    else:
+    if run.context.split.regime.held_out:
         run.begin_step("the final choice on validation")
         await run.judge_validation(finalists)
         run.end_step()
-        focus = run.context.validation_focus
-        compare = held_out(run.state.seed, focus.weight_array(focus.positions))
+    compare = _against(run.context, run.state.seed)
     rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(finalists, compare, rng, incumbent=incumbent, alone=_why_alone(state))
     state.chosen = best.id
-    run.final_choice = {"regime": run.context.split.regime, **choice.report}
+    run.final_choice = {"regime": run.context.split.regime.value, **choice.report}
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return OptimizationResult.from_run(run, best)
 
@@ -194,7 +194,7 @@ def _why_offspring_alone(state: SearchState) -> str:
 async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
     """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
     on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
-    if run.context.split.regime == "held-out":
+    if run.context.split.regime.held_out:
         await asyncio.gather(run.judge_train([seed]), run.judge_validation([seed]))
     else:
         await run.judge_train([seed])
@@ -302,11 +302,7 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     run.context.events.emit("stage_start", 0, stage="verify")
     run.begin_step("the verification on held-out samples", count_parse=True)
     run.context.meter.release_reserve()
-    n_eval = len(
-        run.context.validation_focus.positions
-        if run.context.split.regime == "held-out"
-        else run.context.train
-    )
+    n_eval = len(_held_out_samples(run.context))
     per_rung = n_eval * run.context.metric.calls_per_evaluation
     field = await _held_out(run, [seed, *tops], keep=())
     best, report = _choose(run, field)
@@ -325,7 +321,7 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         run.state.race["saved_judge_calls"] = len(lower) * per_rung
         run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
     run.end_step()
-    run.final_choice = {"regime": run.context.split.regime, "stage": "verify", **report}
+    run.final_choice = {"regime": run.context.split.regime.value, "stage": "verify", **report}
     run.state.stages["verify"] = _stage_report(
         run,
         before,
@@ -374,7 +370,7 @@ async def _held_out(
 ) -> list[Candidate]:
     """Judge ``field`` on its held-out samples (racing with ``race`` when given, never dropping
     the ids in ``keep``); returns those judged on all of them, with their scores set."""
-    if run.context.split.regime != "held-out":
+    if not run.context.split.regime.held_out:
         await run.judge_train(field)
         return field
     focus = run.context.validation_focus
@@ -398,14 +394,30 @@ async def _held_out(
     return field
 
 
+def _held_out_samples(ctx: RunContext) -> list[int]:
+    """The samples held out for the run's candidates: the validation focus set; out of bag, the
+    train focus set (each candidate's unseen ones among them)."""
+    return ctx.validation_focus.positions if ctx.split.regime.held_out else ctx.train
+
+
+def _held_out_score(ctx: RunContext, candidate: Candidate) -> Score | None:
+    """``candidate``'s score on :func:`_held_out_samples` (None: not judged there)."""
+    return candidate.validation if ctx.split.regime.held_out else candidate.train
+
+
+def _against(ctx: RunContext, reference: Candidate) -> Comparison:
+    """The paired comparison with ``reference`` on the samples the regime holds out: the
+    validation part (its focus weights); out of bag, each candidate's unseen train samples."""
+    if ctx.split.regime.held_out:
+        focus = ctx.validation_focus
+        return held_out(reference, focus.weight_array(focus.positions))
+    return out_of_bag(reference, ctx.train)
+
+
 def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     """The paired choice against the seed among ``field``, then the ladder's higher-rung rule."""
     seed = run.state.seed
-    if run.context.split.regime == "held-out":
-        focus = run.context.validation_focus
-        compare = held_out(seed, focus.weight_array(focus.positions))
-    else:
-        compare = out_of_bag(seed, run.context.train)
+    compare = _against(run.context, seed)
     choice = PairedChoice(
         finalists=max(1, len(field) - 1),
         confidence=run.context.config.confidence,
@@ -414,8 +426,8 @@ def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict
     rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(field, compare, rng)
     report = dict(choice.report)
-    higher = _higher_rung(run, best, field, report, compare, rng)
-    higher = higher or _nothing_to_beat(run, best, field, report)
+    higher = _higher_rung(run, best, field, choice.compared, compare, rng)
+    higher = higher or _nothing_to_beat(run, best, field, choice.compared, report)
     if higher is not None:
         best, report["chosen"] = higher[0], higher[0].id
         report["why"] = higher[1]
@@ -423,7 +435,11 @@ def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict
 
 
 def _nothing_to_beat(
-    run: SearchRun, best: Candidate, field: Sequence[Candidate], report: dict[str, Any]
+    run: SearchRun,
+    best: Candidate,
+    field: Sequence[Candidate],
+    compared: Mapping[int, Paired],
+    report: dict[str, Any],
 ) -> tuple[Candidate, str] | None:
     """When the seed makes no error on its held-out samples, no candidate can be shown better
     there, and the paired rule would keep the seed whatever the corrections taught. Then the
@@ -439,28 +455,29 @@ def _nothing_to_beat(
     seed = run.state.seed
     if not best.is_seed:
         return None
-    score = seed.validation if run.context.split.regime == "held-out" else seed.train
+    score = _held_out_score(run.context, seed)
     if score is None or not score.measured.any() or (score.correct[score.measured] < 1.0).any():
         return None
-    rows = {row["id"]: row for row in report.get("finalists", [])}
+    rule = run.context.rule
     ok = [
         c
         for c in field
         if c.operator == "distill"
-        and rows.get(c.id, {}).get("eligible")
-        and 1.0 - rows[c.id]["p_better"] < run.context.config.confidence
+        and c.id in compared
+        and rule.eligible(compared[c.id])
+        and rule.not_shown_worse(compared[c.id])
     ]
     if not ok:
         return None
-    top = max(ok, key=lambda c: (rows[c.id]["delta"], _lessons_learnt(run.state.candidates, c), c.id))
+    top = max(ok, key=lambda c: (compared[c.id].delta, _lessons_learnt(run.state.candidates, c), c.id))
     n = int(score.measured.sum())
-    row = rows[top.id]
+    x = compared[top.id]
     report["rule"] = f"{report['rule']}; nothing to beat: the ladder's rule"
     return top, (
         f"the seed makes no error on its {n} held-out samples, so no candidate can be shown better "
         f"there; candidate {top.id}, a rung of the distilled ladder, is kept: it does no worse "
-        f"(Δ {row['delta']:+.3f}; probability that the seed is better {1.0 - row['p_better']:.2f} < "
-        f"{run.context.config.confidence:g}) and its lessons come from the human corrections"
+        f"(Δ {x.delta:+.3f}; probability that the seed is better {1.0 - x.p_better:.2f} < "
+        f"{rule.confidence:g}) and its lessons come from the human corrections"
     )
 
 
@@ -468,8 +485,8 @@ def _higher_rung(
     run: SearchRun,
     best: Candidate,
     field: Sequence[Candidate],
-    report: dict[str, Any],
-    compare: Any,
+    compared: Mapping[int, Paired],
+    compare: Comparison,
     rng: np.random.Generator,
 ) -> tuple[Candidate, str] | None:
     """The ladder's rule for nested candidates: a higher rung above the chosen one (it holds
@@ -479,28 +496,28 @@ def _higher_rung(
     the evidence says they hurt. None when no such rung exists."""
     if best.is_seed or best.operator != "distill":
         return None
-    rows = {row["id"]: row for row in report.get("finalists", [])}
+    rule = run.context.rule
     ok = [
         c
         for c in field
         if _descends(run.state.candidates, c, best)
-        and rows.get(c.id, {}).get("eligible")
-        and (rows[c.id]["delta"] or 0) > 0
-        and rows[c.id]["p_better"] >= run.context.config.confidence
+        and c.id in compared
+        and rule.eligible(compared[c.id])
+        and rule.beats(compared[c.id])
     ]
     if not ok:
         return None
     top = max(ok, key=lambda c: c.id)
     mine, _, mask, weights = compare(best)
     theirs, _, mask_top, _ = compare(top)
-    delta, p = paired(mine, theirs, mask & mask_top, weights, rng)
-    if delta is not None and p >= run.context.config.confidence:
+    lower = rule.compare(mine, theirs, mask & mask_top, weights, rng)
+    if rule.likely_better(lower):
         return None
     return top, (
         f"a higher rung of the ladder than candidate {best.id}: it beats the seed on validation by "
-        f"{rows[top.id]['delta']:+.3f} with probability {rows[top.id]['p_better']:.2f}, and candidate "
-        f"{best.id} is not better than it with probability {run.context.config.confidence:g} "
-        f"({p:.2f}): its extra lessons are kept"
+        f"{compared[top.id].delta:+.3f} with probability {compared[top.id].p_better:.2f}, and candidate "
+        f"{best.id} is not better than it with probability {rule.confidence:g} "
+        f"({lower.p_better:.2f}): its extra lessons are kept"
     )
 
 
@@ -570,15 +587,11 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     """
     started, before = time.perf_counter(), run.stage_start()
     policies, why = example_policies(run.context)
-    if base.cross_validated is not None and run.context.split.regime == "out-of-bag":
+    if base.cross_validated is not None and not run.context.split.regime.held_out:
         return await _examples_cross_validated(run, base, policies, why, started, before)
     if policies:
         policies, why = _gate(run.context, policies, why, _wrong(run.context, base))
-    n_eval = len(
-        run.context.validation_focus.positions
-        if run.context.split.regime == "held-out"
-        else run.context.train
-    )
+    n_eval = len(_held_out_samples(run.context))
     calls = len(policies) * n_eval * run.context.metric.calls_per_evaluation
     if policies and not run.context.meter.allows(calls, reserve=0):
         policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
@@ -612,26 +625,15 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     for c in candidates:  # stopped for futility: not measured on every held-out sample
         if c not in judged:
             c.validation = None
-    if run.context.split.regime == "held-out":
-        focus = run.context.validation_focus
-        compare = held_out(base, focus.weight_array(focus.positions))
-    else:
-        compare = out_of_bag(base, run.context.train)
-    rng = final_choice_rng(run.context.config.random_seed)
-    rows, chosen = [], base
-    best_delta = 0.0
-    for c in candidates:
-        if run.context.split.regime == "held-out" and c.validation is None:  # stopped by the race
-            rows.append(
-                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
-            )
-            continue
-        mine, theirs, mask, weights = compare(c)
-        delta, p = paired(mine, theirs, mask, weights, rng)
-        eligible = delta is not None and mine.coverage >= run.context.min_coverage
-        rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
-        if eligible and delta is not None and delta > best_delta and p >= run.context.config.confidence:
-            chosen, best_delta = c, delta
+    compare = _against(run.context, base)
+    stopped = run.context.split.regime.held_out  # a policy the race stopped has no validation score
+    rows, chosen, best_delta = _policy_rows(
+        run.context.rule,
+        base,
+        candidates,
+        lambda c: None if stopped and c.validation is None else compare(c),
+        final_choice_rng(run.context.config.random_seed),
+    )
     verdict = (
         f"candidate {chosen.id} ({chosen.examples}) beats candidate {base.id} without examples by "
         f"{best_delta:+.3f} with probability >= {run.context.config.confidence:g}"
@@ -656,13 +658,40 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     return chosen
 
 
+def _policy_rows(
+    rule: PairedRule,
+    base: Candidate,
+    candidates: Sequence[Candidate],
+    measure: Callable[[Candidate], tuple[Score, Score, np.ndarray, np.ndarray] | None],
+    rng: np.random.Generator,
+) -> tuple[list[dict[str, Any]], Candidate, float]:
+    """(each example policy's row, the chosen candidate, its Δ): each of ``candidates`` compared
+    with ``base`` (``measure(c)``: the two scores, the mask and the weights; None when the race
+    stopped it), the one with the largest Δ among those that :meth:`~PairedRule.beats` ``base``
+    chosen (``base`` when none does, Δ 0)."""
+    rows: list[dict[str, Any]] = []
+    chosen, best_delta = base, 0.0
+    for c in candidates:
+        measured = measure(c)
+        if measured is None:
+            rows.append(
+                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
+            )
+            continue
+        x = rule.compare(*measured, rng)
+        eligible = rule.eligible(x)
+        rows.append(
+            {"id": c.id, "policy": c.examples, "delta": x.delta, "p_better": x.p_better, "eligible": eligible}
+        )
+        if eligible and rule.beats(x) and x.delta is not None and x.delta > best_delta:
+            chosen, best_delta = c, x.delta
+    return rows, chosen, best_delta
+
+
 def _wrong(ctx: RunContext, base: Candidate) -> list[int]:
     """The held-out samples ``base`` judges unlike the human (validation; out of bag, the train
     samples its lineage never learned from)."""
-    if ctx.split.regime == "held-out":
-        positions, score = ctx.validation_focus.positions, base.validation
-    else:
-        positions, score = ctx.train, base.train
+    positions, score = _held_out_samples(ctx), _held_out_score(ctx, base)
     if score is None:
         return []
     return [
@@ -768,20 +797,14 @@ async def _examples_cross_validated(
     alive = await race.run([base, *finals], ctx.train, weights, judge, rng, keep={base.id})
     scores = dict(zip((c.id for c in alive), await judge(alive, ctx.train)))  # memoised: no call
     run.end_step()
-    choice_rng = final_choice_rng(ctx.config.random_seed)
     mask = np.ones(len(ctx.train), dtype=bool)
-    rows, chosen, best_delta = [], base, 0.0
-    for c in finals:
-        if c not in alive:
-            rows.append(
-                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
-            )
-            continue
-        delta, p = paired(scores[c.id], scores[base.id], mask, weights, choice_rng)
-        eligible = delta is not None and scores[c.id].coverage >= ctx.min_coverage
-        rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
-        if eligible and delta is not None and delta > best_delta and p >= ctx.config.confidence:
-            chosen, best_delta = c, delta
+    rows, chosen, best_delta = _policy_rows(
+        ctx.rule,
+        base,
+        finals,
+        lambda c: (scores[c.id], scores[base.id], mask, weights) if c in alive else None,
+        final_choice_rng(ctx.config.random_seed),
+    )
     if chosen is not base:
         chosen.cross_validated = scores[chosen.id]
         verdict = (
@@ -931,7 +954,7 @@ def _cross_fit_skip(ctx: RunContext, base: Candidate) -> str | None:
         return "cross_fit off"
     if ctx.config.strategy == "examples":
         return "strategy examples: the instruction is kept as it is (0 meta calls)"
-    if ctx.split.regime != "held-out":
+    if not ctx.split.regime.held_out:
         return "out of bag: every sample already taught a ladder"
     if base.validation is None:
         return f"candidate {base.id} has no held-out verdicts to learn from"
@@ -1001,10 +1024,12 @@ async def _cross_check(
     mine, theirs = await run.judge([rung, base], positions, "train")  # the race's judgements: no call
     run.end_step()
     mask = np.ones(len(positions), dtype=bool)
-    delta, p = paired(mine, theirs, mask, weights, final_choice_rng(run.context.config.random_seed))
+    rule = run.context.rule
+    x = rule.compare(mine, theirs, mask, weights, final_choice_rng(run.context.config.random_seed))
+    delta, p = x.delta, x.p_better
     report.update(delta=delta, p_better=p, samples=len(positions))
-    confidence = run.context.config.confidence
-    if delta is not None and 1.0 - p < confidence and mine.coverage >= run.context.min_coverage:
+    confidence = rule.confidence
+    if rule.eligible(x) and rule.not_shown_worse(x):
         return rung, (
             f"candidate {rung.id} adds lessons from {report['corrections']} held-out corrections, and the "
             f"{len(positions)} learning samples those lessons never saw do not say they hurt "
@@ -1071,10 +1096,8 @@ def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
     positions: Sequence[int]
     if score is not None:  # each sample judged by a fold's candidate that never saw it
         positions, learned = ctx.train, frozenset()
-    elif ctx.split.regime == "held-out":
-        positions, score = ctx.validation_focus.positions, candidate.validation
     else:
-        positions, score = ctx.train, candidate.train
+        positions, score = _held_out_samples(ctx), _held_out_score(ctx, candidate)
     if score is None:
         return 0, 0
     keep = [i for i, p in enumerate(positions) if ctx.evidence[p].kind == "verdict" and p not in learned]

@@ -39,13 +39,11 @@ import numpy as np
 from promptevolver.evaluation._evaluator import Score
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._split import Regime
 from promptevolver.optimizers._state import SearchState
-from promptevolver.optimizers.strategies._final_choice import final_choice_rng, paired
+from promptevolver.optimizers.strategies._final_choice import Paired, final_choice_rng, paired
 
-__all__ = ["REGIME", "composite", "fold_positions", "has_refit", "verify"]
-
-#: The final choice's regime when the result is a refit chosen by cross-validation.
-REGIME = "cross-validated"
+__all__ = ["composite", "fold_positions", "has_refit", "verify"]
 
 
 def has_refit(ctx: RunContext, ladder_ids: Mapping[str, Sequence[int]]) -> bool:
@@ -113,6 +111,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
     judged: dict[tuple[int, int], Score] = {(f, c.id): s for (f, c), s in zip(tops.items(), scores[1:])}
     rng = final_choice_rng(ctx.config.random_seed)
     rows: list[dict[str, Any]] = []
+    compared: dict[int | None, Paired] = {}  # depth (None: the top) → the recipe against the seed
 
     def judge_depth(depth: int | None) -> dict[int, Candidate]:
         """Fold → its rung of ``depth`` (None: the top), for the folds whose ladder has rungs."""
@@ -123,6 +122,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         cv = composite(ctx, seed.train, {f: judged[(f, c.id)] for f, c in chosen.items()}, positions)  # type: ignore[arg-type]
         mask = np.ones(len(ctx.train), dtype=bool)
         delta, p = paired(cv, seed.train, mask, weights, rng)  # type: ignore[arg-type]
+        compared[depth] = Paired(delta, p, round(cv.coverage, 6))
         row = {
             "depth": "top" if depth is None else depth,
             "rungs": {str(f): c.id for f, c in chosen.items()},
@@ -134,9 +134,10 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         rows.append(row)
         return cv, row
 
-    def hurts(row: Mapping[str, Any]) -> bool:
-        """Below the seed's cross-validated figure, or not measured well enough."""
-        return row["delta"] is None or row["coverage"] < ctx.min_coverage or row["delta"] < 0
+    def hurts(depth: int | None) -> bool:
+        """Below the seed's cross-validated figure, or not measured well enough (the refit's rule:
+        :meth:`PairedRule.at_least`)."""
+        return not ctx.rule.at_least(compared[depth])
 
     if not refit:  # every correction taught no general lesson: the seed, judged for its figure only
         stop = run.state.stages.get("distill", {}).get("stop", {}).get("all", "n/a")
@@ -150,7 +151,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         }
     cv, row = evaluate(None)
     depth: int | None = None
-    if hurts(row):
+    if hurts(None):
         depth = -1
         for d in range(deepest - 1, 0, -1):
             need = [(f, c) for f, c in judge_depth(d).items() if (f, c.id) not in judged]
@@ -158,7 +159,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
                 got = await run.judge_each([(c, positions[f]) for f, c in need], "train")
                 judged.update({(f, c.id): s for (f, c), s in zip(need, got)})
             cv_d, row_d = evaluate(d)
-            if not hurts(row_d):
+            if not hurts(d):
                 cv, row, depth = cv_d, row_d, d
                 break
         if depth == -1:
@@ -200,7 +201,7 @@ def _record(
 ) -> dict[str, Any]:
     """The verification's final choice for a cross-validated run."""
     return {
-        "regime": REGIME,
+        "regime": Regime.CROSS_VALIDATED.value,
         "stage": "verify",
         "rule": (
             f"cross-validation over {len(set(ctx.folds.values()))} folds, then a refit on every "

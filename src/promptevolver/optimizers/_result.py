@@ -246,7 +246,7 @@ class OptimizationResult(dict[str, str]):
             loss=ctx.loss.describe(),
             scores=(
                 reporting.out_of_bag_estimates(ctx, seed, best)
-                if ctx.split.regime == "out-of-bag"
+                if not ctx.split.regime.held_out
                 else {name: reporting.estimates(ctx, c) for name, c in (("seed", seed), ("best", best))}
             ),
             history=state.history,

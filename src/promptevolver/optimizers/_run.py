@@ -59,6 +59,7 @@ from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._failures import FailureTally, ServerWatch
+from promptevolver.optimizers.strategies._final_choice import PairedRule
 
 __all__ = ["RunContext", "SearchRun"]
 
@@ -163,15 +164,21 @@ class RunContext:
             prompts=prompts,
             calls_per_evaluation=self.metric.calls_per_evaluation,
             meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(prompts),
-            ladders=self.config.cv_folds + 1 if self.refit else 2 if self.split.regime == "out-of-bag" else 1,
+            ladders=self.config.cv_folds + 1 if self.refit else 1 if self.split.regime.held_out else 2,
             refit=self.refit,
         )
+
+    @property
+    def rule(self) -> PairedRule:
+        """The run's one decision rule ("better with probability ``confidence``"), at the config's
+        ``confidence`` and the run's ``min_coverage``."""
+        return PairedRule(confidence=self.config.confidence, min_coverage=self.min_coverage)
 
     @property
     def refit(self) -> bool:
         """Whether the run cross-validates its distillation recipe and refits it on every
         correction (out of bag, :func:`._split.refits`; :mod:`._refit`)."""
-        return self.split.regime == "out-of-bag" and refits(self.split.n_usable, self.config)
+        return not self.split.regime.held_out and refits(self.split.n_usable, self.config)
 
     def fingerprint(self) -> str:
         """sha256 of the dataset's samples and the loss (what a checkpoint belongs to), computed once."""
@@ -241,7 +248,7 @@ class SearchRun:
         train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
         validation_focus = make_focus(split.validation, evidence, labels, config.max_validation_samples, rng)
         k = config.cv_folds if refits(split.n_usable, config) else 2
-        folds = _folds(split, strata, k, rng) if split.regime == "out-of-bag" else {}
+        folds = {} if split.regime.held_out else _folds(split, strata, k, rng)
         examples = _example_store(dataset, labels, split.train, metric, config, evidence)
         self.context = RunContext(
             metric=metric,

@@ -33,6 +33,7 @@ from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candida
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm._base import LLMClient
+from promptevolver.optimizers import Regime
 from promptevolver.optimizers._checkpoint import load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 
@@ -284,7 +285,7 @@ def cross_validation_judges(result: Mapping[str, Any]) -> dict[int, int]:
     whose verdict there makes the cross-validated figure (result.json
     ``final_choice.judged_by``); empty for any other run."""
     choice = result.get("final_choice") or {}
-    if choice.get("regime") != "cross-validated":
+    if Regime.of(choice.get("regime")) is not Regime.CROSS_VALIDATED:
         return {}
     return {int(p): int(c) for p, c in (choice.get("judged_by") or {}).items()}
 

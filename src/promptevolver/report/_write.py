@@ -32,6 +32,7 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import loss_label
+from promptevolver.optimizers import Regime
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import calls_png, fitness_png
@@ -332,7 +333,7 @@ def _loss_column(facts: RunFacts) -> int:
 
 
 def _out_of_bag(facts: RunFacts) -> bool:
-    return bool((facts.result.get("split") or {}).get("regime") == "out-of-bag")
+    return Regime.of((facts.result.get("split") or {}).get("regime")) is Regime.OUT_OF_BAG
 
 
 def _held_out_name(facts: RunFacts) -> str:
@@ -578,7 +579,7 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
         )
     where = (
         "the samples each finalist never learned from (small data: out-of-bag)"
-        if choice.get("regime") == "out-of-bag"
+        if Regime.of(choice.get("regime")) is Regime.OUT_OF_BAG
         else "the validation samples"
     )
     intro = Para(

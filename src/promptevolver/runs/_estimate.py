@@ -122,6 +122,7 @@ from promptevolver.optimizers._distill import (
 from promptevolver.optimizers._focus import VERDICT_SHARE
 from promptevolver.optimizers._split import (
     MIN_USABLE_SAMPLES,
+    Regime,
     is_out_of_bag,
     refits,
     split_sizes,
@@ -211,7 +212,7 @@ class Estimate:
     usable: int = 0
     train_part: int = 0
     validation_part: int = 0
-    regime: str = "held-out"
+    regime: Regime = Regime.HELD_OUT
     embedding_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -261,7 +262,7 @@ def estimate_dataset(
         usable=plan.usable,
         train_part=plan.train_part,
         validation_part=plan.usable - plan.train_part,
-        regime="out-of-bag" if is_out_of_bag(plan.usable, plan.cfg) else "held-out",
+        regime=Regime.OUT_OF_BAG if is_out_of_bag(plan.usable, plan.cfg) else Regime.HELD_OUT,
         embedding_calls=_embedding_calls(plan.cfg, dataset, plan.prompts),
     )
 

@@ -29,6 +29,7 @@ from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm._preflight import preflight
+from promptevolver.optimizers import Regime
 from promptevolver.rundir import (
     CONFIG_FILE,
     RESULT_FILE,
@@ -210,7 +211,7 @@ def refit_on_every_sample(run_dir: str | Path, instructions: Mapping[str, str]) 
     except RunDirError:
         return None
     choice = result.get("final_choice") or {}
-    if choice.get("regime") != "cross-validated" or choice.get("chosen") == 0:
+    if Regime.of(choice.get("regime")) is not Regime.CROSS_VALIDATED or choice.get("chosen") == 0:
         return None
     if dict(result.get("best_instructions") or {}) != dict(instructions):
         return None
