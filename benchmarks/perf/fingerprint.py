@@ -52,7 +52,7 @@ def _canonical(value: Any) -> Any:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(_canonical(value), indent=1, sort_keys=True, default=repr) + "\n"
+    return json.dumps(_canonical(value), indent=1, default=repr) + "\n"  # key order kept: it is written
 
 
 def run_case(name: str, strategy: str, seed: int, out: Path) -> str:
@@ -88,7 +88,8 @@ def run_case(name: str, strategy: str, seed: int, out: Path) -> str:
 
 
 def _report(run_dir: Path, result: dict[str, Any]) -> str:
-    """The run's report.md, written again from its result.json with every wall-clock figure 0."""
+    """The run's report.md, written again from its result.json with every wall-clock figure 0 (the
+    tree's own folder written ``<root>``: two trees compare equal wherever they stand)."""
     from promptevolver.report import write_report
     from promptevolver.rundir import RESULT_FILE
 
@@ -99,7 +100,7 @@ def _report(run_dir: Path, result: dict[str, Any]) -> str:
     }
     (run_dir / RESULT_FILE).write_text(json.dumps(timeless), encoding="utf-8")
     write_report(run_dir)
-    return (run_dir / "report.md").read_text(encoding="utf-8")
+    return (run_dir / "report.md").read_text(encoding="utf-8").replace(str(ROOT), "<root>")
 
 
 def _differences(out: Path, against: Path) -> list[str]:

@@ -68,8 +68,8 @@ def save(run: SearchRun, directory: str | Path) -> None:
             "best_instructions": best.instructions,
         }
         rundir.write_json(out / rundir.BEST_SO_FAR_FILE, best_so_far)
-    elif "verify" in run.state.stages:  # the pipeline before (or without) a search: the verified choice
-        chosen = run.state.candidates[run.state.stages["verify"]["produced"][0]]
+    elif run.state.stages.verify is not None:  # the pipeline before (or without) a search: its choice
+        chosen = run.state.candidates[run.state.stages.verify.choice]
         verified: dict[str, object] = {
             "stage": "verify",
             "candidate": chosen.id,

@@ -233,36 +233,40 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         if not state.candidates:
             assert self.metric is not None
             phases.register_seed(run, self.metric.get_instructions())
-        if "distill" not in state.stages:  # the verification's minimum is reserved (reserve_upfront)
+        stages = state.stages
+        if stages.distill is None:  # the verification's minimum is reserved (reserve_upfront)
             if run.context.config.strategy == "examples":
                 phases.skip_distill(run)
             else:
                 await phases.distill(run)
             self._checkpoint(run, run_dir)
-        if "verify" not in state.stages:
+        if stages.verify is None:
             await phases.verify(run, [c for c in state.candidates if c.operator == "distill"])
             self._checkpoint(run, run_dir)
-        verified = state.candidates[state.stages["verify"]["produced"][0]]
-        if "examples" not in state.stages:
+        assert stages.verify is not None
+        verified = state.candidates[stages.verify.choice]
+        if stages.examples is None:
             await phases.choose_examples(run, verified)
             self._checkpoint(run, run_dir)
-        chosen = state.candidates[state.stages["examples"]["produced"][0]]
-        if "search" not in state.stages:
-            run_it, why = phases.search_warranted(run, verified)
-            if not run_it:
-                if "cross_fit" not in state.stages:
+        assert stages.examples is not None
+        chosen = state.candidates[stages.examples.choice]
+        if stages.search is None:
+            decision = phases.search_warranted(run, verified)
+            if not decision.ran:
+                if stages.cross_fit is None:
                     await phases.cross_fit(run, chosen)
                     self._checkpoint(run, run_dir)
-                chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
-                return phases.finish_verified(run, chosen, "distilled", why)
-            await phases.start_search(run, verified, why, chosen)
+                assert stages.cross_fit is not None
+                chosen = state.candidates[stages.cross_fit.choice]
+                return phases.finish_verified(run, chosen, "distilled", decision)
+            await phases.start_search(run, verified, str(decision.why), chosen)
             if not chosen.is_seed:  # the examples stage's choice, when it beat the verified rung
                 state.chosen = chosen.id
             self._checkpoint(run, run_dir)
-        elif not state.stages["search"].get("ran"):
-            if "cross_fit" in state.stages:
-                chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
-            return phases.finish_verified(run, chosen, "distilled", state.stages["search"]["why"])
+        elif not stages.search.ran:
+            if stages.cross_fit is not None:
+                chosen = state.candidates[stages.cross_fit.choice]
+            return phases.finish_verified(run, chosen, "distilled", stages.search)
         reason = await self._evolve(run, run_dir)
         phases.end_search(run)
         return await phases.finish(run, reason)

@@ -9,6 +9,7 @@ too many failed evaluations in it stop the run with :class:`~promptevolver.error
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,6 +33,15 @@ from promptevolver.optimizers._distill import (
     SMALL_CONTRAST,
     Distiller,
     DistillView,
+)
+from promptevolver.optimizers._records import (
+    BudgetStop,
+    CrossFitRecord,
+    DistillRecord,
+    ExamplesRecord,
+    SearchRecord,
+    StageCost,
+    VerifyRecord,
 )
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers._run import RunContext, SearchRun
@@ -254,18 +264,20 @@ async def distill(run: SearchRun) -> list[Candidate]:
                 ids.append(same.id)
     run.end_step()
     run.state.lessons = [x.to_dict() for ladder in ladders if ladder.pool for x in ladder.pool.lessons]
-    run.state.stages["distill"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[c.id for c in rungs],
-        stop={_ladder_key(ladder.fold): ladder.stop for ladder in ladders},
-        ladders=ladder_ids,
-        context_splits=sum(ladder.context_splits for ladder in ladders),
-        corrections=len(run.context.evidence_pool),
-        unshown=len(set(run.context.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
-        lessons=len(run.state.lessons),
-        sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
+    stops = {_ladder_key(ladder.fold): ladder.stop for ladder in ladders}
+    run.state.stages.add(
+        DistillRecord(
+            cost=_cost(run, before, started),
+            produced=tuple(c.id for c in rungs),
+            stop=stops,
+            ladders={k: tuple(v) for k, v in ladder_ids.items()},
+            context_splits=sum(ladder.context_splits for ladder in ladders),
+            corrections=len(run.context.evidence_pool),
+            unshown=len(set(run.context.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
+            lessons=len(run.state.lessons),
+            sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
+            budget_stop=BudgetStop.LADDER in stops.values(),
+        )
     )
     run.context.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
     return rungs
@@ -293,7 +305,8 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
     started, before = time.perf_counter(), run.stage_start()
-    ladder_ids = run.state.stages.get("distill", {}).get("ladders", {})
+    distilled = run.state.stages.distill
+    ladder_ids = {} if distilled is None else distilled.ladders
     if refit.has_refit(run.context, ladder_ids):
         return await _verify_refit(run, ladder_ids, started, before)
     seed = run.state.seed
@@ -322,14 +335,14 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
     run.end_step()
     run.final_choice = {"regime": run.context.split.regime.value, "stage": "verify", **report}
-    run.state.stages["verify"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[best.id],
-        judged=[c.id for c in field],
-        saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
-        final_choice=run.final_choice,
+    run.state.stages.add(
+        VerifyRecord(
+            cost=_cost(run, before, started),
+            produced=(best.id,),
+            judged=tuple(c.id for c in field),
+            saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
+            final_choice=run.final_choice,
+        )
     )
     run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
     return best
@@ -352,14 +365,14 @@ async def _verify_refit(
         "saved_judge_calls": 0,
         "lower_rungs": "judged on their folds only when the top rungs hurt",
     }
-    run.state.stages["verify"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[best.id],
-        judged=sorted({int(i) for row in choice["depths"] for i in row["rungs"].values()} | {0}),
-        saved_judge_calls=0,
-        final_choice=run.final_choice,
+    run.state.stages.add(
+        VerifyRecord(
+            cost=_cost(run, before, started),
+            produced=(best.id,),
+            judged=tuple(sorted({int(i) for row in choice["depths"] for i in row["rungs"].values()} | {0})),
+            saved_judge_calls=0,
+            final_choice=run.final_choice,
+        )
     )
     run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
     return best
@@ -544,16 +557,7 @@ def _descends(candidates: Sequence[Candidate], c: Candidate, ancestor: Candidate
 
 def skip_distill(run: SearchRun) -> None:
     """``strategy: examples``: no distillation (the instruction is kept as it is; 0 meta calls)."""
-    run.state.stages["distill"] = {
-        "ran": False,
-        "why": "strategy examples: the instruction is kept as it is",
-        "judge_calls": 0,
-        "meta_calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "seconds": 0.0,
-        "produced": [],
-    }
+    run.state.stages.add(DistillRecord.skipped("strategy examples: the instruction is kept as it is"))
 
 
 def example_policies(ctx: RunContext) -> tuple[list[str], str]:
@@ -593,12 +597,12 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         policies, why = _gate(run.context, policies, why, _wrong(run.context, base))
     n_eval = len(_held_out_samples(run.context))
     calls = len(policies) * n_eval * run.context.metric.calls_per_evaluation
-    if policies and not run.context.meter.allows(calls, reserve=0):
-        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
+    refused = bool(policies) and not run.context.meter.allows(calls, reserve=0)
+    if refused:
+        policies, why = [], BudgetStop.examples(calls)
     if not policies:
-        run.state.stages["examples"] = _stage_report(
-            run, before, started, produced=[base.id], tried=[], why=why
-        )
+        cost = _cost(run, before, started)
+        run.state.stages.add(ExamplesRecord(cost=cost, produced=(base.id,), why=why, budget_stop=refused))
         return base
     store = run.context.examples
     assert store is not None
@@ -640,19 +644,20 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         if chosen is not base
         else f"no example policy beat candidate {base.id} with probability {run.context.config.confidence:g}"
     )
-    run.state.stages["examples"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[chosen.id],
-        base=base.id,
-        tried=rows,
-        why=verdict,
-        policy=chosen.examples,
-        static_set=store.positions_for("static", {}),
-        racing=race.report,
-        similarity=store.similarity_record(),
-        **({"embeddings": used} if (used := store.embedding_usage()) is not None else {}),
+    run.state.stages.add(
+        ExamplesRecord(
+            cost=_cost(run, before, started),
+            produced=(chosen.id,),
+            judged=True,
+            base=base.id,
+            tried=tuple(rows),
+            why=verdict,
+            policy=chosen.examples,
+            static_set=tuple(store.positions_for("static", {})),
+            racing=race.report,
+            similarity=store.similarity_record(),
+            embeddings=store.embedding_usage(),
+        )
     )
     run.context.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
     return chosen
@@ -756,12 +761,12 @@ async def _examples_cross_validated(
     if policies:
         policies, why = _gate(ctx, policies, why, refit.errors(ctx, cv))
     calls = len(policies) * len(ctx.train) * ctx.metric.calls_per_evaluation
-    if policies and not ctx.meter.allows(calls, reserve=0):
-        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
+    refused = bool(policies) and not ctx.meter.allows(calls, reserve=0)
+    if refused:
+        policies, why = [], BudgetStop.examples(calls)
     if not policies:
-        run.state.stages["examples"] = _stage_report(
-            run, before, started, produced=[base.id], tried=[], why=why
-        )
+        cost = _cost(run, before, started)
+        run.state.stages.add(ExamplesRecord(cost=cost, produced=(base.id,), why=why, budget_stop=refused))
         return base
     store = ctx.examples
     assert store is not None
@@ -817,18 +822,19 @@ async def _examples_cross_validated(
             f"no example policy beat candidate {base.id} cross-validated with probability "
             f"{ctx.config.confidence:g}"
         )
-    run.state.stages["examples"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[chosen.id],
-        base=base.id,
-        tried=rows,
-        why=f"{why}; {verdict}",
-        policy=chosen.examples,
-        static_set=store.positions_for("static", {}),
-        racing=race.report,
-        similarity=store.similarity_record(),
+    run.state.stages.add(
+        ExamplesRecord(
+            cost=_cost(run, before, started),
+            produced=(chosen.id,),
+            judged=True,
+            base=base.id,
+            tried=tuple(rows),
+            why=f"{why}; {verdict}",
+            policy=chosen.examples,
+            static_set=tuple(store.positions_for("static", {})),
+            racing=race.report,
+            similarity=store.similarity_record(),
+        )
     )
     if chosen is not base:
         own = per_policy[chosen.examples]
@@ -895,7 +901,7 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     if not why and not wrong:
         why = f"candidate {base.id} judges every held-out verdict correction as the human did"
     if why:
-        run.state.stages["cross_fit"] = {"ran": False, "why": why, "produced": [base.id]}
+        run.state.stages.add(CrossFitRecord.skipped(why, base.id))
         return base
     run.context.events.emit("stage_start", 0, stage="cross_fit")
     view = DistillView(
@@ -927,22 +933,26 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
             rungs.append(c)
             parent = c
     run.end_step()
-    lessons = [x.to_dict() for x in ladder.pool.lessons] if ladder.pool else []
-    report: dict[str, Any] = {
-        "base": base.id,
-        "corrections": len(wrong),
-        "lessons": lessons,
-        "stop": ladder.stop,
-        "context_splits": ladder.context_splits,
-    }
+    lessons = tuple(x.to_dict() for x in ladder.pool.lessons) if ladder.pool else ()
+    check: dict[str, Any] = {}
     chosen = base
     if not rungs:
-        report["why"] = "the cross-fit ladder made no rung (no general lesson, or its rewrite was rejected)"
+        why = "the cross-fit ladder made no rung (no general lesson, or its rewrite was rejected)"
     else:
-        chosen, verdict = await _cross_check(run, base, rungs[-1], report)
-        report["why"] = verdict
-    run.state.stages["cross_fit"] = _stage_report(
-        run, before, started, produced=[chosen.id], rungs=[c.id for c in rungs], **report
+        chosen, why = await _cross_check(run, base, rungs[-1], len(wrong), check)
+    run.state.stages.add(
+        CrossFitRecord(
+            cost=_cost(run, before, started),
+            produced=(chosen.id,),
+            rungs=tuple(c.id for c in rungs),
+            base=base.id,
+            corrections=len(wrong),
+            lessons=lessons,
+            stop=ladder.stop,
+            context_splits=ladder.context_splits,
+            why=why,
+            **check,
+        )
     )
     run.context.events.emit("stage_end", 0, stage="cross_fit", chosen=chosen.id)
     return chosen
@@ -989,11 +999,13 @@ def _still_wrong(ctx: RunContext, base: Candidate) -> list[int]:
 
 
 async def _cross_check(
-    run: SearchRun, base: Candidate, rung: Candidate, report: dict[str, Any]
+    run: SearchRun, base: Candidate, rung: Candidate, corrections: int, report: dict[str, Any]
 ) -> tuple[Candidate, str]:
     """``rung`` against ``base`` on the learning part's judged samples (in looks; neither is
     dropped: the rung need not win); ``rung`` unless ``base`` is better with probability
-    ``confidence``."""
+    ``confidence``. ``report`` receives the check's fields of :class:`CrossFitRecord` (``racing``;
+    ``delta``, ``p_better`` and ``samples`` unless stopped for futility); ``corrections``: the
+    held-out corrections the rung learned from."""
     run.begin_step("the cross-fit check on the learning samples", count_parse=True)
     rng = np.random.default_rng((run.context.config.random_seed, RACE_STREAM, 2))
     positions = _check_positions(run.context.train, rng)
@@ -1031,7 +1043,7 @@ async def _cross_check(
     confidence = rule.confidence
     if rule.eligible(x) and rule.not_shown_worse(x):
         return rung, (
-            f"candidate {rung.id} adds lessons from {report['corrections']} held-out corrections, and the "
+            f"candidate {rung.id} adds lessons from {corrections} held-out corrections, and the "
             f"{len(positions)} learning samples those lessons never saw do not say they hurt "
             f"({delta:+.3f} against candidate {base.id}; candidate {base.id} better with probability "
             f"{1.0 - p:.2f} < {confidence:g})"
@@ -1043,8 +1055,9 @@ async def _cross_check(
     )
 
 
-def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
-    """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
+def search_warranted(run: SearchRun, verified: Candidate) -> SearchRecord:
+    """Whether the search stage runs after verification (``ran``), and why (or why not: the
+    stage's record, ``budget_stop`` when warranted but the budget cannot pay). Under ``strategy:
     auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
     seed on held-out samples while the train part has corrections, or a ladder stopped (its
     rounds or the budget ran out) before every correction had been shown — and when the budget
@@ -1052,18 +1065,18 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     teaching general lessons has used what the corrections say: the search would pay judge calls
     to rediscover it (its failures left are one-sample lessons and noise)."""
     if run.context.config.strategy != "auto":
-        return False, f"strategy {run.context.config.strategy}: no search"
+        return SearchRecord.not_run(f"strategy {run.context.config.strategy}: no search")
     if run.context.config.generations == 0 or run.context.config.population_size == 1:
-        return False, "generations 0 or population_size 1: no search"
+        return SearchRecord.not_run("generations 0 or population_size 1: no search")
     if not run.context.evidence_pool:
-        return False, "no correction in the train part: nothing for a search to learn"
+        return SearchRecord.not_run("no correction in the train part: nothing for a search to learn")
     fixed, total = _held_out_fixes(run.context, verified)
-    stage = run.state.stages.get("distill", {})
-    unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
+    stage = run.state.stages.distill or DistillRecord()
+    unshown, stops = stage.unshown, stage.stop
     refit = verified.cross_validated is not None
-    ladders = stage.get("ladders", {})
+    ladders = stage.ladders
     if run.context.refit and "all" in ladders and not ladders["all"] and stops.get("all") == "converged":
-        return False, (
+        return SearchRecord.not_run(
             "not warranted: the ladder learning from every correction converged without a general "
             "lesson (what is left are one-sample lessons and noise)"
         )
@@ -1073,7 +1086,7 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             if run.context.refit
             else "no rung of the ladder beat the seed on held-out samples"
         )
-    elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
+    elif unshown and any(stop in ("rounds", BudgetStop.LADDER) for stop in stops.values()):
         why = f"the distillation stopped with {unshown} corrections not shown yet"
     else:
         where = "verdict corrections, cross-validated" if refit else "held-out verdict corrections"
@@ -1083,10 +1096,12 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             if refit
             else "a verified rung beat the seed"
         )
-        return False, f"not warranted: {kept} ({fixes}) and the distillation used every correction"
+        return SearchRecord.not_run(
+            f"not warranted: {kept} ({fixes}) and the distillation used every correction"
+        )
     if not run.context.meter.allows(run.context.calls.initial_search(), reserve=run.context.calls.final):
-        return False, f"warranted ({why}) but the budget cannot pay for it"
-    return True, why
+        return SearchRecord.not_run(BudgetStop.search(why), budget_stop=True)
+    return SearchRecord(why=why)
 
 
 def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
@@ -1112,8 +1127,7 @@ async def start_search(
     train fitness), recorded as generation 0; the generation loop follows. ``chosen``: the
     examples stage's choice, in the population too when it carries a static set (mutation and
     crossover then evolve the set, :mod:`.operators.demos`)."""
-    started = time.perf_counter()
-    run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
+    run.state.stages.add(SearchRecord.begun(why, time.perf_counter(), run.usage()))
     run.context.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
@@ -1131,34 +1145,34 @@ async def start_search(
 
 def end_search(run: SearchRun) -> None:
     """Close stage 3's report (calls, tokens, seconds) once the generations are done."""
-    stage = run.state.stages.get("search")
-    if not stage or "_started" not in stage:
+    stage = run.state.stages.search
+    if stage is None or stage.started is None or stage.before is None:
         return
-    before = Usage(**stage.pop("_before"))
-    started = stage.pop("_started")
-    report = _stage_report(run, before, started, produced=[c.id for c in run.state.population])
-    report["waves"] = sum(h.get("waves", 0) for h in run.state.history)
-    run.state.stages["search"] = {**stage, **report}
+    cost = _cost(run, stage.before, stage.started)
+    cost = dataclasses.replace(cost, waves=sum(h.get("waves", 0) for h in run.state.history))
+    produced = tuple(c.id for c in run.state.population)
+    run.state.stages.add(SearchRecord(why=stage.why, ended=True, cost=cost, produced=produced))
 
 
 def finish_verified(
-    run: SearchRun, best: Candidate, stop_reason: str, why_no_search: str
+    run: SearchRun, best: Candidate, stop_reason: str, no_search: SearchRecord
 ) -> OptimizationResult:
     """The result of a run that ended after verification (``strategy: distill``, or ``auto``
-    when the search was not warranted). The stop reason is ``budget`` instead of
-    ``stop_reason`` when the budget refused a stage the run would have made (the search, when
-    warranted, the examples' verification, or a distillation round)."""
-    examples_why = str(run.state.stages.get("examples", {}).get("why", ""))
-    stops = run.state.stages.get("distill", {}).get("stop", {}).values()
-    if why_no_search.startswith("warranted (") or examples_why.startswith("the budget") or "budget" in stops:
+    when the search was not warranted: ``no_search`` says why). The stop reason is ``budget``
+    instead of ``stop_reason`` when the budget refused a stage the run would have made (the
+    search, when warranted, the examples' verification, or a distillation round)."""
+    stages = run.state.stages
+    if "search" not in stages:
+        stages.add(no_search)
+    if stages.budget_stop:
         stop_reason = "budget"
     run.state.stop_reason = stop_reason
     run.state.chosen = best.id
-    run.state.stages.setdefault("search", {"ran": False, "why": why_no_search})
-    run.final_choice = run.final_choice or run.state.stages["verify"].get("final_choice", {})
-    cross = run.state.stages.get("cross_fit", {})
-    if best.operator == "cross_fit" and cross.get("why"):
-        base = run.state.candidates[cross["base"]]
+    verified = stages.verify
+    run.final_choice = run.final_choice or (dict(verified.final_choice) if verified is not None else {})
+    cross = stages.cross_fit
+    if best.operator == "cross_fit" and cross is not None and cross.why and cross.base is not None:
+        base = run.state.candidates[cross.base]
         validation = reporting.estimates(run.context, base)["validation"]
         shown = "n/a" if validation is None else f"{validation:.3f}"
         run.final_choice = {
@@ -1166,7 +1180,7 @@ def finish_verified(
             "stage": "cross_fit",
             "chosen": best.id,
             "why": (
-                f"{cross['why']}; its validation figure is n/a (it learned from the held-out corrections): "
+                f"{cross.why}; its validation figure is n/a (it learned from the held-out corrections): "
                 f"candidate {base.id}, which it extends, scored {shown} there"
             ),
         }
@@ -1174,17 +1188,16 @@ def finish_verified(
     return OptimizationResult.from_run(run, best)
 
 
-def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -> dict[str, Any]:
-    """A stage's calls, tokens, seconds and ``waves`` (its longest chain of calls that waited for
-    one another: wall time ≈ waves × latency, the stage's dependent-call floor)."""
+def _cost(run: SearchRun, before: Usage, started: float) -> StageCost:
+    """A stage's calls, tokens, seconds and ``waves`` since ``before`` and ``started``
+    (:class:`~._records.StageCost`)."""
     used = run.usage() - before
-    return {
-        "waves": waves(run.context.limit.take_intervals()),
-        "judge_calls": used.judge_calls,
-        "meta_calls": used.meta_calls,
-        "prompt_tokens": used.prompt_tokens,
-        "completion_tokens": used.completion_tokens,
-        "prompt_tokens_per_judge_call": used.prompt_tokens_per_call().get("judge"),
-        "seconds": round(time.perf_counter() - started, 3),
-        **extra,
-    }
+    return StageCost(
+        waves=waves(run.context.limit.take_intervals()),
+        judge_calls=used.judge_calls,
+        meta_calls=used.meta_calls,
+        prompt_tokens=used.prompt_tokens,
+        completion_tokens=used.completion_tokens,
+        prompt_tokens_per_judge_call=used.prompt_tokens_per_call().get("judge"),
+        seconds=round(time.perf_counter() - started, 3),
+    )

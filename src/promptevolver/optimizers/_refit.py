@@ -140,7 +140,8 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         return not ctx.rule.at_least(compared[depth])
 
     if not refit:  # every correction taught no general lesson: the seed, judged for its figure only
-        stop = run.state.stages.get("distill", {}).get("stop", {}).get("all", "n/a")
+        distilled = run.state.stages.distill
+        stop = "n/a" if distilled is None else distilled.stop.get("all", "n/a")
         why = (
             f"the ladder learning from every correction made no rung (it stopped: {stop}), so there is "
             "no refit to choose; the folds' candidates were not judged"
@@ -220,7 +221,9 @@ def _record(
 def fold_tops(state: SearchState, ctx: RunContext) -> dict[int, Candidate]:
     """Fold → the fold's candidate of the recipe the verification chose (its ``depths`` row; the
     seed for a fold whose ladder made no rung); empty when the seed was kept."""
-    choice = state.stages["verify"]["final_choice"]
+    verified = state.stages.verify
+    assert verified is not None
+    choice = verified.final_choice
     row = next((r for r in choice.get("depths", ()) if _chosen(choice, r)), None)
     if row is None or choice.get("chosen") == state.seed.id:
         return {}

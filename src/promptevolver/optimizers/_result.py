@@ -18,6 +18,7 @@ from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._examples import ExampleStore, static_positions
 from promptevolver.llm._base import is_simulated
 from promptevolver.optimizers import _reporting as reporting
+from promptevolver.optimizers._records import Stages
 from promptevolver.rundir import write_result
 
 __all__ = ["SIMULATED_NOTE", "OptimizationResult"]
@@ -166,6 +167,12 @@ class OptimizationResult(dict[str, str]):
         return {"kind": "validation", "seed": seed.get("validation"), "best": best.get("validation")}
 
     @property
+    def stage_records(self) -> Stages:
+        """The typed records of :attr:`stages` (:class:`~promptevolver.optimizers.Stages`): what
+        readers of a result read, never the JSON's keys."""
+        return Stages.from_dict(self.stages)
+
+    @property
     def strategy(self) -> str:
         """The config's ``strategy`` (``auto``, ``distill`` or ``genetic``)."""
         return str(self.config.get("strategy", "genetic"))
@@ -265,10 +272,10 @@ class OptimizationResult(dict[str, str]):
             random_seed=ctx.config.random_seed,
             **_simulated(ctx),
             duration_s=run.elapsed(),
-            stages={k: {a: b for a, b in v.items() if a != "seconds"} for k, v in state.stages.items()},
+            stages=state.stages.to_dict(seconds=False),
             lessons=state.lessons,
             racing=state.race,
-            stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
+            stage_seconds=state.stages.seconds(),
             examples=_examples_block(ctx, best),
         )
 

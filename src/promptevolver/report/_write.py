@@ -32,7 +32,7 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import loss_label
-from promptevolver.optimizers import Regime
+from promptevolver.optimizers import Regime, Stages
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import calls_png, fitness_png
@@ -595,26 +595,24 @@ def _pipeline(facts: RunFacts) -> Section | None:
     """The distill-first pipeline: each stage's calls, tokens and seconds, the ladder of distilled
     rungs with the lessons each applied (and their evidence), and the lessons left out."""
     result = facts.result
-    stages = result.get("stages") or {}
-    if not stages:
+    stages = Stages.from_dict(result.get("stages"))
+    if not len(stages):
         return None
     rows = []
-    for name in ("distill", "verify", "examples", "cross_fit", "search"):
-        st = stages.get(name)
-        if not st or st.get("ran") is False:
+    for st in (stages.distill, stages.verify, stages.examples, stages.cross_fit, stages.search):
+        if st is None or not st.ran:
             continue
-        tokens = st.get("prompt_tokens", 0) + st.get("completion_tokens", 0)
         rows.append(
             [
-                name,
-                str(st.get("judge_calls", 0)),
-                str(st.get("meta_calls", 0)),
-                f"{tokens:,}",
-                _f(st.get("prompt_tokens_per_judge_call"), 1),
-                f"{(result.get('stage_seconds') or {}).get(name, 0):.1f}",
+                st.name,
+                str(st.cost.judge_calls),
+                str(st.cost.meta_calls),
+                f"{st.cost.tokens:,}",
+                _f(st.cost.prompt_tokens_per_judge_call, 1),
+                f"{(result.get('stage_seconds') or {}).get(st.name, 0):.1f}",
             ]
         )
-    search = stages.get("search") or {}
+    search, verified = stages.search, stages.verify
     produced = {
         "seed": "the seed (nothing beat it)",
         "distill": "a distilled rung",
@@ -626,11 +624,11 @@ def _pipeline(facts: RunFacts) -> Section | None:
         f"Strategy {result.get('strategy', 'n/a')}. The result comes from "
         f"{produced.get(result.get('produced_by', ''), 'n/a')}. Search: "
         + (
-            "ran, because " + str(search.get("why"))
-            if search.get("ran")
-            else f"not run ({search.get('why', 'n/a')})"
+            "ran, because " + str(search.why)
+            if search is not None and search.ran
+            else f"not run ({'n/a' if search is None else search.why})"
         )
-        + f". Racing saved {stages.get('verify', {}).get('saved_judge_calls', 0)} judge calls "
+        + f". Racing saved {0 if verified is None else verified.saved_judge_calls} judge calls "
         f"({(result.get('racing') or {}).get('lower_rungs', 'n/a')})."
     )
     headers = ["stage", "judge calls", "meta calls", "tokens", "prompt tokens / judge call", "seconds"]
@@ -673,23 +671,23 @@ def _pipeline(facts: RunFacts) -> Section | None:
                 "sample (they cannot transfer), the others came after the round's best evidenced ones."
             )
         )
-    cross = stages.get("cross_fit") or {}
-    if cross.get("rungs"):
-        applied = [x for x in cross.get("lessons", []) if x.get("applied_round") is not None]
-        kept = cross.get("produced") != [cross.get("base")]
+    cross = stages.cross_fit
+    if cross is not None and cross.rungs:
+        applied = [x for x in cross.lessons if x.get("applied_round") is not None]
+        kept = cross.produced != (cross.base,)
         blocks.append(
             Para(
-                f"Cross-fit: a ladder from {cross.get('corrections', 0)} held-out corrections that candidate "
-                f"#{cross.get('base')} still got wrong applied "
+                f"Cross-fit: a ladder from {cross.corrections} held-out corrections that candidate "
+                f"#{cross.base} still got wrong applied "
                 + (
                     "; ".join(f"{_short(x['text'], 160)} (evidence {x['evidence']})" for x in applied)
                     or "nothing"
                 )
-                + f". {'Kept' if kept else 'Not kept'}: {cross.get('why', 'n/a')}."
+                + f". {'Kept' if kept else 'Not kept'}: {cross.why}."
             )
         )
-    elif cross.get("why"):
-        blocks.append(Para(f"Cross-fit: not run ({cross['why']})."))
+    elif cross is not None and cross.why:
+        blocks.append(Para(f"Cross-fit: not run ({cross.why})."))
     return Section("Pipeline: distill, verify, search", blocks)
 
 

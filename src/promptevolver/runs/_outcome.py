@@ -145,37 +145,32 @@ def _from_lineage(result: OptimizationResult) -> str:
 def stage_line(result: OptimizationResult) -> str:
     """The distill-first pipeline in one line: each stage's calls and tokens, whether the search
     ran and why, and which stage produced the result (``produced_by``)."""
-    st = result.stages
+    st = result.stage_records
     parts = []
-    if "distill" in st:
-        d = st["distill"]
-        rungs = len(d.get("produced", []))
+    if (d := st.distill) is not None:
+        rungs = len(d.produced)
         parts.append(
-            f"distill {d['meta_calls']} meta calls ({d['prompt_tokens'] + d['completion_tokens']:,} tokens), "
+            f"distill {d.cost.meta_calls} meta calls ({d.cost.tokens:,} tokens), "
             f"{rungs} rung{'' if rungs == 1 else 's'}"
         )
-    if "verify" in st:
-        v = st["verify"]
-        saved = v.get("saved_judge_calls", 0)
+    if (v := st.verify) is not None:
+        saved = v.saved_judge_calls
         saving = f" ({saved} saved by racing)" if saved else ""
-        parts.append(f"verify {v['judge_calls']} judge calls{saving}")
-    if st.get("examples", {}).get("tried"):
-        e = st["examples"]
-        per_call = e.get("prompt_tokens_per_judge_call")
+        parts.append(f"verify {v.cost.judge_calls} judge calls{saving}")
+    if (e := st.examples) is not None and e.tried:
+        per_call = e.cost.prompt_tokens_per_judge_call
         tokens = f", {per_call:,.0f} prompt tokens a call" if per_call else ""
-        parts.append(f"examples {e['judge_calls']} judge calls{tokens}, kept: {e.get('policy', 'none')}")
-    elif "examples" in st and "verify" in st:  # not judged: why (not warranted, the budget, ...)
+        parts.append(f"examples {e.cost.judge_calls} judge calls{tokens}, kept: {e.policy}")
+    elif st.examples is not None and st.verify is not None:  # not judged: not warranted, the budget, ...
         parts.append("examples not judged")
-    if st.get("cross_fit", {}).get("rungs"):
-        x = st["cross_fit"]
-        kept = "kept" if x.get("produced") != [x.get("base")] else "not kept"
-        parts.append(f"cross-fit {x['judge_calls']} judge + {x['meta_calls']} meta calls, {kept}")
-    search = st.get("search", {})
-    if search.get("ran"):
-        calls = f"{search.get('judge_calls', 0)} judge + {search.get('meta_calls', 0)} meta calls"
-        parts.append(f"search {calls}")
+    if (x := st.cross_fit) is not None and x.rungs:
+        kept = "kept" if x.produced != (x.base,) else "not kept"
+        parts.append(f"cross-fit {x.cost.judge_calls} judge + {x.cost.meta_calls} meta calls, {kept}")
+    search = st.search
+    if search is not None and search.ran:
+        parts.append(f"search {search.cost.judge_calls} judge + {search.cost.meta_calls} meta calls")
     else:
-        parts.append(f"no search ({search.get('why', 'n/a')})")
+        parts.append(f"no search ({'n/a' if search is None else search.why})")
     sources = {
         "seed": "the seed",
         "distill": "the distillation stage",

@@ -27,6 +27,7 @@ from promptevolver import rundir
 from promptevolver.config._models import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.llm._journal import read_lines
+from promptevolver.optimizers import Stages
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers._checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
 
@@ -280,7 +281,7 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
         stop_reason=state.get("stop_reason"),
         since_improvement=int(state.get("since_improvement", 0)),
         exhausted=bool(state.get("exhausted", False)),
-        stages=tuple(k for k, v in state.get("stages", {}).items() if v.get("ran", True)),
+        stages=tuple(r.name for r in Stages.from_dict(state.get("stages")) if r.ran),
     )
 
 
