@@ -429,3 +429,29 @@ def test_a_sentence_s_first_word_is_no_name_so_a_lesson_with_it_is_no_sample_fac
     assert not facts.quoted_in("Accept cautious wording when the facts are right.")
     assert facts.quoted_in("Check what the response says about Ethurkel.")  # a name inside a sentence
     assert facts.quoted_in("Check the 1520 figure.")  # a number
+
+
+def test_a_lesson_whose_rewrite_came_back_unchanged_is_offered_once_more_when_nothing_new_is_taught():
+    """The prompt engineer returns the instruction unchanged the first time it is given a lesson
+    (it could phrase it the next time); the lessons calls teach that one lesson only: the next
+    round, having nothing new, offers it again and it is applied."""
+    ds = make_dataset(20, 6)
+    labels = [int(y) for y in ds.labels()]
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    (seed,) = metric.get_instructions().values()
+    rewrites: list[int] = []
+
+    def writer(request: LLMRequest) -> str:
+        if request.operation == "feedback":
+            return json.dumps({"feedback": [{"lesson": "check every claim with care", "explains": [1]}]})
+        rewrites.append(request.sample_index)
+        first = len(rewrites) == 1
+        return json.dumps({"instruction": seed if first else f"{seed}\\n- check every claim with care"})
+
+    llm = rule_llm(ds, lambda instruction, i: labels[i] if "care" in instruction else 1 - labels[i], writer)
+    result = GeneticOptimizer(metric=metric, llm=llm).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "refit_below": 0, "small_data": 0}
+    )
+    (lesson,) = [x for x in result.lessons if x["text"] == "check every claim with care"]
+    assert lesson["applied_round"] is not None and len(rewrites) == 2
+    assert "care" in result.best_instructions[PROMPT]
