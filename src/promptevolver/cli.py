@@ -1,4 +1,4 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | import``.
 
 Conventions (every command):
 
@@ -93,6 +93,18 @@ See docs/examples.md.""",
 annotation file (its labels are ignored). Writes one JSON line per suggested trace, best first
 (metric_input, score, why, verdicts, ...) to --out or stdout; a summary line (traces judged, judge
 calls, the LLM used) goes to stderr. See docs/suggest.md.""",
+    "import": """examples:
+  promptevolver import csv labels.csv --output annotations.json
+  promptevolver import jsonl labels.jsonl -o annotations.json --column human_verdict=label --kind binary
+  promptevolver import mlflow --tracking-uri http://127.0.0.1:5000 --experiment my-app \\
+      --assessment correctness --output annotations.json --field user_input=question
+
+csv/jsonl: one judged sample a row, columns named after the judge's inputs (user_input, response,
+reference, ...) plus judge_verdict (or judge_score), judge_reason, human_verdict (or human_score),
+human_reason, annotator. mlflow: every trace carrying an LLM judge's and a human's Feedback of the
+--assessment name. Writes a Ragas annotation file (metric: --metric, default the file's stem or
+the assessment name) that optimize, evaluate and estimate read. See docs/import-csv.md,
+docs/import-mlflow.md.""",
 }
 
 
@@ -255,6 +267,42 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="extra answers of the chosen judge per trace (2)",
     )
+    imp = command("import", "write a Ragas annotation file from labels kept in CSV, JSONL or MLflow")
+    imp.add_argument("source", choices=("csv", "jsonl", "mlflow"), help="where the labels are")
+    imp.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the CSV or JSONL file")
+    imp.add_argument(
+        "--output", "-o", type=Path, required=True, metavar="FILE", help="annotation file to write"
+    )
+    imp.add_argument("--metric", metavar="NAME", help="the metric's name in the file written")
+    imp.add_argument(
+        "--kind", choices=("binary", "numeric"), help="verdicts or scores (default: read off the values)"
+    )
+    imp.add_argument(
+        "--prompt-name", metavar="NAME", help="the prompt's key in the file (default: the judge's)"
+    )
+    imp.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="TARGET=SOURCE",
+        help="csv/jsonl: read TARGET from column SOURCE",
+    )
+    imp.add_argument(
+        "--tracking-uri", metavar="URI", help="mlflow: the tracking server (default: MLFLOW_TRACKING_URI)"
+    )
+    imp.add_argument("--experiment", metavar="NAME", help="mlflow: the experiment holding the traces")
+    imp.add_argument("--assessment", metavar="NAME", help="mlflow: the feedback's name (the judge's)")
+    imp.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="TARGET=SOURCE",
+        help="mlflow: the judge's input TARGET from the trace's SOURCE",
+    )
+    imp.add_argument(
+        "--max-traces", type=_positive, metavar="N", help="mlflow: search at most N traces (default: all)"
+    )
+    imp.add_argument("--force", action="store_true", help="replace --output if it exists")
     return parser
 
 
@@ -662,6 +710,21 @@ def _examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from promptevolver.runs._import import run_import
+
+    try:
+        lines = run_import(args)
+    except ValueError as exc:  # a malformed TARGET=SOURCE or a source's missing option
+        if isinstance(exc, PromptEvolverError):
+            raise
+        raise UsageError(str(exc)) from exc
+    print(lines[0])
+    for line in lines[1:]:
+        _say(args, line)
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
@@ -670,6 +733,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench": _bench,
     "suggest": _suggest,
     "examples": _examples,
+    "import": _import,
 }
 
 
