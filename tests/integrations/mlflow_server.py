@@ -88,12 +88,12 @@ def _tail(log: Path) -> str:
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the server's process group (it started one: the server and its workers), then
-    SIGKILL after 5 s (it may take 10 s and more to shut down gracefully, which nothing here needs)."""
+    SIGKILL after 3 s (it may take 10 s and more to shut down gracefully, which nothing here needs)."""
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=5)
+            process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
