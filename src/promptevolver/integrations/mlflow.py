@@ -27,18 +27,23 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+import queue
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.errors import TrackingError
 from promptevolver.llm._redaction import redact_url
 
 if TYPE_CHECKING:
-    pass
+    from promptevolver.optimizers.events import Event
 
-__all__ = ["MlflowFeedback", "TraceFeedback", "read_feedback", "shown_uri"]
+__all__ = ["MlflowFeedback", "MlflowTracker", "TraceFeedback", "read_feedback", "run_figures", "shown_uri"]
 
 _INSTALL = 'pip install "promptevolver[mlflow]"'
 _log = logging.getLogger("promptevolver")
@@ -218,3 +223,241 @@ def read_feedback(
                 break
     # Traces logged in one millisecond tie on the server's order: the id settles it, every time.
     return sorted(traces, key=lambda t: (t.request_ms, t.trace_id)), searched
+
+
+# --- figures ---------------------------------------------------------------------------------------
+
+
+def run_figures(result: Mapping[str, Any]) -> dict[str, float]:
+    """A run's figures as MLflow metrics, read from its ``result.json`` (the one record of them):
+    the seed's and the chosen candidate's train and validation agreement under the loss's name
+    (``seed_validation_accuracy``, ``chosen_train_accuracy``, ...), the LLM calls and tokens, the
+    cost in USD when the run had prices, and its seconds. A figure the run did not measure
+    (``n/a``: e.g. a cross-fitted choice's validation) is left out, never logged as 0."""
+    loss = result.get("loss") or {}
+    name = str(loss.get("metric") or loss.get("name") or "fitness").lower()
+    figures: dict[str, float] = {}
+    for who, as_ in (("seed", "seed"), ("best", "chosen")):
+        for split, value in (result.get("scores", {}).get(who) or {}).items():
+            if isinstance(value, int | float) and value == value:
+                figures[f"{as_}_{split}_{name}"] = float(value)
+    usage = result.get("usage") or {}
+    calls = usage.get("llm_calls") or {}
+    for key in ("judge", "meta"):
+        if isinstance(calls.get(key), int):
+            figures[f"{key}_calls"] = float(calls[key])
+    for key in ("prompt_tokens", "completion_tokens", "retries", "failures"):
+        if isinstance(usage.get(key), int):
+            figures[key] = float(usage[key])
+    if usage.get("cost_usd"):
+        figures["cost_usd"] = float(usage["cost_usd"])
+    if isinstance(result.get("duration_s"), int | float):
+        figures["duration_s"] = float(result["duration_s"])
+    return figures
+
+
+def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested settings as MLflow params: dotted keys, values as text (JSON for lists), cut at
+    MLflow's 6000 characters with a note saying so."""
+    import json
+
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(_flat(value, name + "."))
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out[name] = text if len(text) <= 6000 else text[:5950] + " ... (cut: see the run's config.yaml)"
+    return out
+
+
+# --- tracking a run as it goes ---------------------------------------------------------------------
+
+_FINISH = object()
+
+
+class MlflowTracker:
+    """A run's callback (:mod:`promptevolver.optimizers.events`) that logs it to an MLflow run as it
+    goes, without ever blocking or breaking it.
+
+    Logged: ``params`` (the run's config, flattened: ``optimizer.generations``, ``llm.model``,
+    ...) when it starts; the LLM calls, tokens and cost so far after answers (``llm_calls``,
+    ``prompt_tokens``, ``completion_tokens``, ``cost_usd``; step = calls); each pipeline stage's
+    figures when it ends (``<stage>/judge_calls``, ``/meta_calls``, ``/prompt_tokens``,
+    ``/completion_tokens``, ``/seconds``, ``/chosen_validation`` the agreement of the candidate it
+    chose on the samples it was verified on); each generation's ``search/best_train`` and
+    ``search/mean_train`` (step = generation); and at :meth:`finish` the run's final figures
+    (:func:`run_figures`), tags and files.
+
+    Every call to the server happens on a thread of the tracker's own; a callback only puts the
+    event's figures on a queue (microseconds). A server that cannot be reached or fails a request
+    gives one warning and the tracker stops logging; one still busy when the run ends gets
+    ``timeout_s`` seconds to catch up, then one warning naming what was not logged. The run's own
+    files hold every figure either way. ``run_id`` is the MLflow run's id once it exists.
+
+    Raises:
+        ImportError: MLflow is not installed (at construction, before the run starts).
+    """
+
+    def __init__(
+        self,
+        *,
+        tracking_uri: str | None = None,
+        experiment: str = "promptevolver",
+        run_name: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+        timeout_s: float = 10.0,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        _mlflow()
+        self.tracking_uri = tracking_uri
+        self.experiment = experiment
+        self.run_name = run_name
+        self.tags = dict(tags or {})
+        self.timeout_s = timeout_s
+        self.run_id: str | None = None
+        self._warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._problem: str | None = None
+        self._warned = False
+        self._finished = False
+        self._validation: dict[int, float] = {}
+        self._queue.put(("params", _flat(params or {})))
+        self._thread = threading.Thread(target=self._work, name="promptevolver-mlflow", daemon=True)
+        self._thread.start()
+
+    # --- the run's side (its event loop's thread): never waits on the server -----------------------
+    def __call__(self, event: Event) -> None:
+        self._say_problem()
+        if self._problem is not None:
+            return
+        data, now = event.data, int(time.time() * 1000)
+        figures: dict[str, Any]
+        if event.kind == "llm_call":
+            figures = {k: data[k] for k in ("prompt_tokens", "completion_tokens") if k in data}
+            if data.get("cost_usd"):  # a run without prices costs n/a, never 0.0
+                figures["cost_usd"] = data["cost_usd"]
+            self._queue.put(("calls", {"llm_calls": data["calls"], **figures}, data["calls"], now))
+        elif event.kind == "candidate_evaluated" and data.get("split") == "validation":
+            if data.get("score") is not None:
+                self._validation[data["candidate"]] = data["score"]
+        elif event.kind == "stage_end":
+            stage, record = data["stage"], data.get("figures") or {}
+            keys = ("judge_calls", "meta_calls", "prompt_tokens", "completion_tokens", "seconds")
+            figures = {f"{stage}/{k}": record[k] for k in keys if isinstance(record.get(k), int | float)}
+            if data.get("chosen") in self._validation:
+                figures[f"{stage}/chosen_validation"] = self._validation[data["chosen"]]
+            self._queue.put(("metrics", figures, 0, now))
+        elif event.kind == "generation_end":
+            figures = {
+                f"search/{k}": data[k] for k in ("best_train", "mean_train") if data.get(k) is not None
+            }
+            self._queue.put(("metrics", figures, event.generation, now))
+        elif event.kind == "stop":
+            self._queue.put(("tags", {"promptevolver.stop_reason": str(data.get("reason"))}))
+
+    def finish(
+        self,
+        *,
+        figures: Mapping[str, float] | None = None,
+        tags: Mapping[str, str] | None = None,
+        artifacts: list[Path] | None = None,
+        status: str = "FINISHED",
+        timeout_s: float | None = None,
+    ) -> None:
+        """Log the final ``figures``, ``tags`` and ``artifacts`` (files), end the MLflow run with
+        ``status`` (``FINISHED``, ``FAILED``, ``KILLED``), and wait at most ``timeout_s`` seconds
+        (default: the tracker's) for the server to take it all (then one warning). Called once,
+        at the end of the run."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._problem is None:
+            now = int(time.time() * 1000)
+            self._queue.put(
+                ("finish", dict(figures or {}), dict(tags or {}), list(artifacts or []), status, now)
+            )
+            self._queue.put(_FINISH)
+            wait = self.timeout_s if timeout_s is None else timeout_s
+            self._thread.join(wait)
+            if self._thread.is_alive() and self._problem is None:
+                self._problem = (
+                    f"did not take the run's figures within {wait:g} s "
+                    f"(tracking.mlflow.timeout_s); about {self._queue.qsize() + 1} updates, the final "
+                    "figures among them, were not logged"
+                )
+        self._say_problem()
+
+    def _say_problem(self) -> None:
+        """The one warning, given on the run's thread (never on the tracker's)."""
+        if self._problem is not None and not self._warned:
+            self._warned = True
+            self._warn(
+                f"MLflow tracking at {shown_uri(self.tracking_uri)}: {self._problem}; the run goes on "
+                "without it (its run directory holds every figure)"
+            )
+
+    # --- the tracker's thread: every call to the server ----------------------------------------------
+    def _work(self) -> None:
+        try:
+            client = _client(self.tracking_uri)
+            found = client.get_experiment_by_name(self.experiment)
+            experiment_id = found.experiment_id if found else client.create_experiment(self.experiment)
+            run = client.create_run(experiment_id, run_name=self.run_name, tags=self.tags)
+            self.run_id = run.info.run_id
+            while True:
+                items = [self._queue.get()]
+                while True:
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if self._log(client, items):
+                    return
+        except Exception as exc:  # the client's boundary: a dead or failing server is a warning
+            if self._problem is None and not self._warned:
+                text = " ".join(str(exc).split())
+                if "Max retries exceeded" in text or "Connection refused" in text:
+                    text = "cannot connect (is the server running? is the URI right?)"
+                self._problem = text[:300]
+
+    def _log(self, client: Any, items: list[Any]) -> bool:
+        """Log one drain of the queue in as few requests as it takes; True at the end of the run."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        run_id = self.run_id
+        metrics: list[Any] = []
+        last_calls = None
+        ending = False
+        for item in items:
+            if item is _FINISH:
+                ending = True
+                continue
+            kind = item[0]
+            if kind == "params":
+                params = [Param(k, v) for k, v in item[1].items()]
+                for start in range(0, len(params), 100):
+                    client.log_batch(run_id, params=params[start : start + 100])
+            elif kind == "calls":
+                last_calls = item  # cumulative counters: the latest point says it all
+            elif kind == "metrics":
+                metrics += [Metric(k, float(v), item[3], item[2]) for k, v in item[1].items()]
+            elif kind == "tags":
+                client.log_batch(run_id, tags=[RunTag(k, v) for k, v in item[1].items()])
+            elif kind == "finish":
+                _, figures, tags, artifacts, status, now = item
+                metrics += [Metric(k, float(v), now, 0) for k, v in figures.items()]
+                if tags:
+                    client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        if last_calls is not None:
+            metrics += [Metric(k, float(v), last_calls[3], last_calls[2]) for k, v in last_calls[1].items()]
+        for start in range(0, len(metrics), 1000):
+            client.log_batch(run_id, metrics=metrics[start : start + 1000])
+        for item in items:
+            if item is not _FINISH and item[0] == "finish":
+                for path in item[3]:
+                    client.log_artifact(run_id, str(path))
+                client.set_terminated(run_id, status=item[4])
+        return ending
