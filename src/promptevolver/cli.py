@@ -1,4 +1,5 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | import``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | import |
+export``.
 
 Conventions (every command):
 
@@ -105,6 +106,17 @@ human_reason, annotator. mlflow: every trace carrying an LLM judge's and a human
 --assessment name. Writes a Ragas annotation file (metric: --metric, default the file's stem or
 the assessment name) that optimize, evaluate and estimate read. See docs/import-csv.md,
 docs/import-mlflow.md.""",
+    "export": """examples:
+  promptevolver export runs/ac --to mlflow --tracking-uri http://127.0.0.1:5000 --prompt-name ac-judge
+  promptevolver export runs/ac --to promptfoo -o promptfoo-judge.yaml
+  promptevolver export runs/ac --to deepeval -o ac_judge.py
+  promptevolver export runs/ac --to json
+
+The judge the run chose, its instruction AND its teaching examples. mlflow: a new version of prompt
+NAME in the prompt registry (its template the instruction as is) and an MLflow run with the run's
+config, figures, cost and files; promptfoo: an llm-rubric assertion; deepeval: a GEval metric;
+json: instruction, examples, figures, the model it was verified on. Without -o the text goes to
+stdout. See docs/export-mlflow.md, docs/export-promptfoo.md, docs/export-deepeval.md.""",
 }
 
 
@@ -303,6 +315,21 @@ def _parser() -> argparse.ArgumentParser:
         "--max-traces", type=_positive, metavar="N", help="mlflow: search at most N traces (default: all)"
     )
     imp.add_argument("--force", action="store_true", help="replace --output if it exists")
+
+    exp = command("export", "take the judge a run chose to MLflow, promptfoo, DeepEval or JSON")
+    exp.add_argument("run_dir", type=Path, metavar="RUN", help="a finished run directory")
+    exp.add_argument("--to", required=True, choices=("mlflow", "promptfoo", "deepeval", "json"))
+    exp.add_argument("--output", "-o", type=Path, metavar="FILE", help="file to write (default: stdout)")
+    exp.add_argument("--force", action="store_true", help="replace --output if it exists")
+    exp.add_argument(
+        "--tracking-uri", metavar="URI", help="mlflow: the server (default: MLFLOW_TRACKING_URI)"
+    )
+    exp.add_argument(
+        "--prompt-name", metavar="NAME", help="mlflow: the registry's prompt (default: the metric)"
+    )
+    exp.add_argument(
+        "--experiment", metavar="NAME", help="mlflow: the run's experiment (default: promptevolver)"
+    )
     return parser
 
 
@@ -564,9 +591,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     for note in notes:
         warnings.warn(note, stacklevel=1)
-    card = asyncio.run(
-        score_instructions(config, chosen, positions=positions, dataset=dataset)
-    )
+    card = asyncio.run(score_instructions(config, chosen, positions=positions, dataset=dataset))
     if args.samples_out is not None:
         rows = scorecard_rows(
             dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name
@@ -716,6 +741,26 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from promptevolver.runs._export_to import run_export
+
+    try:
+        done = run_export(args)
+    except ValueError as exc:  # options of another target
+        if isinstance(exc, PromptEvolverError):
+            raise
+        raise UsageError(str(exc)) from exc
+    if done.text is not None:
+        sys.stdout.write(done.text)
+        for line in done.lines:
+            _say(args, line)
+        return 0
+    print(done.lines[0])
+    for line in done.lines[1:]:
+        _say(args, line)
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
@@ -725,6 +770,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "suggest": _suggest,
     "examples": _examples,
     "import": _import,
+    "export": _export,
 }
 
 

@@ -144,9 +144,7 @@ def log_labelled_traces(
     judge's feedback alone and ``human_only`` with a human's alone."""
     import mlflow
 
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
-    try:
+    with using(uri):
         mlflow.set_experiment(experiment)
         ids = [
             _trace(mlflow, {"question": s.metric_input["user_input"]}, s.metric_input["response"])
@@ -185,5 +183,14 @@ def log_labelled_traces(
             for tid in alone[side]:
                 mlflow.log_feedback(trace_id=tid, name=name, value=True, source=_source(kind, "x"))
         return Logged(trace_ids=ids, judge_only=alone["judge"], human_only=alone["human"])
-    finally:
-        mlflow.set_tracking_uri(previous)
+
+
+@contextlib.contextmanager
+def using(uri: str) -> Iterator[None]:
+    """MLflow's fluent API (``mlflow.start_span``, ``mlflow.genai.load_prompt``) pointed at ``uri``
+    for the block, and back to what it was after (unset stays unset: restoring the resolved
+    default by ``set_tracking_uri`` would pin it to a ./mlflow.db)."""
+    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+
+    with _use_tracking_uri(uri):
+        yield

@@ -25,6 +25,7 @@ Errors: a server that cannot be reached, refuses a request or lacks the experime
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -32,7 +33,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,16 @@ from promptevolver.llm._redaction import redact_url
 if TYPE_CHECKING:
     from promptevolver.optimizers.events import Event
 
-__all__ = ["MlflowFeedback", "MlflowTracker", "TraceFeedback", "read_feedback", "run_figures", "shown_uri"]
+__all__ = [
+    "LoggedJudge",
+    "MlflowFeedback",
+    "MlflowTracker",
+    "TraceFeedback",
+    "log_judge",
+    "read_feedback",
+    "run_figures",
+    "shown_uri",
+]
 
 _INSTALL = 'pip install "promptevolver[mlflow]"'
 _log = logging.getLogger("promptevolver")
@@ -51,12 +60,13 @@ _log = logging.getLogger("promptevolver")
 
 #: MLflow client settings this integration gives a default (the environment's own value wins):
 #: MLflow's client retries a request 7 times with backoff (minutes against a dead server) and waits
-#: 120 s for an answer; an import or export should fail in seconds with one line, and telemetry
-#: stays off as for Ragas.
+#: 120 s for an answer; an import or export should fail in seconds with one line; telemetry
+#: stays off as for Ragas; a run's end prints no link on our stdout.
 CLIENT_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
     "MLFLOW_DISABLE_TELEMETRY": "true",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # stdout is the command's (its own lines, exports)
 }
 
 
@@ -83,7 +93,7 @@ def shown_uri(tracking_uri: str | None) -> str:
     return redact_url(tracking_uri) if tracking_uri else "MLflow's default (MLFLOW_TRACKING_URI)"
 
 
-@contextmanager
+@contextlib.contextmanager
 def _server(tracking_uri: str | None, doing: str) -> Iterator[None]:
     """Translate what the client raises while ``doing`` into one TrackingError line."""
     try:
@@ -461,3 +471,104 @@ class MlflowTracker:
                     client.log_artifact(run_id, str(path))
                 client.set_terminated(run_id, status=item[4])
         return ending
+
+
+# --- the chosen judge out --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoggedJudge:
+    """What :func:`log_judge` made: the MLflow run's id, its experiment's id, and each prompt's
+    name → the version registered."""
+
+    run_id: str
+    experiment_id: str
+    versions: dict[str, int]
+
+
+def log_judge(
+    *,
+    tracking_uri: str | None,
+    experiment: str,
+    run_name: str,
+    prompts: Mapping[str, str],
+    commit_message: str,
+    prompt_tags: Mapping[str, str],
+    params: Mapping[str, Any],
+    metrics: Mapping[str, float],
+    run_tags: Mapping[str, str],
+    files: list[Path],
+    texts: Mapping[str, str],
+) -> LoggedJudge:
+    """Log an MLflow run of ``experiment`` (created when absent) holding ``params`` (flattened),
+    ``metrics``, ``run_tags``, ``files`` and ``texts`` (artifact name → text), then register each
+    of ``prompts`` (prompt name → template) as a new version in the prompt registry with
+    ``commit_message`` and ``prompt_tags`` (plus ``promptevolver.mlflow_run``: the run's id and
+    ``promptevolver.chosen_judge``: ``runs:/<run id>/<the first text's name>``), each linked to the
+    run. The run ends ``FINISHED``, or ``FAILED`` when a step fails.
+
+    Raises:
+        TrackingError: the server cannot be reached or refuses a request (credentials masked).
+        ImportError: MLflow is not installed.
+    """
+    from mlflow.entities import Metric, Param, RunTag
+
+    client = _client(tracking_uri)
+    with _server(tracking_uri, f"logging the chosen judge to experiment {experiment!r}"):
+        found = client.get_experiment_by_name(experiment)
+        experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+        run = client.create_run(experiment_id, run_name=run_name, tags=dict(run_tags))
+        run_id = run.info.run_id
+        try:
+            flat = [Param(k, v) for k, v in _flat(params).items()]
+            for start in range(0, len(flat), 100):
+                client.log_batch(run_id, params=flat[start : start + 100])
+            now = int(time.time() * 1000)
+            client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
+            for path in files:
+                client.log_artifact(run_id, str(path))
+            for name, text in texts.items():
+                client.log_text(run_id, text, name)
+            tags = {**prompt_tags, "promptevolver.mlflow_run": run_id}
+            if texts:
+                tags["promptevolver.chosen_judge"] = f"runs:/{run_id}/{next(iter(texts))}"
+            versions: dict[str, int] = {}
+            for name, template in prompts.items():
+                version = client.register_prompt(
+                    name=name, template=template, commit_message=commit_message, tags=tags
+                )
+                with _linking(tracking_uri):
+                    client.link_prompt_version_to_run(run_id, version)
+                versions[name] = int(version.version)
+            client.log_batch(run_id, tags=[RunTag("promptevolver.prompts", json_text(versions))])
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.set_terminated(run_id, status="FAILED")
+            raise
+        client.set_terminated(run_id)
+    return LoggedJudge(run_id=run_id, experiment_id=experiment_id, versions=versions)
+
+
+@contextlib.contextmanager
+def _linking(tracking_uri: str | None) -> Iterator[None]:
+    """MLflow's registry links a prompt version to a run through the *global* tracking store
+    (``AbstractStore.link_prompt_version_to_run`` calls ``mlflow.tracking._get_store()``), not the
+    client's: with another default it looks the run up elsewhere (and may create ``mlflow.db``
+    in the working directory). MLflow's own context manager points the default at ``tracking_uri``
+    for the call and restores it after."""
+    if tracking_uri is None:
+        yield
+        return
+    try:
+        from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+    except ImportError:  # pragma: no cover - a later MLflow: its client may link by itself
+        yield
+        return
+    with _use_tracking_uri(tracking_uri):
+        yield
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)

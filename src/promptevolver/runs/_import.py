@@ -136,7 +136,8 @@ class Imported:
 
     def summary(self) -> list[str]:
         """The lines ``promptevolver import`` prints: what was written, what was not."""
-        who = f"{len(self.annotators)} annotator{'s' * (len(self.annotators) != 1)}"
+        n = len(self.annotators)
+        who = f"{n} annotator{'s' * (n != 1)}" if n else "no annotator named"
         failed = f", {self.failed_judge_calls} failed judge calls" if self.failed_judge_calls else ""
         lines = [
             f"imported {self.samples} samples of {self.metric!r} ({self.kind}: {self.accepted} accepted, "
