@@ -450,6 +450,13 @@ def run_export(args: Any) -> Export:
             raise ValueError(f"{', '.join(given)}: for --to mlflow only")
     elif args.output is not None:
         raise ValueError("--output: --to mlflow writes no file (it registers the prompt and logs a run)")
+    try:
+        return _export_command(args)
+    except ImportError as exc:  # MLflow is not installed: one line naming the extra
+        raise PromptEvolverError(str(exc)) from exc
+
+
+def _export_command(args: Any) -> Export:
     return export_run(
         args.run_dir,
         to=args.to,

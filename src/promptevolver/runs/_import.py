@@ -708,15 +708,10 @@ def run_import(args: Any) -> list[str]:
             raise ValueError("mlflow reads no FILE and no --column (rename a trace's fields with --field)")
         if not args.experiment or not args.assessment:
             raise ValueError("mlflow needs --experiment NAME and --assessment NAME (the feedback's name)")
-        imported = import_mlflow(
-            tracking_uri=args.tracking_uri,
-            experiment=args.experiment,
-            assessment=args.assessment,
-            fields=parse_pairs(args.field, "--field"),
-            max_traces=args.max_traces,
-            force=args.force,
-            **common,
-        )
+        try:
+            imported = _import_mlflow_command(args, common)
+        except ImportError as exc:  # MLflow is not installed: one line naming the extra
+            raise PromptEvolverError(str(exc)) from exc
     else:
         if args.file is None:
             raise ValueError(f"{args.source} needs FILE")
@@ -743,3 +738,15 @@ def run_import(args: Any) -> list[str]:
             **common,
         )
     return imported.summary()
+
+
+def _import_mlflow_command(args: Any, common: dict[str, Any]) -> Imported:
+    return import_mlflow(
+        tracking_uri=args.tracking_uri,
+        experiment=args.experiment,
+        assessment=args.assessment,
+        fields=parse_pairs(args.field, "--field"),
+        max_traces=args.max_traces,
+        force=args.force,
+        **common,
+    )
