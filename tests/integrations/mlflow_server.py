@@ -1,10 +1,11 @@
 """A real MLflow tracking server for the tests, and traces with feedback logged through MLflow's API.
 
 :func:`running_server` starts ``mlflow server`` on 127.0.0.1 (a free port) with a SQLite backend
-store and a temporary artifact root, waits until it answers ``/health``, and stops it (its whole
-process group) afterwards. :func:`log_labelled_traces` logs one trace per annotated sample with the
-judge's feedback (``LLM_JUDGE``) and the human's (``HUMAN``: agreeing with ``log_feedback``,
-correcting with ``override_feedback``, as MLflow's UI does), all through ``mlflow``'s own API.
+store and a temporary artifact root (without MLflow's job runner: two processes, not ten), waits
+until it answers ``/health``, and stops it (its whole process group) afterwards.
+:func:`log_labelled_traces` logs one trace per annotated sample with the judge's feedback
+(``LLM_JUDGE``) and the human's (``HUMAN``: agreeing with ``log_feedback``, correcting with
+``override_feedback``, as MLflow's UI does), all through ``mlflow``'s own API.
 """
 
 from __future__ import annotations
@@ -50,7 +51,13 @@ def running_server(folder: Path) -> Iterator[Server]:
     """
     port = free_port()
     log = (folder / "server.log").open("wb")
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+    # No job runner: MLflow's starts eight more processes (huey consumers) that no test uses.
+    quiet = {
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DO_NOT_TRACK": "true",
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+    }
+    env = {**os.environ, **quiet}
     command = [
         sys.executable, "-m", "mlflow", "server",
         "--host", "127.0.0.1",

@@ -231,7 +231,7 @@ def test_the_same_inputs_from_two_annotators_are_two_samples(rows, tmp_path, cap
     rows.append({**rows[2], "annotator": "someone else"})
     out = tmp_path / "o.json"
     assert main(["import", "csv", str(_write_csv(tmp_path / "l.csv", rows)), "-o", str(out)]) == 0
-    assert "1 rows carry several humans' labels" in capsys.readouterr().err
+    assert "1 input is labelled by several humans: one sample each" in capsys.readouterr().err
     assert len(SingleMetricAnnotation.from_json(out)) == 19
 
 

@@ -150,10 +150,11 @@ class Imported:
                 shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
                 what = self.what if len(names) != 1 else self.what.rstrip("s")
                 lines.append(f"not imported: {len(names)} {what} with only {side} label ({shown})")
-        if self.several_humans:
+        if n := self.several_humans:
+            noun = "trace" if self.what == "traces" else "input"
             lines.append(
-                f"{self.several_humans} {self.what} carry several humans' labels: one sample each, "
-                "annotator named (they stay together when the samples are split)"
+                f"{n} {noun}{' is' if n == 1 else 's are'} labelled by several humans: one sample "
+                "each, annotator named (they stay together when the samples are split)"
             )
         return lines
 
