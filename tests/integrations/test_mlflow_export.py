@@ -14,7 +14,7 @@ import pytest
 from promptevolver import SingleMetricAnnotation
 from promptevolver.cli import main
 
-from ..conftest import AC_FILE
+from ..conftest import AC_FILE, ROOT
 from .conftest import EXPERIMENT, FEEDBACK
 from .mlflow_server import NOT_INSTALLED, free_port, using
 
@@ -134,6 +134,39 @@ def test_each_export_is_a_new_version_of_the_prompt(mlflow_server, tmp_path, cap
         versions.append(int(capsys.readouterr().out.split("prompts:/twice/", 1)[1].split()[0]))
     assert versions[1] == versions[0] + 1
     assert not (Path.cwd() / "mlflow.db").exists()  # MLflow's registry linked the run through our server
+
+
+def test_a_judge_of_two_prompts_registers_one_version_of_each(mlflow_server, tmp_path, capsys):
+    run = tmp_path / "faith"
+    assert (
+        main(["optimize", str(ROOT / "configs" / "faithfulness_statements.yaml"), "-o", str(run), "-q"]) == 0
+    )
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "export",
+                str(run),
+                "--to",
+                "mlflow",
+                "--tracking-uri",
+                mlflow_server.uri,
+                "--prompt-name",
+                "faith",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    instructions = json.loads((run / "result.json").read_text())["best_instructions"]
+    assert len(instructions) == 2
+    for prompt, text in instructions.items():
+        assert f"prompts:/faith.{prompt}/1" in out
+        assert _load_prompt(mlflow_server.uri, f"faith.{prompt}", 1).template == text
+    assert (
+        "chosen_validation_mse"
+        in mlflow.MlflowClient(mlflow_server.uri).get_run(out.split("logged run ")[1].split()[0]).data.metrics
+    )
 
 
 def test_a_dead_server_is_one_line_and_nothing_is_half_registered(tmp_path, capsys):

@@ -241,11 +241,12 @@ def read_feedback(
 def run_figures(result: Mapping[str, Any]) -> dict[str, float]:
     """A run's figures as MLflow metrics, read from its ``result.json`` (the one record of them):
     the seed's and the chosen candidate's train and validation agreement under the loss's name
-    (``seed_validation_accuracy``, ``chosen_train_accuracy``, ...), the LLM calls and tokens, the
-    cost in USD when the run had prices, and its seconds. A figure the run did not measure
-    (``n/a``: e.g. a cross-fitted choice's validation) is left out, never logged as 0."""
-    loss = result.get("loss") or {}
-    name = str(loss.get("metric") or loss.get("name") or "fitness").lower()
+    (``seed_validation_accuracy``, ``chosen_train_f1``, ``chosen_validation_mse``, ...), the LLM
+    calls and tokens, the cost in USD when the run had prices, and its seconds. A figure the run
+    did not measure (``n/a``: e.g. a cross-fitted choice's validation) is left out, never 0."""
+    from promptevolver.evaluation._losses import loss_label
+
+    name = loss_label(result.get("loss") or {}).lower().replace(" ", "_")  # accuracy, f1, mse...
     figures: dict[str, float] = {}
     for who, as_ in (("seed", "seed"), ("best", "chosen")):
         for split, value in (result.get("scores", {}).get(who) or {}).items():

@@ -40,6 +40,7 @@ from promptevolver.annotations import SampleAnnotation
 from promptevolver.config._build import build_judge, load_dataset
 from promptevolver.config._models import RunConfig
 from promptevolver.errors import PromptEvolverError
+from promptevolver.evaluation._losses import loss_label
 from promptevolver.rundir import (
     DRY_RUN_NOTE,
     REPORT_HTML,
@@ -111,8 +112,7 @@ class _Judge:
         f = self.chosen.figures
         if not f:
             return "figures: n/a (the run's record holds none)"
-        loss = f.get("loss") or {}
-        name = loss.get("metric") or loss.get("name") or "fitness"
+        name = loss_label(f.get("loss") or {})
         seed = f.get("seed") or {}
         return (
             f"{name}: chosen train {_n(f.get('train'))}, validation {_n(f.get('validation'))} "
