@@ -12,7 +12,9 @@ from promptevolver import SingleMetricAnnotation
 from promptevolver.cli import main
 
 from .conftest import EXPERIMENT, FEEDBACK
-from .mlflow_server import free_port
+from .mlflow_server import NOT_INSTALLED, free_port
+
+mlflow = pytest.importorskip("mlflow", reason=NOT_INSTALLED)
 
 
 def _import(server, out, *extra: str) -> int:
@@ -147,7 +149,6 @@ def test_names_match_as_mlflows_judge_alignment_matches_them(mlflow_server, labe
 
 @pytest.mark.parametrize("uri", ["http://127.0.0.1:{port}", "http://user:s3cret@127.0.0.1:{port}"])
 def test_a_dead_server_is_one_line_without_credentials(tmp_path, capsys, uri):
-    pytest.importorskip("mlflow", reason="MLflow is not installed")
     shown = uri.format(port=free_port())
     code = main(
         [
@@ -159,3 +160,40 @@ def test_a_dead_server_is_one_line_without_credentials(tmp_path, capsys, uri):
     assert code == 1 and len(err) == 1
     assert "cannot connect" in err[0]
     assert "s3cret" not in err[0]
+
+
+def test_scores_and_a_failed_judge_call_come_in_as_mlflow_holds_them(mlflow_server, tmp_path):
+    """A 1-5 judge: the human's score is the label (target when they differ); a judge feedback
+    that failed (an error, no value) is a failed judge call, never a score."""
+    from .mlflow_server import _source, _trace, using
+
+    judged = [(4, 4, "fine"), (2, 5, "far better than 2"), (None, 3, "judge timed out"), (5, 1, None)]
+    with using(mlflow_server.uri):
+        mlflow.set_experiment("scores")
+        ids = [_trace(mlflow, {"user_input": f"q{i}"}, {"response": f"a{i}"}) for i in range(len(judged))]
+        mlflow.flush_trace_async_logging()
+        for tid, (judge, human, why) in zip(ids, judged):
+            error = TimeoutError("the judge's call timed out") if judge is None else None
+            source = _source("LLM_JUDGE", "gpt")
+            mlflow.log_feedback(trace_id=tid, name="quality", value=judge, error=error, source=source)
+            mlflow.log_feedback(
+                trace_id=tid, name="quality", value=human, rationale=why, source=_source("HUMAN", "h")
+            )
+    out = tmp_path / "scores.json"
+    code = main(
+        [
+            "import", "mlflow", "--tracking-uri", mlflow_server.uri, "--experiment", "scores",
+            "--assessment", "quality", "-o", str(out), "-q",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    data = SingleMetricAnnotation.from_json(out)
+    assert data.kind == "numeric"
+    assert data.labels() == [4, 5, 3, 1]
+    rows = json.loads(out.read_text())["quality"]
+    assert [r.get("target") for r in rows] == [None, 5, 3, 1]
+    assert math.isnan(rows[2]["metric_output"]) and "timed out" in rows[2]["judge_error"]
+    prompt = rows[1]["prompts"]["single_turn_simple_criteria_prompt"]
+    assert prompt["prompt_output"] == {"score": 2}
+    assert prompt["edited_output"] == {"reason": "far better than 2", "score": 5}
+    assert data.samples[0].metric_input == {"user_input": "q0", "response": "a0"}  # outputs by name
