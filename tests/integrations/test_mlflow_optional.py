@@ -46,3 +46,23 @@ def test_import_mlflow_without_mlflow_is_one_line(tmp_path):
     assert out.stderr.strip() == (
         'promptevolver: error: the MLflow integration needs MLflow: pip install "promptevolver[mlflow]"'
     )
+
+
+def test_a_job_of_several_metrics_says_where_tracking_is_and_its_metric_folders_export(tmp_path, capsys):
+    from promptevolver.cli import main
+
+    from ..conftest import DATA
+
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        f"dataset: {DATA / 'two_metrics.json'}\n"
+        "metrics: {answer_correctness: {definition: 'Correct?'}, helpfulness: {definition: 'Helpful?'}}\n"
+    )
+    with_tracking = tmp_path / "tracked.yaml"
+    with_tracking.write_text(config.read_text() + "tracking: {mlflow: {experiment: x}}\n")
+    assert main(["optimize", str(with_tracking), "-o", str(tmp_path / "no"), "-q"]) == 1
+    assert "export DIR/<metric> --to mlflow" in capsys.readouterr().err
+    assert main(["optimize", str(config), "-o", str(tmp_path / "job"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "job" / "helpfulness"), "--to", "json", "-q"]) == 0
+    assert '"metric": "helpfulness"' in capsys.readouterr().out

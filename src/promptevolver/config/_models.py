@@ -966,6 +966,12 @@ class ManyConfig(_OnePlacePerSetting):
             raise ValueError("metric, metrics: give one of the two (metric: one judge; metrics: several)")
         if isinstance(data, dict) and isinstance(data.get("dataset"), dict):
             raise ValueError("dataset: a job of several metrics reads one annotation file, not synthetic")
+        if isinstance(data, dict) and "tracking" in data:
+            raise ValueError(
+                "tracking: a job of several metrics is not tracked as it goes yet; run each metric with "
+                "its own metric: config, or log each metric's run after the job with "
+                "promptevolver export DIR/<metric> --to mlflow"
+            )
         if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
             specs = {
                 key: {"name": key, **spec} if isinstance(spec, dict) and "name" not in spec else spec
