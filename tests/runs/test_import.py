@@ -284,3 +284,12 @@ def test_the_written_file_is_what_every_reader_reads(rows, tmp_path):
     assert main(["import", "csv", str(_write_csv(tmp_path / "l.csv", rows)), "-o", str(out), "-q"]) == 0
     assert list(json.loads(out.read_text())) == ["l"]  # Ragas' shape: metric name -> samples
     assert AC_FILE.exists()
+
+
+@pytest.mark.parametrize(("ours", "theirs"), [("user_input", "input"), ("response", "actual_output")])
+def test_two_columns_of_one_judge_field_are_one_line_at_the_header(ours, theirs, tmp_path, capsys):
+    source = tmp_path / "l.csv"
+    source.write_text(f"{theirs},{ours},judge_verdict,human_verdict\nq,q2,1,1\n")
+    assert main(["import", "csv", str(source), "-o", str(tmp_path / "o.json")]) == 1
+    line = _error(capsys)
+    assert f"row 1, columns '{theirs}' and '{ours}' are both the judge's '{ours}'" in line

@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from promptevolver.annotations import MetricAnnotation
+from pydantic import ValidationError
+
+from promptevolver.annotations import FIELD_ALIASES, MetricAnnotation
 from promptevolver.annotations._labels import LabelKind
 from promptevolver.annotations._models import sample_key
 from promptevolver.errors import AnnotationError, PromptEvolverError
@@ -314,7 +316,10 @@ def _write(
     kind = kind or _infer_kind(rows, origin)
     name = prompt_name or (AspectCritic.PROMPT_NAME if kind == "binary" else RubricJudge.PROMPT_NAME)
     samples = [_sample(r, kind, name, origin) for r in rows]
-    annotations = MetricAnnotation.model_validate({"root": {metric: samples}})  # checked as a load checks
+    try:
+        annotations = MetricAnnotation.model_validate({"root": {metric: samples}})  # as a load checks
+    except ValidationError as exc:
+        raise _invalid(exc, rows, origin) from None
     write_json(output, annotations.to_json_value(), indent=2)
     accepted = sum(s["is_accepted"] for s in samples)
     failed = sum(isinstance(s["metric_output"], float) and math.isnan(s["metric_output"]) for s in samples)
@@ -327,6 +332,19 @@ def _write(
         failed_judge_calls=failed,
         annotators=tuple(sorted({r.annotator for r in rows if r.annotator})),
         **counts,
+    )
+
+
+def _invalid(exc: ValidationError, rows: Sequence[Judged], origin: str) -> AnnotationError:
+    """The first problem of samples that do not validate, at its row and input field (e.g. one
+    field under two names: ``input`` and ``user_input``)."""
+    first = exc.errors(include_url=False)[0]
+    loc = list(first["loc"])  # root, metric, sample index, field...
+    where = rows[loc[2]].where if len(loc) > 2 and isinstance(loc[2], int) else "a row"
+    fields = [str(part) for part in loc[3:] if part not in ("metric_input", "prompt_input")]
+    message = first["msg"].removeprefix("Value error, ")
+    return AnnotationError(
+        f"{where}, column {fields[0]!r}: {message}" if fields else f"{where}: {message}", path=origin
     )
 
 
@@ -495,7 +513,31 @@ def _columns(header: Sequence[str], renames: dict[str, str], origin: str, source
     for column in header:
         if column not in used and column not in _RESERVED and column not in taken:
             wanted.setdefault(f"input:{column}", column)
+    _one_column_per_field(wanted, origin, noun, source)
     return wanted
+
+
+def _one_column_per_field(wanted: Mapping[str, str], origin: str, noun: str, source: Source) -> None:
+    """Two columns that are one judge field (``input`` and ``user_input``: other libraries' names,
+    :data:`~promptevolver.annotations.FIELD_ALIASES`) would make every row an error: say it once.
+
+    Raises:
+        AnnotationError: naming both columns and the field.
+    """
+    seen: dict[str, str] = {}
+    for ours, column in wanted.items():
+        if not ours.startswith("input:"):
+            continue
+        name = ours.removeprefix("input:")
+        field = FIELD_ALIASES.get(name, name)
+        if field in seen:
+            where = "row 1, " if source == "csv" else ""
+            raise AnnotationError(
+                f"{where}{noun}s {seen[field]!r} and {column!r} are both the judge's {field!r} "
+                f"(one is another library's name for it); drop one, or rename it with --column",
+                path=origin,
+            )
+        seen[field] = column
 
 
 def _judged(
