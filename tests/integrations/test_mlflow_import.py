@@ -106,7 +106,9 @@ def test_a_field_the_traces_lack_is_one_line_naming_the_trace_and_the_field(
     )  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1
-    assert f"trace {labelled.trace_ids[0]}, --field user_input=query: 'query' is not in it" in err[0]
+    trace = err[0].split("trace ", 1)[1].split(",", 1)[0]  # the first in import order
+    assert trace in labelled.trace_ids
+    assert f"trace {trace}, --field user_input=query: 'query' is not in it" in err[0]
     assert "'question'" in err[0]  # what the trace has
     assert not out.exists()
 
@@ -189,11 +191,14 @@ def test_scores_and_a_failed_judge_call_come_in_as_mlflow_holds_them(mlflow_serv
     assert code == 0
     data = SingleMetricAnnotation.from_json(out)
     assert data.kind == "numeric"
-    assert data.labels() == [4, 5, 3, 1]
-    rows = json.loads(out.read_text())["quality"]
+    raw = json.loads(out.read_text())["quality"]
+    order = [ids.index(r["source"]["trace_id"]) for r in raw]  # traces of one millisecond: by id
+    rows = [raw[order.index(i)] for i in range(len(judged))]
+    labels = [data.labels()[order.index(i)] for i in range(len(judged))]
+    assert labels == [4, 5, 3, 1]
     assert [r.get("target") for r in rows] == [None, 5, 3, 1]
     assert math.isnan(rows[2]["metric_output"]) and "timed out" in rows[2]["judge_error"]
     prompt = rows[1]["prompts"]["single_turn_simple_criteria_prompt"]
     assert prompt["prompt_output"] == {"score": 2}
     assert prompt["edited_output"] == {"reason": "far better than 2", "score": 5}
-    assert data.samples[0].metric_input == {"user_input": "q0", "response": "a0"}  # outputs by name
+    assert rows[0]["metric_input"] == {"user_input": "q0", "response": "a0"}  # outputs by name
