@@ -120,7 +120,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"{_f(r['distill4'])} ({_f(r['distill4_tokens'], 0)}) | {_f(r['tokens_ratio'], 2)} | "
             f"{_f(r['oracle'])} | {_f(r['ceiling'])} | {_f(r['target'])} | {met} |"
         )
-    pairs = [(x["cross_validated"], x["test"]) for r in rows for x in r["runs"] if x["cross_validated"] is not None]
+    pairs = [
+        (x["cross_validated"], x["test"]) for r in rows for x in r["runs"] if x["cross_validated"] is not None
+    ]
     honest = ""
     if pairs:
         gaps = [c - t for c, t in pairs]

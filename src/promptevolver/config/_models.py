@@ -57,6 +57,8 @@ __all__ = [
     "SYNTHETIC_KEYS",
     "SyntheticDatasetConfig",
     "SyntheticSource",
+    "TrackingConfig",
+    "MlflowTrackingConfig",
     "embedder_from_record",
     "expand_base_url",
     "format_validation_error",
@@ -714,6 +716,45 @@ class SyntheticDatasetConfig(_Strict):
         }
 
 
+class MlflowTrackingConfig(_Strict):
+    """``tracking: {mlflow: {...}}`` — log the run to an MLflow tracking server while it runs
+    (:class:`promptevolver.integrations.mlflow.MlflowTracker`; ``pip install "promptevolver[mlflow]"``).
+
+    Attributes:
+        tracking_uri: the server (``http://host:5000``, ``sqlite:///mlflow.db``, ...; ``${NAME}``
+            placeholders expanded from the environment, any other credential masked wherever the
+            config is stored); null: MLflow's own default (``MLFLOW_TRACKING_URI``).
+        experiment: the experiment's name (created when absent).
+        run_name: the MLflow run's name (null: the metric and the run directory's name).
+        timeout_s: seconds the end of the run waits for the logging to catch up (a slow or dead
+            server gets one warning, never a blocked or failed run).
+    """
+
+    tracking_uri: str | None = None
+    experiment: Annotated[str, AfterValidator(_not_blank)] = "promptevolver"
+    run_name: str | None = None
+    timeout_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+
+    @field_serializer("tracking_uri")
+    def _no_secret_in_the_uri(self, uri: str | None) -> str | None:
+        return None if uri is None else stored_base_url(uri)
+
+    def resolved_uri(self) -> str | None:
+        """``tracking_uri`` with its ``${NAME}`` placeholders expanded.
+
+        Raises:
+            ConfigError: a named variable is unset, or the URI's secret was masked when stored.
+        """
+        uri = self.tracking_uri
+        return None if uri is None else expand_base_url(uri, "tracking.mlflow.tracking_uri")
+
+
+class TrackingConfig(_Strict):
+    """``tracking:`` — where a run is logged as it goes: ``mlflow`` (:class:`MlflowTrackingConfig`)."""
+
+    mlflow: MlflowTrackingConfig | None = None
+
+
 class SyntheticSource(_Strict):
     """``dataset: {synthetic: {...}}`` — a generated annotation set instead of a file."""
 
@@ -750,7 +791,8 @@ class RunConfig(_OnePlacePerSetting):
     file (default: the metric's ``name``); ``prompt_name`` picks the prompt of the file whose
     instruction the judge is (default: the file's only prompt, see
     :mod:`promptevolver.config._prompt_match`); ``seeds`` are the random seeds a benchmark runs
-    (default: ``[random_seed]``).
+    (default: ``[random_seed]``); ``tracking`` logs the run to MLflow as it goes
+    (:class:`TrackingConfig`).
 
     Every setting has one place: the run's ``random_seed`` and ``budget`` at the top level, the
     requests in flight as ``llm.max_concurrency`` (:data:`RUN_LEVEL_KEYS`); the same keys under
@@ -769,6 +811,7 @@ class RunConfig(_OnePlacePerSetting):
     optimizer: GeneticConfig = GeneticConfig()
     budget: BudgetConfig | None = None
     random_seed: Seed | None = None
+    tracking: TrackingConfig = TrackingConfig()
 
     @field_validator("dataset", mode="wrap")
     @classmethod
@@ -934,6 +977,12 @@ class ManyConfig(_OnePlacePerSetting):
             raise ValueError("metric, metrics: give one of the two (metric: one judge; metrics: several)")
         if isinstance(data, dict) and isinstance(data.get("dataset"), dict):
             raise ValueError("dataset: a job of several metrics reads one annotation file, not synthetic")
+        if isinstance(data, dict) and "tracking" in data:
+            raise ValueError(
+                "tracking: a job of several metrics is not tracked as it goes yet; run each metric with "
+                "its own metric: config, or log each metric's run after the job with "
+                "promptevolver export DIR/<metric> --to mlflow"
+            )
         if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
             specs = {
                 key: {"name": key, **spec} if isinstance(spec, dict) and "name" not in spec else spec

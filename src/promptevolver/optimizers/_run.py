@@ -398,10 +398,18 @@ class _Announced(ClientWrapper):
     async def complete(self, request: LLMRequest) -> Completion:
         completion = await self.inner.complete(request)
         run = self.run
-        calls = run.usage().total_calls
+        usage = run.usage()
+        calls = usage.total_calls
         bound = max(calls, run.context.calls.total(run.context.config.generations))
         run.context.events.emit(
-            "llm_call", run.state.generation, operation=request.operation, calls=calls, bound=bound
+            "llm_call",
+            run.state.generation,
+            operation=request.operation,
+            calls=calls,
+            bound=bound,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
         )
         return completion
 
