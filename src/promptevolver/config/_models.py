@@ -282,6 +282,11 @@ class GeneticConfig(_Strict):
         sample_size: failing train samples a feedback call may draw from (Ragas' key).
         max_feedbacks: feedback items one feedback call may return.
         validation_fraction: share of usable samples held out to choose the final candidate.
+        group_key: which samples are one group, never split between train and validation (nor
+            between the out-of-bag halves): ``input`` (default) the samples whose judge input is the
+            same but for the response(s) (several responses to one question, one row per
+            annotator); ``sample`` none; ``metric_input.<field>`` or an extra sample field (e.g.
+            ``item_id``) the samples sharing its value (``annotations/_sampling.py``).
         small_data: below this many usable samples no validation part is held out: every
             annotation is used to learn and to choose, each finalist compared with the seed on the
             samples it did not learn from (out-of-bag; ``optimizers/_split.py``). 0: always held out.
@@ -346,6 +351,7 @@ class GeneticConfig(_Strict):
     sample_size: int = Field(12, ge=1)
     max_feedbacks: int = Field(3, ge=1)
     validation_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    group_key: Annotated[str, AfterValidator(_not_blank)] = "input"
     small_data: int = Field(40, ge=0)
     elite_count: int = Field(1, ge=0)
     tournament_size: int = Field(2, ge=1)

@@ -35,7 +35,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import SingleMetricAnnotation, group_keys
 from promptevolver.annotations import _sampling as sampling
 from promptevolver.config._models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
@@ -233,7 +233,7 @@ class SearchRun:
         split = make_split(dataset, labels, metric, config, rng, strata)
         train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
         validation_focus = make_focus(split.validation, evidence, labels, config.max_validation_samples, rng)
-        folds = _folds(split, strata, rng) if split.regime == "out-of-bag" else {}
+        folds = _folds(split, strata, dataset, rng) if split.regime == "out-of-bag" else {}
         examples = _example_store(dataset, labels, split.train, metric, config, evidence)
         self.context = RunContext(
             metric=metric,
@@ -476,11 +476,17 @@ async def prepare_examples(context: RunContext) -> None:
         ) from None
 
 
-def _folds(split: Split, strata: dict[int, Any], rng: np.random.Generator) -> dict[int, int]:
+def _folds(
+    split: Split, strata: dict[int, Any], dataset: SingleMetricAnnotation, rng: np.random.Generator
+) -> dict[int, int]:
     """Position → fold, stratified on ``strata`` (label and kind of correction), folds as equal
-    as possible (a stratified split of the train part into halves)."""
+    as possible (a stratified split of the train part into halves), a group of samples sharing
+    their input (``split.group_key``) in one fold."""
     keys = [strata[p] for p in split.train]
-    first, second = sampling.stratified_split(keys, len(keys) // OUT_OF_BAG_FOLDS, rng)
+    every = group_keys(dataset.samples, split.group_key, path=dataset.source, metric=dataset.name)
+    groups = [every[p] for p in split.train]
+    kept = groups if len(set(groups)) >= 2 else None  # one group: the halves cannot keep it whole
+    first, second = sampling.stratified_split(keys, len(keys) // OUT_OF_BAG_FOLDS, rng, kept)
     return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
 
 

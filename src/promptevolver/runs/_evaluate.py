@@ -14,6 +14,7 @@ warning with ``--split all``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,20 +108,36 @@ def validation_positions(
     path = result_path(run_dir)
     if config is not None and (mismatch := other_metric(run_dir, config)):
         raise ConfigError(f"{mismatch}: its validation samples are not this metric's; {_ALL}")
-    wanted = _validation_keys(path, read_result(run_dir))
+    result = read_result(run_dir)
+    wanted = _validation_keys(path, result)
     size = len(wanted[0]) if wanted else 0
     labels = dataset.labels()
     where: dict[str, list[int]] = {}
     for i, sample in enumerate(dataset.samples):
         if labels[i] is not None:
             where.setdefault(sample_key(sample.metric_input)[:size], []).append(i)
-    missing = sum(key not in where for key in wanted)
+    needed = Counter(wanted)
+    missing = sum(max(0, k - len(where.get(key, []))) for key, k in needed.items())
     if missing:
         raise ConfigError(
             f"{path}: {missing} of its {len(wanted)} validation samples are not usable samples of "
             f"{dataset.source} (matched by content: the run used other annotations); {_ALL}"
         )
-    return sorted({i for key in wanted for i in where[key]})
+    recorded = (result.get("split") or {}).get("validation_positions")
+    if _same_positions(recorded, wanted, where, size):
+        return sorted(int(p) for p in recorded or [])
+    # Another file: as many samples of each input as the run held out (a duplicate the run
+    # learned from is not a validation sample because its twin was held out).
+    return sorted(i for key, k in needed.items() for i in where[key][:k])
+
+
+def _same_positions(recorded: Any, wanted: list[str], where: Mapping[str, list[int]], size: int) -> bool:
+    """Whether the run's recorded validation positions are, in ``dataset``, the samples of the
+    recorded keys (the same file): then exactly those samples are scored."""
+    if not isinstance(recorded, list) or len(recorded) != len(wanted):
+        return False
+    found = {p: key for key, positions in where.items() for p in positions}
+    return all(isinstance(p, int) and found.get(p) == key[:size] for p, key in zip(recorded, wanted))
 
 
 _ALL = "--split all scores every usable sample of the config's annotations instead"
