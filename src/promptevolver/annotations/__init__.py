@@ -53,6 +53,7 @@ another that imports it back (``tests/test_import_circles.py``).
 """
 
 from promptevolver.annotations._dataset import EvaluationDataset, SingleTurnSample
+from promptevolver.annotations._labels import LabelChoice, LabelScale
 from promptevolver.annotations._models import (
     FIELD_ALIASES,
     PromptAnnotation,
@@ -71,6 +72,8 @@ __all__ = [
     "FIELD_ALIASES",
     "AnnotationKeyError",
     "EvaluationDataset",
+    "LabelChoice",
+    "LabelScale",
     "MetricAnnotation",
     "PromptAnnotation",
     "SampleAnnotation",

@@ -59,7 +59,7 @@ class SingleMetricAnnotation(_Sourced):
     """The annotated samples of one metric. Sequence-like: ``len``, iteration, indexing (an int
     gives a :class:`SampleAnnotation`, a slice a new set).
 
-    ``kind`` is the kind of the metric's labels, ``"binary"`` or ``"numeric"``
+    ``kind`` is the kind of the metric's labels, ``"binary"``, ``"numeric"`` or ``"nominal"``
     (:mod:`~promptevolver.annotations._labels`): given (then every label must fit it, else building
     or loading the set raises AnnotationError), or read off the values when the set is built or
     loaded (None on input; any finite numbers are accepted, as in Ragas). A run binds the set to
@@ -176,6 +176,7 @@ class SingleMetricAnnotation(_Sourced):
             [s.target for s in self.samples],
             scale.kind,
             value_range=scale.value_range,
+            allowed=scale.label_space() if scale.kind == "nominal" else None,
             path=self.source,
             metric=self.name,
             declared_by=f"which is binary as {judge} gives verdicts 0 or 1",
