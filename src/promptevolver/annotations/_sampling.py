@@ -180,9 +180,7 @@ def group_keys(
 
 
 def _prompt_of(metric_input: dict[str, Any]) -> str:
-    shown = {
-        k: v for k, v in metric_input.items() if k not in RESPONSE_FIELDS and v not in (None, "", [])
-    }
+    shown = {k: v for k, v in metric_input.items() if k not in RESPONSE_FIELDS and v not in (None, "", [])}
     return json.dumps(shown, sort_keys=True, ensure_ascii=False)
 
 
