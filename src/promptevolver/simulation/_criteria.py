@@ -241,25 +241,61 @@ def _generic(
                 seeds[key] += 1
             elif row.source == "input":
                 inputs[key] += 1
-    responses = {r.key: ph.key_sequence(r.response_text) for r in rows.values()}
-    for key, count in inputs.items():
-        if count >= 2 and _marks_disagreement(key, responses, rows):
-            seeds[key] += count
+    wanted = [key for key, count in inputs.items() if count >= 2]
+    having = _occurrences(wanted, {r.key: ph.key_sequence(r.response_text) for r in rows.values()})
+    for key in wanted:
+        if sum(rows[k].disagrees for k in having[key]) * 2 > len(having[key]):  # marks disagreement
+            seeds[key] += inputs[key]
     limit = max(2, int(max_share * len(corrections))) if len(corrections) >= 4 else len(corrections)
+    carried_by: dict[ph.Key, list[str]] = defaultdict(list)  # key -> corrections holding it, in order
+    for row in corrections:
+        for key in row.phrases:
+            carried_by[key].append(row.key)
     by_carriers: dict[tuple[str, ...], list[ph.Key]] = defaultdict(list)
     for key, count in seeds.items():
-        carriers = tuple(r.key for r in corrections if key in r.phrases)
+        carriers = tuple(carried_by[key])
         if count >= 2 and len(carriers) <= limit and any(rows[k].disagrees for k in carriers):
             by_carriers[carriers].append(key)
-    sets = {carriers: frozenset(carriers) for carriers in by_carriers}
-    maximal = [c for c in by_carriers if not any(sets[c] < other for other in sets.values())]
+    maximal = _maximal(list(by_carriers))
     groups = [(tuple(sorted(by_carriers[c], key=lambda k: (-len(k), k))), c) for c in maximal]
     return sorted(groups, key=lambda g: (-len(g[1]), g[0]))
 
 
-def _marks_disagreement(key: ph.Key, responses: Mapping[str, ph.Key], rows: Mapping[str, _Row]) -> bool:
-    having = [k for k, seq in responses.items() if ph.contains(seq, key)]
-    return sum(rows[k].disagrees for k in having) * 2 > len(having)
+def _maximal(groups: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The groups no other group strictly contains, in their order (a superset holds the group's
+    first member, so only those are compared: not every pair)."""
+    sets = [frozenset(g) for g in groups]
+    holding: dict[str, list[int]] = defaultdict(list)
+    for i, members in enumerate(sets):
+        for member in members:
+            holding[member].append(i)
+    return [
+        g
+        for g, members in zip(groups, sets)
+        if not any(members < sets[j] for j in holding[g[0]] if len(sets[j]) > len(members))
+    ]
+
+
+def _occurrences(keys: Sequence[ph.Key], texts: Mapping[str, ph.Key]) -> dict[ph.Key, list[str]]:
+    """Key -> the texts (by sample key, in order) holding it as a contiguous run: one pass over
+    each text per key length, so linear in the text size (a scan per key was quadratic: 833
+    long samples took minutes)."""
+    found: dict[ph.Key, list[str]] = {key: [] for key in keys}
+    lengths = sorted({len(key) for key in keys if key})
+    for name, seq in texts.items():
+        seen: set[ph.Key] = set()
+        for n in lengths:
+            for i in range(len(seq) - n + 1):
+                run = tuple(seq[i : i + n])
+                if run in found and run not in seen:
+                    seen.add(run)
+                    found[run].append(name)
+    return found
+
+
+def _holds_any(key: ph.Key, runs: set[ph.Key], lengths: Sequence[int]) -> bool:
+    """Whether some contiguous run of ``key`` is one of ``runs`` (whose lengths are ``lengths``)."""
+    return any(tuple(key[i : i + n]) in runs for n in lengths for i in range(len(key) - n + 1))
 
 
 def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tuple[_Row, ph.Key]]:
@@ -270,6 +306,7 @@ def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tu
     matrix = vectorizer.fit_transform(docs).tocsr()
     vocab = vectorizer.get_feature_names_out()
     df = Counter(k for r in corrections for k in r.phrases)
+    lengths = sorted({len(g) for g in generic_keys if g})
     out = []
     for i, row in enumerate(corrections):
         if not row.disagrees:
@@ -280,7 +317,7 @@ def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tu
             for j, w in zip(matrix.indices[start:end], matrix.data[start:end])
         }
         order = {k: n for n, k in enumerate(row.phrases)}
-        unique = [k for k in row.phrases if df[k] == 1 and not any(ph.contains(k, g) for g in generic_keys)]
+        unique = [k for k in row.phrases if df[k] == 1 and not _holds_any(k, generic_keys, lengths)]
         if unique:
             best = min(
                 unique, key=lambda k: (k not in row.facts, -weights.get(k, 0.0), *_density(k, row), order[k])
