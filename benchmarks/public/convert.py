@@ -57,6 +57,11 @@ def _question(instruction: str, given: str) -> str:
     return f"{instruction}\n\n{given}" if given.strip() else instruction
 
 
+def _text(value: Any) -> str:
+    """A response as text (PandaLM's file holds a few answers "True" as the JSON value true)."""
+    return value if isinstance(value, str) else json.dumps(value).capitalize()
+
+
 def _trace(verdict: float, reason: str) -> dict[str, Any]:
     output: dict[str, Any] = {"reason": reason}
     if not math.isnan(verdict):
@@ -84,8 +89,8 @@ def pandalm(root: Path) -> list[dict[str, Any]]:
                 "id": f"pandalm-{item['idx']}",
                 "metric_input": {
                     "user_input": _question(item["instruction"], item.get("input", "")),
-                    "response_a": item["response1"],
-                    "response_b": item["response2"],
+                    "response_a": _text(item["response1"]),
+                    "response_b": _text(item["response2"]),
                 },
                 "metric_output": verdict,
                 "is_accepted": verdict == majority,

@@ -620,7 +620,8 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from promptevolver.runs._agreement import load_recorded, recorded_agreement
+    from promptevolver.evaluation import recorded_agreement
+    from promptevolver.runs._agreement import load_recorded
 
     classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
     if classes is not None and (len(classes) < 2 or not all(classes)):

@@ -12,7 +12,8 @@ import pytest
 
 from benchmarks.public.convert import binary_of
 from promptevolver.cli import main
-from promptevolver.runs._agreement import load_recorded, recorded_agreement
+from promptevolver.evaluation import recorded_agreement
+from promptevolver.runs._agreement import load_recorded
 
 from ..conftest import ROOT
 

@@ -284,15 +284,22 @@ def _show(value: Any) -> str:
 
 
 def check_recorded_verdicts(
-    samples: Sequence[SampleAnnotation], *, path: str | Path | None = None, metric: str | None = None
+    samples: Sequence[SampleAnnotation],
+    *,
+    path: str | Path | None = None,
+    metric: str | None = None,
+    scale: LabelScale | None = None,
 ) -> None:
     """Every ``verdict`` recorded in a binary metric's prompt traces (``prompt_output`` and
-    ``edited_output`` of each prompt) is 0 or 1 (a whole number; not a string, a boolean or null).
+    ``edited_output`` of each prompt) is 0 or 1 (a whole number; not a string, a boolean or null),
+    or the name of one of ``scale``'s labels when it names them otherwise than ``no`` / ``yes``
+    (a pairwise judge's ``"a"`` / ``"b"``).
 
     Raises:
         AnnotationError: the first other value, naming the sample and the field
             (``prompts.NAME.prompt_output.verdict``).
     """
+    names = {c.name for c in (scale.label_space() if scale else None) or ()} - {"no", "yes"}
     for index, sample in enumerate(samples):
         for name, prompt in sample.prompts.items():
             for part in ("prompt_output", "edited_output"):
@@ -300,6 +307,8 @@ def check_recorded_verdicts(
                 if not isinstance(output, dict) or "verdict" not in output:
                     continue
                 verdict = output["verdict"]
+                if isinstance(verdict, str) and verdict in names:
+                    continue
                 if isinstance(verdict, bool) or not isinstance(verdict, int | float) or verdict not in (0, 1):
                     raise AnnotationError(
                         f"{verdict!r} is not a verdict (0 or 1) of this binary metric; fix the recorded "

@@ -60,6 +60,7 @@ __all__ = [
     "annotator_agreement",
     "fleiss_kappa",
     "is_ordinal",
+    "order_swap_bias",
     "position_bias",
 ]
 
@@ -532,3 +533,16 @@ def position_bias(
         consistency=float(np.mean(first == second)),
         first_position=first_shown / decided if decided else None,
     )
+
+
+def order_swap_bias(judgements: Sequence[Judgement]) -> PositionBias | None:
+    """:class:`PositionBias` of a pairwise judge's order-swapped judgements (their
+    ``details["order_swap"]``, :class:`~promptevolver.judge._pairwise.PairwiseJudge`); failed and
+    other judgements left out; None without any."""
+    from promptevolver.judge._pairwise import ORDER_SWAP
+
+    values = {"a": 1.0, "b": 0.0, "tie": 0.5}
+    pairs = [j.details[ORDER_SWAP] for j in judgements if j.details and ORDER_SWAP in j.details]
+    if not pairs:
+        return None
+    return position_bias([values[p["a_first"]] for p in pairs], [values[p["b_first"]] for p in pairs])

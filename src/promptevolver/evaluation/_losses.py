@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
-__all__ = ["BinaryMetricLoss", "Loss", "MSELoss", "loss_label"]
+__all__ = ["BinaryMetricLoss", "ClassificationLoss", "Loss", "MSELoss", "loss_label"]
 
 
 def loss_label(description: Mapping[str, Any]) -> str:
@@ -25,7 +25,7 @@ def loss_label(description: Mapping[str, Any]) -> str:
     known loss is meant (an unknown one keeps its ``name``)."""
     metric = description.get("metric")
     if metric:
-        return "F1" if metric == "f1_score" else str(metric)
+        return {"f1_score": "F1", "macro_f1": "macro F1"}.get(str(metric), str(metric))
     if description.get("name") == "MSELoss":
         return "sum of squared errors" if description.get("reduction") == "sum" else "MSE"
     return str(description.get("name") or "fitness")
@@ -172,3 +172,42 @@ class MSELoss(Loss):
 
     def describe(self) -> dict[str, Any]:
         return {"name": "MSELoss", "reduction": self.reduction, "higher_is_better": False}
+
+
+class ClassificationLoss(Loss):
+    """Agreement of named classes (a nominal metric: a pairwise a / b / tie, a category) with the
+    human labels (higher is better). The class values are names, not distances: a wrong class is
+    wrong by one whatever its number (never a squared error or "within one").
+
+    Args:
+        metric: ``accuracy`` (the share of equal classes) or ``macro_f1`` (the unweighted mean of
+            the classes' F1, ``sklearn.metrics.f1_score(average="macro")`` over the classes
+            present in either array; a class nobody gave nor predicted adds nothing). Macro F1
+            weighs a rare class (a tie) as much as a common one.
+
+    Raises:
+        ValueError: unknown ``metric``.
+    """
+
+    higher_is_better = True
+    best_possible = 1.0
+    supports_weights = True
+
+    def __init__(self, *, metric: Literal["accuracy", "macro_f1"] = "accuracy") -> None:
+        if metric not in ("accuracy", "macro_f1"):
+            raise ValueError(f"metric must be 'accuracy' or 'macro_f1', got {metric!r}")
+        self.metric = metric
+
+    def __repr__(self) -> str:
+        return f"ClassificationLoss(metric={self.metric!r})"
+
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
+        # class values may be any numbers (0.5: a tie), which scikit-learn reads as continuous
+        _, codes = np.unique(np.concatenate([y_true, y_pred]), return_inverse=True)
+        t, p = codes[: len(y_true)], codes[len(y_true) :]
+        if self.metric == "accuracy":
+            return float(accuracy_score(t, p, sample_weight=weight))
+        return float(f1_score(t, p, average="macro", zero_division=0.0, sample_weight=weight))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "ClassificationLoss", "metric": self.metric, "higher_is_better": True}

@@ -44,6 +44,7 @@ __all__ = [
     "MIN_USABLE_SAMPLES",
     "SMALL_VALIDATION",
     "Split",
+    "UnshownFieldsWarning",
     "check_inputs",
     "check_prompt_names",
     "make_split",
@@ -199,15 +200,24 @@ def check_prompt_names(dataset: SingleMetricAnnotation, metric: Metric) -> None:
     match_prompt(dataset, None, judge_prompts=list(metric.get_prompts()), renamable=False)
 
 
+class UnshownFieldsWarning(UserWarning):
+    """Input fields of the annotations that the judge's prompt never shows."""
+
+
 def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Sequence[int]) -> None:
-    """Raise before any LLM call if a sample lacks a field the metric needs.
+    """Raise before any LLM call if a sample lacks a field the metric needs; warn
+    (:class:`UnshownFieldsWarning`, once per message) naming the ``metric_input`` fields the judge
+    does not show: its prompt never sees them, so a verdict cannot depend on them (a pairwise
+    file's ``response_a`` / ``response_b`` given to a judge of one ``response``).
 
     Raises:
         AnnotationError: naming the file, metric, sample index and field.
     """
+    unshown: dict[str, int] = {}
     for i in positions:
+        inputs = dataset.samples[i].metric_input
         try:
-            metric.prompt_inputs(dataset.samples[i].metric_input)
+            shown = metric.prompt_inputs(inputs)
         except AnnotationError as exc:
             raise AnnotationError(
                 str(exc).split(": ", 1)[-1],
@@ -216,3 +226,16 @@ def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Seq
                 sample_index=i,
                 field=exc.field,
             ) from exc
+        for field, value in inputs.items():
+            if field not in shown and value not in (None, "", []):
+                unshown[field] = unshown.get(field, 0) + 1
+    if unshown:
+        fields = ", ".join(f"{f} ({n} samples)" for f, n in sorted(unshown.items()))
+        warnings.warn(
+            f"file {dataset.source}, metric {dataset.name!r}: the judge ({type(metric).__name__}) does not "
+            f"show the input fields {fields}: its prompt never sees them, so no verdict can depend on "
+            "them; judge them with a judge that reads them (two responses: metric type pairwise) or "
+            "leave them out of metric_input",
+            UnshownFieldsWarning,
+            stacklevel=1,
+        )

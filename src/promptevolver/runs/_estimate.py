@@ -93,6 +93,7 @@ from promptevolver.annotations import LabelScale, SingleMetricAnnotation
 from promptevolver.config._build import build_judge, build_metric, load_dataset, resolve_prompt
 from promptevolver.config._models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
+from promptevolver.evaluation import RecordedAgreement, recorded_agreement
 from promptevolver.judge._examples import sample_text
 from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm._base import Completion, LLMRequest, Usage
@@ -113,7 +114,6 @@ from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.strategies._budget import check_upfront
-from promptevolver.runs._agreement import RecordedAgreement, recorded_agreement
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
 

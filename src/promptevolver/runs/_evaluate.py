@@ -28,7 +28,7 @@ from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
-from promptevolver.judge._protocol import Judgement
+from promptevolver.judge._protocol import Judgement, label_scale_of
 from promptevolver.llm._preflight import preflight
 from promptevolver.rundir import (
     CONFIG_FILE,
@@ -257,7 +257,8 @@ async def score_instructions(
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
     seed = config.effective_optimizer().random_seed
-    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
+    scale = label_scale_of(metric)
+    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt, scale=scale)
     await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
@@ -269,7 +270,7 @@ async def score_instructions(
         metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency, examples=store
     )
     judged = await evaluator.evaluate(instructions, chosen, policy)
-    figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary")
+    figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary", scale=scale)
     pairs = tuple(
         (float(labels[p] or 0.0), float(score)) for p in chosen if (score := judged[p].score) is not None
     )

@@ -37,8 +37,13 @@ def scorecard_lines(
         value = getattr(a, interval.figure)
         lines.append(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")
     if a.confusion is not None and a.n:
-        (tn, fp), (fn, tp) = a.confusion
-        lines.append(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
+        names = "/".join(a.classes or []) if a.nominal or a.classes not in (None, ["no", "yes"]) else "0/1"
+        lines.append(f"confusion (rows human {names}, columns judge {names}): {a.confusion}")
+    if a.nominal and a.per_class:
+        lines.append(
+            "per class: "
+            + "; ".join(f"{c.name} P {c.precision:.3f} R {c.recall:.3f} F1 {c.f1:.3f}" for c in a.per_class)
+        )
     lines.append(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
     return lines
 

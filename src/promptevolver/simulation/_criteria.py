@@ -41,9 +41,10 @@ from typing import Literal
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import LabelChoice, LabelScale, SingleMetricAnnotation
 from promptevolver.annotations._models import sample_key
 from promptevolver.simulation import _phrases as ph
+from promptevolver.simulation._draws import unit
 
 __all__ = [
     "JUDGE_WORDS",
@@ -123,6 +124,9 @@ class World:
     stop: frozenset[str] = field(default=frozenset())
     #: The criteria move a score (a rubric): verdict 0 means "score lower", 1 "score higher".
     scored: bool = False
+    #: Named classes (a pairwise a / b / tie, a classification; a pairwise b / a without ties):
+    #: the name of each verdict code; empty for yes / no verdicts and scores.
+    labels: tuple[str, ...] = ()
 
     def generic(self) -> list[Criterion]:
         return [c for c in self.criteria.values() if c.kind == "generic"]
@@ -146,7 +150,13 @@ class _Row:
         return self.original != self.label
 
 
-def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: float = 0.5) -> World:
+def mine_world(
+    dataset: SingleMetricAnnotation,
+    *,
+    prompt_name: str,
+    max_share: float = 0.5,
+    scale: LabelScale | None = None,
+) -> World:
     """The world of ``dataset``: its samples' truths and the criteria mined from corrections.
 
     Args:
@@ -154,10 +164,16 @@ def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: 
         prompt_name: the judge prompt whose ``prompt_output`` is the original verdict.
         max_share: a phrase in more than this share of corrections is the task itself, not a
             criterion (applied from 4 corrections on).
+        scale: the metric's labels; a nominal scale (named classes) makes verdicts the classes'
+            codes (their order in the label space) and names them (``World.labels``). A recorded
+            verdict may be a number or a label's name; a sample whose judge recorded none (its
+            call failed) gets a class drawn from its key.
     """
     words = ph.CLOSED_CLASS | JUDGE_WORDS | frozenset(dataset.name.lower().replace("-", "_").split("_"))
     stop = words | frozenset(ph.normalize_word(w) for w in words)
-    rows = _rows(dataset, prompt_name)
+    space = scale.label_space() if scale is not None and scale.kind != "numeric" else None
+    nominal = scale is not None and scale.kind == "nominal"
+    rows = _rows(dataset, prompt_name, _Codes(space or (), nominal=nominal))
     for row in rows.values():
         _correct(row, stop)
     corrections = [r for r in rows.values() if r.source is not None]
@@ -179,24 +195,45 @@ def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: 
         for k, r in rows.items()
     }
     has_reference = sum(bool(s.metric_input.get("reference")) for s in dataset.samples) * 2 >= len(dataset)
-    return World(samples, criteria, has_reference, stop)
+    names = tuple(c.name for c in space or ())  # by code: a binary space is sorted by value (0, 1)
+    labels = names if nominal or (space and names != ("no", "yes")) else ()
+    return World(samples, criteria, has_reference, stop, labels=labels)
 
 
-def _rows(dataset: SingleMetricAnnotation, prompt_name: str) -> dict[str, _Row]:
+class _Codes:
+    """Verdict codes of recorded outputs and labels: the number itself (0 / 1), or for named
+    classes the class's position in the label space; a label's name reads as its value."""
+
+    def __init__(self, space: Sequence[LabelChoice], *, nominal: bool) -> None:
+        self.by_name = {c.name: c.value for c in space}
+        self.by_value = {c.value: k for k, c in enumerate(space)} if nominal else None
+        self.classes = len(space) if nominal else 2
+
+    def __call__(self, value: object, key: str) -> int:
+        if isinstance(value, str):
+            value = self.by_name.get(value)
+        if not isinstance(value, int | float) or value != value:  # none recorded (NaN: a failed call)
+            return int(unit(0, "no recorded verdict", key) * self.classes)
+        if self.by_value is not None:
+            return self.by_value.get(float(value), 0)
+        return int(round(value))
+
+
+def _rows(dataset: SingleMetricAnnotation, prompt_name: str, code: _Codes) -> dict[str, _Row]:
     rows: dict[str, _Row] = {}
     for sample, label in zip(dataset.samples, dataset.labels()):
         prompt = sample.prompts.get(prompt_name)
         output = (prompt.prompt_output if prompt else None) or {}
-        original = int(output.get("verdict", sample.metric_output))
-        edited = ((prompt.edited_output if prompt else None) or {}).get("reason")
         key = sample_key(sample.metric_input)
+        original = code(output.get("verdict", output.get("label", sample.metric_output)), key)
+        edited = ((prompt.edited_output if prompt else None) or {}).get("reason")
         inputs = sample.metric_input
         texts = [str(v) for _, v in sorted(inputs.items()) if isinstance(v, str)]
         response = str(inputs.get("response") or inputs.get("user_input") or " ".join(texts))
         row = _Row(
             key=key,
             original=original,
-            label=original if label is None else int(round(label)),
+            label=original if label is None else code(label, key),
             original_reason=str(output.get("reason", "")),
             edited=str(edited) if edited else None,
             input_text=" \n ".join(texts),

@@ -1,0 +1,119 @@
+"""Pairwise and classification judges end to end on the bundled public files (PandaLM: a / b /
+tie with three annotators; LLMBar: is a better, judged in both orders) and a small classification
+file: ``optimize`` runs, the split keeps each prompt's pairs on one side, the report shows the
+recorded judge and the named-class matrices, ``evaluate`` scores exactly the held-out samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from promptevolver.cli import main
+from promptevolver.config._build import load_dataset
+from promptevolver.config._models import load_run_config
+
+from .conftest import ROOT
+
+PANDALM = ROOT / "configs" / "pandalm_pairwise.yaml"
+LLMBAR = ROOT / "configs" / "llmbar_pairwise.yaml"
+
+
+def optimize(config: Path, out: Path, *overrides: str) -> dict:
+    args = ["optimize", str(config), "--output", str(out), "-q"]
+    for item in overrides:
+        args += ["--set", item]
+    assert main(args) == 0
+    return dict(json.loads((out / "result.json").read_text()))
+
+
+@pytest.fixture(scope="module")
+def pandalm_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("pairwise") / "pandalm"
+    optimize(PANDALM, out, "optimizer.generations=1")
+    return out
+
+
+def test_a_three_way_pairwise_run_learns_with_the_classification_loss(pandalm_run):
+    result = json.loads((pandalm_run / "result.json").read_text())
+    assert result["loss"] == {"name": "ClassificationLoss", "metric": "accuracy", "higher_is_better": True}
+    assert result["scores"]["seed"]["validation"] is not None
+    dataset = load_dataset(load_run_config(PANDALM))
+    groups = dataset.group_keys()
+    validation = set(result["split"]["validation_positions"])
+    train = [p for p in dataset.usable_indices() if p not in validation]
+    assert not {groups[p] for p in validation} & {groups[p] for p in train}
+    assert result["split"]["groups"] == len(set(groups))
+    report = (pandalm_run / "report.md").read_text()
+    assert "## The recorded judge (no LLM call)" in report and "accuracy 0.7156" in report
+    assert "Fleiss' kappa 0.864" in report
+    assert "| accuracy | macro F1 | Cohen's kappa |" in report and "MSE" not in report.split("## Pipeline")[0]
+    assert "| human tie |" in report and "judge tie" in report
+
+
+def test_evaluate_scores_exactly_the_samples_the_run_held_out(pandalm_run, capsys):
+    result = json.loads((pandalm_run / "result.json").read_text())
+    assert main(["evaluate", str(PANDALM), "-i", str(pandalm_run), "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["split"] == "validation"
+    assert card["n"] + card["failures"] == len(result["split"]["validation_positions"])
+    assert card["nominal"] and card["classes"] == ["a", "b", "tie"]
+
+
+def test_a_binary_pairwise_run_in_both_orders_reports_position_consistency(tmp_path):
+    result = optimize(LLMBAR, tmp_path / "llmbar")
+    assert result["loss"]["name"] == "BinaryMetricLoss"
+    report = (tmp_path / "llmbar" / "report.md").read_text()
+    assert "Both orders (order_swap): the chosen judge named the same winner" in report
+    assert "the same verdict on 0.589 of 414 pairs (position consistency)" in report  # the recorded judge
+    assert "judge a" in report and "human b" in report
+
+
+def test_a_classification_run_answers_class_names(tmp_path):
+    labels = ["refund", "question", "complaint"]
+    samples = []
+    for i in range(90):
+        truth = i % 3
+        wrong = i % 9 == 0  # the recorded judge misses a refund asked for politely
+        said = 1 if wrong else truth
+        samples.append(
+            {
+                "metric_input": {
+                    "user_input": f"ticket {i}: "
+                    + ["please return my money", "how do I", "this is awful"][truth]
+                    + f" ({i})"
+                },
+                "metric_output": truth,
+                "is_accepted": not wrong,
+                "target": truth,
+                "prompts": {
+                    "single_turn_classification_prompt": {
+                        "prompt_input": {},
+                        "prompt_output": {"reason": "it reads as a question", "label": labels[said]},
+                        "edited_output": {
+                            "reason": "asking for the money back is a refund",
+                            "label": labels[truth],
+                        }
+                        if wrong
+                        else None,
+                    }
+                },
+            }
+        )
+    data = tmp_path / "tickets.json"
+    data.write_text(json.dumps({"tickets": samples}))
+    config = tmp_path / "tickets.yaml"
+    metric = {
+        "type": "classification",
+        "name": "tickets",
+        "definition": "What the ticket is",
+        "labels": labels,
+    }
+    loss = {"type": "classification", "metric": "macro_f1"}
+    config.write_text(json.dumps({"dataset": str(data), "metric": metric, "loss": loss}))  # JSON is YAML
+    result = optimize(config, tmp_path / "run")
+    assert result["loss"]["metric"] == "macro_f1"
+    best = result["best_instructions"]["single_turn_classification_prompt"]
+    assert "refund, question, complaint" in best
+    assert main(["agreement", str(config), "--json"]) == 0
