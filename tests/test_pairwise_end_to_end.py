@@ -117,3 +117,38 @@ def test_a_classification_run_answers_class_names(tmp_path):
     best = result["best_instructions"]["single_turn_classification_prompt"]
     assert "refund, question, complaint" in best
     assert main(["agreement", str(config), "--json"]) == 0
+
+
+def test_the_python_api_runs_a_pairwise_judge_on_a_simulated_llm_it_builds_from_the_file():
+    import warnings
+
+    from promptevolver import ClassificationLoss, GeneticOptimizer, PairwiseJudge, SingleMetricAnnotation
+    from promptevolver.llm import SimulatedJudgeLLM
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the file lists its samples without a recorded verdict
+        dataset = SingleMetricAnnotation.from_json(ROOT / "benchmarks" / "data" / "pandalm_pairwise.json")
+    dataset = dataset.select(range(240))
+    judge = PairwiseJudge(name="pandalm", definition="Which response follows the instruction better?")
+    llm = SimulatedJudgeLLM(
+        dataset=dataset, random_seed=0, prompt_name=judge.prompt_name
+    )  # a / b / tie, read off the file
+    result = GeneticOptimizer(metric=judge, llm=llm).optimize(
+        dataset=dataset, loss=ClassificationLoss(), config={"generations": 1, "random_seed": 0}
+    )
+    assert result.scores["seed"]["validation"] is not None and llm.known_share() == 1.0
+    assert result.loss["name"] == "ClassificationLoss"
+
+
+def test_a_meta_prompt_shows_a_label_as_the_judge_answers_it():
+    from promptevolver import AspectCritic, ClassificationJudge, JudgeEnsemble, PairwiseJudge, RubricJudge
+    from promptevolver.judge._protocol import label_entry
+
+    assert label_entry(PairwiseJudge(name="p", definition="d"), 0.5, binary=False) == ("verdict", "tie")
+    assert label_entry(
+        ClassificationJudge(name="c", definition="d", labels=["x", "y"]), 1.0, binary=False
+    ) == ("label", "y")
+    assert label_entry(AspectCritic(name="a", definition="d"), 1.0, binary=True) == ("verdict", 1)
+    assert label_entry(RubricJudge(name="r", definition="d"), 4.0, binary=False) == ("score", 4)
+    ensemble = JudgeEnsemble(metric=PairwiseJudge(name="p", definition="d", ties=False), num_judges=3)
+    assert label_entry(ensemble, 0.0, binary=True) == ("verdict", "b")

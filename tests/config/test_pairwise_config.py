@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from promptevolver import ClassificationJudge, ClassificationLoss, PairwiseJudge, RubricJudge
 from promptevolver.config._build import build_loss, build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import MetricConfig, RunConfig, load_run_config
+from promptevolver.config._models import AnnotatorsConfig, MetricConfig, RunConfig, load_run_config
 
 from ..conftest import ROOT
 
@@ -143,3 +143,20 @@ def test_the_bundled_pairwise_configs_load_with_their_judges_label_space():
         dataset = load_dataset(config)
         assert dataset.kind == kind and resolve_prompt(config, dataset).rename == PairwiseJudge.PROMPT_NAME
         assert MetricConfig.model_validate(config.metric.model_dump()).type == "pairwise"
+
+
+def test_split_items_drop_leaves_out_the_samples_the_annotators_disagree_on():
+    config = load_run_config(ROOT / "configs" / "pandalm_pairwise.yaml")
+    kept = load_dataset(config)
+    dropped = load_dataset(config.model_copy(update={"annotators": AnnotatorsConfig(split_items="drop")}))
+    split = [s for s in kept if len(set(s.annotator_labels().values())) > 1]
+    assert len(dropped) == len(kept) - len(split) == 879
+    assert all(len(set(s.annotator_labels().values())) == 1 for s in dropped)
+    with pytest.raises(ValidationError, match="split_items"):
+        RunConfig.model_validate(
+            {
+                "dataset": "x.json",
+                "metric": {"name": "m", "definition": "d"},
+                "annotators": {"split_items": "weight"},
+            }
+        )

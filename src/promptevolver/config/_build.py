@@ -76,6 +76,8 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     dataset = SingleMetricAnnotation.from_json(
         config.dataset, metric_name=name, scale=judge.label_scale, judge=type(judge).__name__
     )
+    if config.annotators.split_items == "drop":  # the annotators must agree on a sample to keep it
+        dataset = dataset.filter(lambda s: len(set(s.annotator_labels().values())) <= 1)
     if not dataset.samples:
         raise AnnotationError(f"metric {name!r} has no samples: nothing to learn from", path=config.dataset)
     check_inputs(dataset.samples, path=config.dataset, metric=name)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CACHE",
+    "AnnotatorsConfig",
     "BudgetConfig",
     "EmbeddingsConfig",
     "ExamplesConfig",
@@ -792,6 +793,19 @@ class _OnePlacePerSetting(_Strict):
         return value
 
 
+class AnnotatorsConfig(_Strict):
+    """Samples labelled by several annotators (their ``annotator_labels``).
+
+    Attributes:
+        split_items: ``keep`` (default): every sample, labelled by its annotators' majority;
+            ``drop``: leave out the samples whose annotators did not all give the same label
+            before anything uses the annotations (the split, the search, ``evaluate``,
+            ``estimate``), as ``promptevolver agreement --split-items drop`` does.
+    """
+
+    split_items: Literal["keep", "drop"] = "keep"
+
+
 class RunConfig(_OnePlacePerSetting):
     """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
 
@@ -819,6 +833,7 @@ class RunConfig(_OnePlacePerSetting):
     optimizer: GeneticConfig = GeneticConfig()
     budget: BudgetConfig | None = None
     random_seed: Seed | None = None
+    annotators: AnnotatorsConfig = AnnotatorsConfig()
 
     @field_validator("dataset", mode="wrap")
     @classmethod

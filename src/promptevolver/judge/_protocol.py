@@ -22,7 +22,7 @@ from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._prompts import Prompt
 from promptevolver.llm._base import LLMClient
 
-__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
+__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_entry", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
@@ -211,3 +211,17 @@ def label_scale_of(metric: object) -> LabelScale | None:
     ``b`` / ``tie`` for a pairwise judge; None for a free score in a range)."""
     scale = getattr(metric, "label_scale", None)
     return scale if isinstance(scale, LabelScale) else None
+
+
+def label_entry(metric: object, value: float, *, binary: bool) -> tuple[str, Any]:
+    """(the answer field, the value as the judge answers it) of human label ``value``: how a
+    meta-prompt shows a sample's label — ``("verdict", 1)``, ``("score", 4)``, ``("verdict",
+    "tie")`` for a pairwise judge, ``("label", "refund")`` for a classification. Read from the
+    judge (an ensemble's wrapped one): its ``LABEL_FIELD`` and ``shown_label``; a judge without
+    them: ``verdict`` when ``binary`` else ``score``, the number as it is."""
+    inner = getattr(metric, "metric", metric)
+    field = getattr(inner, "LABEL_FIELD", None) or ("verdict" if binary else "score")
+    show = getattr(inner, "shown_label", None)
+    if callable(show):
+        return field, show(value)
+    return field, int(value) if float(value).is_integer() else value

@@ -51,6 +51,7 @@ import warnings
 from typing import Any
 
 from promptevolver.annotations import LabelScale, SingleMetricAnnotation
+from promptevolver.annotations._labels import PAIRWISE, PAIRWISE_BINARY
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm._base import BaseLLMClient, Completion, LLMRequest
@@ -79,6 +80,17 @@ KNOWN_SHARE = 0.9
 
 class SimulationCoverageWarning(UserWarning):
     """The simulated LLM judges samples its world does not know (it answers them at random)."""
+
+
+def pairwise_scale(dataset: SingleMetricAnnotation) -> LabelScale | None:
+    """The label scale of a pairwise dataset (every sample holds ``response_a`` and
+    ``response_b``): a / b when its labels are binary, a / b / tie otherwise; None for another
+    dataset (0/1 verdicts or scores)."""
+    if not dataset.samples or not all(
+        "response_a" in s.metric_input and "response_b" in s.metric_input for s in dataset.samples
+    ):
+        return None
+    return PAIRWISE_BINARY if dataset.is_binary else PAIRWISE
 
 
 class SimulatedJudgeLLM(BaseLLMClient):
@@ -111,7 +123,8 @@ class SimulatedJudgeLLM(BaseLLMClient):
             OpenAI server answers ``context_length_exceeded``.
         scale: the metric's labels (:class:`~promptevolver.annotations.LabelScale`): named classes
             (a pairwise a / b / tie, a classification) are judged as classes, answered by name
-            when the request's schema asks for names; None: 0/1 verdicts.
+            when the request's schema asks for names; None: a pairwise dataset's
+            (:func:`pairwise_scale`), else 0/1 verdicts.
 
     Samples are recognised by the fields the judge shows (a judge that shows fewer fields than the
     annotations hold still finds its samples), and a pairwise sample with its responses swapped
@@ -183,7 +196,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         self.cram_penalty = cram_penalty
         self.repetition_penalty = repetition_penalty
         self.metric_name = dataset.name
-        self.scale = scale
+        self.scale = scale = scale if scale is not None else pairwise_scale(dataset)
         self.world: World = mine_world(dataset, prompt_name=prompt_name, scale=scale)
         self._coverage = writer.Coverage(self.world)
         self.named = functools.lru_cache(maxsize=4096)(self._coverage.named)

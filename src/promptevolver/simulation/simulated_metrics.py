@@ -35,7 +35,7 @@ from promptevolver.llm._base import LLMRequest
 from promptevolver.simulation import _writer as writer
 from promptevolver.simulation._criteria import World, sample_key
 from promptevolver.simulation._draws import unit
-from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM, pairwise_scale
 from promptevolver.simulation._worlds import (
     EXTRACTOR_PREFIX,
     RUBRIC_PREFIX,
@@ -84,7 +84,7 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         super().__init__(dataset=dataset, random_seed=random_seed, **kwargs)
         self.scores: ScoreWorld | None = None
         self.statements: StatementWorld | None = None
-        scale = kwargs.get("scale")
+        scale = kwargs.get("scale") or pairwise_scale(dataset)
         if dataset.is_binary or (scale is not None and scale.kind == "nominal"):
             return  # verdicts or named classes: the base class's world
         found = statement_world(dataset)

@@ -1,0 +1,141 @@
+"""How long building the simulated LLM (mining its world) takes, against the text it reads.
+
+The file is LLMBar's pairs in both presentation orders (``benchmarks/data/llmbar_pairwise.json``
+and each pair again with its responses swapped: 833 long rows, as a run of a pairwise judge over
+both orders reads them), cut to a quarter and a half, and doubled (every row again with its input
+marked as a copy). For each size it times ``SimulatedMetricsLLM(...)`` (the pairwise binary label
+space, its world mined from the rows) against an anchor measured in the same run: reading every
+row's text into word keys once (``key_sequence``), a pass that is linear in the text. A builder
+that is near-linear keeps its ratio to the anchor flat as the rows grow.
+
+Run: ``python -m benchmarks.perf.simulated_world [--repeat 3]``; writes
+``benchmarks/results/simulated_world.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations._labels import PAIRWISE_BINARY
+from promptevolver.judge import PairwiseJudge
+from promptevolver.simulation import _phrases as ph
+from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "benchmarks" / "data" / "llmbar_pairwise.json"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def both_orders() -> list[dict[str, Any]]:
+    """The 833 (pair, order) rows with a recorded verdict: each pair, then it with b shown first."""
+    rows = []
+    for sample in json.loads(DATA.read_text(encoding="utf-8"))["llmbar"]:
+        swapped = sample.pop("metric_output_swapped")
+        if sample["metric_output"] == sample["metric_output"]:  # NaN: no verdict in this order
+            rows.append(sample)
+        if swapped is not None:
+            mi = sample["metric_input"]
+            flipped = {**mi, "response_a": mi["response_b"], "response_b": mi["response_a"]}
+            trace = json.loads(json.dumps(sample["prompts"]))
+            trace[PairwiseJudge.PROMPT_NAME]["prompt_output"]["verdict"] = "b" if swapped == 1.0 else "a"
+            rows.append(
+                {
+                    **sample,
+                    "metric_input": flipped,
+                    "metric_output": 1.0 - swapped,
+                    "target": 1.0 - sample["target"],
+                    "prompts": trace,
+                }
+            )
+    return rows
+
+
+def sized(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows, or with n beyond them the rows again, each input marked as a copy."""
+    copies = [
+        {
+            **r,
+            "metric_input": {
+                **r["metric_input"],
+                "user_input": f"{r['metric_input']['user_input']} (copy {k})",
+            },
+        }
+        for k in range(1, n // len(rows) + 1)
+        for r in rows
+    ]
+    return (rows + copies)[:n]
+
+
+def measure(rows: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
+    data = SingleMetricAnnotation.model_validate({"name": "llmbar", "samples": rows}).with_scale(
+        PAIRWISE_BINARY
+    )
+    texts = [v for r in rows for v in r["metric_input"].values()]
+    texts += [r["prompts"][PairwiseJudge.PROMPT_NAME]["prompt_output"].get("reason", "") for r in rows]
+    anchor, build = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for text in texts:
+            ph.key_sequence(text)
+        anchor.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            llm = SimulatedMetricsLLM(
+                dataset=data, random_seed=0, prompt_name=PairwiseJudge.PROMPT_NAME, scale=PAIRWISE_BINARY
+            )
+        build.append(time.perf_counter() - start)
+    megabytes = sum(len(t) for t in texts) / 1e6
+    best_anchor, best_build = min(anchor), min(build)
+    return {
+        "rows": len(rows),
+        "text_mb": round(megabytes, 2),
+        "criteria": len(llm.world.criteria),
+        "build_s": round(best_build, 3),
+        "anchor_s": round(best_anchor, 3),
+        "ratio": round(best_build / best_anchor, 1),
+        "s_per_mb": round(best_build / megabytes, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="timings per size (the best is kept)")
+    args = parser.parse_args(argv)
+    rows = both_orders()
+    found = [
+        measure(sized(rows, n), args.repeat)
+        for n in (len(rows) // 4, len(rows) // 2, len(rows), 2 * len(rows))
+    ]
+    lines = [
+        "# Building the simulated LLM: time against text size",
+        "",
+        "`python -m benchmarks.perf.simulated_world` (best of "
+        f"{args.repeat}): LLMBar's pairs in both orders (833 rows), a quarter, a half, doubled. "
+        "Anchor: reading every text into word keys once (linear). A flat ratio is linear growth.",
+        "",
+        "| rows | text MB | criteria | build s | anchor s | build / anchor | s per MB |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            "| "
+            + " | ".join(
+                str(f[k]) for k in ("rows", "text_mb", "criteria", "build_s", "anchor_s", "ratio", "s_per_mb")
+            )
+            for f in found
+        ),
+    ]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "simulated_world.json").write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+    (RESULTS / "simulated_world.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
