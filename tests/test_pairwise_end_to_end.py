@@ -152,3 +152,29 @@ def test_a_meta_prompt_shows_a_label_as_the_judge_answers_it():
     assert label_entry(RubricJudge(name="r", definition="d"), 4.0, binary=False) == ("score", 4)
     ensemble = JudgeEnsemble(metric=PairwiseJudge(name="p", definition="d", ties=False), num_judges=3)
     assert label_entry(ensemble, 0.0, binary=True) == ("verdict", "b")
+
+
+def test_a_loss_that_reads_named_classes_as_numbers_is_refused_before_any_call():
+    from promptevolver import (
+        BinaryMetricLoss,
+        GeneticOptimizer,
+        MSELoss,
+        PairwiseJudge,
+        SingleMetricAnnotation,
+    )
+    from promptevolver.llm import ScriptedLLM
+
+    rows = [
+        {
+            "metric_input": {"user_input": f"q{i}", "response_a": "x", "response_b": "y"},
+            "metric_output": [1, 0, 0.5][i % 3],
+            "is_accepted": True,
+        }
+        for i in range(30)
+    ]
+    dataset = SingleMetricAnnotation.model_validate({"name": "p", "samples": rows})
+    llm = ScriptedLLM(handler=lambda r: pytest.fail("an LLM call was made"))
+    optimizer = GeneticOptimizer(metric=PairwiseJudge(name="p", definition="d"), llm=llm)
+    for loss in (MSELoss(), BinaryMetricLoss()):
+        with pytest.raises(ValueError, match="answers named classes.*use ClassificationLoss"):
+            optimizer.optimize(dataset=dataset, loss=loss, config={"random_seed": 0})

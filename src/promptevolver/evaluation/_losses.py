@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
-__all__ = ["BinaryMetricLoss", "ClassificationLoss", "Loss", "MSELoss", "loss_label"]
+__all__ = ["BinaryMetricLoss", "ClassificationLoss", "Loss", "MSELoss", "check_loss_fits", "loss_label"]
 
 
 def loss_label(description: Mapping[str, Any]) -> str:
@@ -211,3 +211,18 @@ class ClassificationLoss(Loss):
 
     def describe(self) -> dict[str, Any]:
         return {"name": "ClassificationLoss", "metric": self.metric, "higher_is_better": True}
+
+
+def check_loss_fits(loss: Loss, kind: str | None, *, judge: str = "the judge") -> None:
+    """Refuse a loss that reads labels of ``kind`` (a label scale's: ``binary``, ``numeric``,
+    ``nominal``; None: unknown, anything goes) as what they are not, before any call: named
+    classes are no numbers (a squared error between "a" and "tie" means nothing) nor 0/1 verdicts.
+
+    Raises:
+        ValueError: naming the judge, its labels and the loss to use.
+    """
+    if kind == "nominal" and isinstance(loss, BinaryMetricLoss | MSELoss):
+        raise ValueError(
+            f"{judge} answers named classes, which {type(loss).__name__} would read as numbers: use "
+            "ClassificationLoss (accuracy or macro_f1)"
+        )

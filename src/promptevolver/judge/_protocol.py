@@ -216,12 +216,14 @@ def label_scale_of(metric: object) -> LabelScale | None:
 def label_entry(metric: object, value: float, *, binary: bool) -> tuple[str, Any]:
     """(the answer field, the value as the judge answers it) of human label ``value``: how a
     meta-prompt shows a sample's label — ``("verdict", 1)``, ``("score", 4)``, ``("verdict",
-    "tie")`` for a pairwise judge, ``("label", "refund")`` for a classification. Read from the
-    judge (an ensemble's wrapped one): its ``LABEL_FIELD`` and ``shown_label``; a judge without
-    them: ``verdict`` when ``binary`` else ``score``, the number as it is."""
+    "tie")`` for a pairwise judge, ``("label", "refund")`` for a classification. A judge whose
+    label space names its labels otherwise than no / yes (an ensemble's wrapped one) answers
+    names in its ``LABEL_FIELD``; any other: ``verdict`` when ``binary`` else ``score``, the
+    number (a whole one as an int)."""
     inner = getattr(metric, "metric", metric)
-    field = getattr(inner, "LABEL_FIELD", None) or ("verdict" if binary else "score")
-    show = getattr(inner, "shown_label", None)
-    if callable(show):
-        return field, show(value)
-    return field, int(value) if float(value).is_integer() else value
+    scale = label_scale_of(inner)
+    names = [c.name for c in (scale.label_space() if scale is not None else None) or ()]
+    field = getattr(inner, "LABEL_FIELD", None)
+    if scale is not None and scale.kind != "numeric" and names != ["no", "yes"] and isinstance(field, str):
+        return field, scale.name_of(value)
+    return ("verdict" if binary else "score"), int(value) if float(value).is_integer() else value
