@@ -102,6 +102,7 @@ def test_duplicates_with_conflicting_labels_are_found():
 labelled_groups = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9)), min_size=2, max_size=60)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(rows=labelled_groups, fraction=st.floats(0.1, 0.9), seed=st.integers(0, 2**32 - 1))
 def test_a_grouped_split_never_straddles_a_group(rows, fraction, seed):
@@ -132,6 +133,7 @@ def test_a_grouped_split_keeps_near_the_size_and_the_classes():
     assert abs(sum(keys[i] for i in test) / len(test) - 0.5) < 0.1
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(rows=labelled_groups, n_splits=st.integers(2, 5), seed=st.integers(0, 2**32 - 1))
 def test_kfold_test_parts_cover_every_item_once_and_keep_groups_whole(rows, n_splits, seed):

@@ -53,6 +53,7 @@ def test_binary_figures_carry_the_base_rate_and_the_true_rates():
     assert a.classes == ["no", "yes"]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=40), st.integers(0, 99))
 def test_the_resampled_kappa_is_sklearns_on_every_row(pairs, seed):

@@ -96,7 +96,7 @@ def test_it_warns_once_when_it_knows_under_90_percent_of_what_it_judges(pandalm)
         dataset=pandalm.select(range(40)), random_seed=0, prompt_name="x", scale=PAIRWISE
     )
     with pytest.warns(
-        SimulationCoverageWarning, match=r"knows only 0 of the 20 samples.*coin flips.*response_a"
+        SimulationCoverageWarning, match=r"knows only 0 of the 20 samples.*coin flips.*hold.*response_a"
     ) as found:
         _judge_all(critic, llm, SingleMetricAnnotation.model_validate({"name": "p", "samples": packed}))
     assert len(found) == 1 and llm.known_share() == 0.0

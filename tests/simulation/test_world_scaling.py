@@ -3,6 +3,7 @@ response was quadratic: 833 long samples took 381 s; benchmarks/perf/simulated_w
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ texts = st.dictionaries(
 keys = st.lists(st.lists(words, min_size=1, max_size=4).map(tuple), max_size=10, unique=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(texts=texts, keys=keys)
 def test_occurrences_are_the_scan_of_every_text(texts, keys):
@@ -23,6 +25,7 @@ def test_occurrences_are_the_scan_of_every_text(texts, keys):
     assert found == {k: [name for name, seq in texts.items() if ph.contains(seq, k)] for k in keys}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(key=st.lists(words, min_size=1, max_size=6).map(tuple), runs=keys)
 def test_holds_any_is_the_scan_of_every_run(key, runs):
@@ -30,6 +33,7 @@ def test_holds_any_is_the_scan_of_every_run(key, runs):
     assert _holds_any(key, set(runs), lengths) == any(ph.contains(key, r) for r in runs)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(

@@ -252,11 +252,15 @@ class SimulatedJudgeLLM(BaseLLMClient):
             return
         self._warned = True
         fields = sorted({k for _, i in self._inputs for k in i})
+        why = (
+            f"they are not among the {len(self.world.samples)} annotations it was built from"
+            if set(inputs) <= set(fields)
+            else f"the judge shows the fields {sorted(inputs)}; the annotations hold {fields}"
+        )
         warnings.warn(
             f"the simulated LLM knows only {sum(self.judged.values())} of the {n} samples it has judged "
             f"({share:.0%}; it needs {KNOWN_SHARE:.0%}): it answers the others with coin flips, so "
-            f"figures on them measure nothing. The judge shows the fields {sorted(inputs)}; the "
-            f"annotations hold {fields}",
+            f"figures on them measure nothing ({why})",
             SimulationCoverageWarning,
             stacklevel=2,
         )
