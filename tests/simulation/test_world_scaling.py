@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptevolver.simulation import _phrases as ph
-from promptevolver.simulation._criteria import _holds_any, _maximal, _occurrences
+from promptevolver.simulation._criteria import _holds_any, _maximal, _occurrences, _runs
 
 words = st.sampled_from(["a", "b", "c", "d"])
 texts = st.dictionaries(
@@ -46,3 +46,12 @@ def test_maximal_groups_are_those_no_other_contains(groups):
     sets = {g: frozenset(g) for g in groups}
     expected = [g for g in groups if not any(sets[g] < other for other in sets.values())]
     assert _maximal(groups) == expected
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(
+    sequence=st.lists(words, max_size=30).map(tuple), key=st.lists(words, min_size=1, max_size=4).map(tuple)
+)
+def test_runs_hold_a_key_exactly_when_the_scan_finds_it(sequence, key):
+    assert (key in _runs(sequence, 4)) == ph.contains(sequence, key)

@@ -258,12 +258,21 @@ def _correct(row: _Row, stop: frozenset[str]) -> None:
     else:
         row.source = None
         return
-    inputs = ph.key_sequence(row.input_text)
-    found = ph.candidates(text, stop=stop, max_words=6 if row.source == "input" else 4)
-    row.phrases = {k: occ for k, occ in found.items() if not ph.contains(said, k)}
-    row.facts = (
-        set(row.phrases) if row.source == "input" else {k for k in row.phrases if ph.contains(inputs, k)}
-    )
+    longest = 6 if row.source == "input" else 4
+    found = ph.candidates(text, stop=stop, max_words=longest)
+    in_reason = _runs(said, longest)  # a set: a scan of the reason per phrase was quadratic
+    row.phrases = {k: occ for k, occ in found.items() if k not in in_reason}
+    if row.source == "input":
+        row.facts = set(row.phrases)
+    else:
+        in_inputs = _runs(ph.key_sequence(row.input_text), longest)
+        row.facts = {k for k in row.phrases if k in in_inputs}
+
+
+def _runs(sequence: ph.Key, longest: int) -> set[ph.Key]:
+    """Every contiguous run of 1..``longest`` words of ``sequence`` (``k in _runs(s, n)`` is
+    ``ph.contains(s, k)`` for keys of at most ``longest`` words)."""
+    return {tuple(sequence[i : i + n]) for n in range(1, longest + 1) for i in range(len(sequence) - n + 1)}
 
 
 def _generic(
