@@ -66,6 +66,7 @@ def test_a_binary_pairwise_run_in_both_orders_reports_position_consistency(tmp_p
     assert result["loss"]["name"] == "BinaryMetricLoss"
     report = (tmp_path / "llmbar" / "report.md").read_text()
     assert "Both orders (order_swap): the chosen judge named the same winner" in report
+    assert "pairs both orders agree on, its accuracy is" in report
     assert "the same verdict on 0.589 of 414 pairs (position consistency)" in report  # the recorded judge
     assert "judge a" in report and "human b" in report
 

@@ -125,3 +125,19 @@ def test_bad_annotator_labels_name_the_sample_and_annotator():
         check_annotator_labels(data.samples)
     with pytest.raises(AnnotationError, match=r"annotator_labels\.a.*not a label of this metric"):
         check_annotator_labels(_samples({"a": 2}).samples, LabelScale("binary"))
+
+
+def test_the_classification_loss_is_sklearns_on_class_codes_and_checks_its_metric():
+    from promptevolver import ClassificationLoss
+
+    t, p = [1, 0, 0.5, 0.5, 1, 0], [1, 0.5, 0.5, 0, 1, 0]
+    codes = {0: 0, 0.5: 1, 1: 2}
+    tc, pc = [codes[v] for v in t], [codes[v] for v in p]
+    assert ClassificationLoss()(y_true=t, y_pred=p) == pytest.approx(4 / 6)
+    assert ClassificationLoss(metric="macro_f1")(y_true=t, y_pred=p) == pytest.approx(
+        f1_score(tc, pc, average="macro")
+    )
+    loss = ClassificationLoss()
+    loss.metric = "f1_score"  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="ClassificationLoss.metric must be 'accuracy' or 'macro_f1'"):
+        loss(y_true=t, y_pred=p)

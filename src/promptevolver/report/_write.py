@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation._agreement import order_swap_bias
+from promptevolver.evaluation._agreement import agreement_of, order_swap_bias
 from promptevolver.evaluation._losses import loss_label
+from promptevolver.judge._pairwise import ORDER_SWAP
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import calls_png, fitness_png
@@ -436,11 +437,17 @@ def _order_swap_sentence(facts: RunFacts) -> str | None:
     if bias is None or bias.consistency is None:
         return None
     first = "n/a" if bias.first_position is None else f"{bias.first_position:.3f}"
+    agreed = [p for p, j in judged.items() if j.details and j.details.get(ORDER_SWAP, {}).get("consistent")]
+    labelled = [p for p in agreed if facts.labels[p] is not None]
+    only = ""
+    if labelled:  # the verdicts both orders agree on, counted alone (unweighted)
+        a = agreement_of(judged, labelled, facts.labels, binary=facts.binary, scale=facts.scale)
+        only = f" On the {a.n} pairs both orders agree on, its accuracy is {_f(a.accuracy)}."
     return (
         f"Both orders (order_swap): the chosen judge named the same winner with a and with b shown "
         f"first on {bias.consistency:.3f} of {bias.pairs} validation pairs (position consistency; an "
         f"inconsistent pair counts as a tie, or as the a-first verdict without ties) and chose the "
-        f"response shown first in {first} of its verdicts (0.5: no preference)."
+        f"response shown first in {first} of its verdicts (0.5: no preference).{only}"
     )
 
 
