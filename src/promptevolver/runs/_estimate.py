@@ -224,7 +224,8 @@ def estimate_dataset(
 ) -> Estimate:
     """:func:`estimate` for the config's ``dataset``, already loaded. Raises as :func:`estimate`."""
     prompt_name = resolve_prompt(config, dataset).rename  # the file's name of an aspect critic's prompt
-    plan = _Plan.of(config, dataset, model or CostModel(), prompt_name)
+    recorded = _recorded(config, dataset)  # one record: the disagreement line and the plan read it
+    plan = _Plan.of(config, dataset, model or CostModel(), prompt_name, recorded)
     tokens = _Tokens.of(config, dataset, plan, prompt_name)
     if plan.cfg.strategy == "genetic":
         phases = plan.phases()
@@ -234,7 +235,6 @@ def estimate_dataset(
     judge = sum(p["judge_calls"] for p in phases)
     meta = sum(p["meta_calls"] for p in phases)
     prompt, completion, cost = tokens.totals(phases)
-    recorded = _recorded(config, dataset)
     return Estimate(
         judge_calls=round(judge),
         meta_calls=round(meta),
@@ -299,7 +299,12 @@ class _Plan:
 
     @classmethod
     def of(
-        cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel, prompt_name: str | None
+        cls,
+        config: RunConfig,
+        dataset: SingleMetricAnnotation,
+        model: CostModel,
+        prompt_name: str | None,
+        recorded: RecordedAgreement,
     ) -> _Plan:
         cfg = config.effective_optimizer()
         labels = dataset.labels()
@@ -314,7 +319,7 @@ class _Plan:
         metric = build_metric(config.metric, prompt_name=prompt_name)
         binary = config.loss.type == "binary"
         prompt = _only_prompt(metric)
-        wrong = len(_recorded(config, dataset).disagreements)  # the figure `agreement` prints
+        wrong = len(recorded.disagreements)  # the figure `agreement` prints
         share = wrong / len(usable)
         part = (
             len(usable)
