@@ -146,3 +146,37 @@ def noisy_request(judge, data):
     prompt = judge.get_prompts()[judge.prompt_name]
     messages = prompt.render(judge.prompt_inputs(data.samples[0].metric_input))
     return LLMRequest(messages, json_schema=prompt.json_schema())
+
+
+def test_a_teaching_example_shown_with_a_named_verdict_teaches_as_a_number_does():
+    from promptevolver.annotations._models import sample_key
+
+    reasons = ["b is more concise", "b is more concise here", "b cites the source", "b cites the source too"]
+    rows = [
+        {
+            "metric_input": {
+                "user_input": f"task {i}",
+                "response_a": f"long answer {i}",
+                "response_b": f"short {i}",
+            },
+            "metric_output": 0,
+            "is_accepted": True,
+            "target": 0,
+            "prompts": {
+                "pairwise_comparison_prompt": {
+                    "prompt_input": {},
+                    "prompt_output": {"reason": "a is better", "verdict": "a"},
+                    "edited_output": {"reason": r, "verdict": "b"},
+                }
+            },
+        }
+        for i, r in enumerate(reasons)
+    ]
+    data = SingleMetricAnnotation.model_validate({"name": "p", "samples": rows})
+    judge = PairwiseJudge(name="p", definition="d", ties=False)
+    llm = SimulatedMetricsLLM(dataset=data, random_seed=0, prompt_name=judge.prompt_name)
+    assert llm.world.labels == ("b", "a")  # read off the file: binary, named
+    judged, example = data.samples[0].metric_input, judge.prompt_inputs(data.samples[1].metric_input)
+    truth = llm.truth(judged)
+    assert llm.demo_effect(sample_key(judged), truth, [(example, {"verdict": "b"})]) == (1, 1)  # the human's
+    assert llm.demo_effect(sample_key(judged), truth, [(example, {"verdict": "a"})]) == (0, 1)  # mis-teaches

@@ -392,9 +392,11 @@ class SimulatedJudgeLLM(BaseLLMClient):
             if other == key or other in seen:
                 continue
             seen.add(other)
-            demo = self.world.samples.get(other)
-            verdict = output.get("verdict", output.get("score"))
-            if demo is None or verdict not in (0, 1):
+            demo = self.truth(shown_inputs)
+            verdict = output.get("verdict", output.get("score", output.get("label")))
+            if isinstance(verdict, str) and verdict in self.world.labels:  # a named class: its code
+                verdict = self.world.labels.index(verdict)
+            if demo is None or verdict not in range(self._classes()):
                 continue
             for cid in set(demo.criteria) & set(truth.criteria):
                 if self.world.criteria[cid].kind == "generic":
