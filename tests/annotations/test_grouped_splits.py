@@ -20,6 +20,8 @@ from promptevolver.errors import AnnotationKeyError
 from promptevolver.optimizers._split import make_split
 
 SETTINGS = settings(max_examples=80, deadline=None)
+#: A run that holds a validation part out at 80 samples (small data refits below 100 by default).
+HELD_OUT = GeneticConfig(refit_below=0)
 
 
 def _set(rows: Sequence[tuple[str, str, int]], **extra_fields: list[object]) -> SingleMetricAnnotation:
@@ -179,7 +181,7 @@ def test_the_sets_split_and_folds_keep_responses_to_one_question_together():
 def test_no_validation_sample_shares_its_input_with_a_train_sample(per_question):
     data = _many_responses(40, per_question)
     metric = AspectCritic(name="m", definition="d")
-    split = make_split(data, data.labels(), metric, GeneticConfig(), np.random.default_rng(0))
+    split = make_split(data, data.labels(), metric, HELD_OUT, np.random.default_rng(0))
     prompts = data.group_keys()
     assert not _straddling(prompts, split.train, split.validation)
     assert split.n_groups == 40
@@ -193,7 +195,11 @@ def test_group_key_sample_gives_the_ungrouped_split():
     data = _many_responses(40, 2)
     metric = AspectCritic(name="m", definition="d")
     split = make_split(
-        data, data.labels(), metric, GeneticConfig(group_key="sample"), np.random.default_rng(0)
+        data,
+        data.labels(),
+        metric,
+        GeneticConfig(group_key="sample", refit_below=0),
+        np.random.default_rng(0),
     )
     assert len(split.validation) == round(0.3 * len(data))
     assert _straddling(data.group_keys(), split.train, split.validation)  # what grouping prevents
