@@ -61,8 +61,12 @@ def test_evaluate_scores_exactly_the_samples_the_run_held_out(pandalm_run, capsy
     assert card["nominal"] and card["classes"] == ["a", "b", "tie"]
 
 
-def test_a_binary_pairwise_run_in_both_orders_reports_position_consistency(tmp_path):
+def test_a_binary_pairwise_run_in_both_orders_reports_position_consistency(tmp_path, capsys):
     result = optimize(LLMBAR, tmp_path / "llmbar")
+    capsys.readouterr()
+    assert main(["evaluate", str(LLMBAR), "-i", str(tmp_path / "llmbar")]) == 0
+    printed = capsys.readouterr().out
+    assert "both orders: the same verdict on" in printed and "confusion (rows human b/a" in printed
     assert result["loss"]["name"] == "BinaryMetricLoss"
     report = (tmp_path / "llmbar" / "report.md").read_text()
     assert "Both orders (order_swap): the chosen judge named the same winner" in report
