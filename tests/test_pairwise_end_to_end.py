@@ -183,3 +183,11 @@ def test_a_loss_that_reads_named_classes_as_numbers_is_refused_before_any_call()
     for loss in (MSELoss(), BinaryMetricLoss()):
         with pytest.raises(ValueError, match="answers named classes.*use ClassificationLoss"):
             optimizer.optimize(dataset=dataset, loss=loss, config={"random_seed": 0})
+
+
+def test_estimate_says_how_often_the_recorded_judge_disagrees(capsys):
+    """It printed 66.7 % for every file with many disagreements (the train focus set's capped share)."""
+    assert main(["estimate", str(LLMBAR)]) == 0
+    assert "disagrees with the humans on 59.8% of the 418 usable samples" in capsys.readouterr().out
+    assert main(["estimate", str(PANDALM)]) == 0
+    assert "disagrees with the humans on 28.4% of the 974 usable samples" in capsys.readouterr().out
