@@ -191,3 +191,12 @@ def test_estimate_says_how_often_the_recorded_judge_disagrees(capsys):
     assert "disagrees with the humans on 59.8% of the 418 usable samples" in capsys.readouterr().out
     assert main(["estimate", str(PANDALM)]) == 0
     assert "disagrees with the humans on 28.4% of the 974 usable samples" in capsys.readouterr().out
+
+
+def test_suggest_names_a_pairwise_judges_verdicts(pandalm_run, capsys):
+    capsys.readouterr()
+    pool = ROOT / "benchmarks" / "data" / "pandalm_pairwise.json"
+    assert main(["suggest", str(pandalm_run), "--pool", str(pool), "-n", "3", "--max-calls", "60"]) == 0
+    whys = [json.loads(line)["why"] for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert whys and all(" says 0" not in w and " says 1" not in w and "agrees (0" not in w for w in whys)
+    assert any(" says a" in w or " says b" in w or " says tie" in w or "agrees (" in w for w in whys)
