@@ -71,6 +71,17 @@ evaluation failed (--max-failed allows a share); the confidence interval is prin
   promptevolver estimate configs/answer_correctness.yaml --set optimizer.population_size=10
 
 no LLM is called; see promptevolver.runs._estimate for the model behind the figures.""",
+    "agreement": """examples:
+  promptevolver agreement benchmarks/data/pandalm_pairwise.json          # a / b / tie, 3 annotators
+  promptevolver agreement benchmarks/data/llmbar_pairwise.json --json    # every disagreement
+  promptevolver agreement configs/answer_correctness.yaml                 # the config's judge and file
+  promptevolver agreement labels.json --classes positive,negative,neutral --split-items drop
+
+No LLM is called: the verdicts the file records (metric_output) are compared with the human
+labels (target, the annotators' majority, or the accepted / flipped verdict). A file's scale is
+read off it (pairwise when its samples hold response_a and response_b); --scale or --classes
+name it. Annotators: a sample's annotator_labels ({name: label}); the pairwise verdict recorded
+with the responses swapped: metric_output_swapped.""",
     "report": """examples:
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
@@ -242,6 +253,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     est.add_argument("config", type=Path, help="YAML run config")
     est.add_argument("--json", action="store_true", help="print one JSON object")
+
+    agr = command(
+        "agreement", "measure the judge an annotation file records against its humans, with no LLM call"
+    )
+    agr.add_argument("source", type=Path, metavar="FILE_OR_CONFIG", help="annotation file or YAML run config")
+    agr.add_argument("--metric", metavar="NAME", help="the metric of a file holding several")
+    agr.add_argument(
+        "--scale",
+        choices=("auto", "binary", "numeric", "pairwise", "pairwise_binary"),
+        default="auto",
+        help="the labels of a file (default: read off it; pairwise: a / b / tie; "
+        "pairwise_binary: is a better)",
+    )
+    agr.add_argument(
+        "--classes",
+        metavar="NAMES",
+        help="a classification's class names, comma-separated (value i: the i-th)",
+    )
+    agr.add_argument(
+        "--split-items",
+        choices=("keep", "drop", "weight"),
+        default="keep",
+        help="items the annotators did not label alike: kept (default), dropped, or weighted by the "
+        "share of annotators behind the label",
+    )
+    agr.add_argument("--seed", type=_seed, default=0, help="seed of the bootstrap intervals (0)")
+    agr.add_argument("--json", action="store_true", help="print one JSON object (every disagreement)")
 
     rep = command("report", "regenerate a run directory's report (report.md, report.html) and samples.jsonl")
     rep.add_argument("run_dir", type=Path, metavar="DIR", help="run directory (with result.json)")
@@ -673,6 +711,28 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- agreement -------------------------------------------------------------------------------------
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from promptevolver.evaluation import recorded_agreement
+    from promptevolver.runs._agreement import load_recorded
+
+    classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
+    if classes is not None and (len(classes) < 2 or not all(classes)):
+        raise UsageError(f"--classes {args.classes!r}: give at least two names, comma-separated")
+    dataset, scale = load_recorded(
+        args.source, metric_name=args.metric, scale_name=args.scale, classes=classes
+    )
+    found = recorded_agreement(dataset, scale, split_items=args.split_items, random_seed=args.seed)
+    if args.json:
+        print(json.dumps(found.to_dict()))
+    else:
+        lines = found.lines()
+        print("\n".join(lines[:3] if args.quiet else lines))
+    return 0
+
+
 # --- report and bench ------------------------------------------------------------------------------
 
 
@@ -817,6 +877,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
     "estimate": _estimate,
+    "agreement": _agreement,
     "report": _report,
     "bench": _bench,
     "suggest": _suggest,

@@ -217,6 +217,8 @@ class ContextLengthExceededError(PermanentLLMError):
     @property
     def cause(self) -> str:
         return "context_length"
+
+
 class AnswerTooLongError(PermanentLLMError):
     """An answer (or its response body) far beyond the completion tokens requested: it is cut off
     unread and the call fails, cause ``too long``, rather than kept whole in memory, checkpoints

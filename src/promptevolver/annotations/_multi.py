@@ -110,9 +110,7 @@ class MetricAnnotation(_Sourced):
         kind = self._kinds.get(key) or check_labels(samples, path=self.source, metric=key)
         return _trusted(key, samples, self.source, kind)
 
-    def get(
-        self, key: str, default: SingleMetricAnnotation | None = None
-    ) -> SingleMetricAnnotation | None:
+    def get(self, key: str, default: SingleMetricAnnotation | None = None) -> SingleMetricAnnotation | None:
         """The samples of metric ``key``, or ``default`` when the file has no such metric."""
         return self[key] if key in self.root else default
 

@@ -126,15 +126,14 @@ class PromptSet(Judge):
             AnnotationError: an example has no human label, or misses a required input field.
         """
         prompt_name = next(iter(self._prompts))
-        binary = self.LABEL_FIELD == "verdict"
+        scale = getattr(self, "label_scale", None)
+        binary = self.LABEL_FIELD == "verdict" if scale is None else scale.kind == "binary"
         out = []
         for sample in examples:
             label = sample.human_label(binary=binary)
             if label is None:
                 raise AnnotationError(f"{self.name}: an example has no human label", field="metric_output")
-            shown: dict[str, Any] = {
-                self.LABEL_FIELD: int(label) if binary or float(label).is_integer() else label
-            }
+            shown: dict[str, Any] = {self.LABEL_FIELD: self.shown_label(label)}
             expected = sample.expected_output(prompt_name) or {}
             if isinstance(expected.get("reason"), str) and expected["reason"].strip():
                 shown["reason"] = expected["reason"]
@@ -193,6 +192,17 @@ class PromptSet(Judge):
         metric.apply_chosen(chosen)
         return metric
 
+    def shown_label(self, value: float) -> Any:
+        """How label ``value`` (a number of the annotations) is written where the judge reads it —
+        a teaching example's answer, a meta-prompt's sample: as the judge answers it (a whole
+        number as an int; a judge answering names, e.g. ``"tie"``, overrides this)."""
+        return int(value) if float(value).is_integer() else value
+
+    def label_of(self, output: Any) -> float:
+        """The label of a parsed answer as the number annotations hold (its :attr:`LABEL_FIELD`;
+        a judge answering names maps them to their values)."""
+        return float(getattr(output, self.LABEL_FIELD))
+
     def client(self, llm: LLMClient | None) -> LLMClient:
         """The client of a call: ``llm``, else the judge's own. Raises ValueError with neither."""
         client = llm or self.llm
@@ -211,8 +221,7 @@ class PromptSet(Judge):
         answer = await self.ask(prompt, messages, request, check=self.check_answer)
         if answer.output is None:
             return answer.failure()
-        label = getattr(answer.output, self.LABEL_FIELD)
-        return Judgement(score=float(label), reason=answer.output.reason, raw=answer.raw)
+        return Judgement(score=self.label_of(answer.output), reason=answer.output.reason, raw=answer.raw)
 
     def shown_examples(
         self, shown: Mapping[str, Any], examples: Sequence[SampleAnnotation] | None

@@ -27,7 +27,7 @@ from promptevolver.rundir import ChosenJudge, as_chosen_judge
 if TYPE_CHECKING:
     from promptevolver.judge._examples import ExampleStore
 
-__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
+__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_entry", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
@@ -272,3 +272,19 @@ def label_scale_of(metric: object) -> LabelScale | None:
     ``b`` / ``tie`` for a pairwise judge; None for a free score in a range)."""
     scale = getattr(metric, "label_scale", None)
     return scale if isinstance(scale, LabelScale) else None
+
+
+def label_entry(metric: object, value: float, *, binary: bool) -> tuple[str, Any]:
+    """(the answer field, the value as the judge answers it) of human label ``value``: how a
+    meta-prompt shows a sample's label — ``("verdict", 1)``, ``("score", 4)``, ``("verdict",
+    "tie")`` for a pairwise judge, ``("label", "refund")`` for a classification. A judge whose
+    label space names its labels otherwise than no / yes (an ensemble's wrapped one) answers
+    names in its ``LABEL_FIELD``; any other: ``verdict`` when ``binary`` else ``score``, the
+    number (a whole one as an int)."""
+    inner = getattr(metric, "metric", metric)
+    scale = label_scale_of(inner)
+    names = [c.name for c in (scale.label_space() if scale is not None else None) or ()]
+    field = getattr(inner, "LABEL_FIELD", None)
+    if scale is not None and scale.kind != "numeric" and names != ["no", "yes"] and isinstance(field, str):
+        return field, scale.name_of(value)
+    return ("verdict" if binary else "score"), int(value) if float(value).is_integer() else value

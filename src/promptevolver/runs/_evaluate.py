@@ -14,6 +14,7 @@ warning with ``--split all``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
-from promptevolver.judge._protocol import Judgement
+from promptevolver.judge._protocol import Judgement, label_scale_of
 from promptevolver.llm._base import is_simulated
 from promptevolver.llm._preflight import preflight
 from promptevolver.rundir import (
@@ -115,20 +116,36 @@ def validation_positions(
     path = result_path(run_dir)
     if config is not None and (mismatch := other_metric(run_dir, config)):
         raise ConfigError(f"{mismatch}: its validation samples are not this metric's; {_ALL}")
-    wanted = _validation_keys(path, read_result(run_dir))
+    result = read_result(run_dir)
+    wanted = _validation_keys(path, result)
     size = len(wanted[0]) if wanted else 0
     labels = dataset.labels()
     where: dict[str, list[int]] = {}
     for i, sample in enumerate(dataset.samples):
         if labels[i] is not None:
             where.setdefault(sample_key(sample.metric_input)[:size], []).append(i)
-    missing = sum(key not in where for key in wanted)
+    needed = Counter(wanted)
+    missing = sum(max(0, k - len(where.get(key, []))) for key, k in needed.items())
     if missing:
         raise ConfigError(
             f"{path}: {missing} of its {len(wanted)} validation samples are not usable samples of "
             f"{dataset.source} (matched by content: the run used other annotations); {_ALL}"
         )
-    return sorted({i for key in wanted for i in where[key]})
+    recorded = (result.get("split") or {}).get("validation_positions")
+    if _same_positions(recorded, wanted, where, size):
+        return sorted(int(p) for p in recorded or [])
+    # Another file: as many samples of each input as the run held out (a duplicate the run
+    # learned from is not a validation sample because its twin was held out).
+    return sorted(i for key, k in needed.items() for i in where[key][:k])
+
+
+def _same_positions(recorded: Any, wanted: list[str], where: Mapping[str, list[int]], size: int) -> bool:
+    """Whether the run's recorded validation positions are, in ``dataset``, the samples of the
+    recorded keys (the same file): then exactly those samples are scored."""
+    if not isinstance(recorded, list) or len(recorded) != len(wanted):
+        return False
+    found = {p: key for key, positions in where.items() for p in positions}
+    return all(isinstance(p, int) and found.get(p) == key[:size] for p, key in zip(recorded, wanted))
 
 
 _ALL = "--split all scores every usable sample of the config's annotations instead"
@@ -320,7 +337,8 @@ async def score_instructions(
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
     seed = config.effective_optimizer().random_seed
-    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
+    scale = label_scale_of(metric)
+    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt, scale=scale)
     await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
@@ -332,7 +350,7 @@ async def score_instructions(
         metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency, examples=store
     )
     judged = await evaluator.evaluate(instructions, chosen, policy)
-    figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary")
+    figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary", scale=scale)
     pairs = tuple(
         (float(labels[p] or 0.0), float(score)) for p in chosen if (score := judged[p].score) is not None
     )

@@ -148,7 +148,9 @@ def execute(
             step(f"writing result.json, the exports and the report to {directory}")
             write_result(directory, result)
             write_exports(directory, result.chosen_judge(), config.metric)
-            facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best
+            # gathered once: the verdicts of seed and best; a missing one re-judged by the run's own
+            # simulated LLM (its world is not built again)
+            facts = load_run(directory, dataset=dataset, llm=llm)
             write_report(directory, facts=facts)
             write_samples(directory, facts)
         except BaseException as exc:
