@@ -279,7 +279,9 @@ async def distill(run: SearchRun) -> list[Candidate]:
             budget_stop=BudgetStop.LADDER in stops.values(),
         )
     )
-    run.context.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
+    run.context.events.emit(
+        "stage_end", 0, stage="distill", candidates=[c.id for c in rungs], figures=_figures(run, "distill")
+    )
     return rungs
 
 
@@ -344,7 +346,9 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
             final_choice=run.final_choice,
         )
     )
-    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="verify", chosen=best.id, figures=_figures(run, "verify")
+    )
     return best
 
 
@@ -659,7 +663,9 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
             embeddings=store.embedding_usage(),
         )
     )
-    run.context.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="examples", chosen=chosen.id, figures=_figures(run, "examples")
+    )
     return chosen
 
 
@@ -954,7 +960,9 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
             **check,
         )
     )
-    run.context.events.emit("stage_end", 0, stage="cross_fit", chosen=chosen.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="cross_fit", chosen=chosen.id, figures=_figures(run, "cross_fit")
+    )
     return chosen
 
 
@@ -1186,6 +1194,11 @@ def finish_verified(
         }
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return OptimizationResult.from_run(run, best)
+
+
+def _figures(run: SearchRun, stage: str) -> dict[str, Any]:
+    """The ``figures`` of a ``stage_end`` event: the stage's record as result.json holds it."""
+    return next(r for r in run.state.stages if r.name == stage).to_dict()
 
 
 def _cost(run: SearchRun, before: Usage, started: float) -> StageCost:
