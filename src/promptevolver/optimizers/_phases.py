@@ -2,7 +2,8 @@
 initial population, the repair after a resume, and the final choice. The generation loop itself
 is :mod:`._genetic`, which composes them by ``strategy``.
 
-Each phase is one failure-policy step (:meth:`SearchRun.begin_step` … :meth:`SearchRun.end_step`):
+Each phase is one failure-policy step (:meth:`SearchRun.begin_step
+<._run.SearchRun.begin_step>` … ``end_step``, through the stage's :class:`~._views.StageView`):
 too many failed evaluations in it stop the run with :class:`~promptevolver.errors.LLMUnusableError`.
 """
 
@@ -21,7 +22,6 @@ from promptevolver.judge._batch import gather_or_cancel
 from promptevolver.llm._base import Usage
 from promptevolver.llm._concurrency import waves
 from promptevolver.optimizers import _adoption as adoption
-from promptevolver.optimizers import _history as history
 from promptevolver.optimizers import _refit as refit
 from promptevolver.optimizers import _reporting as reporting
 from promptevolver.optimizers import _views as views
@@ -43,9 +43,9 @@ from promptevolver.optimizers._records import (
     StageCost,
     VerifyRecord,
 )
-from promptevolver.optimizers._result import OptimizationResult
-from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._run import RunContext
 from promptevolver.optimizers._state import SearchState
+from promptevolver.optimizers._views import StageView
 from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.strategies import _budget as budget
 from promptevolver.optimizers.strategies import _screening as screening
@@ -89,7 +89,7 @@ CROSS_FIT_ROUNDS = 3
 CROSS_FIT_CHECK = 32
 
 
-async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str]) -> None:
+async def initial_population(run: StageView, seed_instructions: Mapping[str, str]) -> None:
     """The seed (``seed_instructions``: prompt name → instruction), judged on train while its
     first offspring are made from the annotations' corrections (the two are independent); the
     offspring screened against it, then judged; recorded as generation 0.
@@ -108,17 +108,17 @@ async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str
     breeding = run.context.breeder.run(plans, views.meta_context(run.context, [seed]))
     made = (await gather_or_cancel([breeding, _judged(run, seed)]))[0]
     run.end_step()
-    budget.after_seed(views.budget_view(run), seed)
+    budget.after_seed(run.budget(), seed)
     run.begin_step("the initial population")
-    children = adoption.adopt(run, made)
-    passed = await screening.screen(views.screening_view(run), children, {c.id: [seed] for c in children})
+    children = run.adopt(made)
+    passed = await screening.screen(run.screening(), children, {c.id: [seed] for c in children})
     await run.judge_train(passed)
     run.end_step()
     run.state.population = [seed, *passed]
-    history.record_generation(run, offspring=len(children))
+    run.record_generation(len(children))
 
 
-async def repair(run: SearchRun) -> None:
+async def repair(run: StageView) -> None:
     """After a resume: judge again the population's train evaluations that had failed (the
     checkpoint keeps no failed answer), so their scores cover what the LLM can answer now."""
     damaged = [c for c in run.state.population if c.train is not None and c.train.failures]
@@ -128,7 +128,7 @@ async def repair(run: SearchRun) -> None:
         run.end_step()
 
 
-async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
+async def finish(run: StageView, stop_reason: str) -> Candidate:
     """Judge the seed and the finalists on validation (held out; out of bag: compare them on
     the samples each never learned from); the paired choice there is the result
     (:class:`~.strategies.final_choice.PairedChoice`). An extended run's earlier choice stays a
@@ -152,9 +152,9 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(finalists, compare, rng, incumbent=incumbent, alone=_why_alone(state))
     state.chosen = best.id
-    run.final_choice = {"regime": run.context.split.regime.value, **choice.report}
+    run.state.final_choice = {"regime": run.context.split.regime.value, **choice.report}
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
-    return OptimizationResult.from_run(run, best)
+    return best
 
 
 def _why_alone(state: SearchState) -> str:
@@ -201,7 +201,7 @@ def _why_offspring_alone(state: SearchState) -> str:
     return f"of the {len(made)} offspring, " + ", ".join(parts)
 
 
-async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
+async def _judged(run: StageView, seed: Candidate) -> list[Child]:
     """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
     on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
     if run.context.split.regime.held_out:
@@ -214,14 +214,14 @@ async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
 # --- the distill-first pipeline (strategy auto and distill) ---------------------------------------
 
 
-def register_seed(run: SearchRun, seed_instructions: Mapping[str, str]) -> Candidate:
+def register_seed(run: StageView, seed_instructions: Mapping[str, str]) -> Candidate:
     """The seed as candidate 0, not judged yet (the pipeline judges it where it needs to)."""
     seed = adoption.new_candidate(run.state, dict(seed_instructions), "seed")
     assert seed is not None
     return seed
 
 
-async def distill(run: SearchRun) -> list[Candidate]:
+async def distill(run: StageView) -> list[Candidate]:
     """Stage 1: the ladders of :mod:`._distill`, adopted as candidates (operator ``distill``; rung
     k's parent is rung k − 1, the first rung's the seed); meta calls only.
 
@@ -253,7 +253,7 @@ async def distill(run: SearchRun) -> list[Candidate]:
     for ladder in ladders:
         parent, ids = seed, ladder_ids.setdefault(_ladder_key(ladder.fold), [])
         for child in ladder.rungs:
-            adopted = adoption.adopt(run, [child])
+            adopted = run.adopt([child])
             for c in adopted:
                 c.parents, c.seen = (parent.id,), c.seen | parent.seen
                 rungs.append(c)
@@ -291,7 +291,7 @@ def _ladder_key(fold: int | None) -> str:
     return "all" if fold is None else str(fold)
 
 
-async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
+async def verify(run: StageView, candidates: Sequence[Candidate]) -> Candidate:
     """Stage 2: the seed and the ladder judged on held-out samples (validation; out of bag, each
     candidate on the samples its lineage never learned from), then the paired final choice
     against the seed. Returns the verified choice (the seed when nothing beat it).
@@ -336,24 +336,22 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         run.state.race["saved_judge_calls"] = len(lower) * per_rung
         run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
     run.end_step()
-    run.final_choice = {"regime": run.context.split.regime.value, "stage": "verify", **report}
+    run.state.final_choice = {"regime": run.context.split.regime.value, "stage": "verify", **report}
     run.state.stages.add(
         VerifyRecord(
             cost=_cost(run, before, started),
             produced=(best.id,),
             judged=tuple(c.id for c in field),
             saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
-            final_choice=run.final_choice,
+            final_choice=run.state.final_choice,
         )
     )
-    run.context.events.emit(
-        "stage_end", 0, stage="verify", chosen=best.id, figures=_figures(run, "verify")
-    )
+    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id, figures=_figures(run, "verify"))
     return best
 
 
 async def _verify_refit(
-    run: SearchRun, ladder_ids: Mapping[str, Sequence[int]], started: float, before: Usage
+    run: StageView, ladder_ids: Mapping[str, Sequence[int]], started: float, before: Usage
 ) -> Candidate:
     """:func:`verify` on small data with a refit: the recipe cross-validated over the folds
     (:mod:`._refit`)."""
@@ -362,7 +360,7 @@ async def _verify_refit(
     run.context.meter.release_reserve()
     best, choice = await refit.verify(run, ladder_ids)
     run.end_step()
-    run.final_choice = choice
+    run.state.final_choice = choice
     run.state.race = {
         "rule": "cross-validation: the seed on every train sample, each fold's top rung on its fold",
         "dropped": [],
@@ -375,7 +373,7 @@ async def _verify_refit(
             produced=(best.id,),
             judged=tuple(sorted({int(i) for row in choice["depths"] for i in row["rungs"].values()} | {0})),
             saved_judge_calls=0,
-            final_choice=run.final_choice,
+            final_choice=run.state.final_choice,
         )
     )
     run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
@@ -383,7 +381,7 @@ async def _verify_refit(
 
 
 async def _held_out(
-    run: SearchRun, field: list[Candidate], *, keep: Any, race: Race | None = None
+    run: StageView, field: list[Candidate], *, keep: Any, race: Race | None = None
 ) -> list[Candidate]:
     """Judge ``field`` on its held-out samples (racing with ``race`` when given, never dropping
     the ids in ``keep``); returns those judged on all of them, with their scores set."""
@@ -431,7 +429,7 @@ def _against(ctx: RunContext, reference: Candidate) -> Comparison:
     return out_of_bag(reference, ctx.train)
 
 
-def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
+def _choose(run: StageView, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     """The paired choice against the seed among ``field``, then the ladder's higher-rung rule."""
     seed = run.state.seed
     compare = _against(run.context, seed)
@@ -452,7 +450,7 @@ def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict
 
 
 def _nothing_to_beat(
-    run: SearchRun,
+    run: StageView,
     best: Candidate,
     field: Sequence[Candidate],
     compared: Mapping[int, Paired],
@@ -499,7 +497,7 @@ def _nothing_to_beat(
 
 
 def _higher_rung(
-    run: SearchRun,
+    run: StageView,
     best: Candidate,
     field: Sequence[Candidate],
     compared: Mapping[int, Paired],
@@ -559,7 +557,7 @@ def _descends(candidates: Sequence[Candidate], c: Candidate, ancestor: Candidate
     return False
 
 
-def skip_distill(run: SearchRun) -> None:
+def skip_distill(run: StageView) -> None:
     """``strategy: examples``: no distillation (the instruction is kept as it is; 0 meta calls)."""
     run.state.stages.add(DistillRecord.skipped("strategy examples: the instruction is kept as it is"))
 
@@ -582,7 +580,7 @@ def example_policies(ctx: RunContext) -> tuple[list[str], str]:
     return policies, f"policy {policy}"
 
 
-async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
+async def choose_examples(run: StageView, base: Candidate) -> Candidate:
     """Stage 2b: the verified candidate ``base`` with teaching examples (one candidate per policy
     of :func:`example_policies`, operator ``examples``, its parent ``base``), judged on the same
     held-out samples as ``base`` and kept only when the paired bootstrap says, with probability
@@ -743,7 +741,7 @@ def _gate(ctx: RunContext, policies: list[str], why: str, wrong: Sequence[int]) 
 
 
 async def _examples_cross_validated(
-    run: SearchRun, base: Candidate, policies: list[str], why: str, started: float, before: Usage
+    run: StageView, base: Candidate, policies: list[str], why: str, started: float, before: Usage
 ) -> Candidate:
     """:func:`choose_examples` for a refit chosen by cross-validation (:mod:`._refit`): each policy
     is judged with the folds' candidates on their own folds (a cross-validated figure, like the
@@ -849,17 +847,17 @@ async def _examples_cross_validated(
             str(p): (own.get(ctx.folds[p]) if p not in leak else None) or tops[ctx.folds[p]]
             for p in ctx.train
         }
-        run.final_choice = {
-            **run.final_choice,
+        run.state.final_choice = {
+            **run.state.final_choice,
             "chosen": chosen.id,
-            "why": f"{run.final_choice.get('why')}; {verdict}",
+            "why": f"{run.state.final_choice.get('why')}; {verdict}",
             "judged_by": {p: c.id for p, c in judged_by.items()},
         }
     ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
     return chosen
 
 
-def _example_candidate(run: SearchRun, parent: Candidate, policy: str, shown: frozenset[int]) -> Candidate:
+def _example_candidate(run: StageView, parent: Candidate, policy: str, shown: frozenset[int]) -> Candidate:
     """``parent``'s instructions with example ``policy`` (operator ``examples``), registered."""
     c = Candidate(
         id=len(run.state.candidates),
@@ -875,7 +873,7 @@ def _example_candidate(run: SearchRun, parent: Candidate, policy: str, shown: fr
     return c
 
 
-async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
+async def cross_fit(run: StageView, base: Candidate) -> Candidate:
     """Stage 2c: learn from the held-out corrections too, and verify that on the learning part.
 
     The distillation learned from the learning part only, and the verification chose ``base`` on
@@ -934,7 +932,7 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     run.state.slots += 1_000_000
     parent, rungs = base, []
     for child in ladder.rungs:
-        for c in adoption.adopt(run, [child]):
+        for c in run.adopt([child]):
             c.parents, c.seen, c.examples = (parent.id,), c.seen | parent.seen, base.examples
             rungs.append(c)
             parent = c
@@ -1007,7 +1005,7 @@ def _still_wrong(ctx: RunContext, base: Candidate) -> list[int]:
 
 
 async def _cross_check(
-    run: SearchRun, base: Candidate, rung: Candidate, corrections: int, report: dict[str, Any]
+    run: StageView, base: Candidate, rung: Candidate, corrections: int, report: dict[str, Any]
 ) -> tuple[Candidate, str]:
     """``rung`` against ``base`` on the learning part's judged samples (in looks; neither is
     dropped: the rung need not win); ``rung`` unless ``base`` is better with probability
@@ -1063,7 +1061,7 @@ async def _cross_check(
     )
 
 
-def search_warranted(run: SearchRun, verified: Candidate) -> SearchRecord:
+def search_warranted(run: StageView, verified: Candidate) -> SearchRecord:
     """Whether the search stage runs after verification (``ran``), and why (or why not: the
     stage's record, ``budget_stop`` when warranted but the budget cannot pay). Under ``strategy:
     auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
@@ -1129,7 +1127,7 @@ def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
 
 
 async def start_search(
-    run: SearchRun, verified: Candidate, why: str, chosen: Candidate | None = None
+    run: StageView, verified: Candidate, why: str, chosen: Candidate | None = None
 ) -> None:
     """Stage 3's start: the seed and the verified candidates judged on train (the search ranks by
     train fitness), recorded as generation 0; the generation loop follows. ``chosen``: the
@@ -1146,12 +1144,12 @@ async def start_search(
     run.begin_step("the search's first population", count_parse=True)
     await run.judge_train(population)
     run.end_step()
-    budget.after_seed(views.budget_view(run), seed)
+    budget.after_seed(run.budget(), seed)
     run.state.population = population
-    history.record_generation(run, offspring=0)
+    run.record_generation(0)
 
 
-def end_search(run: SearchRun) -> None:
+def end_search(run: StageView) -> None:
     """Close stage 3's report (calls, tokens, seconds) once the generations are done."""
     stage = run.state.stages.search
     if stage is None or stage.started is None or stage.before is None:
@@ -1162,9 +1160,7 @@ def end_search(run: SearchRun) -> None:
     run.state.stages.add(SearchRecord(why=stage.why, ended=True, cost=cost, produced=produced))
 
 
-def finish_verified(
-    run: SearchRun, best: Candidate, stop_reason: str, no_search: SearchRecord
-) -> OptimizationResult:
+def finish_verified(run: StageView, best: Candidate, stop_reason: str, no_search: SearchRecord) -> Candidate:
     """The result of a run that ended after verification (``strategy: distill``, or ``auto``
     when the search was not warranted: ``no_search`` says why). The stop reason is ``budget``
     instead of ``stop_reason`` when the budget refused a stage the run would have made (the
@@ -1177,14 +1173,16 @@ def finish_verified(
     run.state.stop_reason = stop_reason
     run.state.chosen = best.id
     verified = stages.verify
-    run.final_choice = run.final_choice or (dict(verified.final_choice) if verified is not None else {})
+    run.state.final_choice = run.state.final_choice or (
+        dict(verified.final_choice) if verified is not None else {}
+    )
     cross = stages.cross_fit
     if best.operator == "cross_fit" and cross is not None and cross.why and cross.base is not None:
         base = run.state.candidates[cross.base]
         validation = reporting.estimates(run.context, base)["validation"]
         shown = "n/a" if validation is None else f"{validation:.3f}"
-        run.final_choice = {
-            **run.final_choice,
+        run.state.final_choice = {
+            **run.state.final_choice,
             "stage": "cross_fit",
             "chosen": best.id,
             "why": (
@@ -1193,15 +1191,15 @@ def finish_verified(
             ),
         }
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
-    return OptimizationResult.from_run(run, best)
+    return best
 
 
-def _figures(run: SearchRun, stage: str) -> dict[str, Any]:
+def _figures(run: StageView, stage: str) -> dict[str, Any]:
     """The ``figures`` of a ``stage_end`` event: the stage's record as result.json holds it."""
     return next(r for r in run.state.stages if r.name == stage).to_dict()
 
 
-def _cost(run: SearchRun, before: Usage, started: float) -> StageCost:
+def _cost(run: StageView, before: Usage, started: float) -> StageCost:
     """A stage's calls, tokens, seconds and ``waves`` since ``before`` and ``started``
     (:class:`~._records.StageCost`)."""
     used = run.usage() - before

@@ -38,9 +38,10 @@ import numpy as np
 
 from promptevolver.evaluation._evaluator import Score
 from promptevolver.optimizers._candidates import Candidate
-from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._run import RunContext
 from promptevolver.optimizers._split import Regime
 from promptevolver.optimizers._state import SearchState
+from promptevolver.optimizers._views import StageView
 from promptevolver.optimizers.strategies._final_choice import Paired, final_choice_rng, paired
 
 __all__ = ["composite", "fold_positions", "has_refit", "verify"]
@@ -88,7 +89,7 @@ def composite(
     return Score(value, correct, int((~measured).sum()), y_true, y_pred)
 
 
-async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tuple[Candidate, dict[str, Any]]:
+async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tuple[Candidate, dict[str, Any]]:
     """Stage 2 on small data with a refit (see the module docstring): returns the chosen candidate
     (a refit rung, or the seed) and the stage's record (what was judged, each depth's figures,
     the final choice). Sets ``cross_validated`` on the seed and on the chosen refit rung.
@@ -241,7 +242,7 @@ def errors(ctx: RunContext, cv: Score) -> list[int]:
 
 
 async def judge_policy(
-    run: SearchRun,
+    run: StageView,
     tops: Mapping[int, Candidate],
     policy_candidates: Mapping[int, Candidate],
     shown: Sequence[int],

@@ -274,7 +274,7 @@ class OptimizationResult(dict[str, str]):
             best_id=best.id,
             stop_reason=state.stop_reason or "",
             split=reporting.split_report(ctx, best),
-            final_choice=run.final_choice,
+            final_choice=state.final_choice,
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),
                 "duplicates": state.duplicates,

@@ -15,10 +15,11 @@
   thing a checkpoint saves.
 
 Besides these the run keeps the current step's failure tally (:meth:`SearchRun.begin_step`) and
-the final choice's report. It registers no candidate itself (:mod:`._adoption` does); it judges
+the calls a resume replays. It registers no candidate itself (:mod:`._adoption` does); it judges
 candidates through the context's evaluator and totals the run's usage. The context's fields are
-read as ``run.context.<name>`` (one home for the list of them). What operators and strategies
-see is built in :mod:`._views`: never the run, never the context whole.
+read as ``run.context.<name>`` (one home for the list of them). What operators, strategies and
+the pipeline's stages see is built in :mod:`._views` (a stage: a
+:class:`~._views.StageView`): never the run, never the context whole to a strategy or operator.
 """
 
 from __future__ import annotations
@@ -204,13 +205,12 @@ class SearchRun:
         context: what is fixed for the whole run (:class:`RunContext`; frozen).
         state: what the search has done so far (:class:`SearchState`; a resume replaces it).
         tally: the current step's failure tally (:meth:`begin_step`).
-        final_choice: how the final choice was made (``PairedChoice.report``), once it was.
 
     Raises:
         InsufficientDataError, AnnotationError: from the split (before any LLM call).
     """
 
-    __slots__ = ("context", "final_choice", "replayed", "state", "tally")
+    __slots__ = ("context", "replayed", "state", "tally")
 
     def __init__(
         self,
@@ -279,7 +279,6 @@ class SearchRun:
         )
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.tally = FailureTally(max_failure_rate=config.max_failure_rate, step="the run")
-        self.final_choice: dict[str, Any] = {}
         #: After a resume: the interrupted step's calls (answered, cached or failed), which the
         #: journal replays instead of sending; :meth:`stage_start` gives them to their stage.
         self.replayed = Usage()

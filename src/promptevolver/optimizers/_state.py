@@ -52,6 +52,9 @@ class SearchState:
         lessons: the distillation stage's lessons (:meth:`~._distill.Lesson.to_dict`).
         race: the verification stage's racing report (:attr:`~.strategies.racing.Race.report`).
         chosen: the id of the final choice, once made (an extension keeps it as a finalist).
+        final_choice: how the final choice was made (``PairedChoice.report`` and the stage's
+            additions), once it was; not checkpointed (a resume reads it from the verification's
+            record).
     """
 
     rng: np.random.Generator
@@ -73,6 +76,7 @@ class SearchState:
     lessons: list[dict[str, Any]] = field(default_factory=list)
     race: dict[str, Any] = field(default_factory=dict)
     chosen: int | None = None
+    final_choice: dict[str, Any] = field(default_factory=dict)
     _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
 
     @property
