@@ -34,7 +34,7 @@ from promptevolver import __version__, rundir
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
 
 if TYPE_CHECKING:
-    from promptevolver.config._models import ManyConfig, RunConfig
+    from promptevolver.config import ManyConfig, RunConfig
 
 __all__ = ["main"]
 
@@ -443,7 +443,7 @@ def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> 
 
 def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """The ``--set`` overrides as an edit of the raw config mapping (None without any)."""
-    from promptevolver.config._overrides import apply_overrides
+    from promptevolver.config import apply_overrides
 
     overrides = list(getattr(args, "overrides", []))
     return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
@@ -457,7 +457,7 @@ def _with_seed(config: _Config, args: argparse.Namespace) -> _Config:
 
 
 def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
-    from promptevolver.config._models import load_run_config
+    from promptevolver.config import load_run_config
 
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
@@ -468,7 +468,7 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path, str]:
     """The config (one metric, or several: a job), the run directory, and where the config came
     from (for messages)."""
-    from promptevolver.config._models import load_config
+    from promptevolver.config import load_config
 
     sets = "".join(f" --set {o}" for o in getattr(args, "overrides", []))
     if args.force and args.resume is not None:
@@ -498,11 +498,11 @@ def _run_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
 
 def _optimize(args: argparse.Namespace) -> int:
     config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
-    from promptevolver.config._models import ManyConfig
+    from promptevolver.config import ManyConfig
 
     if isinstance(config, ManyConfig):
         return _optimize_many(args, config, run_dir, source)
-    from promptevolver.runs._optimize import execute
+    from promptevolver.runs import execute
 
     progress = _progress(args, config)
     try:
@@ -623,7 +623,7 @@ def _progress(
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
-    from promptevolver.runs._outcome import outcome_lines
+    from promptevolver.runs import outcome_lines
 
     print("\n".join(outcome_lines(result, run_dir, quiet=quiet)))
 
@@ -637,11 +637,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
     import numpy as np
 
-    from promptevolver.config._build import load_dataset
-    from promptevolver.runs._evaluate import chosen_positions, run_of, score_instructions
-    from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
-    from promptevolver.runs._export import scorecard_rows
-    from promptevolver.runs._gate import check_gate, default_figure, interval_of
+    from promptevolver.config import load_dataset
+    from promptevolver.runs import (
+        check_gate,
+        chosen_positions,
+        default_figure,
+        interval_of,
+        run_of,
+        score_instructions,
+        scorecard_json,
+        scorecard_lines,
+        scorecard_rows,
+    )
 
     chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
     instructions = dict(chosen.instructions)
@@ -700,8 +707,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _estimate(args: argparse.Namespace) -> int:
     config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
-    from promptevolver.runs._estimate import estimate
-    from promptevolver.runs._estimate_output import estimate_lines
+    from promptevolver.runs import estimate, estimate_lines
 
     e = estimate(config)
     if args.json:
@@ -716,7 +722,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _agreement(args: argparse.Namespace) -> int:
     from promptevolver.evaluation import recorded_agreement
-    from promptevolver.runs._agreement import load_recorded
+    from promptevolver.runs import load_recorded
 
     classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
     if classes is not None and (len(classes) < 2 or not all(classes)):
@@ -737,9 +743,8 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from promptevolver.report._data import load_run
-    from promptevolver.report._write import write_report
-    from promptevolver.runs._export import write_samples
+    from promptevolver.report import load_run, write_report
+    from promptevolver.runs import write_samples
 
     facts = load_run(args.run_dir)
     paths = write_report(args.run_dir, facts=facts)
@@ -750,7 +755,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from promptevolver.runs._bench import run_benchmarks, to_markdown
+    from promptevolver.runs import run_benchmarks, to_markdown
 
     def progress(label: str, config: RunConfig) -> list[Any]:
         if args.quiet:
@@ -796,7 +801,7 @@ def _suggest(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from promptevolver.runs._review import review
+    from promptevolver.runs import review
 
     return review(
         args.file,
@@ -839,7 +844,7 @@ def _examples(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from promptevolver.runs._import import run_import
+    from promptevolver.runs import run_import
 
     try:
         lines = run_import(args)
@@ -854,7 +859,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from promptevolver.runs._export_to import run_export
+    from promptevolver.runs import run_export
 
     try:
         done = run_export(args)
@@ -916,7 +921,7 @@ def _is_usage_error(exc: BaseException) -> bool:
     malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
     if isinstance(exc, UsageError):
         return True
-    from promptevolver.config._overrides import OverrideError
+    from promptevolver.config import OverrideError
 
     return isinstance(exc, OverrideError)
 

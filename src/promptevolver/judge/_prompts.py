@@ -40,7 +40,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from promptevolver.errors import OutputParseError
-from promptevolver.llm._base import ChatMessage
+from promptevolver.llm import ChatMessage
 
 __all__ = [
     "ANSWER",

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation import Score
 
 __all__ = ["Candidate"]
 

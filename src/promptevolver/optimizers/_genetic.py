@@ -31,13 +31,10 @@ from tqdm.auto import tqdm
 
 from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config._models import GeneticConfig
-from promptevolver.evaluation._losses import Loss, check_loss_fits
-from promptevolver.judge._protocol import Metric, label_scale_of
-from promptevolver.llm._base import LLMClient
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.llm._journal import Journal
-from promptevolver.llm._preflight import preflight
+from promptevolver.config import GeneticConfig
+from promptevolver.evaluation import Loss, check_loss_fits
+from promptevolver.judge import Metric, label_scale_of
+from promptevolver.llm import InFlightLimit, Journal, LLMClient, preflight
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers import _phases as phases
 from promptevolver.optimizers import _stages

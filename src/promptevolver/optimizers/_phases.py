@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
-from promptevolver.judge._batch import gather_or_cancel
-from promptevolver.llm._base import Usage
-from promptevolver.llm._concurrency import waves
+from promptevolver.evaluation import Score
+from promptevolver.judge import gather_or_cancel
+from promptevolver.llm import Usage, waves
 from promptevolver.optimizers import _adoption as adoption
 from promptevolver.optimizers import _refit as refit
 from promptevolver.optimizers import _reporting as reporting

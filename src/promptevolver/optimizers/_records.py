@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from promptevolver.llm._base import Usage
+from promptevolver.llm import Usage
 
 __all__ = [
     "BudgetStop",

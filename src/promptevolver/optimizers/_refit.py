@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation import Score
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._run import RunContext
 from promptevolver.optimizers._split import Regime

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from promptevolver.annotations._models import sample_key
+from promptevolver.annotations import sample_key
 from promptevolver.optimizers._candidates import Candidate
 
 if TYPE_CHECKING:

@@ -14,10 +14,9 @@ if TYPE_CHECKING:
     from promptevolver.optimizers._candidates import Candidate
     from promptevolver.optimizers._run import RunContext, SearchRun
 
-from promptevolver.annotations._models import SampleAnnotation
-from promptevolver.judge._examples import ExampleStore, static_positions
-from promptevolver.llm._base import is_simulated
-from promptevolver.llm._wrapper import found_in_stack
+from promptevolver.annotations import SampleAnnotation
+from promptevolver.judge import ExampleStore, static_positions
+from promptevolver.llm import found_in_stack, is_simulated
 from promptevolver.optimizers import _reporting as reporting
 from promptevolver.optimizers._records import Stages
 from promptevolver.rundir import ChosenJudge, write_result

@@ -36,19 +36,26 @@ from typing import Any, cast
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation, group_keys, stratified_group_kfold
-from promptevolver.annotations import _sampling as sampling
-from promptevolver.config._models import GeneticConfig
+from promptevolver.annotations import (
+    SingleMetricAnnotation,
+    group_keys,
+    stratified_group_kfold,
+    stratified_split,
+)
+from promptevolver.config import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
-from promptevolver.evaluation._evaluator import Evaluator, Score, score
-from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._examples import ExampleStore
-from promptevolver.judge._protocol import Metric
-from promptevolver.llm._attempts import watched
-from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.llm._journal import Journal
-from promptevolver.llm._wrapper import ClientWrapper
+from promptevolver.evaluation import Evaluator, Loss, Score, score
+from promptevolver.judge import ExampleStore, Metric
+from promptevolver.llm import (
+    ClientWrapper,
+    Completion,
+    InFlightLimit,
+    Journal,
+    LLMClient,
+    LLMRequest,
+    Usage,
+    watched,
+)
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import PhaseCalls, phase_calls
 from promptevolver.optimizers._distill import SampleFacts, sample_facts
@@ -510,7 +517,7 @@ def _folds(
     shared = len(set(groups)) < len(groups)
     if k == 2:
         kept = groups if shared and len(set(groups)) >= 2 else None  # one group cannot be halved
-        first, second = sampling.stratified_split(keys, len(keys) // 2, rng, kept)
+        first, second = stratified_split(keys, len(keys) // 2, rng, kept)
         return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
     if shared and len(set(groups)) >= k:
         found = stratified_group_kfold(keys, groups, k, rng)

@@ -36,12 +36,15 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation, conflicting_duplicates, group_keys
-from promptevolver.annotations import _sampling as sampling
-from promptevolver.config._models import GeneticConfig
-from promptevolver.config._prompt_match import match_prompt
+from promptevolver.annotations import (
+    SingleMetricAnnotation,
+    conflicting_duplicates,
+    group_keys,
+    stratified_split,
+)
+from promptevolver.config import GeneticConfig, match_prompt
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.judge._protocol import Metric
+from promptevolver.judge import Metric
 
 __all__ = [
     "MIN_USABLE_SAMPLES",
@@ -225,7 +228,7 @@ def make_split(
     n_val = validation_count(len(usable), config.validation_fraction)
     keys = [labels[i] if strata is None else strata[i] for i in usable]
     try:
-        train, val = sampling.stratified_split(keys, n_val, rng, groups)
+        train, val = stratified_split(keys, n_val, rng, groups)
     except ValueError as exc:  # one group holds every usable sample
         raise InsufficientDataError(
             f"{exc} (optimizer.group_key {config.group_key!r}); name another group_key, or 'sample'",

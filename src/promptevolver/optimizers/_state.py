@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import CandidateKey, Score, candidate_key
-from promptevolver.llm._base import Usage
+from promptevolver.evaluation import CandidateKey, Score, candidate_key
+from promptevolver.llm import Usage
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._records import Stages
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from promptevolver.judge._protocol import label_entry
+from promptevolver.judge import label_entry
 from promptevolver.optimizers import _adoption, _history
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import minibatch_size
@@ -27,8 +27,8 @@ from promptevolver.optimizers.strategies._screening import ScreeningView
 from promptevolver.optimizers.strategies._stopping import SearchView
 
 if TYPE_CHECKING:
-    from promptevolver.evaluation._evaluator import Score
-    from promptevolver.llm._base import Usage
+    from promptevolver.evaluation import Score
+    from promptevolver.llm import Usage
     from promptevolver.optimizers._run import RunContext, SearchRun
     from promptevolver.optimizers._state import SearchState
     from promptevolver.optimizers.operators._base import Child

@@ -25,17 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import LabelScale, SampleAnnotation, SingleMetricAnnotation
-from promptevolver.config._build import build_judge, build_llm, build_metric, load_dataset
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig, build_judge, build_llm, build_metric, load_dataset
 from promptevolver.errors import PromptEvolverError, RunDirError
-from promptevolver.evaluation._agreement import Agreement, agreement_of
-from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
-from promptevolver.evaluation._recorded import RecordedAgreement, recorded_agreement
-from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.judge._protocol import Judgement, label_scale_of
-from promptevolver.llm._base import LLMClient
-from promptevolver.optimizers import Regime
-from promptevolver.optimizers._checkpoint import load_judgements
+from promptevolver.evaluation import (
+    Agreement,
+    CandidateKey,
+    Evaluator,
+    RecordedAgreement,
+    agreement_of,
+    candidate_key,
+    recorded_agreement,
+)
+from promptevolver.judge import AspectCritic, Judgement, label_scale_of
+from promptevolver.llm import LLMClient
+from promptevolver.optimizers import Regime, load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge import ExampleStore
 from promptevolver.optimizers import ExamplesRecord, Stages
 from promptevolver.report._data import RunFacts
 from promptevolver.report._render import Para, Section, Table

@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation._agreement import agreement_of, order_swap_bias
-from promptevolver.evaluation._losses import loss_label
-from promptevolver.judge._pairwise import ORDER_SWAP
+from promptevolver.evaluation import agreement_of, loss_label, order_swap_bias
+from promptevolver.judge import ORDER_SWAP
 from promptevolver.optimizers import Regime, Stages
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig
 from promptevolver.optimizers import Regime
 from promptevolver.runs._estimate import Estimate
 

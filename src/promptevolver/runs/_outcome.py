@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.evaluation._losses import loss_label
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.evaluation import loss_label
+from promptevolver.optimizers import OptimizationResult
 
 __all__ = ["choice_line", "chosen_lines", "outcome_lines", "stage_line", "stop_line"]
 

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.llm._journal import read_lines
-from promptevolver.optimizers import Stages
-from promptevolver.optimizers import _checkpoint as checkpoint
-from promptevolver.optimizers._checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
+from promptevolver.llm import read_lines
+from promptevolver.optimizers import (
+    RESUMABLE_CHANGES,  # the one list
+    Stages,
+    load_checkpoint,
+)
 
 __all__ = [
     "JUDGEMENT_KEYS",
@@ -102,7 +104,7 @@ def _not_resumable(d: Path) -> str:
 
 def _where(d: Path) -> str:
     try:
-        data = checkpoint.load(d)
+        data = load_checkpoint(d)
     except CheckpointError:
         return ""
     return f" (its checkpoint: {_step(data['state'], data['config'].get('generations'))})"
@@ -116,7 +118,7 @@ def check_same_search(run_dir: str | Path, config: RunConfig, *, source: str | P
         CheckpointError: naming the checkpoint, ``source`` and each changed value.
     """
     path = Path(run_dir) / rundir.CHECKPOINT_FILE
-    theirs: dict[str, Any] = checkpoint.load(run_dir)["config"]
+    theirs: dict[str, Any] = load_checkpoint(run_dir)["config"]
     ours = config.effective_optimizer().model_dump(mode="json")
     changed = [
         f"{key} {_show(theirs.get(key))} -> {_show(value)}"
@@ -270,7 +272,7 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
     Raises:
         CheckpointError: no checkpoint, or one of another format version.
     """
-    data = checkpoint.load(run_dir)
+    data = load_checkpoint(run_dir)
     state = data["state"]
     return ResumePoint(
         run_dir=Path(run_dir),

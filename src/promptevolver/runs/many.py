@@ -40,19 +40,32 @@ import yaml
 
 from promptevolver import rundir
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
-from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
-from promptevolver.config._models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
+from promptevolver.config import (
+    METRIC_FOLDER,
+    BudgetConfig,
+    GeneticConfig,
+    ManyConfig,
+    RunConfig,
+    build_loss,
+    build_run_parts,
+    load_dataset,
+    resolve_prompt,
+)
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
-from promptevolver.evaluation._losses import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
-from promptevolver.judge._protocol import Metric, label_scale_of
-from promptevolver.llm._base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm._cache import CachedLLM
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.evaluation import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
+from promptevolver.judge import Metric, label_scale_of
+from promptevolver.llm import (
+    BaseLLMClient,
+    CachedLLM,
+    Completion,
+    InFlightLimit,
+    LLMClient,
+    LLMRequest,
+    Usage,
+)
+from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.report._data import load_run
-from promptevolver.report._write import write_report
+from promptevolver.report import load_run, write_report
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._optimize import write_config, write_result
 from promptevolver.runs._resume import check_same_search

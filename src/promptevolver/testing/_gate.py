@@ -22,12 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import RunConfig, load_run_config
-from promptevolver.config._overrides import apply_overrides
+from promptevolver.config import (
+    RunConfig,
+    apply_overrides,
+    build_metric,
+    load_dataset,
+    load_run_config,
+    resolve_prompt,
+)
 from promptevolver.rundir import ChosenJudge, as_chosen_judge
-from promptevolver.runs._evaluate import chosen_positions, score_instructions
-from promptevolver.runs._gate import GateResult, check_gate
+from promptevolver.runs import GateResult, check_gate, chosen_positions, score_instructions
 
 __all__ = ["assert_agreement"]
 

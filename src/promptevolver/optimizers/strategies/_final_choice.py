@@ -35,8 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
-from promptevolver.evaluation._losses import Loss
+from promptevolver.evaluation import Loss, Score
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies import _selection as selection
 

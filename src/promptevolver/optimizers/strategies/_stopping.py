@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from promptevolver.config._models import GeneticConfig
-from promptevolver.evaluation._losses import Loss
+from promptevolver.config import GeneticConfig
+from promptevolver.evaluation import Loss
 from promptevolver.optimizers._state import SearchState
 
 __all__ = [
