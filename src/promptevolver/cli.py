@@ -500,33 +500,24 @@ def _evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from promptevolver.config._build import load_dataset
-    from promptevolver.runs._evaluate import (
-        learned_from_validation,
-        other_metric,
-        run_of,
-        score_instructions,
-        validation_positions,
-    )
+    from promptevolver.runs._evaluate import chosen_positions, run_of, score_instructions
     from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs._export import scorecard_rows
     from promptevolver.runs._gate import check_gate, default_figure, interval_of
 
-    instructions = rundir.load_instructions(args.instructions)
+    chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
+    instructions = dict(chosen.instructions)
     run_dir = run_of(args.instructions, args.run)
-    split = args.split or ("validation" if run_dir is not None else "all")
-    if split == "validation" and run_dir is None:
+    if args.split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
-    if split == "all" and run_dir is not None and (mismatch := other_metric(run_dir, config)):
-        warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
-    positions = None
-    if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
-        positions = validation_positions(run_dir, dataset, config=config)
-        if in_sample := learned_from_validation(run_dir, instructions):
-            warnings.warn(in_sample, stacklevel=1)
-    examples = rundir.load_examples(args.instructions)
+    positions, notes = chosen_positions(  # by content; another metric or file: an error
+        config, dataset, source=args.instructions, instructions=instructions, run=args.run, split=args.split
+    )
+    for note in notes:
+        warnings.warn(note, stacklevel=1)
     card = asyncio.run(
-        score_instructions(config, instructions, positions=positions, dataset=dataset, examples=examples)
+        score_instructions(config, chosen, positions=positions, dataset=dataset)
     )
     if args.samples_out is not None:
         rows = scorecard_rows(

@@ -28,10 +28,12 @@ from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
 from promptevolver.judge._protocol import Judgement
+from promptevolver.llm._base import is_simulated
 from promptevolver.llm._preflight import preflight
 from promptevolver.rundir import (
     CONFIG_FILE,
     RESULT_FILE,
+    ChosenJudge,
     metric_config_near,
     read_config,
     read_result,
@@ -40,6 +42,7 @@ from promptevolver.rundir import (
 
 __all__ = [
     "Scorecard",
+    "chosen_positions",
     "learned_from_validation",
     "other_metric",
     "run_of",
@@ -61,6 +64,8 @@ class Scorecard:
         judged: position → judgement of every sample scored (failed ones included, score None);
             positions: the samples scored, in order (``evaluate --samples-out`` writes them).
         prompt_name: the judge's prompt (the annotations' key of the humans' reasons).
+        simulated_llm: True when the simulated LLM judged (``provider: fake``): the figures show
+            the simulator, not a model, and a gate on them cannot catch a regression.
     """
 
     metric: str
@@ -72,6 +77,7 @@ class Scorecard:
     judged: Mapping[int, Judgement] = field(default_factory=dict, compare=False)
     positions: tuple[int, ...] = field(default=(), compare=False)
     prompt_name: str = field(default="", compare=False)
+    simulated_llm: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""
@@ -80,6 +86,7 @@ class Scorecard:
             "split": self.split,
             **self.agreement.to_dict(),
             "judge_calls": self.judge_calls,
+            "simulated_llm": self.simulated_llm,
             "usage": self.usage,
         }
 
@@ -199,6 +206,45 @@ def learned_from_validation(run_dir: str | Path, instructions: Mapping[str, str]
     )
 
 
+def chosen_positions(
+    config: RunConfig,
+    dataset: SingleMetricAnnotation,
+    *,
+    source: str | Path | None,
+    instructions: Mapping[str, str],
+    run: str | Path | None = None,
+    split: str | None = None,
+) -> tuple[list[int] | None, list[str]]:
+    """Which samples ``evaluate`` and ``assert_agreement`` score, decided once for both: the
+    positions (None: every usable sample) and the warnings to show.
+
+    Args:
+        source: where the instructions came from (a path; None for a mapping in memory).
+        run: the run whose validation samples to score; default: the run ``source`` is in
+            (:func:`run_of`).
+        split: ``validation`` or ``all``; default ``validation`` when a run is known (its train
+            samples were learned from), else ``all``.
+
+    Raises:
+        ValueError: ``split`` is neither, or ``validation`` with no run to take it from.
+        ConfigError: as :func:`validation_positions` (a run of another metric or file).
+    """
+    run_dir = Path(run) if run is not None else (run_of(source) if source is not None else None)
+    chosen_split = split or ("validation" if run_dir is not None else "all")
+    if chosen_split not in ("validation", "all"):
+        raise ValueError(f"split must be 'validation' or 'all', got {split!r}")
+    if run_dir is None:
+        if chosen_split == "validation":
+            raise ValueError("the validation split needs the run directory (--run DIR, run=)")
+        return None, []
+    if chosen_split == "all":
+        mismatch = other_metric(run_dir, config)
+        return None, [mismatch] if mismatch else []
+    positions = validation_positions(run_dir, dataset, config=config)
+    in_sample = learned_from_validation(run_dir, instructions)
+    return positions, [in_sample] if in_sample else []
+
+
 def _result_metric(run_dir: str | Path) -> str | None:
     try:
         return read_result(run_dir).get("metric")
@@ -214,7 +260,7 @@ def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> Non
 
 async def score_instructions(
     config: RunConfig,
-    instructions: Mapping[str, str],
+    instructions: Mapping[str, str] | ChosenJudge,
     *,
     positions: Sequence[int] | None = None,
     dataset: SingleMetricAnnotation | None = None,
@@ -222,6 +268,8 @@ async def score_instructions(
 ) -> Scorecard:
     """Judge ``positions`` (default: every usable sample) with ``instructions`` and score them.
 
+    ``instructions``: prompt name → instruction, or a chosen judge
+    (:func:`promptevolver.rundir.read_chosen_judge`), judged with its teaching examples.
     ``examples``: a result's ``examples`` block (:func:`promptevolver.rundir.load_examples`):
     under policy ``static`` or ``retrieval`` each sample is judged with the teaching examples the
     optimized judge is shown (from the run's store of train samples; retrieval never shows a
@@ -235,6 +283,9 @@ async def score_instructions(
             ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """
+    if isinstance(instructions, ChosenJudge):
+        examples = instructions.examples if examples is None else examples
+        instructions = instructions.instructions
     data = dataset if dataset is not None else load_dataset(config)
     prompt = resolve_prompt(config, data).rename
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
@@ -266,4 +317,5 @@ async def score_instructions(
         judged=judged,
         positions=tuple(chosen),
         prompt_name=next(iter(metric.get_prompts())),
+        simulated_llm=is_simulated(llm),
     )

@@ -126,7 +126,7 @@ def execute(
             ) from exc
         step(f"writing result.json, the exports and the report to {directory}")
         write_result(directory, result)
-        write_exports(directory, result.best_instructions, config.metric)
+        write_exports(directory, result.chosen_judge(), config.metric)
         facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best
         write_report(directory, facts=facts)
         write_samples(directory, facts)

@@ -655,7 +655,7 @@ def _write_metric(
     folder: Path, result: OptimizationResult, config: RunConfig, dataset: SingleMetricAnnotation
 ) -> None:
     write_result(folder, result)
-    write_exports(folder, result.best_instructions, config.metric)
+    write_exports(folder, result.chosen_judge(), config.metric)
     facts = load_run(folder, dataset=dataset)
     write_report(folder, facts=facts)
     write_samples(folder, facts)
