@@ -100,6 +100,21 @@ class UsageError(Exception):
     """A command line that parses but does not make sense (exit code 2)."""
 
 
+def _share(*, below_one: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number in [0, 1] (``[0, 1)``), else a usage error (``85`` names 0.85)."""
+
+    def parse(text: str) -> float:
+        from promptevolver.runs._gate import check_threshold
+
+        try:
+            return check_threshold(float(text), name="", below_one=below_one)
+        except ValueError as exc:  # not a number, or a ConfigError of the range
+            said = str(exc) if isinstance(exc, PromptEvolverError) else f"{text!r} is not a number"
+            raise argparse.ArgumentTypeError(said) from None
+
+    return parse
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error message (exit code 2)."""
 
@@ -185,9 +200,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--fail-under",
-        type=float,
+        type=_share(),
         metavar="X",
-        help="judge gate: exit 1 when the agreement figure is below X (or when evaluations failed)",
+        help="judge gate: exit 1 when the agreement figure (in [0, 1]) is below X (or when "
+        "evaluations failed)",
     )
     ev.add_argument(
         "--figure",
@@ -198,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--max-failed",
-        type=float,
+        type=_share(below_one=True),
         default=0.0,
         metavar="RATE",
         help="share of failed evaluations the gate tolerates (default 0)",
@@ -503,7 +519,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.runs._evaluate import chosen_positions, run_of, score_instructions
     from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs._export import scorecard_rows
-    from promptevolver.runs._gate import check_gate, default_figure, interval_of
+    from promptevolver.runs._gate import SIMULATED_EVALUATE, check_gate, default_figure, interval_of
 
     chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
     instructions = dict(chosen.instructions)
@@ -534,6 +550,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             figure=args.figure,
             max_failure_rate=args.max_failed,
             rng=rng,
+            simulated_llm=card.simulated_llm,
         )
     figure = args.figure or default_figure(a)
     if gate is not None:
@@ -550,6 +567,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if gate is not None:
         print(f"promptevolver: {gate.reason}", file=sys.stderr)
         return 0 if gate.passed else 1
+    if card.simulated_llm and not args.quiet:
+        print(f"promptevolver: note: {SIMULATED_EVALUATE}", file=sys.stderr)
     return 0
 
 

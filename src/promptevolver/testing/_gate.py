@@ -27,7 +27,7 @@ from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.config._overrides import apply_overrides
 from promptevolver.rundir import ChosenJudge, as_chosen_judge
 from promptevolver.runs._evaluate import chosen_positions, score_instructions
-from promptevolver.runs._gate import GateResult, check_gate
+from promptevolver.runs._gate import SIMULATED_GATE, GateResult, check_gate, check_threshold
 
 __all__ = ["assert_agreement"]
 
@@ -65,13 +65,20 @@ def assert_agreement(
             ``llm.model=gpt-4o-mini``).
 
     Returns:
-        The gate's :class:`~promptevolver.runs._gate.GateResult` (it passed).
+        The gate's :class:`~promptevolver.runs._gate.GateResult` (it passed). When the simulated
+        LLM judged (``provider: fake``), its ``simulated_llm`` is True, its reason says so and a
+        warning is issued: the gate measured the simulator, not a model.
 
     Raises:
+        ConfigError: ``at_least`` or ``max_failure_rate`` is not a share (nan, ``85``...), before
+            anything is judged.
         AssertionError: the gate failed; the message is its one-line reason with the interval.
         ConfigError, AnnotationError, RunDirError: the config, annotations or files are unusable.
+        ValueError: ``split="validation"`` with no run to take it from.
         RuntimeError: called from a running event loop (call it from a plain, synchronous test).
     """
+    check_threshold(at_least, name="at_least")  # before anything is loaded or judged
+    check_threshold(max_failure_rate, name="max_failure_rate", below_one=True)
     cfg = _config(config, overrides)
     dataset = load_dataset(cfg)
     chosen = _chosen(cfg, instructions, resolve_prompt(cfg, dataset).rename)
@@ -90,9 +97,12 @@ def assert_agreement(
         figure=figure,
         max_failure_rate=max_failure_rate,
         rng=rng,
+        simulated_llm=card.simulated_llm,
     )
     if not result.passed:
         raise AssertionError(f"{cfg.metric.name}: {result.reason}")
+    if result.simulated_llm:
+        warnings.warn(f"{cfg.metric.name}: {SIMULATED_GATE}", stacklevel=2)
     return result
 
 
