@@ -15,9 +15,11 @@ Conventions (every command):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -706,6 +708,42 @@ def _console(args: argparse.Namespace) -> Iterator[None]:
             logger.setLevel(level)
 
 
+class _ReaderMayLeave:
+    """stdout for a reader that may stop reading (``promptevolver evaluate ... | head -1``): once
+    the pipe is broken the rest of stdout is dropped (its descriptor points at /dev/null, so the
+    interpreter's last flush is quiet too), and the command finishes with its own exit code, a
+    gate's included, instead of ``[Errno 32] Broken pipe``."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _is_usage_error(exc: BaseException) -> bool:
     """A command line that parses but makes no sense (exit code 2): a :class:`UsageError` or a
     malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
@@ -730,6 +768,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Raises:
         SystemExit: from argparse, for ``--help``/``--version`` (0) and malformed command lines (2).
     """
+    if argv is None and not isinstance(sys.stdout, _ReaderMayLeave):
+        sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
         return _main(argv)
     except KeyboardInterrupt:  # between the command's own handlers, e.g. while restoring the console

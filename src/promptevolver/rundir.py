@@ -473,7 +473,8 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
     try:
         return MetricConfig.model_validate((raw if isinstance(raw, dict) else {}).get("metric"))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
+        message = format_validation_error(exc, f"{config}: metric", model=MetricConfig)
+        raise ConfigError(message.replace("\n", "; ")) from exc
 
 
 def prompt_name_near(path: str | Path) -> str | None:
