@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._protocol import Metric
+from promptevolver.judge._protocol import Metric, refuse_ragas_object
 from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers.events import Callback, check_callbacks
 
@@ -33,6 +33,10 @@ class Optimizer(ABC, Generic[ResultT]):
         metric: the judge whose instructions are optimized (left unchanged by ``optimize``).
         llm: client for judge calls.
         reflection_llm: client for meta calls (writing instructions); defaults to ``llm``.
+
+    Raises:
+        TypeError: a Ragas object where ours is meant (the message says what to pass: a Ragas
+            metric is wrapped in ``RagasMetric``).
     """
 
     def __init__(
@@ -42,6 +46,8 @@ class Optimizer(ABC, Generic[ResultT]):
         llm: LLMClient | None = None,
         reflection_llm: LLMClient | None = None,
     ) -> None:
+        for role, value in (("metric", metric), ("llm", llm), ("reflection_llm", reflection_llm)):
+            refuse_ragas_object(value, role)
         self.metric = metric
         self.llm = llm
         self.reflection_llm = reflection_llm
@@ -66,8 +72,11 @@ class Optimizer(ABC, Generic[ResultT]):
         here each is a function taking an :class:`~promptevolver.optimizers.events.Event`).
 
         Raises:
-            TypeError: an unknown keyword argument, or ``callbacks`` not a list of functions.
+            TypeError: an unknown keyword argument, ``callbacks`` not a list of functions, or a
+                Ragas dataset or loss object (the message says which of ours to use).
         """
+        refuse_ragas_object(dataset, "dataset")
+        refuse_ragas_object(loss, "loss")
         unknown = sorted(set(ragas_kwargs) - RAGAS_COMPAT_KWARGS)
         if unknown:
             raise TypeError(f"optimize() got unexpected keyword argument(s) {unknown}")
