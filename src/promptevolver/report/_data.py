@@ -31,10 +31,11 @@ from promptevolver.errors import PromptEvolverError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._protocol import Judgement
 from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._checkpoint import load_judgements
-from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
+from promptevolver.rundir import CHECKPOINT_FILE, ChosenJudge, read_config, read_result
 
 __all__ = [
     "Disagreement",
@@ -301,8 +302,10 @@ def _train_positions(
 ) -> list[int]:
     """The train positions: those the seed was judged on (it is judged on all of train and, during
     the search, on nothing else); without a checkpoint, the usable samples outside validation when
-    that matches the recorded train size (no cap was applied)."""
-    held_out = set(validation)
+    that matches the recorded train size (no cap was applied). Out of bag (small data) train is
+    every usable sample, the validation ones included, as result.json's ``scores.train``."""
+    out_of_bag = (facts.result.get("split") or {}).get("regime") == "out-of-bag"
+    held_out = set() if out_of_bag else set(validation)
     judged = sorted({p for (key, p) in memo if key == seed} - held_out)
     if judged:
         return judged
@@ -325,6 +328,7 @@ def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int
         return
     assert facts.dataset is not None
     instructions = {"seed": facts.result["seed_instructions"], "best": facts.result["best_instructions"]}
+    chosen = ChosenJudge.from_result(facts.result)  # the best is judged with its examples, as chosen
     prompt = next(iter(instructions["seed"])) if config.metric.type == "aspect_critic" else None  # renamable
     llm = build_llm(  # built once: the simulated LLM mines its world from the whole dataset
         config.llm.model_copy(update={"cache": None}),
@@ -333,8 +337,9 @@ def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int
         prompt_name=prompt,
     )
     for (who, split), positions in missing.items():
-        found = asyncio.run(_judge(config, facts.dataset, instructions[who], positions, llm, prompt))
-        facts.judgements[(who, split)].update(found)
+        examples = chosen.examples if who == "best" else None
+        judging = _judge(config, facts.dataset, instructions[who], positions, llm, prompt, examples)
+        facts.judgements[(who, split)].update(asyncio.run(judging))
 
 
 async def _judge(
@@ -344,10 +349,15 @@ async def _judge(
     positions: Sequence[int],
     llm: LLMClient,
     prompt: str | None,
+    examples: Mapping[str, Any] | None = None,
 ) -> dict[int, Judgement]:
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
-    evaluator = Evaluator(metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency)
-    return await evaluator.evaluate(instructions, positions)
+    policy = str((examples or {}).get("policy", "none"))
+    store = ExampleStore.from_dict(examples["store"]) if examples and policy != "none" else None
+    evaluator = Evaluator(
+        metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency, examples=store
+    )
+    return await evaluator.evaluate(instructions, positions, policy if store is not None else "none")
 
 
 # --- lineage and wording -----------------------------------------------------------------------
