@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -123,6 +123,9 @@ class World:
     stop: frozenset[str] = field(default=frozenset())
     #: The criteria move a score (a rubric): verdict 0 means "score lower", 1 "score higher".
     scored: bool = False
+    #: Topic words: keys in the inputs of over a third of the samples (at least 3), what the
+    #: samples are about rather than how they are judged (a writer's rule never rests on one).
+    topic: frozenset[str] = field(default=frozenset())
 
     def generic(self) -> list[Criterion]:
         return [c for c in self.criteria.values() if c.kind == "generic"]
@@ -179,7 +182,17 @@ def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: 
         for k, r in rows.items()
     }
     has_reference = sum(bool(s.metric_input.get("reference")) for s in dataset.samples) * 2 >= len(dataset)
-    return World(samples, criteria, has_reference, stop)
+    return World(samples, criteria, has_reference, stop, topic=_topic(rows.values(), stop))
+
+
+def _topic(rows: Sequence[_Row] | Any, stop: frozenset[str]) -> frozenset[str]:
+    """Keys in the input text of over a third of the samples (at least 3 of them)."""
+    rows = list(rows)
+    counts: Counter[str] = Counter()
+    for row in rows:
+        counts.update(set(ph.key_sequence(row.input_text)) - stop)
+    floor = max(3, len(rows) / 3)
+    return frozenset(k for k, n in counts.items() if n > floor)
 
 
 def _rows(dataset: SingleMetricAnnotation, prompt_name: str) -> dict[str, _Row]:
