@@ -35,6 +35,8 @@ from promptevolver import __version__, rundir
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
     from promptevolver.config._models import ManyConfig, RunConfig
 
 __all__ = ["main"]
@@ -342,6 +344,19 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
 
+def _is_job(config: RunConfig | ManyConfig) -> TypeIs[ManyConfig]:
+    from promptevolver.config._models import ManyConfig
+
+    return isinstance(config, ManyConfig)
+
+
+def _load_any_config(path: Path, args: argparse.Namespace) -> RunConfig | ManyConfig:
+    """One metric's config, or a job's (``metrics:``): estimate and evaluate take both."""
+    from promptevolver.config._models import load_config
+
+    return _with_seed(load_config(path, edit=_edit(args)), args)
+
+
 # --- optimize --------------------------------------------------------------------------------------
 
 
@@ -514,7 +529,9 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
-    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
+    config = _load_any_config(args.config, args)  # a bad config fails before the heavy imports below
+    if _is_job(config):
+        return _evaluate_job(args, config)
     import numpy as np
 
     from promptevolver.config._build import load_dataset
@@ -534,9 +551,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     for note in notes:
         warnings.warn(note, stacklevel=1)
-    card = asyncio.run(
-        score_instructions(config, chosen, positions=positions, dataset=dataset)
-    )
+    card = asyncio.run(score_instructions(config, chosen, positions=positions, dataset=dataset))
     if args.samples_out is not None:
         rows = scorecard_rows(
             dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name
@@ -574,11 +589,54 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_job(args: argparse.Namespace, config: ManyConfig) -> int:
+    """``evaluate`` of a job (docs/many-metrics.md): every metric's chosen judge in the job's run
+    directory, each gated; exit 1 when one fails."""
+    from promptevolver.runs._evaluate_output import scorecard_lines
+    from promptevolver.runs._gate import SIMULATED_EVALUATE
+    from promptevolver.runs.many import evaluate_job
+
+    job = evaluate_job(
+        config,
+        args.instructions,
+        split=args.split,
+        threshold=args.fail_under,
+        figure=args.figure,
+        max_failure_rate=args.max_failed,
+    )
+    if args.json:
+        print(json.dumps(job.to_dict()))
+    else:
+        for name, card in job.cards.items():
+            folder = Path(args.instructions) / name
+            run_dir = folder if card.split == "validation" else None
+            lines = scorecard_lines(
+                card, job.intervals.get(name), instructions=folder, run_dir=run_dir, quiet=args.quiet
+            )
+            print("\n".join(lines))
+    if job.gates:
+        print(f"promptevolver: {job.reason()}", file=sys.stderr)
+        return 0 if job.passed else 1
+    if job.simulated_llm and not args.quiet:
+        print(f"promptevolver: note: {SIMULATED_EVALUATE}", file=sys.stderr)
+    return 0
+
+
 # --- estimate --------------------------------------------------------------------------------------
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
+    config = _load_any_config(args.config, args)  # a bad config fails before the heavy imports below
+    if _is_job(config):
+        from promptevolver.runs.many import estimate_job, job_estimate_lines
+
+
+        found = estimate_job(config)
+        if args.json:
+            print(json.dumps({"kind": "metrics", "metrics": {n: e.to_dict() for n, e in found.items()}}))
+        else:
+            print("\n".join(job_estimate_lines(found, config, source=args.config, quiet=args.quiet)))
+        return 0
     from promptevolver.runs._estimate import estimate
     from promptevolver.runs._estimate_output import estimate_lines
 
@@ -597,6 +655,13 @@ def _report(args: argparse.Namespace) -> int:
     from promptevolver.report._data import load_run
     from promptevolver.report._write import write_report
     from promptevolver.runs._export import write_samples
+    from promptevolver.runs.many import is_job_dir, report_job
+
+    if is_job_dir(args.run_dir):  # a job: every metric's report, then its index
+        paths = report_job(args.run_dir)
+        print(paths[0])
+        _say(args, "also wrote " + ", ".join(str(p) for p in paths[1:]))
+        return 0
 
     facts = load_run(args.run_dir)
     paths = write_report(args.run_dir, facts=facts)
@@ -630,7 +695,21 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
+    from promptevolver.runs.many import is_job_dir, suggest_job
     from promptevolver.runs.suggest import suggest
+
+    if is_job_dir(args.run_dir):  # a job: every metric's suggestions, best first, each with its metric
+        rows, summaries = suggest_job(
+            args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+        )
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        if args.out is not None:
+            rundir.write_atomic(args.out, text)
+        else:
+            sys.stdout.write(text)
+        for line in summaries if not args.quiet else ():
+            print(f"promptevolver: {line}", file=sys.stderr)
+        return 0
 
     found = suggest(
         args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)

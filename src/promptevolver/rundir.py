@@ -638,6 +638,12 @@ def read_chosen_judge(path: str | os.PathLike[str]) -> ChosenJudge:
     try:
         file = _instructions_file(Path(path))
         data = read_json(file, what="instructions file")
+        if isinstance(data, dict) and data.get("kind") == "metrics":  # a job: each metric's own
+            folders = ", ".join(str(file.parent / n) for n in sorted(data.get("metrics") or {}))
+            raise RunDirError(
+                f"{file}: a job of several metrics chose one judge per metric: pass a metric's "
+                f"folder ({folders}), or the job's config to evaluate them all"
+            )
         if isinstance(data, dict) and isinstance(data.get("best_instructions"), dict):
             check_format_version(data, file)
             return ChosenJudge.from_result(data, source=file)

@@ -775,8 +775,9 @@ class RunConfig(_OnePlacePerSetting):
     def _one_metric(cls, data: Any) -> Any:
         if isinstance(data, dict) and "metrics" in data:
             raise ValueError(
-                "metrics: a config of several metrics (a job) runs with `promptevolver optimize` "
-                "only; here give one metric: (docs/many-metrics.md)"
+                "metrics: a config of several metrics (a job) is taken by `promptevolver optimize`, "
+                "`estimate` and `evaluate` (its run directory by `report` and `suggest`); here give "
+                "one metric: (docs/many-metrics.md)"
             )
         return data
 
