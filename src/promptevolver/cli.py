@@ -505,7 +505,8 @@ def _progress(
     args: argparse.Namespace, config: RunConfig | ManyConfig, *, prefix: str = "", bar: bool = True
 ) -> Any:
     """A :class:`~promptevolver.runs.progress.CallProgress` on stderr: a bar on a terminal (unless
-    not ``bar``), plain lines (each starting with ``prefix``) otherwise."""
+    not ``bar``), plain lines (each starting with ``prefix``) otherwise; its total the calls the
+    cost model expects of the run (a job's metric: of that metric's run), not their bound."""
     from promptevolver.runs.progress import CallProgress
 
     return CallProgress(
@@ -514,7 +515,22 @@ def _progress(
         generations=config.effective_optimizer().generations,
         verbose=args.verbose,
         label=prefix.rstrip(": "),
+        expected=None if args.quiet else _expected_calls(config, prefix.rstrip(": ")),
     )
+
+
+def _expected_calls(config: RunConfig | ManyConfig, metric: str) -> int | None:
+    """The calls ``estimate`` expects of the run (of ``metric``'s in a job); None when it cannot
+    say (the run itself then reports why)."""
+    from promptevolver.runs._estimate import estimate
+
+    one = config.for_metric(metric, None) if _is_job(config) and metric in config.metrics else config
+    if _is_job(one):
+        return None
+    try:
+        return estimate(one).total_calls
+    except (PromptEvolverError, ValueError, OSError):
+        return None
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
