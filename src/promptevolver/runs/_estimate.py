@@ -96,7 +96,7 @@ from typing import Any, TypeVar
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config._models import GeneticConfig, LLMConfig, RunConfig
-from promptevolver.errors import AnnotationError, InsufficientDataError
+from promptevolver.errors import AnnotationError, ConfigError, InsufficientDataError
 from promptevolver.judge._examples import sample_text
 from promptevolver.judge._protocol import Metric
 from promptevolver.llm._base import Completion, LLMRequest, Usage
@@ -223,6 +223,7 @@ def estimate(config: RunConfig, *, model: CostModel | None = None) -> Estimate:
         AnnotationError: the dataset cannot be loaded.
         InsufficientDataError: fewer usable annotations than a run needs.
         BudgetExceededError: ``budget.max_calls`` is too small for a run to start (as in a run).
+        ConfigError: a cost budget for a model with no price (the run refuses it too).
     """
     return estimate_dataset(config, load_dataset(config), model=model)
 
@@ -242,6 +243,14 @@ def estimate_dataset(
     judge = sum(p["judge_calls"] for p in phases)
     meta = sum(p["meta_calls"] for p in phases)
     prompt, completion, cost = tokens.totals(phases)
+    bound = config.effective_optimizer().budget.max_cost_usd
+    if bound is not None and cost is None:  # as the run refuses it (strategies/_budget.check_prices)
+        models = [config.llm.model] + ([config.reflection_llm.model] if config.reflection_llm else [])
+        named = " or ".join(map(repr, models))
+        raise ConfigError(
+            f"budget.max_cost_usd={bound:g} needs a price for every LLM, but {named} "
+            "has none in llm.prices or the price table: set llm.prices (USD per 1M tokens) for its model"
+        )
     return Estimate(
         judge_calls=round(judge),
         meta_calls=round(meta),
