@@ -252,6 +252,15 @@ def _result_metric(run_dir: str | Path) -> str | None:
         return None
 
 
+def _simulator_seed(config: RunConfig, chosen: ChosenJudge, seed: int) -> int:
+    """The seed of the simulated LLM the chosen judge was verified on, when the config asks the
+    simulator too (its answers are its seed's: the same simulator, the same verdicts); else
+    ``seed``."""
+    recorded = (chosen.model or {}).get("random_seed")
+    simulated = (chosen.model or {}).get("provider") == "simulated" and config.llm.provider == "fake"
+    return int(recorded) if simulated and isinstance(recorded, int) else seed
+
+
 def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> None:
     unknown = sorted(set(instructions) - set(known))
     if unknown:
@@ -283,14 +292,15 @@ async def score_instructions(
             ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """
+    seed = config.effective_optimizer().random_seed
     if isinstance(instructions, ChosenJudge):
         examples = instructions.examples if examples is None else examples
+        seed = _simulator_seed(config, instructions, seed)
         instructions = instructions.instructions
     data = dataset if dataset is not None else load_dataset(config)
     prompt = resolve_prompt(config, data).rename
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
-    seed = config.effective_optimizer().random_seed
     llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
     await preflight(llm)
     labels = data.labels()
