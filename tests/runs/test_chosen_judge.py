@@ -240,3 +240,10 @@ def test_the_summary_figure_is_reproduced_whatever_seed_the_config_says(kept, tm
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert assert_agreement(config, instructions=run, at_least=0.0).value == pytest.approx(summary)
+
+
+def test_the_report_marks_the_instruction_it_shows_as_a_dry_run(kept):
+    _, run = kept
+    md = (run / "report.md").read_text()
+    wording = md.split("## What changed in the instruction", 1)[1].split("\n## ", 1)[0]
+    assert "DRY RUN: chosen on the simulated LLM" in wording

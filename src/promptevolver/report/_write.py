@@ -61,7 +61,7 @@ from promptevolver.report._render import (
     to_html,
     to_markdown,
 )
-from promptevolver.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD, write_atomic
+from promptevolver.rundir import DRY_RUN_NOTE, PLOTS_DIR, REPORT_HTML, REPORT_MD, write_atomic
 from promptevolver.runs._outcome import stop_line
 
 __all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]  # file names: rundir's
@@ -443,6 +443,8 @@ def _confusion(facts: RunFacts) -> Section | None:
 def _wording(facts: RunFacts) -> Section:
     r = facts.result
     blocks: list[Any] = []
+    if _simulated(facts):  # wherever an instruction is shown: it was chosen on the simulator
+        blocks.append(Para(f"DRY RUN: {DRY_RUN_NOTE.removeprefix('dry run: ')}.", caveat=True))
     for prompt, best in r["best_instructions"].items():
         seed = r["seed_instructions"].get(prompt, "")
         if seed == best:
