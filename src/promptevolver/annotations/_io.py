@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from promptevolver.annotations._labels import LABEL_KINDS, LabelKind, check_label_values
 from promptevolver.annotations._models import SampleAnnotation
-from promptevolver.errors import AnnotationError
+from promptevolver.errors import AnnotationError, AnnotationFileNotFoundError
 
 _SAMPLES: TypeAdapter[list[SampleAnnotation]] = TypeAdapter(list[SampleAnnotation])
 
@@ -85,15 +85,23 @@ def _parse(text: str, path: Path, *, line: int | None = None, sample_index: int 
         ) from None
 
 
-def _read(path: Path) -> Any:
-    """The parsed file: its JSON value, or for ``.jsonl`` the list of its lines' values."""
+def _read(path: Path, *, jsonl: bool | None = None) -> Any:
+    """The parsed file: its JSON value, or for JSONL (``jsonl``; None: a ``.jsonl`` suffix) the
+    list of its lines' values.
+
+    Raises:
+        AnnotationFileNotFoundError: no such file (also a FileNotFoundError).
+        AnnotationError: a directory, unreadable bytes, invalid JSON (names the line).
+    """
     if path.is_dir():
         raise AnnotationError("is a directory, not an annotation file", path=path)
     if not path.is_file():
-        raise AnnotationError("file not found", path=path)
+        raise AnnotationFileNotFoundError("file not found", path=path)
+    if jsonl is None:
+        jsonl = path.suffix.lower() == ".jsonl"
     try:
         data = path.read_bytes()
-        return _read_jsonl(data, path) if path.suffix.lower() == ".jsonl" else _parse_bytes(data, path)
+        return _read_jsonl(data, path) if jsonl else _parse_bytes(data, path)
     except AnnotationError:
         raise
     except json.JSONDecodeError as exc:

@@ -67,7 +67,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
 
     Args:
         metric: the judge (its instructions are read, never changed: apply the result yourself
-            with ``metric.set_instructions(result)``).
+            with ``metric.set_instructions(result)``). Positional or keyword, as ``llm`` (Ragas'
+            ``GeneticOptimizer(metric, llm)``); the other arguments are keyword only.
         llm: client for judge calls.
         reflection_llm: client for meta calls; defaults to ``llm``.
         progress: show a tqdm bar per generation (best/mean train score, calls spent).
@@ -83,9 +84,9 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
 
     def __init__(
         self,
-        *,
         metric: Metric | None = None,
         llm: LLMClient | None = None,
+        *,
         reflection_llm: LLMClient | None = None,
         progress: bool = False,
         callbacks: Sequence[Callback] = (),
@@ -93,6 +94,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         stop_conditions: Sequence[StopCondition] | None = None,
         limit: InFlightLimit | None = None,
     ) -> None:
+        for role, value in (("metric", metric), ("llm", llm), ("reflection_llm", reflection_llm)):
+            refuse_ragas_object(value, role)  # ours are meant: a Ragas metric is wrapped in RagasMetric
         super().__init__(metric=metric, llm=llm, reflection_llm=reflection_llm)
         self.progress = progress
         self.callbacks = list(callbacks)
@@ -119,10 +122,12 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
                 ``callbacks`` (Ragas' ``optimize(callbacks=...)``).
 
         Returns:
-            An :class:`OptimizationResult` (a Mapping prompt name → best instruction).
+            An :class:`OptimizationResult` (a read-only ``dict`` prompt name → best
+            instruction, as Ragas returns, with the evidence as attributes).
 
         Raises:
-            ValueError: no metric or llm set, or ``resume`` without ``run_dir``.
+            ValueError: "No metric provided for optimization" or "No llm provided for
+                optimization" (Ragas' messages, in that order), or ``resume`` without ``run_dir``.
             TypeError: ``callbacks`` is not a list of functions; a Ragas metric, loss, dataset or
                 LLM object where ours is meant (the message says what to pass instead).
             FileExistsError: ``run_dir`` holds a run (its checkpoint or journal) and ``resume``
@@ -197,8 +202,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         journal: Journal | None,
         callbacks: Sequence[Callback] = (),
     ) -> SearchRun:
-        if self.metric is None or self.llm is None:
-            raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
+        self._require_metric_and_llm()
+        assert self.metric is not None and self.llm is not None
         scale = label_scale_of(self.metric)
         if scale is not None:  # the metric says what its labels are: every annotation must fit
             dataset = dataset.with_scale(scale, judge=type(self.metric).__name__)
