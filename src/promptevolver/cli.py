@@ -1,4 +1,4 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | review``.
 
 Conventions (every command):
 
@@ -97,6 +97,15 @@ See docs/examples.md.""",
 annotation file (its labels are ignored). Writes one JSON line per suggested trace, best first
 (metric_input, score, why, verdicts, ...) to --out or stdout; a summary line (traces judged, judge
 calls, the LLM used) goes to stderr. See docs/suggest.md.""",
+    "review": """examples:
+  promptevolver review annotations.json                       # label or correct the judge's verdicts
+  promptevolver review labels.json --pool to_annotate.jsonl   # suggest's output: its order and why
+  promptevolver review labels.json --run runs/ac --pool traces.jsonl   # ranked by suggest first
+  promptevolver review annotations.json --run runs/ac --port 8765 --open
+
+Prints the page's URL (127.0.0.1, with its token) as the first line on stdout; open it in a
+browser. Each label is written into FILE (Ragas' annotation format) the moment it is given; FILE is
+created on the first label when --pool is given. One review per file at a time. See docs/review.md.""",
 }
 
 
@@ -275,6 +284,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="extra answers of the chosen judge per trace (2)",
     )
+    sug.add_argument(
+        "--calibration",
+        type=_count,
+        default=60,
+        metavar="C",
+        help="annotated samples judged to learn which votes point at the judge's mistakes (60; 0: none)",
+    )
+    rev = command("review", "label what the judge got wrong on a local page (127.0.0.1 only)", overridable)
+    rev.add_argument("file", type=Path, metavar="FILE", help="the annotation file the labels go into")
+    rev.add_argument("--pool", type=Path, metavar="POOL", help="traces to label (JSONL, or suggest's output)")
+    rev.add_argument("--run", type=Path, metavar="RUN", help="a finished run: its chosen judge's verdicts")
+    rev.add_argument("--metric", metavar="NAME", help="the metric of a file holding several")
+    rev.add_argument(
+        "--port", type=_count, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
+    )
+    rev.add_argument("--open", action="store_true", help="open the page in the default browser")
     return parser
 
 
@@ -562,9 +587,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
     dataset = load_dataset(config)
-    positions, notes = chosen_positions(  # by content; another metric or file: an error
-        config, dataset, source=args.instructions, instructions=instructions, run=args.run, split=args.split
-    )
+    try:  # by content; another metric or file: an error
+        positions, notes = chosen_positions(
+            config, dataset, source=args.instructions, instructions=instructions, run=args.run,
+            split=args.split,
+        )
+    except ValueError as exc:  # the validation split of a run refit on every annotation
+        if isinstance(exc, PromptEvolverError):
+            raise
+        said = str(exc).replace("the validation split", "--split validation")
+        raise UsageError(said.replace("the split all", "--split all")) from exc
     for note in notes:
         warnings.warn(note, stacklevel=1)
     card = asyncio.run(score_instructions(config, chosen, positions=positions, dataset=dataset))
@@ -728,7 +760,13 @@ def _suggest(args: argparse.Namespace) -> int:
         return 0
 
     found = suggest(
-        args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+        args.run_dir,
+        args.pool,
+        n=args.n,
+        max_calls=args.max_calls,
+        reasks=args.reasks,
+        calibration=args.calibration,
+        edit=_edit(args),
     )
     lines = [json.dumps(s.to_dict(), ensure_ascii=False) for s in found.suggestions]
     text = "".join(line + "\n" for line in lines)
@@ -739,6 +777,21 @@ def _suggest(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"promptevolver: {found.summary()}", file=sys.stderr)
     return 0
+
+
+def _review(args: argparse.Namespace) -> int:
+    from promptevolver.runs._review import review
+
+    return review(
+        args.file,
+        pool=args.pool,
+        run=args.run,
+        metric_name=args.metric,
+        port=args.port,
+        open_browser=args.open,
+        edit=_edit(args),
+        say=lambda line: _say(args, f"promptevolver: {line}"),
+    )
 
 
 def _examples(args: argparse.Namespace) -> int:
@@ -777,6 +830,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench": _bench,
     "suggest": _suggest,
     "examples": _examples,
+    "review": _review,
 }
 
 

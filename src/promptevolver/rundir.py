@@ -20,7 +20,8 @@ file carries one and raise :class:`~promptevolver.errors.RunDirError` naming the
 
 One process at a time writes a run directory: :func:`locked` takes an exclusive lock
 (``fcntl.flock`` on ``DIR/.lock``, released by the kernel when the process ends, however it ends)
-and a second process is refused with a line naming the holder's pid, host and start time.
+and a second process is refused with a line naming the holder's pid, host and start time;
+:func:`locked_file` does the same for one file outside a run directory (``.NAME.lock`` beside it).
 
 Readers: :func:`read_result` (the one parser of ``result.json``), :func:`read_config`,
 :func:`read_chosen_judge` (the one reader of a chosen judge: its instructions AND its teaching
@@ -44,6 +45,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -80,8 +82,10 @@ __all__ = [
     "check_unlocked",
     "clear_run",
     "remove_leftovers",
+    "file_lock_path",
     "load_instructions",
     "locked",
+    "locked_file",
     "metric_config_near",
     "prompt_name_near",
     "read_chosen_judge",
@@ -152,9 +156,10 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
 
     The bytes go to a temporary file in the same folder, are flushed to disk (fsync) and renamed
     over ``path``: readers see the old file or the new one, never a mix. On any failure (a full
-    disk, an interrupt) the temporary file is removed and the old file is left untouched. The
+    disk, an interrupt) the temporary file is removed and the old file is left untouched. A new
     file's mode is what the umask leaves of 0o666, as for any file a program creates (0o644
-    under umask 022), so others can read a report where the umask lets them.
+    under umask 022), so others can read a report where the umask lets them; a file replaced
+    keeps its mode.
 
     Raises:
         OSError: the folder cannot be created or the file cannot be written.
@@ -167,6 +172,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
+            _keep_mode(fh.fileno(), target)
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
@@ -174,6 +180,16 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
             os.unlink(tmp)
         raise
     return target
+
+
+def _keep_mode(fd: int, target: Path) -> None:
+    """Give the new file the permissions of the file it replaces, if any: a file its owner made
+    private (0o600) stays private when it is rewritten."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return
+    os.fchmod(fd, stat.S_IMODE(mode))
 
 
 def _create_temporary(target: Path) -> tuple[int, str]:
@@ -265,14 +281,55 @@ def locked(directory: str | Path) -> Iterator[Path]:
     """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    path = d / LOCK_FILE
+    with _held(d / LOCK_FILE, lambda path: _in_use(d, path)) as path:
+        yield path
+
+
+def file_lock_path(path: str | Path) -> Path:
+    """The lock file of :func:`locked_file` for the file ``path``: ``.NAME.lock`` beside it."""
+    p = Path(path)
+    return p.parent / f".{p.name}.lock"
+
+
+@contextlib.contextmanager
+def locked_file(path: str | Path, *, use: str = "written") -> Iterator[Path]:
+    """Hold an exclusive lock on the file ``path`` (which need not exist yet) for the ``with``
+    block, as :func:`locked` does for a run directory; yields the lock file's path
+    (:func:`file_lock_path`, removed at the end; a kill leaves it, unlocked, for the next holder).
+
+    A process writing a file outside a run directory (an annotation file a review page labels)
+    takes it, so two never write that file at once; the file is still replaced atomically
+    (:func:`write_atomic`), so its readers need no lock.
+
+    Args:
+        use: what the holder does with the file, for the refusal (``written``, ``reviewed``).
+
+    Raises:
+        RunDirError: another process holds the lock (the message names its pid, host and start).
+        OSError: the lock file cannot be created (a missing or read-only folder).
+    """
+    target = Path(path)
+
+    def refused(lock: Path) -> RunDirError:
+        return RunDirError(
+            f"{target} is being {use} by another promptevolver process ({_holder(lock)}); nothing "
+            "was changed. Use that one, or stop it first"
+        )
+
+    with _held(file_lock_path(target), refused) as lock:
+        yield lock
+
+
+@contextlib.contextmanager
+def _held(path: Path, refused: Callable[[Path], RunDirError]) -> Iterator[Path]:
+    """The exclusive ``flock`` on the lock file ``path`` (see :func:`locked`), holder recorded."""
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise _in_use(d, path) from None
+            raise refused(path) from None
         if _same_file(fd, path):
             break
         os.close(fd)  # its holder removed the file as we locked it: lock the new one

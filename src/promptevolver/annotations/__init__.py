@@ -56,6 +56,7 @@ another that imports it back (``tests/test_import_circles.py``).
 """
 
 from promptevolver.annotations._dataset import BaseSample, EvaluationDataset, SingleTurnSample
+from promptevolver.annotations._labels import LabelChoice, LabelScale
 from promptevolver.annotations._models import (
     FIELD_ALIASES,
     PromptAnnotation,
@@ -75,6 +76,8 @@ __all__ = [
     "AnnotationKeyError",
     "BaseSample",
     "EvaluationDataset",
+    "LabelChoice",
+    "LabelScale",
     "MetricAnnotation",
     "PromptAnnotation",
     "SampleAnnotation",

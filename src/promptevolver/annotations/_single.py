@@ -62,7 +62,7 @@ class SingleMetricAnnotation(_Sourced):
     batches), the sets concatenate as lists do: ``ds[0:2] + ds[3:4]``, ``batch + [sample]``,
     ``sum(batches, [])``; and a set equals the list of its samples.
 
-    ``kind`` is the kind of the metric's labels, ``"binary"`` or ``"numeric"``
+    ``kind`` is the kind of the metric's labels, ``"binary"``, ``"numeric"`` or ``"nominal"``
     (:mod:`~promptevolver.annotations._labels`): given (then every label must fit it, else building
     or loading the set raises AnnotationError), or read off the values when the set is built or
     loaded (None on input; any finite numbers are accepted, as in Ragas). A run binds the set to
@@ -201,6 +201,7 @@ class SingleMetricAnnotation(_Sourced):
             [s.target for s in self.samples],
             scale.kind,
             value_range=scale.value_range,
+            allowed=scale.label_space() if scale.kind == "nominal" else None,
             path=self.source,
             metric=self.name,
             declared_by=f"which is binary as {judge} gives verdicts 0 or 1",

@@ -160,6 +160,23 @@ class OptimizationResult(dict[str, str]):
         return (_rebuild, (type(self), {f.name: getattr(self, f.name) for f in fields(self)}))
 
     @property
+    def held_out(self) -> dict[str, Any]:
+        """The honest figure of the seed and of the chosen candidate, from ``scores``, and what it
+        is: ``{"kind": "validation" | "cross-validated", "seed": float | None, "best": float |
+        None}`` — the held-out validation samples (out of bag: those the chosen candidate never
+        learned from), or, for a refit on small data, the recipe's cross-validated figure (each
+        sample judged by a candidate that never learned from it). None where not measured
+        (``n/a``: a cross-fit rung has no held-out figure)."""
+        seed, best = self.scores.get("seed", {}), self.scores.get("best", {})
+        if "cross_validated" in best:
+            return {
+                "kind": "cross-validated",
+                "seed": seed.get("cross_validated"),
+                "best": best["cross_validated"],
+            }
+        return {"kind": "validation", "seed": seed.get("validation"), "best": best.get("validation")}
+
+    @property
     def strategy(self) -> str:
         """The config's ``strategy`` (``auto``, ``distill`` or ``genetic``)."""
         return str(self.config.get("strategy", "genetic"))

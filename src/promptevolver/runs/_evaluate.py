@@ -44,6 +44,7 @@ __all__ = [
     "Scorecard",
     "chosen_positions",
     "learned_from_validation",
+    "refit_on_every_sample",
     "other_metric",
     "run_of",
     "score_instructions",
@@ -206,6 +207,29 @@ def learned_from_validation(run_dir: str | Path, instructions: Mapping[str, str]
     )
 
 
+def refit_on_every_sample(run_dir: str | Path, instructions: Mapping[str, str]) -> str | None:
+    """A note when ``instructions`` are the run's chosen ones and the run refit them on every
+    annotation after cross-validating the recipe (small data, :mod:`promptevolver.optimizers._refit`):
+    no sample is held out from them, so a score on the run's annotations is in-sample, and the
+    run's honest figure is its cross-validated one (named in the note). None otherwise."""
+    try:
+        result = read_result(run_dir)
+    except RunDirError:
+        return None
+    choice = result.get("final_choice") or {}
+    if choice.get("regime") != "cross-validated" or choice.get("chosen") == 0:
+        return None
+    if dict(result.get("best_instructions") or {}) != dict(instructions):
+        return None
+    figure = ((result.get("scores") or {}).get("best") or {}).get("cross_validated")
+    shown = "n/a" if figure is None else f"{figure:.3f}"
+    return (
+        f"the run's chosen instructions ({run_dir}) were refit on every annotation after "
+        f"cross-validating the recipe over {choice.get('folds', 'n/a')} folds: no sample is held out "
+        f"from them, so this score is in-sample; the run's honest figure is its cross-validated {shown}"
+    )
+
+
 def chosen_positions(
     config: RunConfig,
     dataset: SingleMetricAnnotation,
@@ -223,23 +247,29 @@ def chosen_positions(
         run: the run whose validation samples to score; default: the run ``source`` is in
             (:func:`run_of`).
         split: ``validation`` or ``all``; default ``validation`` when a run is known (its train
-            samples were learned from), else ``all``.
+            samples were learned from), else ``all``; a run whose chosen instructions were refit
+            on every annotation (:func:`refit_on_every_sample`) has no held-out samples: ``all``,
+            with the note naming its cross-validated figure.
 
     Raises:
-        ValueError: ``split`` is neither, or ``validation`` with no run to take it from.
+        ValueError: ``split`` is neither; ``validation`` with no run to take it from, or of a run
+            refit on every annotation.
         ConfigError: as :func:`validation_positions` (a run of another metric or file).
     """
     run_dir = Path(run) if run is not None else (run_of(source) if source is not None else None)
-    chosen_split = split or ("validation" if run_dir is not None else "all")
+    refit = refit_on_every_sample(run_dir, instructions) if run_dir is not None else None
+    chosen_split = split or ("validation" if run_dir is not None and refit is None else "all")
     if chosen_split not in ("validation", "all"):
         raise ValueError(f"split must be 'validation' or 'all', got {split!r}")
     if run_dir is None:
         if chosen_split == "validation":
             raise ValueError("the validation split needs the run directory (--run DIR, run=)")
         return None, []
+    if refit is not None and chosen_split == "validation":
+        raise ValueError(f"the validation split: {refit}; the split all scores every usable sample")
     if chosen_split == "all":
         mismatch = other_metric(run_dir, config)
-        return None, [mismatch] if mismatch else []
+        return None, [n for n in (refit, mismatch) if n]
     positions = validation_positions(run_dir, dataset, config=config)
     in_sample = learned_from_validation(run_dir, instructions)
     return positions, [in_sample] if in_sample else []
