@@ -19,7 +19,7 @@ from promptevolver.optimizers import OptimizationResult
 from promptevolver.rundir import read_result
 from promptevolver.runs._outcome import stop_line
 
-from ..conftest import AC_DEFINITION
+from ..conftest import AC_DEFINITION, ROOT
 from ..rundirs import optimize_into
 
 RUBRIC = {"type": "rubric", "name": "helpfulness", "definition": "How helpful is it?", "score_range": [1, 5]}
@@ -33,6 +33,12 @@ RUNS = {
         }
         for strategy in ("auto", "distill", "examples", "genetic")
         for n in (24, 60)  # out of bag (small data), held out
+    },
+    "helpfulness-auto": {  # the bundled 21 annotations: a refit whose seed is kept, nothing held out
+        "dataset": str(ROOT / "benchmarks" / "data" / "annotated_data.json"),
+        "metric": {"name": "helpfulness", "definition": "Is the response helpful to the user?"},
+        "optimizer": {"population_size": 4, "generations": 1},
+        "random_seed": 1,
     },
     "rubric-auto-60": {
         "dataset": {"synthetic": {"kind": "rubric", "n_samples": 60, "random_seed": 1}},
@@ -55,19 +61,22 @@ def _section(md: str, title: str) -> str:
 
 
 def test_seed_vs_best_shows_result_jsons_scores(run):
+    """Every row of the table is a figure result.json records for it: train, validation, or the
+    cross-validated figure of a refit (small data under auto or distill), never another set's."""
     _, directory, result = run
     table = _section((directory / "report.md").read_text(), "Seed vs best")
     lines = table.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith(("| original", "| optimized"))]
-    assert len(rows) == 4
-    for row, (who, split) in zip(rows, [(w, s) for w in ("seed", "best") for s in ("train", "validation")]):
-        assert row[1].startswith(split)
-        recorded = result["scores"][who][split]
-        shown = row[3]
+    assert rows
+    keys = {"train": "train", "validation": "validation", "cross-validated": "cross_validated"}
+    for row in rows:
+        who = "seed" if row[0].startswith("| original") else "best"
+        key = next(k for label, k in keys.items() if row[1].startswith(label))
+        recorded = result["scores"][who].get(key)
         if recorded is None:
-            assert shown == "n/a"
+            assert row[3] == "n/a", row
         else:
-            assert float(shown) == pytest.approx(recorded, abs=5e-4), (who, split, row)
+            assert float(row[3]) == pytest.approx(recorded, abs=5e-4), (who, key, row)
 
 
 def test_the_outcome_and_the_split_read_as_the_cli_says(run):
@@ -97,3 +106,21 @@ def test_every_report_embeds_its_pictures(run):
         assert f"plots/{picture}" in md
     if not result["history"]:  # no search: the pictures are there all the same
         assert "fitness.png" not in md
+
+
+def test_every_run_can_be_evaluated_by_its_own_directory(run, tmp_path, capsys):
+    """evaluate -i RUN on every run of every strategy and size: a refit scored on every sample
+    with its cross-validated figure named, a small run whose seed was kept (it holds nothing out:
+    it crashed on 'no positions to score') on every sample, the others on their held-out ones."""
+    import json as _json
+
+    import yaml as _yaml
+
+    from promptevolver.cli import main
+
+    name, directory, result = run
+    config = tmp_path / "config.yaml"
+    config.write_text(_yaml.safe_dump(RUNS[name]))
+    assert main(["evaluate", str(config), "-i", str(directory), "--json"]) == 0
+    card = _json.loads(capsys.readouterr().out)
+    assert card["n"] + card["failures"] > 0

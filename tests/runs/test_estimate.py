@@ -63,7 +63,7 @@ def _bundled(name: str, strategy: str) -> RunConfig:
         (name, strategy)
         for name in ("answer_correctness", "helpfulness", "synthetic_200", "synthetic_2000")
         for strategy in ("genetic", "auto")
-        if (name, strategy) != ("helpfulness", "genetic")  # nothing general to learn: next test
+        if name != "helpfulness"  # nothing general to learn: next test
     ],
 )
 def test_expected_calls_are_within_30_percent_of_actual_runs(name, strategy):
@@ -76,12 +76,13 @@ def test_expected_calls_are_within_30_percent_of_actual_runs(name, strategy):
     assert abs(expected / actual - 1) <= 0.30, (name, expected, actual)
 
 
-def test_a_set_with_nothing_general_to_learn_is_over_counted_never_under():
+@pytest.mark.parametrize("strategy", ["genetic", "auto"])
+def test_a_set_with_nothing_general_to_learn_is_over_counted_never_under(strategy):
     """helpfulness' corrections are rejections without a reason whose responses share no wording:
-    a careful engineer writes no rule, so the search stops at once; the model, which knows how
-    much there is to learn but not whether it can be written, over-counts (CostModel's docstring),
+    a careful engineer writes no rule, so the run stops at once; the model, which knows how much
+    there is to learn but not whether it can be written, over-counts (CostModel's docstring),
     and never past its bound."""
-    config = _bundled("helpfulness", "genetic")
+    config = _bundled("helpfulness", strategy)
     e = estimate(config)
     calls = [_actual_calls(config, seed) for seed in config.seeds or [42]]
     assert max(calls) <= e.total_calls <= e.max_calls
@@ -89,13 +90,20 @@ def test_a_set_with_nothing_general_to_learn_is_over_counted_never_under():
 
 @pytest.mark.parametrize("strategy", ["auto", "examples"])
 def test_a_newcomers_small_file_is_estimated_within_30_percent(strategy):
-    """24 annotations (small data: out of bag, no race, two folds): the shape of a first file of
-    one's own. It missed by -50 % under strategy examples (the examples stage is not raced out of
-    bag) and by up to -32 % under auto (two distinct top rungs were expected; 1.15 come)."""
-    config = _synthetic(n=24, optimizer={"strategy": strategy})
-    expected = estimate(config).total_calls
-    actual = statistics.fmean(_actual_calls(config, seed) for seed in range(5))
-    assert abs(expected / actual - 1) <= 0.30, (strategy, expected, actual)
+    """24 annotations (small data: no validation part; a refit under auto, the examples judged on
+    every sample under examples): the shape of a first file of one's own, over five synthetic
+    files. It missed by -50 % under strategy examples (the examples stage is not raced out of
+    bag) and by up to -32 % under auto."""
+    expected, actual = [], []
+    for seed in range(5):
+        config = _synthetic(n=24, optimizer={"strategy": strategy})
+        source = config.dataset.model_copy(
+            update={"synthetic": config.dataset.synthetic.model_copy(update={"random_seed": seed})}
+        )
+        config = config.model_copy(update={"dataset": source})
+        expected.append(estimate(config).total_calls)
+        actual.append(_actual_calls(config, seed))
+    assert abs(sum(expected) / sum(actual) - 1) <= 0.30, (strategy, expected, actual)
 
 
 def test_the_json_object_has_the_documented_keys_and_adds_up():

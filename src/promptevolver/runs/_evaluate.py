@@ -271,6 +271,12 @@ def chosen_positions(
         mismatch = other_metric(run_dir, config)
         return None, [n for n in (refit, mismatch) if n]
     positions = validation_positions(run_dir, dataset, config=config)
+    if not positions:  # small data whose seed was kept after cross-validation: nothing held out
+        note = (
+            f"the run in {run_dir} holds no sample out (small data, its seed kept: it learned from "
+            "none of them), so every usable sample is scored"
+        )
+        return None, [note]
     in_sample = learned_from_validation(run_dir, instructions)
     return positions, [in_sample] if in_sample else []
 
