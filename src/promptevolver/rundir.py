@@ -592,9 +592,11 @@ class ChosenJudge:
             the pool samples themselves, so the record judges without the run's dataset).
         metric: the metric's name; None when the file does not say (a plain mapping).
         figures: what it was chosen on, ``{}`` when unknown: ``loss`` (result.json's ``loss``:
-            ``name``, ``metric``, ``higher_is_better``), ``train`` and ``validation`` (the chosen judge's
-            figures, as result.json's ``scores.best``; None where not measured), ``seed`` (the
-            seed's ``train`` and ``validation``), ``regime`` (``held-out`` or ``out-of-bag``),
+            ``name``, ``metric``, ``higher_is_better``), ``train`` and ``validation`` (the chosen
+            judge's figures, as result.json's ``scores.best``; None where not measured),
+            ``cross_validated`` (small data refit on every annotation: its honest figure; absent
+            otherwise), ``seed`` (the seed's figures of those), ``regime`` (``held-out`` or
+            ``out-of-bag``),
             ``samples`` (``train`` and ``validation`` counts), ``candidate`` (its lineage id) and
             ``produced_by`` (the stage that made it).
         model: the judge model it was verified on: ``provider`` (``simulated``, ``openai``...)
@@ -660,7 +662,8 @@ class ChosenJudge:
                 "loss": dict(loss),
                 "train": best.get("train"),
                 "validation": best.get("validation"),
-                "seed": {"train": seed.get("train"), "validation": seed.get("validation")},
+                **({"cross_validated": best["cross_validated"]} if "cross_validated" in best else {}),
+                "seed": {k: v for k, v in seed.items() if k in ("train", "validation", "cross_validated")},
                 "regime": split.get("regime", "held-out"),
                 "samples": {k: split.get(k) for k in ("train", "validation")},
                 "candidate": result.get("best_id"),

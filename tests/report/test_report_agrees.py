@@ -124,3 +124,15 @@ def test_every_run_can_be_evaluated_by_its_own_directory(run, tmp_path, capsys):
     assert main(["evaluate", str(config), "-i", str(directory), "--json"]) == 0
     card = _json.loads(capsys.readouterr().out)
     assert card["n"] + card["failures"] > 0
+
+
+def test_the_chosen_judge_records_the_figures_result_json_holds(run):
+    """best_instructions.json's figures are result.json's: train, validation and, for a refit,
+    the cross-validated one (the honest figure of small data)."""
+    from promptevolver.rundir import read_chosen_judge
+
+    _, directory, result = run
+    figures = read_chosen_judge(directory / "best_instructions.json").figures
+    best = result["scores"]["best"]
+    for key in ("train", "validation", "cross_validated"):
+        assert figures.get(key) == best.get(key), key
