@@ -313,7 +313,7 @@ def test_an_interrupted_job_resumes_each_unfinished_metric_to_the_uninterrupted_
 
     def stop_helpfulness(name: str) -> list[Any]:
         def callback(event: Any) -> None:
-            if name == "helpfulness" and event.kind == "llm_call" and event.data["calls"] >= 40:
+            if name == "helpfulness" and event.kind == "llm_call" and event.data["calls"] >= 15:
                 raise KeyboardInterrupt
 
         return [callback]

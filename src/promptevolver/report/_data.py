@@ -248,6 +248,8 @@ def _gather_verdicts(facts: RunFacts) -> None:
     if judged_by:  # a refit: its held-out picture is the cross-validated one, over every train sample
         validation = sorted(judged_by)
         train = [p for p in train if p not in judged_by]
+    elif not validation and _seed_kept_out_of_bag(result):
+        validation = list(train)  # small data, the seed kept: it learned from none (evaluate scores all)
     facts.positions = {"train": train, "validation": validation}
     missing: dict[tuple[str, str], list[int]] = {}
     for who, key in keys.items():
@@ -297,6 +299,11 @@ def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:
         "none" if row.get("examples", "none") == "none" else (result.get("examples") or {}).get("key", "none")
     )
     return candidate_key(row["instructions"], examples)
+
+
+def _seed_kept_out_of_bag(result: Mapping[str, Any]) -> bool:
+    """Small data whose seed was kept: nothing is held out, and the seed learned from none."""
+    return (result.get("split") or {}).get("regime") == "out-of-bag" and not result.get("best_id")
 
 
 def _focus(result: Mapping[str, Any]) -> dict[str, dict[int, float]]:
