@@ -155,7 +155,7 @@ def test_check_run_dir_names_a_run_that_never_checkpointed(tmp_path):
 
 
 def test_resume_point_counts_what_will_not_be_asked_again(tmp_path, synthetic_config):
-    directory = _interrupted(tmp_path, synthetic_config, 120)
+    directory = _interrupted(tmp_path, synthetic_config, 60)
     data = json.loads((directory / rundir.CHECKPOINT_FILE).read_text())
     lines = [json.loads(x) for x in (directory / rundir.JOURNAL_FILE).read_text().splitlines()]
     after = [x for x in lines[data["journal_entries"] :] if "text" in x]
@@ -170,7 +170,7 @@ def test_resume_point_counts_what_will_not_be_asked_again(tmp_path, synthetic_co
 def test_resume_prints_where_it_resumed_and_finishes_like_an_uninterrupted_run(
     tmp_path, synthetic_config, capsys
 ):
-    directory = _interrupted(tmp_path, synthetic_config, 120)
+    directory = _interrupted(tmp_path, synthetic_config, 60)
     point = resume_point(directory)
     assert main(["optimize", "--resume", str(directory)]) == 0
     err = capsys.readouterr().err

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from promptevolver.judge._protocol import Metric as Metric
     from promptevolver.judge._protocol import label_entry as label_entry
     from promptevolver.judge._protocol import label_scale_of as label_scale_of
+    from promptevolver.judge._protocol import refuse_ragas_object as refuse_ragas_object
     from promptevolver.judge._rubric import RubricJudge as RubricJudge
     from promptevolver.judge._statements import StatementSupport as StatementSupport
 
@@ -49,7 +50,13 @@ __getattr__, __all__ = lazy_package(
         "promptevolver.judge._aspect_critic": ["AspectCritic", "AspectCriticOutput"],
         "promptevolver.judge._classification": ["ClassificationJudge"],
         "promptevolver.judge._pairwise": ["ORDER_SWAP", "PairwiseJudge"],
-        "promptevolver.judge._protocol": ["Judgement", "Metric", "label_entry", "label_scale_of"],
+        "promptevolver.judge._protocol": [
+            "Judgement",
+            "Metric",
+            "label_entry",
+            "label_scale_of",
+            "refuse_ragas_object",
+        ],
         "promptevolver.judge._ensemble": ["EvaluationItem", "JudgeEnsemble"],
         "promptevolver.judge._prompts": [
             "ANSWER",

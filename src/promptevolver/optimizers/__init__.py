@@ -50,6 +50,7 @@ from promptevolver.optimizers._records import (
     Stages,
     VerifyRecord,
 )
+from promptevolver.optimizers._result import SIMULATED_NOTE as SIMULATED_NOTE
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers._split import MIN_USABLE_SAMPLES as MIN_USABLE_SAMPLES
 from promptevolver.optimizers._split import Regime
@@ -80,6 +81,7 @@ __all__ = [
     "CONTEXT_SHARE",
     "MIN_USABLE_SAMPLES",
     "RESUMABLE_CHANGES",
+    "SIMULATED_NOTE",
     "SMALL_BARREN_ROUNDS",
     "STRATEGIES",
     "TEMPLATE_TOKENS",

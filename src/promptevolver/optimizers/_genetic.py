@@ -33,7 +33,7 @@ from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config import GeneticConfig
 from promptevolver.evaluation import Loss, check_loss_fits
-from promptevolver.judge import Metric, label_scale_of
+from promptevolver.judge import Metric, label_scale_of, refuse_ragas_object
 from promptevolver.llm import InFlightLimit, Journal, LLMClient, preflight
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers import _phases as phases
@@ -95,6 +95,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         limit: InFlightLimit | None = None,
         stages: Sequence[Stage] | None = None,
     ) -> None:
+        for role, value in (("metric", metric), ("llm", llm), ("reflection_llm", reflection_llm)):
+            refuse_ragas_object(value, role)  # ours are meant: a Ragas metric is wrapped in RagasMetric
         super().__init__(metric=metric, llm=llm, reflection_llm=reflection_llm)
         self.progress = progress
         self.callbacks = list(callbacks)
@@ -128,7 +130,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         Raises:
             ValueError: "No metric provided for optimization" or "No llm provided for
                 optimization" (Ragas' messages, in that order), or ``resume`` without ``run_dir``.
-            TypeError: ``callbacks`` is not a list of functions.
+            TypeError: ``callbacks`` is not a list of functions; a Ragas metric, loss, dataset or
+                LLM object where ours is meant (the message says what to pass instead).
             FileExistsError: ``run_dir`` holds a run (its checkpoint or journal) and ``resume``
                 is False: nothing is overwritten; resume it, or choose or empty the directory.
             InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable annotations.
@@ -144,6 +147,11 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         """
         if resume and run_dir is None:
             raise ValueError("resume=True needs run_dir")
+        parts = {"metric": self.metric, "llm": self.llm, "reflection_llm": self.reflection_llm}
+        for role, value in parts.items():
+            refuse_ragas_object(value, role)  # they may be set after construction
+        refuse_ragas_object(dataset, "dataset")
+        refuse_ragas_object(loss, "loss")
         extra = check_callbacks(callbacks)
         if not resume and run_dir is not None:
             _refuse_to_overwrite(Path(run_dir))

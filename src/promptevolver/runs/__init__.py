@@ -23,8 +23,11 @@ if TYPE_CHECKING:
     from promptevolver.runs._export import scorecard_rows as scorecard_rows
     from promptevolver.runs._export import write_samples as write_samples
     from promptevolver.runs._export_to import run_export as run_export
+    from promptevolver.runs._gate import SIMULATED_EVALUATE as SIMULATED_EVALUATE
+    from promptevolver.runs._gate import SIMULATED_GATE as SIMULATED_GATE
     from promptevolver.runs._gate import GateResult as GateResult
     from promptevolver.runs._gate import check_gate as check_gate
+    from promptevolver.runs._gate import check_threshold as check_threshold
     from promptevolver.runs._gate import default_figure as default_figure
     from promptevolver.runs._gate import interval_of as interval_of
     from promptevolver.runs._import import run_import as run_import
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from promptevolver.runs._optimize import write_config as write_config
     from promptevolver.runs._optimize import write_result as write_result
     from promptevolver.runs._outcome import outcome_lines as outcome_lines
+    from promptevolver.runs._outcome import stop_line as stop_line
     from promptevolver.runs._review import review as review
 
 __getattr__, __all__ = lazy_package(
@@ -39,11 +43,19 @@ __getattr__, __all__ = lazy_package(
     {
         "promptevolver.runs._optimize": ["execute", "write_config", "write_result"],
         "promptevolver.rundir": ["CONFIG_FILE", "RESULT_FILE"],
-        "promptevolver.runs._outcome": ["outcome_lines"],
+        "promptevolver.runs._outcome": ["outcome_lines", "stop_line"],
         "promptevolver.runs._evaluate": ["chosen_positions", "run_of", "score_instructions"],
         "promptevolver.runs._evaluate_output": ["scorecard_json", "scorecard_lines"],
         "promptevolver.runs._export": ["scorecard_rows", "write_samples"],
-        "promptevolver.runs._gate": ["GateResult", "check_gate", "default_figure", "interval_of"],
+        "promptevolver.runs._gate": [
+            "GateResult",
+            "SIMULATED_EVALUATE",
+            "SIMULATED_GATE",
+            "check_gate",
+            "check_threshold",
+            "default_figure",
+            "interval_of",
+        ],
         "promptevolver.runs._estimate": ["estimate"],
         "promptevolver.runs._estimate_output": ["estimate_lines"],
         "promptevolver.runs._agreement": ["load_recorded"],
