@@ -68,3 +68,11 @@ def test_a_record_is_frozen():
     with pytest.raises(AttributeError):
         record.produced = (3,)  # type: ignore[misc]
     assert record.choice == 2
+
+
+def test_every_stop_reason_reads_from_one_home():
+    from promptevolver.optimizers.strategies import DEFAULT_STOP_CONDITIONS, STOP_REASONS
+
+    reasons = {c.reason for c in DEFAULT_STOP_CONDITIONS} | {"distilled", BudgetStop.LADDER}
+    assert reasons <= set(STOP_REASONS)
+    assert all(w.line for w in STOP_REASONS.values())

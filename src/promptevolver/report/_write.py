@@ -38,6 +38,7 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation import agreement_of, loss_label, order_swap_bias, wilson_interval
 from promptevolver.judge import ORDER_SWAP
 from promptevolver.optimizers import OptimizationResult, Regime, Stages
+from promptevolver.optimizers.strategies import STOP_REASONS
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import (
@@ -68,15 +69,6 @@ __all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]
 
 #: Disagreements listed per split at most (the count is always given).
 MAX_DISAGREEMENTS = 50
-
-_STOP_REASONS = {
-    "generations": "all {generations} generations ran",
-    "perfect_train": "a candidate got every train sample right",
-    "patience": "the best train score did not improve for {patience} generations (patience)",
-    "exhausted": "every possible offspring had been tried",
-    "budget": "the budget could not pay for another generation",
-    "population_size_1": "the population size is 1, so only the seed was evaluated",
-}
 
 
 @dataclass(frozen=True)
@@ -253,7 +245,8 @@ def _stop_sentence(result: dict[str, Any]) -> str:
 
 def _old_stop_sentence(result: dict[str, Any]) -> str:
     cfg = result.get("config", {})
-    template = _STOP_REASONS.get(result["stop_reason"], "stop reason: {reason}")
+    words = STOP_REASONS.get(result["stop_reason"])
+    template = words.report if words is not None and words.report else "stop reason: {reason}"
     gens = max(0, len(result.get("history", [])) - 1)
     why = template.format(
         reason=result["stop_reason"], **{k: cfg.get(k, "?") for k in ("generations", "patience")}

@@ -17,18 +17,9 @@ from typing import Any
 from promptevolver import rundir
 from promptevolver.evaluation import loss_label
 from promptevolver.optimizers import OptimizationResult
+from promptevolver.optimizers.strategies import STOP_REASONS
 
 __all__ = ["choice_line", "chosen_lines", "outcome_lines", "stage_line", "stop_line"]
-
-_STOPS = {
-    "generations": "every generation the config asks for ran",
-    "perfect_train": "a candidate reached the best possible train score, so train has nothing left to teach",
-    "patience": "the best train score did not improve for {patience} generation(s) in a row",
-    "exhausted": "every operator plan the population allows had been tried",
-    "budget": "the budget could not pay for another generation and the final choice",
-    "population_size_1": "population_size is 1: the seed is evaluated, nothing else",
-    "distilled": "the pipeline ended after verifying the distilled ladder",
-}
 
 
 def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = False) -> list[str]:
@@ -209,7 +200,7 @@ def stop_line(result: OptimizationResult) -> str:
     """Why the search stopped, after how many generations, in words (``stop_reason`` in brackets)."""
     reason = result.stop_reason
     patience = (result.config or {}).get("patience")
-    words = _STOPS.get(reason, reason).format(patience=patience)
+    words = (STOP_REASONS[reason].line if reason in STOP_REASONS else reason).format(patience=patience)
     if reason == "distilled":
         words = _pipeline_end(result)
     generations = max((h.get("generation", 0) for h in result.history), default=0)

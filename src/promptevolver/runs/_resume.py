@@ -32,6 +32,7 @@ from promptevolver.optimizers import (
     Stages,
     load_checkpoint,
 )
+from promptevolver.optimizers.strategies import STOP_REASONS
 
 __all__ = [
     "JUDGEMENT_KEYS",
@@ -205,8 +206,8 @@ class ResumePoint:
             )
             if generations <= self.generation:
                 head += f" (optimizer.generations must be above {self.generation}: expect no new generation)"
-            elif self.stop_reason in _FINAL:
-                why = _FINAL[self.stop_reason]
+            elif (words := STOP_REASONS.get(str(self.stop_reason))) is not None and words.final:
+                why = words.final
                 head += f" (its stop reason still holds: {why}; expect no new generation)"
             elif self.exhausted:
                 head += (
@@ -238,18 +239,6 @@ class ResumePoint:
 
 #: The pipeline's stages in words (``stages`` of the checkpoint's state).
 _STAGE_WORDS = {"distill": "distillation", "verify": "verification", "cross_fit": "cross-fit"}
-
-#: Stop reasons that more generations do not lift, in words.
-_FINAL = {
-    "perfect_train": "nothing is left to learn on train",
-    "exhausted": "every operator plan the population allows had been tried",
-    "population_size_1": "a population of one makes no offspring",
-    "distilled": (
-        "the pipeline ended after verification and its search was not warranted (result.json "
-        "stages.search.why); generations apply to a search, e.g. --set optimizer.strategy=genetic in a "
-        "new run"
-    ),
-}
 
 
 def _after(generation: int) -> str:

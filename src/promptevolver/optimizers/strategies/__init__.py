@@ -5,7 +5,8 @@ Extension points — small Protocols, each handed a view, never the run:
 * :class:`StopCondition` (``reason``; ``should_stop(search)`` on a :class:`SearchView`): pass yours
   as ``GeneticOptimizer(stop_conditions=[...])``; :data:`DEFAULT_STOP_CONDITIONS` are ours
   (:class:`MaxGenerations`, :class:`PerfectTrain`, :class:`Patience`, :class:`Exhausted`,
-  :class:`BudgetSpent`, :class:`PopulationOfOne`);
+  :class:`BudgetSpent`, :class:`PopulationOfOne`); how each stop reason reads (the summary line,
+  the report, a resume's note): :data:`STOP_REASONS` (:class:`StopWords`), the one home;
 * :class:`ParentSelector` (``select(pool, arity, rng)`` on a :class:`Pool`): an offspring's parents;
   ours is :class:`ParetoTournament`.
 
@@ -55,6 +56,8 @@ __getattr__, __all__ = lazy_package(
         ],
         "promptevolver.optimizers.strategies._stopping": [
             "DEFAULT_STOP_CONDITIONS",
+            "STOP_REASONS",
+            "StopWords",
             "BudgetSpent",
             "Exhausted",
             "MaxGenerations",
