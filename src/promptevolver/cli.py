@@ -710,7 +710,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     dataset = load_dataset(config)
     try:  # by content; another metric or file: an error
         positions, notes = chosen_positions(
-            config, dataset, source=args.instructions, instructions=instructions, run=args.run,
+            config,
+            dataset,
+            source=args.instructions,
+            instructions=instructions,
+            run=args.run,
             split=args.split,
         )
     except ValueError as exc:  # the validation split of a run refit on every annotation
@@ -797,7 +801,6 @@ def _estimate(args: argparse.Namespace) -> int:
     config = _load_any_config(args.config, args)  # a bad config fails before the heavy imports below
     if _is_job(config):
         from promptevolver.runs.many import estimate_job, job_estimate_lines
-
 
         found = estimate_job(config)
         if args.json:

@@ -662,7 +662,8 @@ class ChosenJudge:
                 "loss": dict(loss),
                 "train": best.get("train"),
                 "validation": best.get("validation"),
-                **(  # small data: a refit's honest figure, and the folds it was cross-validated over
+                # small data: a refit's honest figure, and the folds it was cross-validated over
+                **(
                     {
                         "cross_validated": best["cross_validated"],
                         "folds": (result.get("final_choice") or {}).get("folds"),

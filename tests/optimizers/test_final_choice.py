@@ -183,8 +183,13 @@ def test_the_rule_answers_each_question_from_delta_p_and_coverage():
     assert rule.likely_better(_paired(0.0, 0.7)) and not rule.likely_better(_paired(None, 0.9))
     # the reference better with probability 0.7 (p 0.3): shown worse; p 0.31: not shown worse
     assert not rule.not_shown_worse(_paired(-0.1, 0.3)) and rule.not_shown_worse(_paired(-0.1, 0.31))
-    assert rule.at_least(_paired(0.0, 0.5)) and not rule.at_least(_paired(-0.01, 0.45))
-    assert not rule.at_least(_paired(0.2, 0.9, coverage=0.8))  # not measured well enough
+    # a stricter bar (small data's refit): the reference better with probability 0.85 is not
+    # shown worse at 0.9, is at 0.7; a bar below the rule's own leaves it
+    strict = rule.at_confidence(0.9)
+    assert strict.confidence == 0.9 and strict.min_coverage == 0.9
+    assert strict.not_shown_worse(_paired(-0.1, 0.15)) and not rule.not_shown_worse(_paired(-0.1, 0.15))
+    assert not strict.not_shown_worse(_paired(-0.1, 0.1))
+    assert rule.at_confidence(0.6) == rule
     assert rule.eligible(_paired(0.0, 0.5, 0.9)) and not rule.eligible(_paired(None, 0.0))
     with pytest.raises(ValueError, match="confidence"):
         PairedRule(confidence=1.0)

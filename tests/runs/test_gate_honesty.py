@@ -95,8 +95,12 @@ def test_a_models_gate_and_chosen_judge_say_the_model(tmp_path, capsys, monkeypa
     dataset = load_dataset(load_run_config(AC_CONFIG))
     sim = SimulatedJudgeLLM(dataset=dataset, random_seed=42)
     with LocalOpenAIServer(simulated_handler(sim)) as server:
-        config["llm"] = {"provider": "openai", "model": "local-judge", "base_url": server.base_url,
-                         "api_key_env": "LOCAL_KEY"}
+        config["llm"] = {
+            "provider": "openai",
+            "model": "local-judge",
+            "base_url": server.base_url,
+            "api_key_env": "LOCAL_KEY",
+        }
         path = tmp_path / "real.yaml"
         path.write_text(yaml.safe_dump(config))
         run = tmp_path / "run"

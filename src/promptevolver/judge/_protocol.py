@@ -76,6 +76,7 @@ def refuse_ragas_object(value: Any, role: str) -> None:
     instead = _INSTEAD_OF_RAGAS["llm" if role.endswith("llm") else role]
     raise TypeError(f"{role}: got {kind.__module__}.{kind.__name__}, {instead}")
 
+
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
 #: :class:`~promptevolver.judge._statements.StatementSupport`: comparing them with a sample's

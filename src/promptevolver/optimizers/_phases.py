@@ -375,7 +375,7 @@ async def _verify_refit(
             final_choice=run.state.final_choice,
         )
     )
-    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id, figures=_figures(run, "verify"))
     return best
 
 
@@ -852,7 +852,7 @@ async def _examples_cross_validated(
             "why": f"{run.state.final_choice.get('why')}; {verdict}",
             "judged_by": {p: c.id for p, c in judged_by.items()},
         }
-    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id, figures=_figures(run, "examples"))
     return chosen
 
 

@@ -30,7 +30,7 @@ whose evaluations failed on more than ``1 - min_coverage`` of the samples cannot
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -93,9 +93,8 @@ class PairedRule:
       against a higher one);
     * :meth:`not_shown_worse`: X is not better than the candidate with probability
       ``confidence`` (lessons learnt from human corrections stay unless the evidence says they
-      hurt);
-    * :meth:`at_least`: the candidate's figure is at least X's (Δ ≥ 0: small data's rule for the
-      refit's recipe, :mod:`..._refit`).
+      hurt); small data's refit asks it of a stricter rule, :meth:`at_confidence` of
+      ``_refit.HURT`` (:mod:`promptevolver.optimizers._refit`).
 
     A candidate measured on less than ``min_coverage`` of its evaluations is not
     :meth:`eligible` to be chosen.
@@ -143,9 +142,10 @@ class PairedRule:
         """Measured, and the reference is not better with probability ``confidence``."""
         return x.delta is not None and 1.0 - x.p_better < self.confidence
 
-    def at_least(self, x: Paired) -> bool:
-        """Eligible, and at least as good as the reference (Δ ≥ 0)."""
-        return self.eligible(x) and x.delta is not None and x.delta >= 0
+    def at_confidence(self, floor: float) -> PairedRule:
+        """This rule asking for probability ``floor`` at least (its own ``confidence`` when
+        higher)."""
+        return replace(self, confidence=max(self.confidence, floor))
 
 
 class PairedChoice:
