@@ -20,8 +20,8 @@ tried example policies) stay JSON-shaped mappings inside the frozen record.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from promptevolver.llm import Usage
 
@@ -94,15 +94,7 @@ class StageCost:
         return self.prompt_tokens + self.completion_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "waves": self.waves,
-            "judge_calls": self.judge_calls,
-            "meta_calls": self.meta_calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "prompt_tokens_per_judge_call": self.prompt_tokens_per_judge_call,
-            "seconds": self.seconds,
-        }
+        return asdict(self)  # the fields, in their order
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageCost:
@@ -426,6 +418,28 @@ _KINDS: dict[str, type[StageRecord]] = {
 }
 
 
+R = TypeVar("R", bound=StageRecord)
+
+
+class _Slot(Generic[R]):
+    """A stage's record on :class:`Stages`, read by attribute (None until the stage ran)."""
+
+    def __init__(self, kind: type[R]) -> None:
+        self.kind = kind
+
+    @overload
+    def __get__(self, stages: None, owner: type[Stages]) -> _Slot[R]: ...
+
+    @overload
+    def __get__(self, stages: Stages, owner: type[Stages]) -> R | None: ...
+
+    def __get__(self, stages: Stages | None, owner: type[Stages]) -> _Slot[R] | R | None:
+        if stages is None:
+            return self
+        found = stages._records.get(self.kind.name)
+        return found if isinstance(found, self.kind) else None
+
+
 class Stages:
     """The records of the stages a run has done, in the order they were done (a state's
     ``stages``; ``result.json``'s). Read by attribute (``stages.verify``: None until it ran)."""
@@ -451,28 +465,11 @@ class Stages:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Stages) and self._records == other._records
 
-    def _get(self, kind: type[StageRecord]) -> Any:
-        return self._records.get(kind.name)
-
-    @property
-    def distill(self) -> DistillRecord | None:
-        return self._get(DistillRecord)
-
-    @property
-    def verify(self) -> VerifyRecord | None:
-        return self._get(VerifyRecord)
-
-    @property
-    def examples(self) -> ExamplesRecord | None:
-        return self._get(ExamplesRecord)
-
-    @property
-    def cross_fit(self) -> CrossFitRecord | None:
-        return self._get(CrossFitRecord)
-
-    @property
-    def search(self) -> SearchRecord | None:
-        return self._get(SearchRecord)
+    distill = _Slot(DistillRecord)
+    verify = _Slot(VerifyRecord)
+    examples = _Slot(ExamplesRecord)
+    cross_fit = _Slot(CrossFitRecord)
+    search = _Slot(SearchRecord)
 
     @property
     def budget_stop(self) -> bool:
