@@ -62,7 +62,7 @@ __all__ = [
 OUTPUT_HEADER = "## Output format"
 INPUT_HEADER = "## Input"
 
-# Section headings of the optimizer's meta-prompts (see optimizers/operators.py); every
+# Section headings of the optimizer's meta-prompts (see optimizers/operators/_meta_prompts.py); every
 # meta-prompt ends with an ANSWER section, so a section's body runs to the next "\n\n## ".
 EXAMPLES = "## Examples"
 CURRENT_INSTRUCTION = "## Current instruction"
