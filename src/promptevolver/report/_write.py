@@ -315,7 +315,8 @@ def _scores(facts: RunFacts) -> Section:
     elif ordinal:
         figures += ["exact", "within one", "weighted kappa"]
     headers = ["instruction", "split", "samples judged", *figures, "failed"]
-    splits = ("validation",) if _cross_validated(facts) else ("train", "validation")  # a refit: one picture
+    # a refit, or a seed kept with nothing learned (every usable sample held out): one picture
+    splits = ("validation",) if _cross_validated(facts) or _kept_whole(facts) else ("train", "validation")
     rows = [_score_row(facts, who, split) for who in ("seed", "best") for split in splits]
     blocks: list[Any] = [Table(headers, rows)]
     if any(_score(facts, who, split) is None for who in ("seed", "best") for split in splits):
@@ -375,6 +376,17 @@ def _held_out_name(facts: RunFacts) -> str:
     return "cross-validated" if _cross_validated(facts) else "validation"
 
 
+def _kept_whole(facts: RunFacts) -> bool:
+    """Small data, the seed kept: it learned from no annotation, so every usable one is held out
+    for it (result.json's split: as many validation samples as train)."""
+    split = facts.result.get("split") or {}
+    return (
+        _out_of_bag(facts)
+        and facts.result.get("best_id") == 0
+        and split.get("validation") == split.get("train")
+    )
+
+
 def _cross_validated(facts: RunFacts) -> bool:
     """A refit chosen by cross-validation (small data): its figure is ``cross_validated``."""
     return "cross_validated" in ((facts.result.get("scores") or {}).get("best") or {})
@@ -395,6 +407,8 @@ def _split_label(facts: RunFacts, split: str) -> str:
         return split
     if split == "train":
         return "train (every usable sample)"
+    if _kept_whole(facts):
+        return "every usable sample (the kept seed learned from none)"
     return "validation (out of bag: never learned from)"
 
 
