@@ -191,3 +191,15 @@ def test_the_summary_line_names_only_figures_the_run_measured(run, tmp_path):
     else:
         shown = ["n/a" if best[k] is None else f"{best[k]:.3f}" for k in ("train", "validation")]
         assert f"best train {shown[0]} validation {shown[1]}" in first
+
+
+def test_no_report_describes_a_part_the_run_did_not_have(run):
+    """Small data holds nothing out: no caption, split line or table counts '0' samples of a
+    validation part, and a refit's candidates are shown as cross-validated on every sample."""
+    _, directory, result = run
+    md = (directory / "report.md").read_text()
+    assert not re.search(r"\bon 0 samples|\bfrom 0 of them|\b\d+ of 0\b", md)
+    if "cross_validated" in result["scores"]["best"]:
+        section = _section(md, "Candidates, cross-validated")
+        assert f"on {result['split']['train']} samples" in section
+        assert "## Candidates on validation" not in md
