@@ -295,7 +295,14 @@ def _summary(facts: RunFacts) -> Section:
             Para(
                 "Simulated LLM: no language model was called. The judge and the prompt engineer were the "
                 "built-in simulation (llm.provider fake, the default of a config without llm:), so these "
-                "figures show the search on these annotations, not how a real judge agrees with the humans.",
+                "figures show the search on these annotations, not how a real judge agrees with the humans."
+                + (
+                    " Nor is the simulator the judge that recorded the file's verdicts: the seed's figure "
+                    "here is the simulator's; how the recorded verdicts agree with the humans is in 'The "
+                    "recorded judge' below."
+                    if _recorded(facts) is not None
+                    else ""
+                ),
                 caveat=True,
             )
         )
