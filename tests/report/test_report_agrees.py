@@ -68,7 +68,16 @@ def test_seed_vs_best_shows_result_jsons_scores(run):
     lines = table.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith(("| original", "| optimized"))]
     assert rows
-    keys = {"train": "train", "validation": "validation", "cross-validated": "cross_validated"}
+    keys = {
+        "train": "train",
+        "validation": "validation",
+        "cross-validated": "cross_validated",
+        "every usable sample": "validation",  # the seed kept on small data: all of them held out
+    }
+    split = result["split"]
+    if result["best_id"] == 0 and split["regime"] == "out-of-bag":  # nothing learned: one picture
+        assert [r[1] for r in rows] == ["every usable sample (the kept seed learned from none)"] * 2
+        assert all(r[2] == f"{split['train']} of {split['train']}" for r in rows), rows
     for row in rows:
         who = "seed" if row[0].startswith("| original") else "best"
         key = next(k for label, k in keys.items() if row[1].startswith(label))
@@ -136,3 +145,61 @@ def test_the_chosen_judge_records_the_figures_result_json_holds(run):
     best = result["scores"]["best"]
     for key in ("train", "validation", "cross_validated"):
         assert figures.get(key) == best.get(key), key
+
+
+def test_the_ladder_table_pairs_each_rung_with_its_own_ladder_and_round(run):
+    """Each row of the ladder table is a rung of the ladder its fold column names (result.json's
+    stages.distill.ladders, in rung order) and lists the lessons recorded as applied by that
+    ladder in that round; a rung two ladders wrote word for word is shown in both."""
+    _, directory, result = run
+    md = (directory / "report.md").read_text()
+    ladders = result["stages"].get("distill", {}).get("ladders") or {}
+    if "The ladder:" not in md:
+        assert not any(x.get("applied_round") for x in result.get("lessons") or [])
+        return
+    table = md.split("The ladder:", 1)[1].split("\n\n", 2)[1]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    shown: dict[str, list[int]] = {}
+    for rung, fold, round_, _, lessons in rows:
+        shown.setdefault(fold, []).append(int(rung.lstrip("#").split()[0]))
+        applied = [
+            x["text"]
+            for x in result["lessons"]
+            if x.get("applied_round") == int(round_)
+            and x.get("fold") == (None if fold == "all" else int(fold))
+        ]
+        assert applied, (fold, round_)
+        assert lessons.count("(evidence ") == len(applied), (fold, round_)
+        assert all(text[:40] in lessons for text in applied), (fold, round_)
+    assert shown == {name: ids for name, ids in ladders.items() if ids}
+
+
+def test_the_summary_line_names_only_figures_the_run_measured(run, tmp_path):
+    """optimize's first line: a refit's cross-validated figure; a seed kept on small data, its one
+    figure on every usable sample (it learned from none); never a validation figure of a run
+    that held nothing out."""
+    from promptevolver.runs._outcome import outcome_lines
+
+    _, directory, result = run
+    (first,) = outcome_lines(OptimizationResult.from_dict(result), directory, quiet=True)
+    split, best = result["split"], result["scores"]["best"]
+    if "cross_validated" in best:
+        assert f"best cross-validated {best['cross_validated']:.3f}" in first
+    elif split["regime"] == "out-of-bag" and result["best_id"] == 0:
+        assert f"seed kept: {best['validation']:.3f} on all {split['train']} usable annotations" in first
+        assert "validation" not in first
+    else:
+        shown = ["n/a" if best[k] is None else f"{best[k]:.3f}" for k in ("train", "validation")]
+        assert f"best train {shown[0]} validation {shown[1]}" in first
+
+
+def test_no_report_describes_a_part_the_run_did_not_have(run):
+    """Small data holds nothing out: no caption, split line or table counts '0' samples of a
+    validation part, and a refit's candidates are shown as cross-validated on every sample."""
+    _, directory, result = run
+    md = (directory / "report.md").read_text()
+    assert not re.search(r"\bon 0 samples|\bfrom 0 of them|\b\d+ of 0\b", md)
+    if "cross_validated" in result["scores"]["best"]:
+        section = _section(md, "Candidates, cross-validated")
+        assert f"on {result['split']['train']} samples" in section
+        assert "## Candidates on validation" not in md

@@ -213,13 +213,14 @@ def _record(
     why: str,
 ) -> dict[str, Any]:
     """The verification's final choice for a cross-validated run."""
+    hurt = ctx.rule.at_confidence(HURT).confidence
     return {
         "regime": Regime.CROSS_VALIDATED.value,
         "stage": "verify",
         "rule": (
             f"cross-validation over {len(set(ctx.folds.values()))} folds, then a refit on every "
             "correction: the recipe is kept unless the seed is better with probability "
-            f"{ctx.rule.at_confidence(HURT).confidence:g}"
+            f"{hurt:g}"
         ),
         "folds": len(set(ctx.folds.values())),
         "chosen": chosen.id,
@@ -228,6 +229,9 @@ def _record(
         "delta": None if row is None else row["delta"],
         "p_better": None if row is None else row["p_better"],
         "confidence": ctx.config.confidence,
+        # the probability that the seed is better from which the recipe hurts: HURT, or confidence
+        # when higher (the rule above says it in words)
+        "hurt_threshold": hurt,
     }
 
 
