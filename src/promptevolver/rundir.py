@@ -836,5 +836,5 @@ def _instructions_file(path: Path) -> Path:
                 return path / name
         raise RunDirError(f"{path}: no {RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
     if not path.is_file():
-        raise RunDirError(f"{path}: instructions file not found")
+        raise RunDirError(f"{path}: instructions file not found (no run directory or judge file there)")
     return path
