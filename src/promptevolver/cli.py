@@ -337,6 +337,7 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path,
         raise UsageError("--force starts a run afresh; it does not go with --resume")
     if args.resume is not None:
         run_dir = _directory(args.resume, "--resume")
+        rundir.check_links(run_dir)  # before its config.yaml is read through a link
         path = args.config if args.config is not None else run_dir / rundir.CONFIG_FILE
         if args.config is None and not path.is_file():
             rundir.read_config(run_dir)  # says the directory is not a run directory
@@ -586,9 +587,12 @@ def _report(args: argparse.Namespace) -> int:
     from promptevolver.report._write import write_report
     from promptevolver.runs._export import write_samples
 
-    facts = load_run(args.run_dir)
-    paths = write_report(args.run_dir, facts=facts)
-    paths.append(write_samples(args.run_dir, facts))
+    rundir.check_links(args.run_dir)  # before anything of it is read through a link
+    rundir.read_result(args.run_dir)  # a run directory: the lock creates nothing elsewhere
+    with rundir.locked(args.run_dir):  # one writer at a time: refused while a run writes it
+        facts = load_run(args.run_dir)
+        paths = write_report(args.run_dir, facts=facts)
+        paths.append(write_samples(args.run_dir, facts))
     print(paths[1])
     _say(args, "also wrote " + ", ".join(str(p) for p in [paths[0], *paths[2:]]))
     return 0

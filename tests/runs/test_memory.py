@@ -10,7 +10,7 @@ import warnings
 import pytest
 import yaml
 
-from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning
+from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning, rundir
 from promptevolver.cli import main
 from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.judge._examples import ExampleStore
@@ -33,6 +33,8 @@ def run_dir(ds, tmp_path):
         ds, _llm(ds, examples_help=True), strategy="examples", examples={"policy": "retrieval"}
     )
     assert result.example_policy == "retrieval"
+    with rundir.locked(tmp_path):  # made a run directory (marked as ours) before its files
+        pass
     ds.to_json(tmp_path / "annotations.json")
     config = {
         "metric": {"name": ds.name, "definition": DEFINITION},

@@ -33,6 +33,7 @@ from promptevolver.rundir import (
     BEST_INSTRUCTIONS_FILE,
     SAMPLES_FILE,
     load_instructions,
+    locked,
     metric_config_near,
     write_atomic,
     write_json,
@@ -103,11 +104,13 @@ def write_exports(directory: str | Path, instructions: Mapping[str, str], metric
     """Write DIR/best_instructions.json and DIR/apply_best.py, each atomically; return their paths.
 
     Raises:
+        RunDirError: a folder promptevolver did not make, or another process writing it.
         OSError: a file cannot be written (an existing one is left intact).
     """
     out = Path(directory)
-    as_json = write_json(out / BEST_INSTRUCTIONS_FILE, dict(instructions), indent=2)
-    snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(instructions, metric))
+    with locked(out):  # the run directory's lock (re-entrant: optimize holds it already)
+        as_json = write_json(out / BEST_INSTRUCTIONS_FILE, dict(instructions), indent=2)
+        snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(instructions, metric))
     return [as_json, snippet]
 
 
@@ -141,9 +144,11 @@ def write_samples(directory: str | Path, facts: RunFacts) -> Path:
     """Write DIR/samples.jsonl (:func:`sample_rows`) atomically; return its path.
 
     Raises:
+        RunDirError: a folder promptevolver did not make, or another process writing it.
         OSError: the file cannot be written (an existing one is left intact).
     """
-    return write_jsonl(Path(directory) / SAMPLES_FILE, sample_rows(facts))
+    with locked(directory):  # the run directory's lock (re-entrant: optimize holds it already)
+        return write_jsonl(Path(directory) / SAMPLES_FILE, sample_rows(facts))
 
 
 def scorecard_rows(

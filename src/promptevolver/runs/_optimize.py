@@ -24,7 +24,7 @@ from promptevolver.report._data import load_run
 from promptevolver.report._write import write_report
 from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic
 from promptevolver.runs._export import write_exports, write_samples
-from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point
+from promptevolver.runs._resume import check_run_dir, check_same_search, record_judgement, resume_point
 
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
 
@@ -114,6 +114,7 @@ def execute(
             clear_run(directory)
         previous = (directory / CONFIG_FILE).read_text(encoding="utf-8") if resume else None
         write_config(directory, config)
+        record_judgement(directory, config)
         try:
             result = optimizer.optimize(
                 dataset, build_loss(config.loss), opt_config, run_dir=directory, resume=resume

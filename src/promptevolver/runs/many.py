@@ -29,6 +29,7 @@ How the metrics share the job (docs/many-metrics.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,7 +56,7 @@ from promptevolver.report._data import load_run
 from promptevolver.report._write import write_report
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._optimize import write_config, write_result
-from promptevolver.runs._resume import check_same_search
+from promptevolver.runs._resume import check_same_search, record_judgement
 
 __all__ = [
     "BUDGET_RULE",
@@ -539,7 +540,10 @@ def execute_many(
     _share_rate_limits_and_cache(reflections)
     clients = judges + reflections
     started = time.perf_counter()
-    with rundir.locked(top):
+    with rundir.locked(top), contextlib.ExitStack() as folders:
+        for n in names:  # each metric's folder too: a resume of one metric alone is refused meanwhile
+            if n in run_configs or (top / n).exists():
+                folders.enter_context(rundir.locked(top / n))
         if force and not resume:
             for n in names:
                 rundir.clear_run(top / n)
@@ -548,6 +552,7 @@ def execute_many(
         rundir.write_atomic(top / rundir.CONFIG_FILE, text)
         for n, run_config in run_configs.items():
             write_config(top / n, run_config)
+            record_judgement(top / n, run_config)
 
         async def job() -> dict[str, MetricOutcome]:
             try:
@@ -567,6 +572,7 @@ def execute_many(
 
 
 def _check_job_dir(top: Path, *, resume: bool, force: bool) -> None:
+    rundir.check_ours(top)
     if resume:
         if not (top / rundir.CONFIG_FILE).is_file():
             raise RunDirError(f"{top}: not a job's run directory (no {rundir.CONFIG_FILE} in it)")

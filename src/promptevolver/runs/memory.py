@@ -34,7 +34,9 @@ from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.rundir import (
     FORMAT_VERSION_KEY,
+    check_links,
     load_examples,
+    locked,
     read_config,
     read_result,
     result_path,
@@ -156,9 +158,21 @@ async def update_examples(
         ConfigError: the run's judge shows no teaching examples, nothing to change, an unknown
             position, no validation samples, or a file of another metric (before any LLM call).
         AnnotationError: the added file cannot be read, or a sample without a human label.
-        RunDirError: no readable result.json.
+        RunDirError: no readable result.json; another process writing the run directory (its
+            lock is held from the first read to the last write, so two updates never lose one);
+            a folder that cannot be written (before any LLM call).
     """
     path = result_path(run_dir)
+    check_links(Path(path).parent)  # before anything of it is read through a link
+    read_result(run_dir)  # a run directory: the lock creates nothing elsewhere
+    with locked(Path(path).parent):  # one writer at a time: a second add waits for no one, it is refused
+        return await _update(path, add=add, remove=remove, config=config)
+
+
+async def _update(
+    path: Path, *, add: str | Path | None, remove: Sequence[int], config: RunConfig | None
+) -> dict[str, Any]:
+    run_dir = path.parent
     result = read_result(run_dir)
     block = load_examples(run_dir)
     if block["policy"] == "none":
