@@ -430,6 +430,11 @@ def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, 
             file=sys.stderr,
         )
         return 130
+    except OSError as exc:  # the job's own files (its result.json, index.html)
+        if args.debug or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"promptevolver: error: {_disk_full(exc, Path(run_dir), job=True)}", file=sys.stderr)
+        return 1
     finally:
         for p in progress:
             p.close()
@@ -446,10 +451,16 @@ def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, 
     return 0
 
 
-def _disk_full(exc: OSError, run_dir: Path) -> str:
-    """The line for a full disk (or quota): which file, and whether the run can be resumed."""
+def _disk_full(exc: OSError, run_dir: Path, *, job: bool = False) -> str:
+    """The line for a full disk (or quota): which file, and whether the run (or ``job``) can be
+    resumed."""
     where = f"writing {exc.filename}" if exc.filename else f"writing into {run_dir}"
     said = f"{exc.strerror or 'no space left on device'} while {where}"
+    if job:
+        return (
+            f"{said}; each metric's files written before are intact. Free some space, then continue with: "
+            f"promptevolver optimize --resume {run_dir}"
+        )
     if (run_dir / rundir.CHECKPOINT_FILE).is_file():
         return (
             f"{said}; every file written before is intact. Free some space, then continue with: "

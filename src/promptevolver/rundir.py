@@ -191,9 +191,11 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(target)  # a full disk's message names the file
         raise
     return target
 

@@ -426,7 +426,7 @@ class MetricConfig(_Strict):
     """
 
     type: Literal["aspect_critic", "rubric", "statement_support"] = "aspect_critic"
-    name: Annotated[str, AfterValidator(_not_blank)]
+    name: Annotated[str, AfterValidator(_not_blank), AfterValidator(_metric_name)]
     definition: Annotated[str, AfterValidator(_not_blank)]
     num_judges: int = Field(1, ge=1)
     aggregation_method: Literal["majority", "mean", "median", "min", "max"] | None = None
@@ -935,11 +935,7 @@ class ManyConfig(_OnePlacePerSetting):
     @classmethod
     def _folder_names(cls, value: dict[str, MetricConfig]) -> dict[str, MetricConfig]:
         for key in value:
-            if not METRIC_FOLDER.fullmatch(key):
-                raise ValueError(
-                    f"{key!r}: a metric's name is its run folder's name: letters, digits, '_', '-', '.'"
-                    ", not starting with '.'"
-                )
+            _metric_name(key)
         return value
 
     @model_validator(mode="after")
@@ -995,8 +991,27 @@ class ManyConfig(_OnePlacePerSetting):
         return data
 
 
-#: What a metric's name in ``metrics:`` may be: it names the metric's folder in the run directory.
+#: What a metric's name may be: it names the metric's folder in a job's run directory, and it is
+#: written into the run's files (report.md, report.html, apply_best.py): letters, digits, ``_``,
+#: ``-`` and ``.``, not first, and none of the names a run directory's own files have.
 METRIC_FOLDER = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+
+def _metric_name(name: str) -> str:
+    """``name`` if it can name a metric (:data:`METRIC_FOLDER`); raises ValueError otherwise."""
+    from promptevolver import rundir
+
+    if not METRIC_FOLDER.fullmatch(name):
+        raise ValueError(
+            f"{name!r}: a metric's name is also a folder's name and is written into the run's files: "
+            "letters, digits, '_', '-', '.', not starting with '.'"
+        )
+    if name.lower() in {n.lower() for n in (*rundir.RUN_FILES, rundir.LOCK_FILE, rundir.OWNER_FILE)}:
+        raise ValueError(
+            f"{name!r}: a metric's name is its folder's name in a job's run directory, and {name} is "
+            "one of the run directory's own files; rename the metric"
+        )
+    return name
 
 
 def load_config(

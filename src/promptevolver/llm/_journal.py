@@ -21,6 +21,7 @@ refused), then appends with ``O_NOFOLLOW``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -131,12 +132,20 @@ class Journal:
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Close the file. A write it fails to flush (a full disk) is not raised again: the error
+        that stopped the run was; those calls are asked again on resume."""
         if not self._file.closed:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
 
     def _write(self, line: dict[str, Any]) -> None:
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk: the message names the file (a torn line is skipped on load)
+            if exc.filename is None:
+                exc.filename = str(self.path)
+            raise
         self._lines.append(line)
 
 

@@ -246,7 +246,16 @@ async def _run_one(plan: _Plan) -> MetricOutcome:
         )
     except PromptEvolverError as exc:  # its LLM unusable, its budget, its checkpoint
         return plan.failed(_one_line(exc))
+    except OSError as exc:  # its folder's disk full, or unwritable: this metric stops, the others go on
+        return plan.failed(_disk_error(exc, plan.run_dir))
     return MetricOutcome(plan.name, "done", None, result, plan.config.budget, plan.usable)
+
+
+def _disk_error(exc: OSError, folder: Path | None) -> str:
+    """One line for a file error of one metric: what, where, and that its run can be resumed."""
+    where = exc.filename or folder or "its folder"
+    said = exc.strerror or type(exc).__name__
+    return f"{said} while writing {where}; its last checkpoint is kept: free some space and resume the job"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -564,7 +573,12 @@ def execute_many(
         for n, outcome in outcomes.items():
             if outcome.result is not None and n not in kept:
                 step(f"writing result.json, the exports and the report to {top / n}")
-                _write_metric(top / n, outcome.result, run_configs[n], datasets[n])
+                try:
+                    _write_metric(top / n, outcome.result, run_configs[n], datasets[n])
+                except OSError as exc:  # this metric's files: it is reported failed, the others written
+                    outcomes[n] = MetricOutcome(
+                        n, "failed", _disk_error(exc, top / n), None, outcome.budget, outcome.usable
+                    )
         many = ManyResult(outcomes, time.perf_counter() - started)
         rundir.write_result(top / rundir.RESULT_FILE, many.to_dict())
         rundir.write_atomic(top / rundir.INDEX_HTML, index_html(many))
