@@ -264,7 +264,13 @@ class ExampleStore:
         if embedder is None:
             return
         texts = [*self._texts, *(_compared(m) for m in metric_inputs)]
-        await asyncio.to_thread(embedder.embed, texts)
+        try:
+            await asyncio.to_thread(embedder.embed, texts)
+        except asyncio.CancelledError:  # interrupted: the worker thread's requests stop too
+            cancel = getattr(embedder, "cancel", None)
+            if cancel is not None:
+                cancel()
+            raise
 
     def _similarities(self, text: str) -> np.ndarray | None:
         """Cosine of ``text`` with each pool sample (None: nothing to compare)."""
