@@ -378,7 +378,7 @@ def _optimize(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         progress.close()
-        print(_interrupted(Path(run_dir)), file=sys.stderr)
+        _say_stopped(_interrupted(Path(run_dir)))
         return 130
     except LLMUnusableError as exc:
         progress.close()
@@ -424,10 +424,9 @@ def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, 
             **_run_options(args, source),
         )
     except KeyboardInterrupt:
-        print(
+        _say_stopped(
             f"promptevolver: interrupted; each metric's last checkpoint is in {run_dir}/<metric>; "
-            f"continue with: promptevolver optimize --resume {run_dir}",
-            file=sys.stderr,
+            f"continue with: promptevolver optimize --resume {run_dir}"
         )
         return 130
     except OSError as exc:  # the job's own files (its result.json, index.html)
@@ -524,6 +523,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.runs._gate import check_gate, default_figure, interval_of
 
     instructions = rundir.load_instructions(args.instructions)
+    if args.samples_out is not None:
+        rundir.check_writable(args.samples_out)  # before any call is spent on what it would hold
     run_dir = run_of(args.instructions, args.run)
     split = args.split or ("validation" if run_dir is not None else "all")
     if split == "validation" and run_dir is None:
@@ -571,6 +572,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     if gate is not None:
         print(f"promptevolver: {gate.reason}", file=sys.stderr)
         return 0 if gate.passed else 1
+    if card.positions and not card.pairs:  # nothing measured: the scorecard says n/a, the exit says so
+        causes = sorted({j.cause or "llm" for j in card.judged.values() if j.failed}) or ["unknown"]
+        print(
+            f"promptevolver: error: every one of the {len(card.positions)} evaluations failed (cause "
+            f"{', '.join(causes)}): nothing was measured",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -635,6 +644,8 @@ def _bench(args: argparse.Namespace) -> int:
 def _suggest(args: argparse.Namespace) -> int:
     from promptevolver.runs.suggest import suggest
 
+    if args.out is not None:
+        rundir.check_writable(args.out)  # before any call is spent on what it would hold
     found = suggest(
         args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
     )
@@ -660,6 +671,12 @@ def _examples(args: argparse.Namespace) -> int:
     record = asyncio.run(update_examples(args.run_dir, add=args.add, remove=args.remove, config=config))
     if args.json:
         print(json.dumps(record))
+        return 0
+    if not record["changed"]:
+        print(
+            f"examples ({record['policy']}): nothing changed: the {record['already_in_the_pool']} samples "
+            f"given are already in the pool; 0 judge calls; {rundir.result_path(args.run_dir)} left as it was"
+        )
         return 0
     held = record["held_out"]
     figure = held["figure"] or "agreement"
@@ -730,19 +747,52 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     An interrupt (Ctrl-C) at any point gives exit 130 and one ``interrupted`` line; run as the
     program (``argv`` None), one arriving after the command has finished (its files written, its
-    outcome printed) is ignored rather than ending the process by the signal.
+    outcome printed) is ignored rather than ending the process by the signal. SIGTERM, run as the
+    program, does the same with exit 143 and a line naming it.
 
     Raises:
         SystemExit: from argparse, for ``--help``/``--version`` (0) and malformed command lines (2).
     """
+    as_program = argv is None and threading.current_thread() is threading.main_thread()
+    _TERMINATED.clear()
+    if as_program:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
-        return _main(argv)
+        code = _main(argv)
     except KeyboardInterrupt:  # between the command's own handlers, e.g. while restoring the console
-        print("promptevolver: interrupted", file=sys.stderr)
-        return 130
+        _say_stopped("promptevolver: interrupted")
+        code = 130
     finally:
-        if argv is None and threading.current_thread() is threading.main_thread():
+        if as_program:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exit code is decided
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _TERMINATED and code == 130:
+        return 128 + signal.SIGTERM
+    return code
+
+
+#: The SIGTERM this process received (see :func:`_terminate`).
+_TERMINATED: list[int] = []
+
+
+def _say_stopped(line: str) -> None:
+    """The one line of an interrupted command on stderr; after SIGTERM it says so."""
+    if _TERMINATED:
+        line = line.replace("promptevolver: interrupted", "promptevolver: stopped by SIGTERM", 1)
+    print(line, file=sys.stderr)
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    """SIGTERM (a ``kill``, a CI runner's cancel, a container stopping) stops the command as Ctrl-C
+    does: the interrupted step's files are left as they were, one line says how to continue, and
+    the exit code is 143 (128 + 15, as a process ended by the signal). A second SIGTERM ends the
+    process at once."""
+    _TERMINATED.append(signum)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if callable(signal.getsignal(signal.SIGINT)):  # Python's or asyncio.run's: stop exactly as Ctrl-C
+        signal.raise_signal(signal.SIGINT)  # (asyncio cancels the run's tasks, then raises)
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a background job): stop here
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -759,7 +809,7 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"promptevolver: error: {_one_line(exc)}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            print("promptevolver: interrupted", file=sys.stderr)
+            _say_stopped("promptevolver: interrupted")
             return 130
         except Exception as exc:
             if args.debug:

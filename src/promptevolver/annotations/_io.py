@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from promptevolver.annotations._labels import LABEL_KINDS, LabelKind, check_label_values
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import AnnotationError
+from promptevolver.rundir import not_a_file
 
 _SAMPLES: TypeAdapter[list[SampleAnnotation]] = TypeAdapter(list[SampleAnnotation])
 
@@ -89,8 +90,8 @@ def _read(path: Path) -> Any:
     """The parsed file: its JSON value, or for ``.jsonl`` the list of its lines' values."""
     if path.is_dir():
         raise AnnotationError("is a directory, not an annotation file", path=path)
-    if not path.is_file():
-        raise AnnotationError("file not found", path=path)
+    if not path.is_file():  # a fifo or a device (/dev/zero) is refused before it is opened
+        raise AnnotationError(not_a_file(path) if path.exists() else "file not found", path=path)
     try:
         data = path.read_bytes()
         return _read_jsonl(data, path) if path.suffix.lower() == ".jsonl" else _parse_bytes(data, path)

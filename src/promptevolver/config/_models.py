@@ -7,6 +7,7 @@ relative to the config file.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import warnings
@@ -71,12 +72,39 @@ class _Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """``generations: true`` is no number (pydantic's lax mode would read it as 1)."""
+        """``generations: true`` is no number (pydantic's lax mode would read it as 1), and
+        ``.nan`` or ``.inf`` is no value of any setting (a NaN compares false with every bound,
+        so pydantic said ``should be less than 1`` of ``confidence: .nan``)."""
         if isinstance(value, bool) and info.field_name not in (None, "random_seed", "seeds"):  # seeds: Seed
             annotation = cls.model_fields[info.field_name].annotation
             if annotation is not bool and bool not in get_args(annotation) and _numeric(annotation):
                 raise ValueError(f"expected a number, got {str(value).lower()}")
+        if info.field_name is not None and _not_finite(
+            value, _holds_model(cls.model_fields[info.field_name].annotation)
+        ):
+            raise ValueError(f"Input should be a finite number, got {value}")
         return value
+
+
+def _not_finite(value: Any, shallow: bool = False) -> bool:
+    """Whether ``value`` is a NaN or an infinity, or (unless ``shallow``: a section, whose own
+    fields say it naming themselves) holds one in a list, tuple or mapping."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if shallow:
+        return False
+    if isinstance(value, list | tuple):
+        return any(_not_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_not_finite(k) or _not_finite(v) for k, v in value.items())
+    return False
+
+
+def _holds_model(annotation: Any) -> bool:
+    """Whether a field's type is (or includes) a config section (a pydantic model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_model(a) for a in get_args(annotation))
 
 
 def _numeric(annotation: Any) -> bool:
