@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from promptevolver.llm.openai._embeddings import OpenAIEmbeddings
 
 __all__ = [
-    "DEFAULT_CACHE",
     "BudgetConfig",
     "EmbeddingsConfig",
     "ExamplesConfig",
@@ -58,6 +57,7 @@ __all__ = [
     "SYNTHETIC_KEYS",
     "SyntheticDatasetConfig",
     "SyntheticSource",
+    "default_cache",
     "embedder_from_record",
     "expand_base_url",
     "format_validation_error",
@@ -142,9 +142,22 @@ def _not_blank(text: str) -> str:
     return text
 
 
-#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
-#: working directory).
-DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
+def default_cache() -> Path:
+    """The response cache of a ``provider: openai`` config without a ``cache`` key (and of an
+    embeddings endpoint without one): ``promptevolver/cache.sqlite`` in the user's cache folder,
+    ``$XDG_CACHE_HOME`` (when set to an absolute path) else ``~/.cache``, as the XDG Base
+    Directory specification says. Read when a config is validated, so the environment of the run
+    decides; the run's config.yaml records the resolved path.
+
+    Why there, not in the working directory (a run started from a checkout wrote
+    ``.promptevolver/`` into it) nor in the run directory: the cache's worth is reuse across runs
+    and commands (a config run again, the seeds of a benchmark, ``evaluate`` and ``suggest``
+    after ``optimize``), keyed by what was asked; a run's own answers are already kept in its
+    directory by the journal, which a resume replays.
+    """
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "promptevolver" / "cache.sqlite"
 
 
 class BudgetConfig(_Strict):
@@ -178,7 +191,7 @@ class EmbeddingsConfig(_Strict):
             policy of :mod:`promptevolver.llm._retry`).
         batch_size: texts per request. dimensions: asked of the server (null: the model's own).
         cache: SQLite cache file of vectors by model and text (relative to the working
-            directory; null: memory only); default the response cache's file.
+            directory; null: memory only); default the response cache's file (:func:`default_cache`).
         on_failure: ``stop`` (default): an endpoint that cannot embed the pool stops the run
             with one line before any judge call; ``tfidf``: retrieve by TF-IDF instead, recorded
             in the store's ``similarity.fallback``.
@@ -191,7 +204,7 @@ class EmbeddingsConfig(_Strict):
     max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
     batch_size: int = Field(64, ge=1, le=2048)
     dimensions: int | None = Field(None, ge=1)
-    cache: Path | None = DEFAULT_CACHE
+    cache: Annotated[Path, AfterValidator(Path.expanduser)] | None = Field(default_factory=default_cache)
     on_failure: Literal["stop", "tfidf"] = "stop"
 
     @field_serializer("base_url")
@@ -549,8 +562,8 @@ class LLMConfig(_Strict):
 
     ``cache``: a SQLite response-cache file (relative paths are relative to the working
     directory, not the config file); a re-run answers repeated requests from it. ``null``: no
-    cache. Default: :data:`DEFAULT_CACHE` for ``provider: openai`` (re-runs cost nothing), none
-    for ``fake`` (its answers are free).
+    cache. Default: :func:`default_cache` (the user's cache folder) for ``provider: openai``
+    (re-runs cost nothing), none for ``fake`` (its answers are free).
     ``max_concurrency``: LLM requests in flight at once, for the whole run (judge and meta calls
     together; also the optimizer's ``max_concurrency``).
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
@@ -575,7 +588,7 @@ class LLMConfig(_Strict):
     max_concurrency: int = Field(16, ge=1)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     noise: float = Field(0.02, ge=0.0, le=0.5)
-    cache: Path | None = None
+    cache: Annotated[Path, AfterValidator(Path.expanduser)] | None = None  # ~ is the user's home
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
@@ -588,7 +601,7 @@ class LLMConfig(_Strict):
     @classmethod
     def _cache_on_by_default(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("provider") == "openai" and "cache" not in data:
-            return {**data, "cache": DEFAULT_CACHE}
+            return {**data, "cache": default_cache()}
         return data
 
     def client_arguments(self) -> dict[str, Any]:
