@@ -51,6 +51,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -336,48 +337,80 @@ def writers(work: Path) -> list[Row]:
         )
     )
     start = time.monotonic()
+    rows.append(_resume_one_metric_of_a_running_job(work, start))
+    return rows
+
+
+def _resume_one_metric_of_a_running_job(work: Path, start: float) -> Row:
+    from promptevolver.annotations import MetricAnnotation
+
+    data = MetricAnnotation.from_json(ROOT / "benchmarks" / "data" / "two_metrics.json")
+    judge = SimulatedJudgeLLM(dataset=data["helpfulness"], random_seed=3)  # answers both metrics
+    srv = LocalOpenAIServer(simulated_handler(judge), models=["sim"], latency_s=1.0).start()
     job_dir = work / "job"
     job = work / "job.yaml"
-    job.write_text(
-        (ROOT / "configs" / "two_metrics.yaml").read_text().replace("../benchmarks", str(ROOT / "benchmarks"))
-    )
-    first = subprocess.Popen(
-        [*CLI, "optimize", str(job), "-o", str(job_dir), "-q"], stderr=subprocess.PIPE, text=True
-    )
+    config = yaml.safe_load((ROOT / "configs" / "two_metrics.yaml").read_text())
+    config["dataset"] = str(ROOT / "benchmarks" / "data" / "two_metrics.json")
+    config["llm"] = {"provider": "openai", "model": "sim", "base_url": srv.base_url, "cache": None}
+    write_config(job, config)
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    command = [*CLI, "optimize", str(job), "-o", str(job_dir), "-q"]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     while first.poll() is None and not (job_dir / "helpfulness" / rundir.CHECKPOINT_FILE).exists():
         time.sleep(0.01)
-    tries, clear = 0, 0
-    while first.poll() is None and tries < 5:
-        proc = cli("optimize", "--resume", str(job_dir / "helpfulness"), "-q")
-        tries += 1
-        clear += one_clear_line(proc) and f"pid {first.pid}" in proc.stderr
-    first.wait(timeout=600)
+    resumes = [
+        subprocess.Popen(
+            [*CLI, "optimize", "--resume", str(job_dir / "helpfulness"), "-q"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
+    tries = clear = after = 0
+    for proc in resumes:  # each either ran into the job (refused naming it) or came after it
+        err = proc.communicate(timeout=900)[1]
+        one = proc.returncode == 1 and len(err.strip().splitlines()) == 1
+        if one and f"pid {first.pid}" in err:
+            tries += 1
+            clear += 1
+        elif (
+            one
+            and "another promptevolver process" in err
+            or proc.returncode == 0
+            and first.poll() is not None
+        ):
+            after += 1  # refused by another resume, or ran, once the job had ended
+        else:
+            tries += 1  # neither refused by the job nor after it: a second writer let in
+    first.wait(timeout=900)
     torn = sum(
         len(raw.splitlines()) - len([x for x in raw.splitlines() if _parses(x)])
         for raw in (p.read_text(errors="replace") for p in job_dir.rglob(rundir.JOURNAL_FILE))
     )
     alone = work / "alone"
+    srv.latency_s = 0.0
     cli("optimize", str(job), "-o", str(alone), "-q")
+    srv.stop()
     same = all(
         json.loads((job_dir / m / rundir.RESULT_FILE).read_text())["best_instructions"]
         == json.loads((alone / m / rundir.RESULT_FILE).read_text())["best_instructions"]
         for m in ("answer_correctness", "helpfulness")
     )
-    rows.append(
-        Row(
-            "optimize --resume JOB/metric while the job runs",
-            f"{tries} resumes during one job",
-            0,
-            0,
-            tries,
-            clear,
-            torn + (0 if same and first.returncode == 0 else 1),
-            round(time.monotonic() - start, 1),
-            f"job exit {first.returncode}; torn journal lines {torn}; each metric's result equals a job run "
-            f"alone: {'yes' if same else 'no'}",
-        )
+    return Row(
+        "optimize --resume JOB/metric while the job runs",
+        f"{tries} resumes during one job (3 processes at once)",
+        0,
+        0,
+        tries,
+        clear,
+        torn + (0 if same and first.returncode == 0 else 1),
+        round(time.monotonic() - start, 1),
+        f"job exit {first.returncode}; {after} resumes came after it (refused by another, or ran); "
+        f"torn journal lines {torn}; each "
+        f"metric's result equals a job run alone: {'yes' if same else 'no'}",
     )
-    return rows
 
 
 def _parses(line: str) -> bool:
@@ -856,15 +889,10 @@ def report(work: Path) -> list[Row]:
         "random_seed": 0,
     }
     proc = cli("optimize", str(write_config(work / "xss.yaml", config)), "-o", str(work / "xss"), "-q")
-    active = re.compile(
-        r"<script|<img(?! alt=\"[^\"<>]*\" src=\"plots/)|<iframe|\bon\w+\s*=|javascript:|<!--", re.I
-    )
     md = (work / "xss" / rundir.REPORT_MD).read_text() if proc.returncode == 0 else ""
     page = markdown.markdown(md, extensions=["tables", "fenced_code"])
     html_page = (work / "xss" / rundir.REPORT_HTML).read_text() if proc.returncode == 0 else ""
-    found = len(active.findall(page)) + len(
-        active.findall(re.sub(r'<img src="data:image/png;base64,[^"]*"', "", html_page))
-    )
+    found = len(active_markup(page)) + len(active_markup(html_page))
     return [
         Row(
             "hostile text in every string field of the annotations, report.md rendered by python-markdown",
@@ -878,6 +906,34 @@ def report(work: Path) -> list[Row]:
             "lost = active elements (script, img, iframe, on...=, javascript:, comments) rendered",
         )
     ]
+
+
+class _Active(HTMLParser):
+    """Active markup in a page: script, iframe, object and embed elements, images other than our
+    plots, event-handler attributes, ``javascript:`` links and sources, comments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag in ("script", "iframe", "object", "embed"):
+            self.found.append(tag)
+        if tag == "img" and not (values.get("src") or "").startswith(("plots/", "data:image/png;base64,")):
+            self.found.append("img")
+        for name, value in attrs:
+            if name.startswith("on") or (value or "").strip().lower().startswith("javascript:"):
+                self.found.append(f"{tag} {name}")
+
+    def handle_comment(self, data: str) -> None:
+        self.found.append("comment")
+
+
+def active_markup(page: str) -> list[str]:
+    parser = _Active()
+    parser.feed(page)
+    return parser.found
 
 
 def _numeric_keys() -> list[str]:

@@ -6,7 +6,7 @@ hostile text in every string field of the annotation file."""
 from __future__ import annotations
 
 import json
-import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,34 @@ PAYLOADS = [
     "<!-- hidden --><iframe src=//evil.example></iframe>",
     "&lt;script&gt;alert(4)&lt;/script&gt;",
 ]
-#: What must never appear in a rendered page from text that is not ours.
-ACTIVE = re.compile(r"<script|<img|<iframe|\bon\w+\s*=|javascript:|<!--", re.IGNORECASE)
+
+
+class _Active(HTMLParser):
+    """Active markup in a page: script, iframe, object and embed elements, images other than our
+    plots, event-handler attributes, ``javascript:`` links and sources, comments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag in ("script", "iframe", "object", "embed"):
+            self.found.append(tag)
+        if tag == "img" and not (values.get("src") or "").startswith(("plots/", "data:image/png;base64,")):
+            self.found.append("img")
+        for name, value in attrs:
+            if name.startswith("on") or (value or "").strip().lower().startswith("javascript:"):
+                self.found.append(f"{tag} {name}")
+
+    def handle_comment(self, data: str) -> None:
+        self.found.append("comment")
 
 
 def _active(page: str) -> list[str]:
-    """Active markup in a rendered page, our own plots (``plots/NAME.png``) aside."""
-    return ACTIVE.findall(re.sub(r'<img alt="[^"<>]*" src="plots/[a-z_]+\.png"', "", page))
+    parser = _Active()
+    parser.feed(page)
+    return parser.found
 
 
 def _poison(value: Any, counter: list[int]) -> Any:
@@ -82,12 +103,11 @@ def test_report_md_rendered_without_extensions_runs_nothing(hostile_run: Path) -
 
 def test_report_html_runs_nothing_of_the_samples(hostile_run: Path) -> None:
     page = (hostile_run / rundir.REPORT_HTML).read_text()
-    body = re.sub(r"<img src=\"data:image/png;base64,[^\"]*\"", "", page)  # our own plots
-    assert "alert(" in body and ACTIVE.findall(body) == []
+    assert "alert(" in page and _active(page) == []
 
 
 def test_a_fence_in_the_text_cannot_close_the_code_block() -> None:
     from promptevolver.report._render import Pre, Section, to_markdown
 
     md = to_markdown("t", [Section("s", [Pre("before\n```\n<script>x</script>\n```\nafter", "caption")])])
-    assert ACTIVE.findall(markdown.markdown(md, extensions=["fenced_code"])) == []
+    assert _active(markdown.markdown(md, extensions=["fenced_code"])) == []
