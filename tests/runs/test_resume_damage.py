@@ -228,3 +228,38 @@ def test_an_edit_that_only_extends_the_search_still_resumes(tmp_path: Path, fini
     config["optimizer"]["generations"] = 2
     (run / rundir.CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
     assert main(["optimize", "--resume", str(run), "-q"]) == 0
+
+
+def test_a_full_disk_stops_the_journal_once_and_calls_in_flight_are_dropped_quietly(tmp_path: Path) -> None:
+    """The first failed write raises (the run stops, naming the file); answers of calls still in
+    flight, and any arriving after the run closed the journal, are not written and raise nothing
+    (they printed 'I/O operation on closed file' tracebacks; they are asked again on resume)."""
+    import errno
+
+    from promptevolver.llm._base import Completion
+
+    journal = Journal(tmp_path / rundir.JOURNAL_FILE, fresh=True)
+    journal.record("a" * 64, "judge", Completion("ok", 1, 1))
+
+    class Full:
+        closed = False
+
+        def write(self, text: str) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+
+    real = journal._file
+    journal._file = Full()  # type: ignore[assignment]
+    with pytest.raises(OSError, match="No space left") as info:
+        journal.record("b" * 64, "judge", Completion("ok", 1, 1))
+    assert info.value.filename == str(tmp_path / rundir.JOURNAL_FILE)
+    journal.record("c" * 64, "judge", Completion("ok", 1, 1))  # in flight: dropped, no error
+    journal._file = real
+    journal.close()
+    journal.record("d" * 64, "judge", Completion("ok", 1, 1))  # after close: dropped, no error
+    assert [line["key"][0] for line in read_lines(tmp_path / rundir.JOURNAL_FILE)] == ["a"]

@@ -63,6 +63,7 @@ class Journal:
         )
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         self._file: IO[str] = os.fdopen(fd, "w", encoding="utf-8")
+        self._failed = False  # a write failed (a full disk): nothing more is written
         self.replayed = 0
 
     @property
@@ -139,10 +140,13 @@ class Journal:
                 self._file.close()
 
     def _write(self, line: dict[str, Any]) -> None:
+        if self._failed or self._file.closed:
+            return  # the run stops on the first error, raised once; calls still in flight are asked again
         try:
             self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
             self._file.flush()
         except OSError as exc:  # a full disk: the message names the file (a torn line is skipped on load)
+            self._failed = True
             if exc.filename is None:
                 exc.filename = str(self.path)
             raise
