@@ -448,19 +448,18 @@ def _marked(d: Path) -> bool:
     return marker.is_file() and not marker.is_symlink()
 
 
-def _unmarked_but_ours(d: Path) -> bool:
+def _unmarked_but_ours(d: Path, depth: int = 2) -> bool:
     """An empty folder, or a run (or job) written before :data:`OWNER_FILE` existed: nothing in it
-    but run files (and their leftovers) and run folders, and a result.json or checkpoint.json of
-    ours in it or in one of its folders."""
+    but run files (and their leftovers) and run folders (``depth`` levels down at most: a job's
+    metric folders), and a result.json or checkpoint.json of ours in it or in one of its folders."""
     entries = [p for p in d.iterdir() if p.name != LOCK_FILE]
     if not entries:
         return True
     known = {*RUN_FILES, OWNER_FILE}
     for p in entries:
         leftover = p.name.endswith(".tmp") and any(p.name.startswith(f".{n}.") for n in RUN_FILES)
-        if p.is_symlink() or not (
-            p.name in known or leftover or (p.is_dir() and (_marked(p) or _unmarked_but_ours(p)))
-        ):
+        folder = p.is_dir() and depth > 0 and (_marked(p) or _unmarked_but_ours(p, depth - 1))
+        if p.is_symlink() or not (p.name in known or leftover or folder):
             return False
     return _holds_a_run(d) or any(p.is_dir() and _holds_a_run(p) for p in entries)
 
