@@ -247,7 +247,17 @@ def test_resume_accepts_a_longer_run(run, tmp_path):
 # --- evaluate ----------------------------------------------------------------------------------------
 
 
-def test_evaluate_on_the_validation_split_reproduces_the_runs_score(run, capsys):
+@pytest.fixture(scope="module")
+def held_out_run(tmp_path_factory) -> Path:
+    """The bundled run in the held-out regime (no refit: a validation part is set aside)."""
+    directory = tmp_path_factory.mktemp("cli") / "ac"
+    args = ["optimize", str(AC_CONFIG), "--output", str(directory), "-q"]
+    assert main([*args, "--set", "optimizer.refit_below=0", "--set", "optimizer.small_data=0"]) == 0
+    return directory
+
+
+def test_evaluate_on_the_validation_split_reproduces_the_runs_score(held_out_run, capsys):
+    run = held_out_run
     assert (
         main(["evaluate", str(AC_CONFIG), "-i", str(run / "result.json"), "--split", "validation", "--json"])
         == 0
@@ -443,3 +453,20 @@ def test_the_interrupt_line_names_only_the_files_the_run_directory_holds(tmp_pat
     for key, name in names.items():
         assert (name in line) == (key in files), line
     assert ("--resume" in line) == bool(files)
+
+
+def test_evaluate_on_a_refit_scores_every_sample_and_says_it_is_in_sample(run, capsys):
+    """Small data: the chosen judge was refit on every annotation, so no sample is held out from it:
+    evaluate scores all of them and says the figure is in-sample, naming the run's cross-validated
+    one; --split validation is refused with that reason."""
+    result = json.loads((run / "result.json").read_text())
+    assert result["final_choice"]["regime"] == "cross-validated" and result["best_id"] != 0
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(run), "--json"]) == 0
+    out = capsys.readouterr()
+    card = json.loads(out.out)
+    assert "warning" in out.err and "in-sample" in out.err and "cross-validated" in out.err
+    assert card["split"] == "all" and card["n"] == result["split"]["train"]
+    figure = f"{result['scores']['best']['cross_validated']:.3f}"
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(run), "--split", "validation"]) == 2
+    err = capsys.readouterr().err
+    assert "refit on every annotation" in err and figure in err and "--split all" in err

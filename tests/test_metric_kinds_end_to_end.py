@@ -36,11 +36,12 @@ def test_a_numeric_metric_is_optimized_with_mse_and_never_chosen_worse_than_the_
     result = optimize(config, tmp_path / "run")
     assert result["loss"] == {"name": "MSELoss", "reduction": "mean", "higher_is_better": False}
     seed, best = result["scores"]["seed"], result["scores"]["best"]
-    assert best["validation"] <= seed["validation"]
+    honest = "cross_validated" if "cross_validated" in best else "validation"  # small data: a refit
+    assert best[honest] <= seed[honest]
     if result["stages"].get("search", {}).get("ran"):
         assert best["train"] < seed["train"], "the search found a lower train MSE"
     else:  # the pipeline judged held-out samples only: train is not measured, and says so
-        assert best["validation"] < seed["validation"] and best["train"] is None
+        assert best[honest] < seed[honest] and best["train"] is None
     assert result["best_instructions"].keys() == result["seed_instructions"].keys()
     assert result["usage"]["llm_calls"]["judge"] > 0 and result["usage"]["llm_calls"]["meta"] > 0
     assert [u["reason"] for u in result["split"]["unusable"]] == [
@@ -61,19 +62,35 @@ def test_the_two_prompt_metric_improves_both_prompts_and_its_score_is_reproducib
 
 
 def test_the_chosen_rubric_instructions_score_lower_mse_when_judged_again(tmp_path):
-    """The result's validation MSE is what a fresh judge with the best instructions gets there."""
+    """The result's held-out MSE is what a fresh judge gets there: the best instructions on the
+    validation samples, or, for a refit on small data, each fold's candidate on its own fold (the
+    cross-validated figure, ``final_choice.judged_by``)."""
     result = optimize(RUBRIC, tmp_path / "run")
     config = load_run_config(RUBRIC)
     with pytest.warns(UnusableSamplesWarning, match="non-binary metric without a target"):
         dataset = load_dataset(config)
     llm = build_llm(config.llm, dataset=dataset, random_seed=result["random_seed"])
     evaluator = Evaluator(metric=build_metric(config.metric), llm=llm, dataset=dataset, max_concurrency=8)
-    positions = result["split"]["validation_positions"]
+    judged_by = {int(p): c for p, c in (result["final_choice"].get("judged_by") or {}).items()}
+    lineage = {c["id"]: c["instructions"] for c in result["lineage"]}
+    if judged_by:  # a refit: its figure is cross-validated, each sample judged by a fold's candidate
+        positions = sorted(judged_by)
+        focus = result["split"]["focus"]["train"]
+        weights = dict(zip(focus["positions"], focus["weights"]))
+        sources = {"seed": {p: 0 for p in positions}, "best": judged_by}
+        honest = "cross_validated"
+    else:
+        positions = result["split"]["validation_positions"]
+        weights, honest = None, "validation"
+        sources = {"seed": {p: 0 for p in positions}, "best": {p: result["best_id"] for p in positions}}
     figures = {}
     for who in ("seed", "best"):
-        judged = asyncio.run(evaluator.evaluate(result[f"{who}_instructions"], positions))
-        figures[who] = agreement_of(judged, positions, dataset.labels(), binary=False)
-        assert figures[who].mse == pytest.approx(result["scores"][who]["validation"])
+        judged = {}
+        for c in set(sources[who].values()):
+            mine = [p for p in positions if sources[who][p] == c]
+            judged.update(asyncio.run(evaluator.evaluate(lineage[c], mine)))
+        figures[who] = agreement_of(judged, positions, dataset.labels(), binary=False, weights=weights)
+        assert figures[who].mse == pytest.approx(result["scores"][who][honest])
     assert figures["best"].mse is not None and figures["seed"].mse is not None
     assert figures["best"].mse < figures["seed"].mse
     assert figures["best"].ordinal and figures["best"].within_one is not None

@@ -232,3 +232,59 @@ def test_leftover_temporary_files_of_a_kill_are_removed_and_nothing_else(tmp_pat
     assert sorted(rundir.remove_leftovers(tmp_path)) == sorted(ours)
     assert not any(p.exists() for p in ours) and all(p.exists() for p in theirs)
     assert rundir.remove_leftovers(tmp_path) == []
+
+
+# --- file locks and modes --------------------------------------------------------------------------
+
+
+def test_a_rewritten_file_keeps_its_mode_and_a_new_one_follows_the_umask(tmp_path):
+    private = tmp_path / "labels.json"
+    private.write_text("{}")
+    private.chmod(0o600)
+    rundir.write_atomic(private, "{}\n")
+    assert private.stat().st_mode & 0o777 == 0o600
+    old = os.umask(0o027)
+    try:
+        fresh = rundir.write_atomic(tmp_path / "new.json", "{}")
+    finally:
+        os.umask(old)
+    assert fresh.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_second_holder_of_a_file_lock_is_refused_naming_the_first(tmp_path):
+    target = tmp_path / "labels.json"  # need not exist
+    with rundir.locked_file(target, use="reviewed") as lock:
+        assert lock == rundir.file_lock_path(target) == tmp_path / ".labels.json.lock"
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+        with pytest.raises(RunDirError) as exc, rundir.locked_file(target, use="reviewed"):
+            pass
+        assert str(exc.value).startswith(f"{target} is being reviewed by another promptevolver process")
+        assert f"pid {os.getpid()}" in str(exc.value)
+    assert not lock.exists()
+    with rundir.locked_file(target):  # free again
+        pass
+
+
+def test_a_file_lock_left_by_a_killed_holder_is_taken_over(tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "labels.json"
+    code = (
+        "import sys, time\n"
+        "from promptevolver import rundir\n"
+        f"with rundir.locked_file({str(target)!r}):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirError, match=f"pid {holder.pid}"), rundir.locked_file(target):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert rundir.file_lock_path(target).exists()  # SIGKILL leaves the file, not the lock
+    with rundir.locked_file(target) as lock:
+        assert json.loads(lock.read_text())["pid"] == os.getpid()

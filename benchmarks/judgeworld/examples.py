@@ -112,30 +112,11 @@ def run_one(args: argparse.Namespace, world: World, key: str, method: str) -> di
 
 
 def score(args: argparse.Namespace, world: World, record: dict[str, Any]) -> None:
-    """Expected test accuracy of the record's judge, with its examples (judgeworld World.score)."""
-    from world import Params, resolve_world
+    """Expected test accuracy of the record's judge, with its examples (score_judge.py)."""
+    from score_judge import score_result
 
-    from promptevolver.optimizers._result import _store
-
-    w = resolve_world(str(world.path), None)
-    index = {(s.user_input or "", s.response or ""): i for i, s in enumerate(w.samples) if s.canonical == i}
     result = json.loads(Path(record["result_path"]).read_text(encoding="utf-8"))
-    block = result.get("examples") or {}
-    demos = None
-    if block.get("policy", "none") != "none":
-        store = _store(block["store"])
-
-        def demos(i: int) -> list[tuple[int, int, str | None]]:
-            s = w.samples[i]
-            shown = store.examples_for(block["policy"], {"user_input": s.user_input, "response": s.response})
-            out = []
-            for ex in shown:
-                j = index[(ex.metric_input.get("user_input") or "", ex.metric_input.get("response") or "")]
-                reason = (ex.expected_output(store.prompt_name or "") or {}).get("reason")
-                out.append((j, int(ex.human_label(binary=True) or 0), reason))
-            return out
-
-    r = w.score(record["instruction"], Params(), "test", 0, draws=1, demos=demos)
+    r = score_result(args.judgeworld, world.path, result)
     record["test_expected"] = round(r["accuracy_expected"], 4)
     record["test_n"] = r["n"]
 

@@ -48,7 +48,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 from jw import (  # noqa: E402
     LEXICONS,
@@ -211,6 +212,16 @@ def reference_record(a: argparse.Namespace, world: World) -> dict[str, Any]:
     }
 
 
+def _score_with_examples(a: argparse.Namespace, ctx: Context, world: Any, result: Path) -> dict[str, Any]:
+    """score_judge.py under ours' interpreter: the chosen judge's expected test accuracy with its
+    examples (``policy`` none: its instruction's, as score.py gives)."""
+    cmd = [ctx.ours_python, str(HERE / "score_judge.py"), "--judgeworld", str(a.judgeworld)]
+    cmd += ["--world", str(world.path), "--result", str(result)]
+    env = jw_env(a.train_frac, {"PYTHONPATH": str(ctx.ours_src)})
+    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True).stdout
+    return dict(json.loads(out))
+
+
 def _score_fields(r: dict[str, Any]) -> dict[str, Any]:
     return {
         "expected": r["accuracy_expected"],
@@ -311,6 +322,12 @@ def run_one(a: argparse.Namespace, ctx: Context, world: World, method: Method, s
     rec.update(outcome.extra)
     rows = score_instruction(a.judgeworld, world, outcome.instruction, run_dir, train_frac=a.train_frac)
     rec["test"] = _score_fields(rows[0])
+    if method.name.startswith("ours"):  # the chosen judge as a whole: its teaching examples too
+        whole = _score_with_examples(a, ctx, world, run_dir / "out" / "result.json")
+        rec["test"]["examples"] = whole["policy"]
+        if whole["policy"] != "none":
+            rec["test_instruction_only"] = dict(rec["test"])
+            rec["test"]["expected"] = whole["accuracy_expected"]
     if "seed_instruction" in outcome.extra:
         rows = score_instruction(
             a.judgeworld, world, outcome.extra["seed_instruction"], run_dir / "seed", train_frac=a.train_frac

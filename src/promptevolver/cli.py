@@ -1,4 +1,4 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | review``.
 
 Conventions (every command):
 
@@ -93,6 +93,15 @@ See docs/examples.md.""",
 annotation file (its labels are ignored). Writes one JSON line per suggested trace, best first
 (metric_input, score, why, verdicts, ...) to --out or stdout; a summary line (traces judged, judge
 calls, the LLM used) goes to stderr. See docs/suggest.md.""",
+    "review": """examples:
+  promptevolver review annotations.json                       # label or correct the judge's verdicts
+  promptevolver review labels.json --pool to_annotate.jsonl   # suggest's output: its order and why
+  promptevolver review labels.json --run runs/ac --pool traces.jsonl   # ranked by suggest first
+  promptevolver review annotations.json --run runs/ac --port 8765 --open
+
+Prints the page's URL (127.0.0.1, with its token) as the first line on stdout; open it in a
+browser. Each label is written into FILE (Ragas' annotation format) the moment it is given; FILE is
+created on the first label when --pool is given. One review per file at a time. See docs/review.md.""",
 }
 
 
@@ -255,6 +264,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="extra answers of the chosen judge per trace (2)",
     )
+    sug.add_argument(
+        "--calibration",
+        type=_count,
+        default=60,
+        metavar="C",
+        help="annotated samples judged to learn which votes point at the judge's mistakes (60; 0: none)",
+    )
+    rev = command("review", "label what the judge got wrong on a local page (127.0.0.1 only)", overridable)
+    rev.add_argument("file", type=Path, metavar="FILE", help="the annotation file the labels go into")
+    rev.add_argument("--pool", type=Path, metavar="POOL", help="traces to label (JSONL, or suggest's output)")
+    rev.add_argument("--run", type=Path, metavar="RUN", help="a finished run: its chosen judge's verdicts")
+    rev.add_argument("--metric", metavar="NAME", help="the metric of a file holding several")
+    rev.add_argument(
+        "--port", type=_count, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
+    )
+    rev.add_argument("--open", action="store_true", help="open the page in the default browser")
     return parser
 
 
@@ -514,6 +539,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.runs._evaluate import (
         learned_from_validation,
         other_metric,
+        refit_on_every_sample,
         run_of,
         score_instructions,
         validation_positions,
@@ -526,7 +552,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.samples_out is not None:
         rundir.check_writable(args.samples_out)  # before any call is spent on what it would hold
     run_dir = run_of(args.instructions, args.run)
-    split = args.split or ("validation" if run_dir is not None else "all")
+    refit = refit_on_every_sample(run_dir, instructions) if run_dir is not None else None
+    split = args.split or ("validation" if run_dir is not None and refit is None else "all")
+    if refit is not None and split == "all":
+        warnings.warn(refit, stacklevel=1)
+    elif refit is not None:
+        raise UsageError(f"--split validation: {refit}; --split all scores every usable sample")
     if split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
     if split == "all" and run_dir is not None and (mismatch := other_metric(run_dir, config)):
@@ -647,7 +678,13 @@ def _suggest(args: argparse.Namespace) -> int:
     if args.out is not None:
         rundir.check_writable(args.out)  # before any call is spent on what it would hold
     found = suggest(
-        args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+        args.run_dir,
+        args.pool,
+        n=args.n,
+        max_calls=args.max_calls,
+        reasks=args.reasks,
+        calibration=args.calibration,
+        edit=_edit(args),
     )
     lines = [json.dumps(s.to_dict(), ensure_ascii=False) for s in found.suggestions]
     text = "".join(line + "\n" for line in lines)
@@ -658,6 +695,21 @@ def _suggest(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"promptevolver: {found.summary()}", file=sys.stderr)
     return 0
+
+
+def _review(args: argparse.Namespace) -> int:
+    from promptevolver.runs._review import review
+
+    return review(
+        args.file,
+        pool=args.pool,
+        run=args.run,
+        metric_name=args.metric,
+        port=args.port,
+        open_browser=args.open,
+        edit=_edit(args),
+        say=lambda line: _say(args, f"promptevolver: {line}"),
+    )
 
 
 def _examples(args: argparse.Namespace) -> int:
@@ -702,6 +754,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench": _bench,
     "suggest": _suggest,
     "examples": _examples,
+    "review": _review,
 }
 
 

@@ -5,6 +5,7 @@
     PromptEvolverError                 root: catch this to catch everything of ours
     ├── AnnotationError                malformed annotation file or sample (file, sample, field)
     │   ├── AnnotationKeyError         unknown metric, field or stratify key (also a KeyError)
+    │   ├── AnnotationFileNotFoundError  no such annotation file (also a FileNotFoundError)
     │   └── InsufficientDataError      too few usable annotations to optimize
     ├── ConfigError                    invalid config (file, key path)
     ├── CacheError                     the response cache file cannot be used (path)
@@ -27,11 +28,13 @@ Messages never contain API keys.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 __all__ = [
     "AnnotationError",
     "AnswerTooLongError",
+    "AnnotationFileNotFoundError",
     "AnnotationKeyError",
     "BudgetExceededError",
     "CacheError",
@@ -98,6 +101,22 @@ class AnnotationKeyError(AnnotationError, KeyError):
     """
 
     def __str__(self) -> str:  # KeyError's own __str__ would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class AnnotationFileNotFoundError(AnnotationError, FileNotFoundError):
+    """An annotation file that does not exist (names the path).
+
+    Also a ``FileNotFoundError`` (``errno`` ENOENT, ``filename`` the path), so ``except
+    FileNotFoundError`` written against Ragas keeps working, and ``except AnnotationError``
+    (a ``ValueError``) catches it with every other bad-input error of ours.
+    """
+
+    def __init__(self, message: str, *, path: str | Path) -> None:
+        super().__init__(message, path=path)
+        self.errno, self.filename = errno.ENOENT, str(path)
+
+    def __str__(self) -> str:  # OSError's own __str__ would print "[Errno 2] None: ..."
         return str(self.args[0]) if self.args else ""
 
 

@@ -32,6 +32,7 @@ One process at a time writes a run directory: :func:`locked` takes an exclusive 
 and a second process is refused with a line naming the holder's pid, host and start time. Every
 writer takes it: ``optimize`` (and a job, on its folder and each metric's), the optimizer given a
 ``run_dir``, ``report``, ``examples`` and ``bench``; a process that holds it may take it again.
+:func:`locked_file` does the same for one file outside a run directory (``.NAME.lock`` beside it).
 
 Readers: :func:`read_result` (the one parser of ``result.json``), :func:`read_config`,
 :func:`load_instructions` (a run's best instructions, for ``evaluate`` and
@@ -93,8 +94,10 @@ __all__ = [
     "own_folder",
     "read_owner",
     "remove_leftovers",
+    "file_lock_path",
     "load_instructions",
     "locked",
+    "locked_file",
     "metric_config_near",
     "prompt_name_near",
     "read_config",
@@ -171,9 +174,10 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
 
     The bytes go to a temporary file in the same folder, are flushed to disk (fsync) and renamed
     over ``path``: readers see the old file or the new one, never a mix. On any failure (a full
-    disk, an interrupt) the temporary file is removed and the old file is left untouched. The
+    disk, an interrupt) the temporary file is removed and the old file is left untouched. A new
     file's mode is what the umask leaves of 0o666, as for any file a program creates (0o644
-    under umask 022), so others can read a report where the umask lets them.
+    under umask 022), so others can read a report where the umask lets them; a file replaced
+    keeps its mode.
 
     Raises:
         RunDirError: ``path`` is a symbolic link (never written through or over: it may point
@@ -189,6 +193,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
+            _keep_mode(fh.fileno(), target)
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException as exc:
@@ -198,6 +203,16 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
             exc.filename = str(target)  # a full disk's message names the file
         raise
     return target
+
+
+def _keep_mode(fd: int, target: Path) -> None:
+    """Give the new file the permissions of the file it replaces, if any: a file its owner made
+    private (0o600) stays private when it is rewritten."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return
+    os.fchmod(fd, stat.S_IMODE(mode))
 
 
 def _create_temporary(target: Path) -> tuple[int, str]:
@@ -315,36 +330,63 @@ def locked(directory: str | Path) -> Iterator[Path]:
             _release(key)
         return
     check_ours(d)
-    path = d / LOCK_FILE
     try:
         d.mkdir(parents=True, exist_ok=True)
-        fd = _take_lock(d, path)
-    except (PermissionError, FileNotFoundError, NotADirectoryError) as exc:
-        raise _unwritable(d, exc) from None
     except OSError as exc:
-        if exc.errno != errno.EROFS:
-            raise
         raise _unwritable(d, exc) from None
-    try:
+    with _held(d / LOCK_FILE, lambda path: _in_use(d, path), folder=d) as path:
         _mark(d)
-        os.ftruncate(fd, 0)
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
-        os.write(fd, json.dumps(holder).encode())
         with _HELD_GUARD:
             _HELD[key] = 1
         try:
             yield path
         finally:
             _release(key)
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        os.close(fd)  # releases the lock
 
 
-def _take_lock(d: Path, path: Path) -> int:
-    """A descriptor of ``path`` holding its exclusive flock (see :func:`locked`)."""
+def file_lock_path(path: str | Path) -> Path:
+    """The lock file of :func:`locked_file` for the file ``path``: ``.NAME.lock`` beside it."""
+    p = Path(path)
+    return p.parent / f".{p.name}.lock"
+
+
+@contextlib.contextmanager
+def locked_file(path: str | Path, *, use: str = "written") -> Iterator[Path]:
+    """Hold an exclusive lock on the file ``path`` (which need not exist yet) for the ``with``
+    block, as :func:`locked` does for a run directory; yields the lock file's path
+    (:func:`file_lock_path`, removed at the end; a kill leaves it, unlocked, for the next holder).
+
+    A process writing a file outside a run directory (an annotation file a review page labels)
+    takes it, so two never write that file at once; the file is still replaced atomically
+    (:func:`write_atomic`), so its readers need no lock.
+
+    Args:
+        use: what the holder does with the file, for the refusal (``written``, ``reviewed``).
+
+    Raises:
+        RunDirError: another process holds the lock (the message names its pid, host and start),
+            or the lock file's name is a symbolic link.
+        OSError: the lock file cannot be created (a missing or read-only folder).
+    """
+    target = Path(path)
+
+    def refused(lock: Path) -> RunDirError:
+        return RunDirError(
+            f"{target} is being {use} by another promptevolver process ({_holder(lock)}); nothing "
+            "was changed. Use that one, or stop it first"
+        )
+
+    with _held(file_lock_path(target), refused) as lock:
+        yield lock
+
+
+@contextlib.contextmanager
+def _held(
+    path: Path, refused: Callable[[Path], RunDirError], *, folder: Path | None = None
+) -> Iterator[Path]:
+    """The exclusive ``flock`` on the lock file ``path`` (see :func:`locked`), holder recorded;
+    opened with ``O_NOFOLLOW`` (a link at its name is refused). ``folder``: the run directory,
+    named when the file cannot be created there (read-only, no rights)."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     while True:
         try:
@@ -352,15 +394,31 @@ def _take_lock(d: Path, path: Path) -> int:
         except OSError as exc:
             if path.is_symlink():
                 raise _link_error(path) from None
-            raise exc
+            if folder is not None and (_denied(exc) or exc.errno == errno.EROFS):
+                raise _unwritable(folder, exc) from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise _in_use(d, path) from None
+            raise refused(path) from None
         if _same_file(fd, path):
-            return fd
+            break
         os.close(fd)  # its holder removed the file as we locked it: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
+        os.write(fd, json.dumps(holder).encode())
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)  # releases the lock
+
+
+def _denied(exc: OSError) -> bool:
+    return isinstance(exc, PermissionError | FileNotFoundError | NotADirectoryError)
 
 
 def _unwritable(d: Path, exc: OSError) -> RunDirError:

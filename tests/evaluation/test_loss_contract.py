@@ -1,5 +1,6 @@
 """The Loss contract suite (promptevolver.testing.contracts) on every loss we ship: binary
-accuracy and F1, and the mean squared error (mean and sum) on a 1-5 scale."""
+accuracy and F1, the mean squared error (mean and sum) on a 1-5 scale, and a loss written as in
+Ragas (its own ``__call__(predicted, actual)``)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,21 @@ class TestMSE(LossContract):
 class TestMSESum(TestMSE):
     def make_loss(self) -> MSELoss:
         return MSELoss(reduction="sum")
+
+
+class RagasStyleAccuracy(Loss):
+    """A loss of one's own written as in Ragas (``__call__(predicted, actual)``), with a direction."""
+
+    higher_is_better = True
+    best_possible = 1.0
+
+    def __call__(self, predicted: list[float], actual: list[float]) -> float:  # type: ignore[override]
+        return sum(p == a for p, a in zip(predicted, actual)) / len(actual)
+
+
+class TestRagasStyleLoss(LossContract):
+    def make_loss(self) -> Loss:
+        return RagasStyleAccuracy()
 
 
 class _Backwards(Loss):

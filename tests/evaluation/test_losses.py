@@ -1,4 +1,5 @@
-"""Losses: values against scikit-learn/numpy, direction, keyword-only calls and input checks."""
+"""Losses: values against scikit-learn/numpy, direction, our keyword call and Ragas' positional
+one, options set as Ragas sets them, a loss written as in Ragas, and input checks."""
 
 from __future__ import annotations
 
@@ -114,12 +115,25 @@ def test_mse_per_sample_quality_ranks_candidates_as_the_mse_does(pair, other) ->
 # --- Calling conventions and errors -------------------------------------------------------------
 
 
+def test_ragas_positional_call_takes_predictions_first() -> None:
+    assert BinaryMetricLoss()([1, 0, 1], [1, 1, 1]) == pytest.approx(2 / 3)  # Ragas 0.4.3: 0.667
+    assert MSELoss()([1.0, 2.0], [1.0, 4.0]) == 2.0
+    f1 = BinaryMetricLoss(metric="f1_score")
+    assert f1([1, 0, 1], [1, 1, 1]) == f1(predicted=[1, 0, 1], actual=[1, 1, 1]) == pytest.approx(0.8)
+    loss = MissedPositives()  # asymmetric: the order is checked, not only the value
+    assert loss([0, 0, 1, 1], [1, 1, 1, 0]) == loss(y_pred=[0, 0, 1, 1], y_true=[1, 1, 1, 0]) == 2.0
+
+
 @pytest.mark.parametrize("loss", [BinaryMetricLoss(), MSELoss()], ids=repr)
-def test_positional_call_is_a_type_error(loss: Loss) -> None:
-    with pytest.raises(TypeError):
-        loss([0, 1], [0, 1])  # type: ignore[call-arg]
-    with pytest.raises(TypeError):
-        loss([0, 1], y_pred=[0, 1])  # type: ignore[call-arg]
+def test_a_quantity_given_twice_or_missing_is_a_type_error(loss: Loss) -> None:
+    with pytest.raises(TypeError, match="y_true is given twice"):
+        loss([0, 1], [0, 1], y_true=[0, 1])
+    with pytest.raises(TypeError, match="y_pred is given twice"):
+        loss([0, 1], y_pred=[0, 1], y_true=[0, 1])
+    with pytest.raises(TypeError, match="needs y_pred="):
+        loss(y_true=[0, 1])
+    with pytest.raises(TypeError, match="needs y_true="):
+        loss([0, 1])
 
 
 @pytest.mark.parametrize(
@@ -194,6 +208,44 @@ def test_constructor_options_are_keyword_only() -> None:
         MSELoss("sum")  # type: ignore[call-arg]
 
 
+@pytest.mark.parametrize(
+    ("loss", "option", "value", "label"),
+    [
+        (BinaryMetricLoss(), "metric", "precision", ([1, 0], [1, 1])),
+        (MSELoss(), "reduction", "median", ([1.0, 2.0], [1.0, 4.0])),
+    ],
+    ids=["metric", "reduction"],
+)
+def test_a_misspelt_option_set_as_an_attribute_is_refused_at_the_next_use(
+    loss: Loss, option: str, value: str, label: tuple[list[float], list[float]]
+) -> None:
+    """Ragas' options are attributes (``loss.metric = "f1_score"``): the same works here, and an
+    unknown value raises instead of silently computing F1 or the mean."""
+    setattr(loss, option, value)
+    with pytest.raises(ValueError, match=f"{option} must be .*got '{value}'"):
+        loss(*label)
+    with pytest.raises(ValueError, match=option):
+        loss.describe()  # what an optimizer reads before its first call
+
+
+def test_options_as_ragas_sets_them_attributes_and_subclass_attributes() -> None:
+    loss = BinaryMetricLoss()
+    loss.metric = "f1_score"
+    assert loss([0, 0], [0, 0]) == 1.0 and loss.describe()["metric"] == "f1_score"
+
+    class SumOfSquares(MSELoss):
+        reduction = "sum"
+
+    assert SumOfSquares()([1.0, 2.0], [1.0, 4.0]) == 4.0
+    assert SumOfSquares(reduction="mean")([1.0, 2.0], [1.0, 4.0]) == 2.0
+
+    class Precision(BinaryMetricLoss):
+        metric = "precision"  # type: ignore[assignment]
+
+    with pytest.raises(ValueError, match="got 'precision'"):
+        Precision()
+
+
 class MissedPositives(Loss):
     """Asymmetric: counts human positives the judge missed (false negatives)."""
 
@@ -216,3 +268,85 @@ def test_custom_loss_receives_arguments_unswapped() -> None:
     assert loss(y_pred=[0, 0, 1, 1], y_true=[1, 1, 1, 0]) == 2.0  # keyword order is irrelevant
     assert loss(y_true=[0, 0, 1, 1], y_pred=[1, 1, 1, 0]) == 1.0
     assert loss.better(1.0, 2.0)
+
+
+# --- A loss written as in Ragas -----------------------------------------------------------------
+
+
+class RagasStyleFalseNegatives(Loss):
+    """Ragas' shape: ``__call__(self, predicted, actual)`` is the computation (asymmetric)."""
+
+    higher_is_better = False
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[float], list[float]]] = []
+
+    def __call__(self, predicted: list[float], actual: list[float]) -> float:  # type: ignore[override]
+        self.calls.append((predicted, actual))
+        return float(sum(a == 1 and p == 0 for p, a in zip(predicted, actual)))
+
+
+def test_a_ragas_style_loss_instantiates_and_gets_predictions_first_in_every_shape() -> None:
+    loss = RagasStyleFalseNegatives()
+    predicted, actual = [0, 0, 1, 1], [1, 1, 1, 0]
+    assert loss(predicted, actual) == 2.0
+    assert loss(predicted=predicted, actual=actual) == 2.0
+    assert loss(y_true=actual, y_pred=predicted) == 2.0  # the optimizer's call
+    assert loss.calls == [([0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0])] * 3  # lists of floats
+    assert loss.better(1.0, 2.0) and loss.worst() == math.inf
+    with pytest.raises(ValueError, match="differ in length"):
+        loss([0, 1], [1])  # validated before the subclass sees it (Ragas' zip truncated)
+
+
+def test_a_ragas_style_loss_without_a_direction_is_refused_where_an_optimizer_needs_it() -> None:
+    class Agreement(Loss):
+        def __call__(self, predicted: list[float], actual: list[float]) -> float:  # type: ignore[override]
+            return sum(p == a for p, a in zip(predicted, actual)) / len(actual)
+
+    loss = Agreement()
+    assert loss([1, 0], [1, 1]) == 0.5  # usable on its own
+    for use in (loss.worst, loss.describe, lambda: loss.better(1.0, 0.0)):
+        with pytest.raises(TypeError, match="Agreement declares no direction: set higher_is_better"):
+            use()
+
+
+@pytest.mark.parametrize("returned", [math.nan, math.inf, None, "high"])
+def test_a_ragas_style_loss_returning_no_finite_number_is_refused(returned: object) -> None:
+    class Broken(Loss):
+        higher_is_better = True
+
+        def __call__(self, predicted: list[float], actual: list[float]) -> float:  # type: ignore[override]
+            return returned  # type: ignore[return-value]
+
+    with pytest.raises(ValueError, match="Broken.__call__ returned .*not a finite number"):
+        Broken()([1], [1])
+
+
+def test_a_subclass_of_a_shipped_loss_overriding_call_keeps_its_own_call() -> None:
+    """Only a loss with no computation of its own is taken as Ragas-shaped: a subclass of
+    BinaryMetricLoss that wraps ``__call__`` and calls ``super()`` does not recurse."""
+
+    class Counted(BinaryMetricLoss):
+        calls = 0
+
+        def __call__(self, *args: object, **kwargs: object) -> float:  # type: ignore[override]
+            type(self).calls += 1
+            return super().__call__(*args, **kwargs)  # type: ignore[arg-type]
+
+    loss = Counted()
+    assert loss([1, 0, 1], [1, 1, 1]) == pytest.approx(2 / 3) and Counted.calls == 1
+
+
+def test_a_pydantic_model_may_hold_a_loss() -> None:
+    """Ragas' ``Loss`` declares a pydantic schema (a config holding a loss); ours accepts any
+    instance as is and refuses anything else."""
+    from pydantic import BaseModel, ValidationError
+
+    class Holder(BaseModel):
+        loss: Loss
+
+    loss = BinaryMetricLoss(metric="f1_score")
+    assert Holder(loss=loss).loss is loss
+    assert isinstance(Holder(loss=RagasStyleFalseNegatives()).loss, RagasStyleFalseNegatives)
+    with pytest.raises(ValidationError, match="instance of Loss"):
+        Holder(loss="accuracy")  # type: ignore[arg-type]

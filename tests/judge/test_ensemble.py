@@ -498,7 +498,7 @@ def test_genetic_optimizer_optimizes_a_three_judge_ensemble(ac_dataset):
     assert sorted(set(llm.judge_indices)) == [0, 1, 2]
     assert [llm.judge_indices.count(i) for i in range(3)] == [len(events)] * 3
     assert all(e.judgement.details is not None and len(e.judgement.details["reasons"]) == 3 for e in events)
-    assert result.scores["best"]["validation"] >= result.scores["seed"]["validation"]
+    assert result.held_out["best"] >= result.held_out["seed"]
     assert set(result.best_instructions) == {PROMPT}
     again, _, _ = optimize_with_ensemble(ac_dataset)  # twin run: concurrency does not change it
     assert dict(again) == dict(result) and again.history == result.history

@@ -109,4 +109,4 @@ def test_the_pipeline_ends_with_a_result_within_any_budget_it_accepts(dataset, s
     except BudgetExceededError:
         return  # refused up front, before any call: also within the budget
     assert llm.usage.total_calls <= limit
-    assert result.scores["seed"]["validation"] is not None
+    assert result.held_out["seed"] is not None

@@ -199,7 +199,7 @@ def test_the_search_runs_when_no_rung_beats_the_seed():
         word = "careful" if distilling else "mutated"
         return json.dumps({"instruction": f"{word} {request.sample_index}"})
 
-    result = _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=2)
+    result = _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=2, refit_below=0)
     assert distilled["calls"] > 0
     assert result.stages["search"]["ran"] is True
     assert "no rung" in result.stages["search"]["why"]
@@ -304,7 +304,7 @@ def test_the_search_never_applies_a_sample_fact():
     samples = [s.model_dump() for s in ds]
     samples[3]["metric_input"]["response"] = "answer 3 about Zyxwvut"
     ds = type(ds).model_validate({"name": ds.name, "samples": samples})
-    _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=1)
+    _optimize(ds, rule_llm(ds, judge, writer), population_size=3, generations=1, refit_below=0)
     assert rewrites and not any("Zyxwvut" in text for text in rewrites)
     assert all("be stricter" in text for text in rewrites)
 
@@ -350,7 +350,9 @@ def test_one_rejected_rewrite_is_a_barren_round_and_two_in_a_row_stop_the_ladder
 
     llm = rule_llm(ds, judge, writer)
     result = GeneticOptimizer(metric=metric, llm=llm).optimize(
-        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "cross_fit": False}
+        ds,
+        BinaryMetricLoss(),
+        {"random_seed": 7, "strategy": "distill", "cross_fit": False, "refit_below": 0},
     )
     rungs = [c for c in result.lineage if c["operator"] == "distill"]
     stop = result.stages["distill"]["stop"]["all"]
@@ -380,7 +382,9 @@ def test_when_the_seed_makes_no_held_out_error_a_rung_is_kept_unless_it_hurts(ru
         wrong = "careful" in instruction and i in rung_errs_on
         return 1 - labels[i] if wrong else labels[i]
 
-    result = _optimize(ds, rule_llm(ds, judge, _careful_writer), population_size=3, generations=1)
+    result = _optimize(
+        ds, rule_llm(ds, judge, _careful_writer), population_size=3, generations=1, refit_below=0
+    )
     why = result.final_choice["why"]
     if rung_errs_on:
         assert result.best_instructions == result.seed_instructions
@@ -401,6 +405,7 @@ def test_a_seed_with_a_held_out_error_keeps_the_paired_rule():
         rule_llm(ds, lambda instruction, i: 1 - labels[i] if i % 5 == 0 else labels[i], _careful_writer),
         population_size=3,
         generations=1,
+        refit_below=0,
     )
     assert result.best_instructions == result.seed_instructions
     assert "makes no error" not in result.final_choice["why"]

@@ -105,7 +105,7 @@ def test_policy_none_judges_no_example_and_the_default_tries_both(ds):
     none = _optimize(ds, _llm(ds, examples_help=True, requests=requests), examples={"policy": "none"})
     assert not any(rendered_examples(r.messages) for r in requests)
     assert none.example_policy == "none" and none.stages["examples"]["tried"] == []
-    auto = _optimize(ds, _llm(ds, examples_help=True))
+    auto = _optimize(ds, _llm(ds, examples_help=True), refit_below=0)  # held out (small data: test_refit)
     assert auto.example_policy in ("static", "retrieval")
     assert auto.usage["llm_calls"]["meta"] > 0  # the distillation ran first
     base = auto.stages["examples"]["base"]

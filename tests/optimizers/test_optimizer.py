@@ -180,7 +180,7 @@ def test_unknown_keyword_is_refused_but_ragas_keywords_accepted():
     result = opt.optimize(
         dataset=ds, loss=BinaryMetricLoss(), config={"population_size": 1}, with_debugging_logs=False
     )
-    assert result.best_id == 0
+    assert result.stop_reason and result.best_id in {c["id"] for c in result.lineage}
 
 
 def test_rejected_binary_samples_are_learned_from():

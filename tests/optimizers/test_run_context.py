@@ -153,6 +153,7 @@ WHOLE_RUN = {
     "_result.py": {"from_run"},  # the state, the final choice, the usage and elapsed time
     "_views.py": {"screening_view", "budget_view", "search_view"},  # the run's judging, usage, checks
     "_run.py": {"__init__"},  # the announcer
+    "_refit.py": {"verify", "judge_policy"},  # the pipeline's small-data steps: the run's judging
 }
 
 

@@ -124,9 +124,10 @@ def test_optimize_refuses_callbacks_it_cannot_call_before_any_llm_call(ac_datase
 
 def test_optimize_still_accepts_ragas_settings_it_has_no_use_for_and_refuses_unknown_ones(ac_dataset):
     optimizer = _optimizer(ac_dataset)
-    result = optimizer.optimize(
-        dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, batch_size=4, raise_exceptions=False
-    )
+    with pytest.warns(UserWarning, match=r"optimize\(batch_size=4\): not used: config key max_concurrency"):
+        result = optimizer.optimize(
+            dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, batch_size=4, raise_exceptions=False
+        )
     assert result.best_instructions
     with pytest.raises(TypeError, match="callback"):
         optimizer.optimize(dataset=ac_dataset, loss=BinaryMetricLoss(), config=CONFIG, callback=print)

@@ -99,6 +99,7 @@ def run():
         "population_size": 6,
         "generations": 4,
         "examples": {"policy": "static", "k": 3},
+        "refit_below": 0,  # the held-out regime, where the search evolves the static sets
     }
     result = GeneticOptimizer(metric=metric, llm=_group_llm(ds)).optimize(ds, BinaryMetricLoss(), config)
     return ds, result

@@ -43,6 +43,9 @@ def _figures(result) -> dict:
         "meta_calls": result.usage["llm_calls"]["meta"],
         "stop_reason": result.stop_reason,
     }
+    if "cross_validated" in result.scores["best"]:  # small data: a refit, its figure cross-validated
+        figures["seed_cross_validated"] = result.scores["seed"]["cross_validated"]
+        figures["best_cross_validated"] = result.scores["best"]["cross_validated"]
     if result.produced_by == "cross_fit":  # no held-out figure: the candidate it extends has one
         base = result.stages["cross_fit"]["base"]
         figures["cross_fit_base_validation"] = next(c for c in result.lineage if c["id"] == base)[

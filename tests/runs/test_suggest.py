@@ -21,10 +21,11 @@ AC_FILE = ROOT / "benchmarks" / "data" / "edited_chain_runs.json"
 
 @pytest.fixture(scope="module")
 def pool(improved: Path, tmp_path_factory) -> Path:
-    """The improved run's own annotations as a pool of metric inputs (JSONL, labels dropped)."""
+    """The first 24 of the improved run's 40 annotations as a pool of metric inputs (JSONL,
+    labels dropped); the other 16 are left to calibrate on."""
     data = load_dataset(rundir.read_config(improved))
     path = tmp_path_factory.mktemp("pool") / "pool.jsonl"
-    path.write_text("".join(json.dumps(s.metric_input) + "\n" for s in data.samples))
+    path.write_text("".join(json.dumps(s.metric_input) + "\n" for s in data.samples[:24]))
     return path
 
 
@@ -78,7 +79,39 @@ def test_without_a_bound_every_trace_is_judged_by_every_member(found):
     assert found.judged == found.pool_size
     assert all(v is not None for s in found.suggestions for v in s.verdicts.values())
     per_trace = len(found.committee) + 2  # members and two re-asks of the chosen
-    assert found.judge_calls == found.pool_size * per_trace
+    calibration = found.calibration["samples"] * (2 + 2)  # chosen, runner-up, two re-asks
+    assert found.judge_calls == found.pool_size * per_trace + calibration
+
+
+def test_the_error_model_is_fitted_on_annotated_samples_and_ranks_by_the_chosen_judges_errors(improved, pool):
+    found = suggest(improved, pool, n=24, calibration=10)
+    assert found.calibration["samples"] == 10
+    errors = [s.signals["error"] for s in found.suggestions]
+    assert all(e is not None and 0.0 < e < 1.0 for e in errors)
+    assert all(s.why.startswith("the chosen judge is wrong here with probability") for s in found.suggestions)
+    assert "error model fitted on 10 annotated samples" in found.summary()
+    values = [s.informativeness for s in found.suggestions]
+    assert values[0] == max(values)  # the first pick is the most informative (MMR starts there)
+
+
+def test_without_calibration_the_votes_alone_decide(improved, pool):
+    found = suggest(improved, pool, n=5, calibration=0)
+    assert found.calibration["samples"] == 0 and 0 < found.calibration["prior"] <= 0.5
+    assert all(s.signals["error"] is not None for s in found.suggestions)
+    assert "error model from the votes alone" in found.summary()
+    with pytest.raises(ValueError, match="calibration must be >= 0"):
+        suggest(improved, pool, n=5, calibration=-1)
+
+
+def test_a_pool_trace_is_never_its_own_calibration_sample(improved, pool, found):
+    assert found.already_annotated == found.pool_size == 24  # the pool is annotated samples
+    assert found.calibration["samples"] == 40 - 24  # the others calibrate
+
+
+def test_calibration_takes_at_most_a_quarter_of_the_bound(improved, pool):
+    found = suggest(improved, pool, n=5, max_calls=200)
+    assert found.judge_calls <= 200
+    assert found.calibration["samples"] * 4 <= 200 // 4
 
 
 def test_the_same_run_and_pool_give_the_same_suggestions(improved, pool, found):
@@ -143,8 +176,11 @@ def test_cli_writes_json_lines_and_a_summary(improved, pool, tmp_path, capsys):
     )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 3 and all("why" in line for line in lines)
+    assert all(line["simulated"] is True for line in lines)  # the run's LLM: provider fake
     err = capsys.readouterr().err
     assert "suggested 3 of" in err and "of at most 30" in err
+    assert main(["suggest", str(improved), "--pool", str(pool), "-n", "2", "--calibration", "0"]) == 0
+    assert "error model from the votes alone" in capsys.readouterr().err
 
 
 def test_cli_refuses_n_zero_as_a_usage_error(improved, pool, capsys):
@@ -196,6 +232,6 @@ def test_over_http_failed_evaluations_are_counted_never_verdicts(improved, tmp_p
     assert found.failed == 2 and found.judged == len(responses) - 1
     assert by_index[3].signals["instability"] == 1.0  # "maybe" flips at temperature 1.0
     assert "the chosen judge is unstable: it says 1, asked again 0, 0" in by_index[3].why
-    assert found.suggestions[0].index == 3
+    assert all((s.signals["error"] is None) == (s.index == 2) for s in found.suggestions)
     assert {v for s in found.suggestions for v in s.verdicts.values()} <= {0.0, 1.0, None}
     assert "openai model m" in found.llm

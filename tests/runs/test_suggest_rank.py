@@ -119,3 +119,60 @@ def test_front_rows_keeps_specialists_and_drops_dominated_and_twins():
     )
     assert front_rows(matrix) == [0, 1]
     assert front_rows(np.ones((3, 2))) == [0, 1, 2]
+
+
+def test_the_error_model_learns_which_votes_go_with_mistakes():
+    from promptevolver.runs._suggest_rank import ErrorModel, differs, features_of
+
+    outvoted = features_of(TraceVotes((1.0, 0.0), others=(0.0, 0.0)), binary=True)
+    split = features_of(TraceVotes((1.0, 1.0), others=(0.0, 1.0)), binary=True)
+    runner = features_of(TraceVotes((1.0, 0.0), others=(1.0, 1.0)), binary=True)
+    steady = features_of(TraceVotes((1.0, 1.0), others=(1.0, 1.0)), binary=True)
+    assert [f["votes"] for f in (outvoted, split, runner, steady)] == [
+        "outvoted",
+        "re-asks split",
+        "runner-up only",
+        "agreed",
+    ]
+    assert features_of(TraceVotes((0.0,)), binary=True) == {"verdict": "0", "votes": None}
+    rows = [(runner, True)] * 6 + [(runner, False)] * 2 + [(steady, False)] * 40 + [(steady, True)] * 2
+    model = ErrorModel.fit(rows)
+    assert (model.wrong, model.right) == (8, 42)
+    p_runner, p_steady = model.probability(runner), model.probability(steady)
+    assert p_runner is not None and p_steady is not None and 0 < p_steady < 0.2 < 0.5 < p_runner < 1
+    assert (
+        model.evidence(runner)
+        == "only the runner-up disagreed (annotated samples like it: wrong 6 times in 8)"
+    )
+    assert model.evidence(steady) is None
+    assert model.probability(features_of(TraceVotes((None, 1.0)), binary=True)) is None
+    alone = ErrorModel.fit([], prior=0.1)
+    assert alone.probability(steady) == pytest.approx(0.1)
+    assert alone.probability(outvoted) == pytest.approx(0.9) and alone.evidence(outvoted) == (
+        "its re-asks and the runner-up outvoted it (no annotated sample like it)"
+    )
+    with pytest.raises(ValueError, match="prior must be in"):
+        ErrorModel.fit([], prior=0.0)
+    assert differs(3.0, 4.0, binary=False, scale=4.0) and not differs(0.50, 0.52, binary=False, scale=1.0)
+
+
+def test_informativeness_with_an_estimated_error_is_mostly_that_error():
+    assert informativeness(Signals(1.0, 1.0, 0.0, error=0.1)) == pytest.approx(0.085)
+    assert informativeness(Signals(0.0, 0.0, 0.0, error=0.9)) > informativeness(
+        Signals(1.0, 1.0, 1.0, error=0.1)
+    )
+
+
+def test_doubtful_votes_start_from_a_coin_flip_or_worse_until_the_calibration_says_more():
+    from promptevolver.runs._suggest_rank import ErrorModel, features_of
+
+    steady = features_of(TraceVotes((1.0, 1.0), others=(1.0, 1.0)), binary=True)
+    split = features_of(TraceVotes((1.0, 1.0), others=(0.0, 1.0)), binary=True)
+    outvoted = features_of(TraceVotes((1.0, 0.0), others=(0.0, 1.0)), binary=True)
+    model = ErrorModel.fit([(steady, False)] * 45 + [(steady, True)] * 5)  # never doubtful there
+    p = [model.probability(f) for f in (steady, split, outvoted)]
+    assert p[0] is not None and p[0] < 0.15 < p[1] < p[2]  # type: ignore[operator]
+    never = features_of(TraceVotes((1.0, 0.0), others=(1.0, 1.0)), binary=True)  # the runner-up alone
+    assert model.probability(never) == pytest.approx(p[0], abs=0.02)
+    seen = ErrorModel.fit([(steady, False)] * 45 + [(outvoted, False)] * 40)  # outvoted, and right
+    assert seen.probability(outvoted) < 0.1  # type: ignore[operator]

@@ -1,8 +1,9 @@
 """Human annotations of judge verdicts, in Ragas' annotation JSON format.
 
 The classes mirror ``ragas.dataset_schema`` (PromptAnnotation, SampleAnnotation,
-MetricAnnotation, SingleMetricAnnotation, and a minimal EvaluationDataset of SingleTurnSample)
-so code written against Ragas works after changing the import line. A Ragas export looks like::
+MetricAnnotation, SingleMetricAnnotation, and EvaluationDataset of SingleTurnSample with Ragas'
+methods) so code written against Ragas works after changing the import line; docs/ragas.md lists
+the differences. A Ragas export looks like::
 
     {"<metric name>": [
         {"metric_input": {...}, "metric_output": 1, "is_accepted": true, "target": null,
@@ -30,14 +31,18 @@ sample and field; a number is never a string or a boolean, nor a boolean a numbe
 
 Errors: a missing or malformed file or sample raises
 :class:`~promptevolver.errors.AnnotationError` naming the file, metric, sample index and field
-path; so does a key given twice in one JSON object, a label that does not fit the metric's kind,
-a directory given as the file, and nesting too deep to read. An unknown metric name, sample
-field or stratify key raises :class:`AnnotationKeyError`, which is also a ``KeyError``.
+path (a missing file its subclass :class:`AnnotationFileNotFoundError`, also a
+``FileNotFoundError`` as Ragas raised); so does a key given twice in one JSON object, a label
+that does not fit the metric's kind, a directory given as the file, and nesting too deep to read.
+An unknown metric name, sample field or stratify key raises :class:`AnnotationKeyError`, which
+is also a ``KeyError``.
 
 Differences from Ragas, on purpose: sampling methods take ``random_seed`` and never touch the
-global ``random`` state; ``train_test_split`` is implemented; ``batch`` and ``stratified_batches``
-return ``SingleMetricAnnotation`` batches (sized, indexable, iterable like Ragas' lists);
-metric-input and prompt-input field names of other libraries are accepted (:data:`FIELD_ALIASES`).
+global ``random`` state (``random.seed(0)`` does not seed them); ``train_test_split`` is
+implemented; slices, ``batch`` and ``stratified_batches`` give ``SingleMetricAnnotation`` sets
+(sized, indexable, iterable and concatenable with ``+`` like Ragas' lists; equal to the list of
+their samples); metric-input and prompt-input field names of other libraries are accepted
+(:data:`FIELD_ALIASES`); multi-turn samples are not offered.
 
 Layout: :mod:`~promptevolver.annotations._models` (the sample records, field aliases and the label
 rule), :mod:`~promptevolver.annotations._io` (reading, validating and writing files),
@@ -50,7 +55,8 @@ batches and splits: the one home of sampling), :mod:`~promptevolver.annotations.
 another that imports it back (``tests/test_import_circles.py``).
 """
 
-from promptevolver.annotations._dataset import EvaluationDataset, SingleTurnSample
+from promptevolver.annotations._dataset import BaseSample, EvaluationDataset, SingleTurnSample
+from promptevolver.annotations._labels import LabelChoice, LabelScale
 from promptevolver.annotations._models import (
     FIELD_ALIASES,
     PromptAnnotation,
@@ -62,12 +68,16 @@ from promptevolver.annotations._models import normalize_metric_input as normaliz
 from promptevolver.annotations._multi import MetricAnnotation
 from promptevolver.annotations._single import SingleMetricAnnotation
 from promptevolver.annotations._single import usable_label_array as usable_label_array
-from promptevolver.errors import AnnotationKeyError
+from promptevolver.errors import AnnotationFileNotFoundError, AnnotationKeyError
 
 __all__ = [
     "FIELD_ALIASES",
+    "AnnotationFileNotFoundError",
     "AnnotationKeyError",
+    "BaseSample",
     "EvaluationDataset",
+    "LabelChoice",
+    "LabelScale",
     "MetricAnnotation",
     "PromptAnnotation",
     "SampleAnnotation",

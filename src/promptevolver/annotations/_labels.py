@@ -1,8 +1,19 @@
-"""The kind of a metric's labels, binary or numeric, and the check that every label fits it.
+"""The kind of a metric's labels, binary, numeric or nominal, the labels a human can give (the
+**label space**), and the check that every label fits it.
 
-A metric is **binary** (its judge gives verdicts 0 or 1) or **numeric** (it gives scores: a 0–1
-score, a 1–5 rubric). The kind decides the human label of a rejected sample (the flipped verdict
-for a binary metric, none for a numeric one) and which loss can learn from the labels.
+A metric is **binary** (its judge gives verdicts 0 or 1), **numeric** (it gives scores: a 0–1
+score, a 1–5 rubric) or **nominal** (one of named classes, in no order: a pairwise verdict a / b /
+tie, a category). The kind decides the human label of a rejected sample (the flipped verdict for a
+binary metric, none for the others) and which loss and figures apply.
+
+**The label space** — what a human can answer for a metric — has one home: the metric's
+:class:`LabelScale` (``label_scale`` of a judge, read with
+:func:`~promptevolver.judge._protocol.label_scale_of`). :meth:`LabelScale.label_space` lists the
+:class:`LabelChoice` values a person can pick (the number the annotation file holds, and its name:
+``1 "yes"`` / ``0 "no"`` for an aspect critic, ``1 "a"`` / ``0 "b"`` / ``0.5 "tie"`` for a
+pairwise judge, each class of a classification judge, each level of a discrete rubric), or None
+for a score that can be any number in its range. Review pages, reports and the agreement figures
+read names from here, never from the judge's type.
 
 The kind comes from the metric, not from a guess. As in Ragas, the annotation models accept any
 finite number as a ``metric_output`` or ``target``; until a metric says otherwise a set's kind is:
@@ -39,6 +50,7 @@ from promptevolver.errors import AnnotationError
 
 __all__ = [
     "LABEL_KINDS",
+    "LabelChoice",
     "LabelKind",
     "LabelScale",
     "check_inputs",
@@ -49,37 +61,102 @@ __all__ = [
     "unusable_samples",
 ]
 
-LabelKind = Literal["binary", "numeric"]
+LabelKind = Literal["binary", "numeric", "nominal"]
 #: The label kinds, as accepted by ``kind`` arguments.
 LABEL_KINDS: tuple[LabelKind, ...] = get_args(LabelKind)
 
 
 @dataclass(frozen=True)
+class LabelChoice:
+    """One label a human can give: ``value``, the number an annotation file holds
+    (``metric_output`` or ``target``), and ``name``, what a person reads (``"yes"``, ``"a"``,
+    ``"tie"``, a class name, ``"4"``)."""
+
+    value: float
+    name: str
+
+
+#: An aspect critic's verdicts.
+YES_NO = (LabelChoice(0.0, "no"), LabelChoice(1.0, "yes"))
+
+
+@dataclass(frozen=True)
 class LabelScale:
-    """What a metric's labels are: ``kind`` (``"binary"``: verdicts 0 or 1; ``"numeric"``: scores)
-    and, for scores, the closed range ``[low, high]`` they lie in (None: any finite number).
+    """What a metric's labels are, and the labels a human can give (:meth:`label_space`).
+
+    Attributes:
+        kind: ``"binary"`` (verdicts 0 or 1), ``"numeric"`` (scores) or ``"nominal"`` (named
+            classes, in no order).
+        low, high: a numeric scale's closed range (None: any finite number).
+        discrete: a numeric scale of whole numbers from ``low`` to ``high`` (a 1–5 rubric).
+        choices: the values and their names: a binary scale's 0 and 1 (default ``no`` / ``yes``),
+            a nominal scale's classes (required, at least two; values and names distinct).
+
     A judge declares it as its ``label_scale`` attribute.
 
     Raises:
-        ValueError: an unknown kind, a range on a binary scale, or ``low > high``.
+        ValueError: an unknown kind, a range on a scale that is not numeric, ``low > high``, a
+            discrete scale without a whole-number range, binary choices that are not 0 and 1, or
+            nominal choices missing, fewer than two, or repeated.
     """
 
     kind: LabelKind
     low: float | None = None
     high: float | None = None
+    discrete: bool = False
+    choices: tuple[LabelChoice, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in LABEL_KINDS:
             raise ValueError(f"kind must be one of {list(LABEL_KINDS)}, got {self.kind!r}")
-        if (self.low is None) != (self.high is None) or (self.kind == "binary" and self.low is not None):
+        if (self.low is None) != (self.high is None) or (self.kind != "numeric" and self.low is not None):
             raise ValueError("a range is (low, high) together, and only on a numeric scale")
         if self.low is not None and self.high is not None and self.low > self.high:
             raise ValueError(f"low must be <= high, got [{self.low:g}, {self.high:g}]")
+        ends = self.value_range
+        if self.discrete and not (ends is not None and all(float(v).is_integer() for v in ends)):
+            raise ValueError("a discrete scale needs a whole-number range (low, high)")
+        if self.kind == "numeric" and self.choices is not None:
+            raise ValueError("a numeric scale's labels are its range, not choices")
+        values = sorted(c.value for c in self.choices or ())
+        if self.kind == "binary" and self.choices is not None and values != [0.0, 1.0]:
+            raise ValueError("a binary scale's choices are the values 0 and 1")
+        if self.kind == "nominal":
+            choices = self.choices or ()
+            if len(choices) < 2:
+                raise ValueError("a nominal scale needs at least two choices (its classes)")
+            if len(set(values)) < len(choices) or len({c.name for c in choices}) < len(choices):
+                raise ValueError("a nominal scale's choices need distinct values and names")
 
     @property
     def value_range(self) -> tuple[float, float] | None:
         """``(low, high)``, or None when any finite number fits."""
         return None if self.low is None or self.high is None else (self.low, self.high)
+
+    def label_space(self) -> tuple[LabelChoice, ...] | None:
+        """The labels a human can give for this metric, in the order to offer them: the two
+        verdicts (``0 no``, ``1 yes`` unless named otherwise), the nominal classes, or each level
+        of a discrete scale; None for a score that can be any number in :attr:`value_range`."""
+        if self.kind == "binary":
+            return tuple(sorted(self.choices or YES_NO, key=lambda c: c.value))
+        if self.kind == "nominal":
+            return self.choices
+        if self.discrete and self.low is not None and self.high is not None:
+            return tuple(LabelChoice(float(v), str(v)) for v in range(int(self.low), int(self.high) + 1))
+        return None
+
+    @property
+    def values(self) -> tuple[float, ...] | None:
+        """The label values a human can give (:meth:`label_space`'s), or None for any number."""
+        space = self.label_space()
+        return None if space is None else tuple(c.value for c in space)
+
+    def name_of(self, value: float) -> str:
+        """The name of label ``value`` (``"tie"``); the number as text when it has none."""
+        for choice in self.label_space() or ():
+            if choice.value == value:
+                return choice.name
+        return f"{value:g}"
 
 
 def _present(outputs: Sequence[float], targets: Sequence[float | None]) -> list[float]:
@@ -127,6 +204,7 @@ def check_label_values(
     kind: LabelKind | None = None,
     *,
     value_range: tuple[float, float] | None = None,
+    allowed: tuple[LabelChoice, ...] | None = None,
     path: str | Path | None = None,
     metric: str | None = None,
     declared_by: str = "declared binary",
@@ -137,12 +215,13 @@ def check_label_values(
     """:func:`check_labels` on the validated samples' ``metric_output`` and ``target`` values
     (None: no target), aligned with the samples: what a loader checks without reading the
     sample objects again. ``value_range``: a numeric metric's ``(low, high)``, every value within
-    it; ``declared_by`` says in the error who made the metric binary, ``remedy`` the way out
-    besides fixing the value.
+    it; ``allowed``: a nominal metric's classes, every value one of theirs; ``declared_by`` says
+    in the error who made the metric binary, ``remedy`` the way out besides fixing the value.
 
     Raises:
-        AnnotationError: as :func:`check_labels`, or a value outside ``value_range`` (the first,
-            named with its file, metric, sample index and field).
+        AnnotationError: as :func:`check_labels`, a value outside ``value_range``, or a nominal
+            value that is no class of ``allowed`` (the first, named with its file, metric, sample
+            index and field, and the classes).
     """
     if kind is not None and kind not in LABEL_KINDS:
         message = f"kind must be one of {list(LABEL_KINDS)}, got {kind!r}"
@@ -159,6 +238,18 @@ def check_label_values(
             sample_index=index,
             field=field,
         )
+    if resolved == "nominal" and allowed is not None:
+        codes = {c.value for c in allowed}
+        if not all(v in codes for v in values):
+            index, field, value = _first(outputs, targets, lambda v: v in codes)
+            shown = ", ".join(f"{_show(c.value)} ({c.name})" for c in allowed)
+            raise AnnotationError(
+                f"{_show(value)} is not a label of this metric, whose labels are {shown}; fix the value",
+                path=path,
+                metric=metric,
+                sample_index=index,
+                field=field,
+            )
     if resolved == "numeric" and value_range is not None:
         low, high = value_range
         if not all(low <= v <= high for v in values):

@@ -133,8 +133,9 @@ def sample_positions(keys: Sequence[Hashable], n: int, random_seed: Seed) -> lis
 def make_rng(random_seed: Seed) -> np.random.Generator:
     """A Generator from an int seed or an existing Generator (returned as is).
 
-    ``None`` draws fresh OS entropy: the result is then not reproducible, which mirrors
-    Ragas' unseeded sampling. Pass an int for repeatable results.
+    ``None`` draws fresh OS entropy: the result is then not reproducible, and unlike Ragas'
+    sampling (Python's global ``random``) ``random.seed`` does not seed it. Pass an int for
+    repeatable results.
     """
     if isinstance(random_seed, np.random.Generator):
         return random_seed

@@ -4,9 +4,10 @@ labels, selection, sampling, batches and splits; and :class:`_Sourced`, the base
 from __future__ import annotations
 
 import warnings
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from pydantic import BaseModel, PrivateAttr, model_validator
@@ -57,16 +58,20 @@ class _Sourced(BaseModel):
 
 class SingleMetricAnnotation(_Sourced):
     """The annotated samples of one metric. Sequence-like: ``len``, iteration, indexing (an int
-    gives a :class:`SampleAnnotation`, a slice a new set).
+    gives a :class:`SampleAnnotation`, a slice a new set). Where Ragas gave lists (slices,
+    batches), the sets concatenate as lists do: ``ds[0:2] + ds[3:4]``, ``batch + [sample]``,
+    ``sum(batches, [])``; and a set equals the list of its samples.
 
-    ``kind`` is the kind of the metric's labels, ``"binary"`` or ``"numeric"``
+    ``kind`` is the kind of the metric's labels, ``"binary"``, ``"numeric"`` or ``"nominal"``
     (:mod:`~promptevolver.annotations._labels`): given (then every label must fit it, else building
     or loading the set raises AnnotationError), or read off the values when the set is built or
     loaded (None on input; any finite numbers are accepted, as in Ragas). A run binds the set to
     its metric's kind with :meth:`with_scale`.
 
     Sampling methods take ``random_seed``: an int or a ``numpy.random.Generator`` (same seed →
-    same result); ``None`` draws fresh entropy, not reproducible, as Ragas' unseeded sampling.
+    same result); ``None`` draws fresh entropy, not reproducible. Unlike Ragas, which draws from
+    Python's global ``random`` (reproducible after ``random.seed(0)``), they never read or
+    advance the global state: ``random.seed`` does not seed them, pass ``random_seed``.
     Sets they return share the sample objects and keep ``name``, ``kind`` and ``source``.
     """
 
@@ -155,6 +160,26 @@ class SingleMetricAnnotation(_Sourced):
     def __iter__(self) -> Iterator[SampleAnnotation]:  # type: ignore[override]
         return iter(self.samples)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal content to another set; equal samples, in order, to a list (a Ragas slice)."""
+        if isinstance(other, list):
+            return self.samples == other
+        return super().__eq__(other)
+
+    def __add__(self, other: object) -> SingleMetricAnnotation:
+        """A new set: these samples, then ``other``'s (a set of the same metric, or a list of
+        samples), the kind checked over all of them.
+
+        Raises:
+            ValueError: sets of two metrics (their names differ) or of two label kinds.
+            AnnotationError: a sample's label that does not fit the set's kind (a ValueError).
+        """
+        return _concatenated(self, other)
+
+    def __radd__(self, other: object) -> SingleMetricAnnotation:
+        """``[samples] + a set`` and ``sum(batches, [])``: the list's samples first."""
+        return _concatenated(other, self)
+
     # --- Labels ---------------------------------------------------------------------------
     @property
     def is_binary(self) -> bool:
@@ -176,6 +201,7 @@ class SingleMetricAnnotation(_Sourced):
             [s.target for s in self.samples],
             scale.kind,
             value_range=scale.value_range,
+            allowed=scale.label_space() if scale.kind == "nominal" else None,
             path=self.source,
             metric=self.name,
             declared_by=f"which is binary as {judge} gives verdicts 0 or 1",
@@ -199,12 +225,13 @@ class SingleMetricAnnotation(_Sourced):
     def get_prompt_annotations(self, accepted_only: bool = True) -> dict[str, list[PromptAnnotation]]:
         """Prompt traces grouped by prompt name, in sample order; by default only those of
         accepted samples, as Ragas (a rejected sample's ``prompt_output`` is what the human
-        rejected; use :meth:`SampleAnnotation.expected_output` for the approved output)."""
-        grouped: dict[str, list[PromptAnnotation]] = {}
+        rejected; use :meth:`SampleAnnotation.expected_output` for the approved output).
+        A ``defaultdict(list)`` as Ragas': a prompt no sample holds gives ``[]``."""
+        grouped: defaultdict[str, list[PromptAnnotation]] = defaultdict(list)
         for sample in self.samples:
             if sample.is_accepted or not accepted_only:
                 for name, prompt in sample.prompts.items():
-                    grouped.setdefault(name, []).append(prompt)
+                    grouped[name].append(prompt)
         return grouped
 
     # --- Selection ------------------------------------------------------------------------
@@ -309,6 +336,32 @@ class SingleMetricAnnotation(_Sourced):
         keys = self.stratify_keys(stratify_key)
         train, test = sampling.stratified_split(keys, n_test, sampling.make_rng(random_seed))
         return self.select(train), self.select(test)
+
+
+def _concatenated(first: object, second: object) -> SingleMetricAnnotation:
+    """``first``'s samples then ``second``'s, each a set or a list of samples (at least one a set)."""
+    parts: list[SingleMetricAnnotation | list[Any]] = []
+    for part in (first, second):
+        if not isinstance(part, SingleMetricAnnotation | list):
+            return NotImplemented  # Python raises its TypeError
+        parts.append(part)
+    sets = [p for p in parts if isinstance(p, SingleMetricAnnotation)]
+    names = list(dict.fromkeys(s.name for s in sets))
+    if len(names) > 1:
+        raise ValueError(f"cannot concatenate the annotations of two metrics, {names[0]!r} and {names[1]!r}")
+    kinds = list(dict.fromkeys(s.kind for s in sets if s.kind is not None))
+    if len(kinds) > 1:
+        raise ValueError(f"cannot concatenate {kinds[0]} and {kinds[1]} annotations of metric {names[0]!r}")
+    samples: list[SampleAnnotation] = []
+    for part in parts:
+        for index, sample in enumerate(part):
+            if not isinstance(sample, SampleAnnotation):
+                kind_of = type(sample).__name__
+                raise TypeError(f"item {index} of the list added is a {kind_of}, not a SampleAnnotation")
+            samples.append(sample)
+    kind = check_labels(samples, kinds[0] if kinds else None, metric=names[0])
+    sources = {s.source for s in sets}
+    return _trusted(names[0], samples, sources.pop() if len(sources) == 1 else None, kind)
 
 
 def _trusted(

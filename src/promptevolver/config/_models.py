@@ -326,6 +326,15 @@ class GeneticConfig(_Strict):
         small_data: below this many usable samples no validation part is held out: every
             annotation is used to learn and to choose, each finalist compared with the seed on the
             samples it did not learn from (out-of-bag; ``optimizers/_split.py``). 0: always held out.
+        refit_below: the pipeline's small data (``strategy`` ``auto`` or ``distill``): below this
+            many usable samples no validation part is held out either; the distillation recipe is
+            cross-validated over ``cv_folds`` folds and the final candidate is distilled from every
+            correction with it (a refit, as after cross-validated model selection), its figure the
+            cross-validated one (``optimizers/_refit.py``). 0: never (below ``small_data`` the
+            best fold's rung is returned, each fold having learned from part of the corrections).
+        cv_folds: the folds of that cross-validation (≥ 2): one distilled ladder per fold learns
+            from the other folds' corrections and is judged on its own fold's samples. See
+            docs/pipeline.md.
         elite_count: best candidates copied unchanged into the next generation.
         tournament_size: candidates drawn per tournament.
         patience: generations without a better best train score before stopping.
@@ -388,6 +397,8 @@ class GeneticConfig(_Strict):
     max_feedbacks: int = Field(3, ge=1)
     validation_fraction: float = Field(0.3, gt=0.0, lt=1.0)
     small_data: int = Field(40, ge=0)
+    refit_below: int = Field(100, ge=0)
+    cv_folds: int = Field(2, ge=2, le=10)
     elite_count: int = Field(1, ge=0)
     tournament_size: int = Field(2, ge=1)
     patience: int = Field(2, ge=1)

@@ -1,19 +1,34 @@
 """Losses that turn (human labels, judge predictions) into a fitness value.
 
 Each loss declares its direction with ``higher_is_better``; the optimizer maximises or minimises
-accordingly. Losses are called with keywords only — ``loss(y_true=..., y_pred=...)`` — so an
-asymmetric loss can never receive its arguments swapped. Both arrays have shape ``(n,)``.
-Values are computed with scikit-learn.
+accordingly. Both arrays have shape ``(n,)``; values are computed with scikit-learn.
+
+Two call shapes, the same value:
+
+* ours, by keyword: ``loss(y_true=labels, y_pred=predictions)`` (scikit-learn's names; the order
+  of keywords is irrelevant, so an asymmetric loss never receives its arguments swapped);
+* Ragas': ``loss(predictions, labels)`` positionally, or ``loss(predicted=..., actual=...)``.
+  The positional order is Ragas' — predictions first —, the reverse of scikit-learn's
+  ``(y_true, y_pred)``: write keywords where an asymmetric loss could be misread.
+
+A loss of your own either implements ``_compute(y_true, y_pred[, weight])`` (called with
+validated float arrays) or, as in Ragas, overrides ``__call__(self, predicted, actual)``: such a
+subclass is called with two lists of floats, predictions first, and must declare
+``higher_is_better`` before an optimizer uses it (Ragas maximised every loss, the wrong way
+for an error).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
 __all__ = ["BinaryMetricLoss", "Loss", "MSELoss", "loss_label"]
@@ -31,6 +46,24 @@ def loss_label(description: Mapping[str, Any]) -> str:
     return str(description.get("name") or "fitness")
 
 
+def _one(ragas: ArrayLike | None, ours: ArrayLike | None, ragas_name: str, our_name: str) -> ArrayLike:
+    """The one value given for an argument that has a Ragas name and ours."""
+    if ragas is not None and ours is not None:
+        raise TypeError(f"{our_name} is given twice: as {our_name}= and as {ragas_name} (Ragas' name)")
+    given = ours if ragas is None else ragas
+    if given is None:
+        raise TypeError(f"the loss needs {our_name}= (or {ragas_name}, Ragas' name)")
+    return given
+
+
+def _choice(owner: str, name: str, value: object, allowed: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``allowed``; else a ValueError naming the option."""
+    if value not in allowed:
+        names = " or ".join(repr(a) for a in allowed)
+        raise ValueError(f"{owner}.{name} must be {names}, got {value!r}")
+    return str(value)
+
+
 class Loss(ABC):
     """A scalar score of predictions against human labels.
 
@@ -42,19 +75,43 @@ class Loss(ABC):
     #: The best value the loss can take (None if unbounded); reaching it on train ends a search.
     best_possible: float | None = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass written as Ragas' (its own ``__call__(self, predicted, actual)``, no
+        ``_compute``) keeps that method as its computation and gets the base's ``__call__``, so
+        it is called in every shape, validated, and what it returns is checked."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__call__")
+        if own is not None and getattr(cls._compute, "__isabstractmethod__", False):
+            cls._ragas_call = own  # type: ignore[attr-defined]
+            cls.__call__ = Loss.__call__  # type: ignore[method-assign]
+            cls._compute = Loss._compute_ragas_call  # type: ignore[method-assign]
+
     def __call__(
-        self, *, y_true: ArrayLike, y_pred: ArrayLike, sample_weight: ArrayLike | None = None
+        self,
+        predicted: ArrayLike | None = None,
+        actual: ArrayLike | None = None,
+        *,
+        y_true: ArrayLike | None = None,
+        y_pred: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> float:
-        """Score ``y_pred`` against ``y_true`` (equal-length, non-empty, shape ``(n,)``).
+        """Score the predictions against the human labels (equal-length, non-empty, shape ``(n,)``).
+
+        Give the predictions once, as ``y_pred=`` or ``predicted`` (Ragas' first positional
+        argument), and the labels once, as ``y_true=`` or ``actual`` (the second).
 
         ``sample_weight`` (shape ``(n,)``, positive): how many samples each one stands for, as in
         scikit-learn's metrics (a stratified subset's estimate of the whole, see
         :mod:`promptevolver.optimizers._focus`).
 
         Raises:
+            TypeError: predictions or labels missing, or each given twice (``predicted`` and
+                ``y_pred``; ``actual`` and ``y_true``).
             ValueError: unequal lengths, empty input, or values the loss does not accept.
         """
-        t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
+        p_in = _one(predicted, y_pred, "predicted", "y_pred")
+        t_in = _one(actual, y_true, "actual", "y_true")
+        t, p = np.asarray(t_in, dtype=np.float64), np.asarray(p_in, dtype=np.float64)
         if t.ndim != 1 or p.ndim != 1:
             raise ValueError(f"y_true and y_pred must be 1-D, got shapes {t.shape} and {p.shape}")
         if len(t) != len(p):
@@ -78,6 +135,37 @@ class Loss(ABC):
     @abstractmethod
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float: ...
 
+    def _compute_ragas_call(
+        self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None
+    ) -> float:
+        """A Ragas-style subclass's own ``__call__(predicted, actual)``, with lists of floats in
+        that order (Ragas' GeneticOptimizer passed the labels first, against its signature)."""
+        value = self._ragas_call(y_pred.tolist(), y_true.tolist())  # type: ignore[attr-defined]
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
+            raise ValueError(f"{type(self).__name__}.__call__ returned {value!r}, not a finite number")
+        return number
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        """A pydantic model may hold a loss (``loss: Loss``), as Ragas' declares: any instance of
+        the class is accepted as is (Ragas' hook called ``Loss(value)`` and refused every one)."""
+        return core_schema.is_instance_schema(cls)
+
+    @property
+    def _direction(self) -> bool:
+        """``higher_is_better``, or a clear error for a loss that never declared it."""
+        try:
+            return bool(self.higher_is_better)
+        except AttributeError:
+            raise TypeError(
+                f"{type(self).__name__} declares no direction: set higher_is_better = True (a score such "
+                "as accuracy) or False (an error such as MSE) in the class (Ragas maximised every loss)"
+            ) from None
+
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """Per-sample quality (1 = perfect, higher is better), shape ``(n,)``: used for Pareto
         fronts, complementary parents and the paired final choice. Binary: 1.0 where the
@@ -87,15 +175,15 @@ class Loss(ABC):
 
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` is strictly better than ``b`` in this loss's direction."""
-        return a > b if self.higher_is_better else a < b
+        return a > b if self._direction else a < b
 
     def worst(self) -> float:
         """A value worse than any real score (used for a candidate with nothing measured)."""
-        return float("-inf") if self.higher_is_better else float("inf")
+        return float("-inf") if self._direction else float("inf")
 
     def describe(self) -> dict[str, Any]:
         """The ``loss`` block of result.json."""
-        return {"name": type(self).__name__, "higher_is_better": self.higher_is_better}
+        return {"name": type(self).__name__, "higher_is_better": self._direction}
 
 
 class BinaryMetricLoss(Loss):
@@ -105,20 +193,29 @@ class BinaryMetricLoss(Loss):
         metric: ``accuracy`` (fraction of equal verdicts) or ``f1_score`` (F1 of class 1,
             ``sklearn.metrics.f1_score``). When F1 is undefined — no positive label and no positive
             prediction anywhere — it is **1.0** (nothing to find and nothing falsely found:
-            ``zero_division=1.0``); a positive on only one side gives 0.0 as usual.
+            ``zero_division=1.0``); a positive on only one side gives 0.0 as usual. Ragas gives 0
+            there, which ranks a judge that agrees on every sample of a minibatch without
+            positives as the worst (docs/ragas.md, "Differences from Ragas").
 
     Raises:
-        ValueError: unknown ``metric``; at call time, a value other than 0 or 1.
+        ValueError: unknown ``metric`` (given, set as an attribute, or a subclass's: at
+            construction or at the next call); at call time, a value other than 0 or 1.
     """
 
     higher_is_better = True
     best_possible = 1.0
     supports_weights = True
+    #: ``accuracy`` or ``f1_score`` (a class attribute, as in Ragas: a subclass may set it, and
+    #: so may an assignment to an instance; another value raises ValueError at the next call).
+    metric: Literal["accuracy", "f1_score"] = "accuracy"
 
-    def __init__(self, *, metric: Literal["accuracy", "f1_score"] = "accuracy") -> None:
-        if metric not in ("accuracy", "f1_score"):
-            raise ValueError(f"metric must be 'accuracy' or 'f1_score', got {metric!r}")
-        self.metric = metric
+    def __init__(self, *, metric: Literal["accuracy", "f1_score"] | None = None) -> None:
+        if metric is not None:
+            self.metric = metric
+        self._checked_metric()
+
+    def _checked_metric(self) -> str:
+        return _choice("BinaryMetricLoss", "metric", self.metric, ("accuracy", "f1_score"))
 
     def __repr__(self) -> str:
         return f"BinaryMetricLoss(metric={self.metric!r})"
@@ -128,12 +225,12 @@ class BinaryMetricLoss(Loss):
             bad = values[(values != 0) & (values != 1)]
             if bad.size:
                 raise ValueError(f"{name} must hold only 0 and 1, found {bad[0]!r}")
-        if self.metric == "accuracy":
+        if self._checked_metric() == "accuracy":
             return float(accuracy_score(y_true, y_pred, sample_weight=weight))
         return float(f1_score(y_true, y_pred, zero_division=1.0, sample_weight=weight))
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "BinaryMetricLoss", "metric": self.metric, "higher_is_better": True}
+        return {"name": "BinaryMetricLoss", "metric": self._checked_metric(), "higher_is_better": True}
 
 
 class MSELoss(Loss):
@@ -141,16 +238,26 @@ class MSELoss(Loss):
 
     Args:
         reduction: ``mean`` (mean squared error) or ``sum`` (sum of squared errors = mean × n).
+
+    Raises:
+        ValueError: unknown ``reduction`` (given, set as an attribute, or a subclass's: at
+            construction or at the next call, as Ragas raised at the call).
     """
 
     higher_is_better = False
     best_possible = 0.0
     supports_weights = True
+    #: ``mean`` or ``sum`` (a class attribute, as in Ragas: a subclass may set it, and so may an
+    #: assignment to an instance; another value raises ValueError at the next call).
+    reduction: Literal["mean", "sum"] = "mean"
 
-    def __init__(self, *, reduction: Literal["mean", "sum"] = "mean") -> None:
-        if reduction not in ("mean", "sum"):
-            raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
-        self.reduction = reduction
+    def __init__(self, *, reduction: Literal["mean", "sum"] | None = None) -> None:
+        if reduction is not None:
+            self.reduction = reduction
+        self._checked_reduction()
+
+    def _checked_reduction(self) -> str:
+        return _choice("MSELoss", "reduction", self.reduction, ("mean", "sum"))
 
     def __repr__(self) -> str:
         return f"MSELoss(reduction={self.reduction!r})"
@@ -158,7 +265,7 @@ class MSELoss(Loss):
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
         mse = float(mean_squared_error(y_true, y_pred, sample_weight=weight))
         total = len(y_true) if weight is None else float(weight.sum())
-        return mse * total if self.reduction == "sum" else mse
+        return mse * total if self._checked_reduction() == "sum" else mse
 
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """1 − squared error, shape ``(n,)`` (1 = perfect; below 0 for errors above 1, unclipped).
@@ -171,4 +278,4 @@ class MSELoss(Loss):
         return 1.0 - (t - p) ** 2
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "MSELoss", "reduction": self.reduction, "higher_is_better": False}
+        return {"name": "MSELoss", "reduction": self._checked_reduction(), "higher_is_better": False}

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from promptevolver.judge._prompts import Prompt as Prompt
     from promptevolver.judge._protocol import Judgement as Judgement
     from promptevolver.judge._protocol import Metric as Metric
+    from promptevolver.judge._protocol import label_scale_of as label_scale_of
     from promptevolver.judge._rubric import RubricJudge as RubricJudge
     from promptevolver.judge._statements import StatementSupport as StatementSupport
 
@@ -21,7 +22,7 @@ __getattr__, __all__ = lazy_package(
     __name__,
     {
         "promptevolver.judge._aspect_critic": ["AspectCritic", "AspectCriticOutput"],
-        "promptevolver.judge._protocol": ["Judgement", "Metric"],
+        "promptevolver.judge._protocol": ["Judgement", "Metric", "label_scale_of"],
         "promptevolver.judge._ensemble": ["JudgeEnsemble", "EvaluationItem"],
         "promptevolver.judge._prompts": ["Prompt"],
         "promptevolver.judge._rubric": ["RubricJudge"],

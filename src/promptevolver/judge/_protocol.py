@@ -203,6 +203,11 @@ class Judge:
 
 def label_scale_of(metric: object) -> LabelScale | None:
     """The metric's declared ``label_scale`` (an ensemble's is its judge's), or None when it
-    declares none (a user's judge may not); then a run keeps the annotations' own kind."""
+    declares none (a user's judge may not); then a run keeps the annotations' own kind.
+
+    The one answer to "what labels can a human give for this metric":
+    ``label_scale_of(metric).label_space()`` (:meth:`LabelScale.label_space
+    <promptevolver.annotations._labels.LabelScale.label_space>`: values and names, e.g. ``a`` /
+    ``b`` / ``tie`` for a pairwise judge; None for a free score in a range)."""
     scale = getattr(metric, "label_scale", None)
     return scale if isinstance(scale, LabelScale) else None

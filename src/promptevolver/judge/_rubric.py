@@ -105,8 +105,9 @@ class RubricJudge(PromptSet):
 
     @property
     def label_scale(self) -> LabelScale:
-        """Scores in ``score_range``: a run checks that every annotation's value lies in it."""
-        return LabelScale("numeric", *self.score_range)
+        """Scores in ``score_range`` (each level a label a human can give on a discrete scale): a
+        run checks that every annotation's value lies in it."""
+        return LabelScale("numeric", *self.score_range, discrete=self.discrete)
 
     def __repr__(self) -> str:
         low, high = self.score_range

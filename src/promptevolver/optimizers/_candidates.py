@@ -34,6 +34,10 @@ class Candidate:
         examples: its example policy (:mod:`promptevolver.judge._examples`): ``none`` (judged on
             its instructions alone), ``static`` or ``retrieval`` (teaching examples from the
             run's store of annotated train samples shown with every judged input).
+        cross_validated: small data with a refit (:mod:`.._refit`): the cross-validated score of
+            the recipe that made it, aligned with the train part — each sample judged by the fold's
+            candidate that never learned from it (the seed: its own train judgements); None
+            otherwise.
     """
 
     id: int
@@ -49,6 +53,7 @@ class Candidate:
     seen: frozenset[int] = frozenset()
     fold: int | None = None
     examples: str = "none"
+    cross_validated: Score | None = None
 
     @property
     def is_seed(self) -> bool:
@@ -98,4 +103,5 @@ class Candidate:
             "coverage": None if self.largest_score is None else round(self.largest_score.coverage, 6),
             "feedback": list(self.feedback),
             "examples": self.examples,
+            **({"cross_validated": self.cross_validated.value} if self.cross_validated is not None else {}),
         }

@@ -18,11 +18,13 @@ reuses the train judgements)::
     final      = (1 + min(F, P)) · n_val · J         seed and finalists on validation (P = 1: the seed)
 
 The distill-first pipeline (``strategy: auto`` or ``distill``), with D = ``distill_rounds``,
-C = ``distill_max_calls``, L = ladders (2 out of bag, else 1) and n_eval the held-out samples a
-verified candidate is judged on (n_val; out of bag, n_train)::
+C = ``distill_max_calls``, L = ladders (2 out of bag, else 1; ``cv_folds`` + 1 with a refit) and
+n_eval the held-out samples a verified candidate is judged on (n_val; out of bag, n_train)::
 
     distill      = L · D · K · (C + 1)               lessons calls and one rewrite per prompt a round
     verify       = (1 + L · D) · n_eval · J           the seed and every rung, before racing
+                 = (1 + D) · n_train · J              with a refit: the seed, and each depth of the
+                                                     folds' ladders once (each rung on its own fold)
     cross_fit    = 2 · min(n_train, 32) · J           held out only: the verified and the cross-fit
                    + K · X · (C + 1)                 rung on train, X = min(3, D) rounds
     seed         = n_eval · J                        the seed's held-out evaluation
@@ -100,6 +102,7 @@ def phase_calls(
     calls_per_evaluation: int,
     meta_calls_per_offspring: int,
     ladders: int = 1,
+    refit: bool = False,
 ) -> PhaseCalls:
     """Upper bounds of each phase's calls for a run of ``config`` (see the module docstring).
 
@@ -108,11 +111,13 @@ def phase_calls(
         prompts: prompts per candidate (K).
         calls_per_evaluation: judge calls per evaluation of one sample (J).
         meta_calls_per_offspring: the most meta calls one offspring's operator makes (M).
-        ladders: the distillation stage's ladders (2 out of bag, else 1).
+        ladders: the distillation stage's ladders (2 out of bag, else 1; ``cv_folds`` + 1 with
+            a refit).
+        refit: the recipe is cross-validated and refit (small data, ``optimizers/_refit.py``).
     """
     if config.strategy != "genetic":
         return _pipeline_calls(
-            config, n_train, n_val, prompts, calls_per_evaluation, meta_calls_per_offspring, ladders
+            config, n_train, n_val, prompts, calls_per_evaluation, meta_calls_per_offspring, ladders, refit
         )
     pop, judge = config.population_size, calls_per_evaluation
     extra = pop - 1 if config.reverse_engineer else 0
@@ -135,14 +140,22 @@ def example_candidates(config: GeneticConfig) -> int:
 
 
 def _pipeline_calls(
-    config: GeneticConfig, n_train: int, n_val: int, prompts: int, judge: int, meta: int, ladders: int
+    config: GeneticConfig,
+    n_train: int,
+    n_val: int,
+    prompts: int,
+    judge: int,
+    meta: int,
+    ladders: int,
+    refit: bool = False,
 ) -> PhaseCalls:
     """The distill-first pipeline's bounds (see the module docstring)."""
     n_eval = n_val or n_train
     per_round = prompts * (config.distill_max_calls + 1)
     distilling = config.strategy != "examples"
     distill = ladders * config.distill_rounds * per_round if distilling else 0
-    rungs = ladders * config.distill_rounds if distilling else 0
+    judged = 1 if refit else ladders  # with a refit each depth is judged once, over the folds
+    rungs = judged * config.distill_rounds if distilling else 0
     verify = (1 + rungs + example_candidates(config)) * n_eval * judge
     auto = config.strategy == "auto" and config.generations > 0 and config.population_size > 1
     generation = offspring_count(config, n_train) * (meta + n_train * judge) if auto else 0

@@ -67,7 +67,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
 
     Args:
         metric: the judge (its instructions are read, never changed: apply the result yourself
-            with ``metric.set_instructions(result)``).
+            with ``metric.set_instructions(result)``). Positional or keyword, as ``llm`` (Ragas'
+            ``GeneticOptimizer(metric, llm)``); the other arguments are keyword only.
         llm: client for judge calls.
         reflection_llm: client for meta calls; defaults to ``llm``.
         progress: show a tqdm bar per generation (best/mean train score, calls spent).
@@ -83,9 +84,9 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
 
     def __init__(
         self,
-        *,
         metric: Metric | None = None,
         llm: LLMClient | None = None,
+        *,
         reflection_llm: LLMClient | None = None,
         progress: bool = False,
         callbacks: Sequence[Callback] = (),
@@ -119,10 +120,12 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
                 ``callbacks`` (Ragas' ``optimize(callbacks=...)``).
 
         Returns:
-            An :class:`OptimizationResult` (a Mapping prompt name → best instruction).
+            An :class:`OptimizationResult` (a read-only ``dict`` prompt name → best
+            instruction, as Ragas returns, with the evidence as attributes).
 
         Raises:
-            ValueError: no metric or llm set, or ``resume`` without ``run_dir``.
+            ValueError: "No metric provided for optimization" or "No llm provided for
+                optimization" (Ragas' messages, in that order), or ``resume`` without ``run_dir``.
             TypeError: ``callbacks`` is not a list of functions.
             RunDirError: ``run_dir`` is a folder promptevolver did not make, or another process
                 writes it (:func:`promptevolver.rundir.locked`, taken for the whole run).
@@ -209,8 +212,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         journal: Journal | None,
         callbacks: Sequence[Callback] = (),
     ) -> SearchRun:
-        if self.metric is None or self.llm is None:
-            raise ValueError("GeneticOptimizer needs metric= and llm= before optimize()")
+        self._require_metric_and_llm()
+        assert self.metric is not None and self.llm is not None
         scale = label_scale_of(self.metric)
         if scale is not None:  # the metric says what its labels are: every annotation must fit
             dataset = dataset.with_scale(scale, judge=type(self.metric).__name__)

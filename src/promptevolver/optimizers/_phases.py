@@ -20,10 +20,18 @@ from promptevolver.llm._base import Usage
 from promptevolver.llm._concurrency import waves
 from promptevolver.optimizers import _adoption as adoption
 from promptevolver.optimizers import _history as history
+from promptevolver.optimizers import _refit as refit
 from promptevolver.optimizers import _reporting as reporting
 from promptevolver.optimizers import _views as views
 from promptevolver.optimizers._candidates import Candidate
-from promptevolver.optimizers._distill import Distiller, DistillView
+from promptevolver.optimizers._distill import (
+    BARREN_ROUNDS,
+    CONTRAST,
+    SMALL_BARREN_ROUNDS,
+    SMALL_CONTRAST,
+    Distiller,
+    DistillView,
+)
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers._run import RunContext, SearchRun
 from promptevolver.optimizers._state import SearchState
@@ -212,11 +220,14 @@ async def distill(run: SearchRun) -> list[Candidate]:
     """
     started, before = time.perf_counter(), run.stage_start()
     seed, cfg = run.state.seed, run.context.config
+    small = run.context.refit
     distiller = Distiller(
         rounds=cfg.distill_rounds,
         lessons=cfg.distill_lessons,
         sample_size=cfg.distill_sample_size,
         max_calls=cfg.distill_max_calls,
+        barren_rounds=SMALL_BARREN_ROUNDS if small else BARREN_ROUNDS,
+        contrast=SMALL_CONTRAST if small else CONTRAST,
     )
     run.context.events.emit("stage_start", 0, stage="distill")
     run.begin_step("the distillation stage")
@@ -228,13 +239,19 @@ async def distill(run: SearchRun) -> list[Candidate]:
     )
     run.state.slots += 1_000_000  # the stage's slots: its own range, apart from the search's
     rungs: list[Candidate] = []
+    ladder_ids: dict[str, list[int]] = {}
     for ladder in ladders:
-        parent = seed
+        parent, ids = seed, ladder_ids.setdefault(_ladder_key(ladder.fold), [])
         for child in ladder.rungs:
-            for c in adoption.adopt(run, [child]):
+            adopted = adoption.adopt(run, [child])
+            for c in adopted:
                 c.parents, c.seen = (parent.id,), c.seen | parent.seen
                 rungs.append(c)
                 parent = c
+                ids.append(c.id)
+            same = None if adopted or child.instructions is None else run.state.find(child.instructions)
+            if same is not None and not same.is_seed:  # another ladder's rung, word for word
+                ids.append(same.id)
     run.end_step()
     run.state.lessons = [x.to_dict() for ladder in ladders if ladder.pool for x in ladder.pool.lessons]
     run.state.stages["distill"] = _stage_report(
@@ -242,7 +259,8 @@ async def distill(run: SearchRun) -> list[Candidate]:
         before,
         started,
         produced=[c.id for c in rungs],
-        stop={str(ladder.fold) if ladder.fold is not None else "all": ladder.stop for ladder in ladders},
+        stop={_ladder_key(ladder.fold): ladder.stop for ladder in ladders},
+        ladders=ladder_ids,
         context_splits=sum(ladder.context_splits for ladder in ladders),
         corrections=len(run.context.evidence_pool),
         unshown=len(set(run.context.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
@@ -251,6 +269,12 @@ async def distill(run: SearchRun) -> list[Candidate]:
     )
     run.context.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
     return rungs
+
+
+def _ladder_key(fold: int | None) -> str:
+    """A ladder's key in ``stages.distill`` (``stop``, ``ladders``): its fold, or ``all`` (every
+    correction: the one ladder of held-out runs, the refit out of bag)."""
+    return "all" if fold is None else str(fold)
 
 
 async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
@@ -269,6 +293,9 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
     started, before = time.perf_counter(), run.stage_start()
+    ladder_ids = run.state.stages.get("distill", {}).get("ladders", {})
+    if refit.has_refit(run.context, ladder_ids):
+        return await _verify_refit(run, ladder_ids, started, before)
     seed = run.state.seed
     tops = [c for c in candidates if not any(o.parents == (c.id,) for o in candidates)]
     lower = [c for c in candidates if c not in tops]
@@ -306,6 +333,36 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         produced=[best.id],
         judged=[c.id for c in field],
         saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
+        final_choice=run.final_choice,
+    )
+    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    return best
+
+
+async def _verify_refit(
+    run: SearchRun, ladder_ids: Mapping[str, Sequence[int]], started: float, before: Usage
+) -> Candidate:
+    """:func:`verify` on small data with a refit: the recipe cross-validated over the folds
+    (:mod:`._refit`)."""
+    run.context.events.emit("stage_start", 0, stage="verify")
+    run.begin_step("the cross-validation of the distillation recipe", count_parse=True)
+    run.context.meter.release_reserve()
+    best, choice = await refit.verify(run, ladder_ids)
+    run.end_step()
+    run.final_choice = choice
+    run.state.race = {
+        "rule": "cross-validation: the seed on every train sample, each fold's top rung on its fold",
+        "dropped": [],
+        "saved_judge_calls": 0,
+        "lower_rungs": "judged on their folds only when the top rungs hurt",
+    }
+    run.state.stages["verify"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[best.id],
+        judged=sorted({int(i) for row in choice["depths"] for i in row["rungs"].values()} | {0}),
+        saved_judge_calls=0,
         final_choice=run.final_choice,
     )
     run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
@@ -513,6 +570,10 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     """
     started, before = time.perf_counter(), run.stage_start()
     policies, why = example_policies(run.context)
+    if base.cross_validated is not None and run.context.split.regime == "out-of-bag":
+        return await _examples_cross_validated(run, base, policies, why, started, before)
+    if policies:
+        policies, why = _gate(run.context, policies, why, _wrong(run.context, base))
     n_eval = len(
         run.context.validation_focus.positions
         if run.context.split.regime == "held-out"
@@ -520,7 +581,7 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     )
     calls = len(policies) * n_eval * run.context.metric.calls_per_evaluation
     if policies and not run.context.meter.allows(calls, reserve=0):
-        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' verification"
+        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
     if not policies:
         run.state.stages["examples"] = _stage_report(
             run, before, started, produced=[base.id], tried=[], why=why
@@ -595,6 +656,189 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     return chosen
 
 
+def _wrong(ctx: RunContext, base: Candidate) -> list[int]:
+    """The held-out samples ``base`` judges unlike the human (validation; out of bag, the train
+    samples its lineage never learned from)."""
+    if ctx.split.regime == "held-out":
+        positions, score = ctx.validation_focus.positions, base.validation
+    else:
+        positions, score = ctx.train, base.train
+    if score is None:
+        return []
+    return [
+        p
+        for i, p in enumerate(positions)
+        if score.measured[i] and score.correct[i] < 1.0 and p not in base.seen
+    ]
+
+
+def _gate(ctx: RunContext, policies: list[str], why: str, wrong: Sequence[int]) -> tuple[list[str], str]:
+    """The example policies worth judging, and why: a teaching example can only help a sample the
+    candidate judges wrongly, and only when one shown beside it carries the human's view — so the
+    stage runs when some sample in ``wrong`` has, among the ``k`` train samples retrieval would show
+    it, a verdict correction with its human label (the same wording, the human's side). Otherwise
+    no policy is judged (0 judge calls)."""
+    store = ctx.examples
+    if store is None:
+        return policies, why
+    if not wrong:
+        return [], "the verified candidate judges every held-out sample as the human did: nothing to teach"
+    teachable = [
+        p
+        for p in wrong
+        if any(
+            ctx.evidence[q].kind == "verdict" and ctx.labels[q] == ctx.labels[p]
+            for q in store.positions_for("retrieval", ctx.dataset.samples[p].metric_input)
+            if q in ctx.evidence
+        )
+    ]
+    if not teachable:
+        return [], (
+            f"none of the {len(wrong)} held-out samples the verified candidate judges wrongly has a train "
+            f"correction with its human label among its {store.k} most similar train samples: no teaching "
+            "example would show it the human's view"
+        )
+    return policies, f"{why}; {len(teachable)} of {len(wrong)} held-out errors resemble a train correction"
+
+
+async def _examples_cross_validated(
+    run: SearchRun, base: Candidate, policies: list[str], why: str, started: float, before: Usage
+) -> Candidate:
+    """:func:`choose_examples` for a refit chosen by cross-validation (:mod:`._refit`): each policy
+    is judged with the folds' candidates on their own folds (a cross-validated figure, like the
+    recipe's), raced against them (a policy no better after a look stops), and kept only when it
+    beats them with probability ``confidence``; the result is then the refit with that policy."""
+    ctx = run.context
+    tops = refit.fold_tops(run.state, ctx)
+    cv = base.cross_validated
+    assert cv is not None
+    if policies and not tops:
+        policies, why = [], "the seed was kept: no fold candidate to judge examples with"
+    if policies and ctx.config.examples.policy == "auto":
+        policies, why = (
+            [],
+            (
+                "small data: example policies are cross-validated only when one is asked for "
+                "(optimizer.examples.policy static or retrieval): judged with the folds' candidates, which "
+                "learned from fewer corrections than the refit, a policy shows gains the refit does not have"
+            ),
+        )
+    if policies:
+        policies, why = _gate(ctx, policies, why, refit.errors(ctx, cv))
+    calls = len(policies) * len(ctx.train) * ctx.metric.calls_per_evaluation
+    if policies and not ctx.meter.allows(calls, reserve=0):
+        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
+    if not policies:
+        run.state.stages["examples"] = _stage_report(
+            run, before, started, produced=[base.id], tried=[], why=why
+        )
+        return base
+    store = ctx.examples
+    assert store is not None
+    per_policy: dict[str, dict[int, Candidate]] = {}
+    finals: list[Candidate] = []
+    for policy in policies:
+        shown = frozenset(store.positions_for(policy, {})) if policy == "static" else frozenset()
+        per_policy[policy] = {}
+        for f, top in tops.items():
+            if top.is_seed:
+                continue
+            c = _example_candidate(run, top, policy, shown)
+            per_policy[policy][f] = c
+        finals.append(_example_candidate(run, base, policy, shown))
+    static = frozenset(store.positions_for("static", {})) if "static" in policies else frozenset()
+
+    async def judge(cands: Sequence[Candidate], shown: Sequence[int]) -> list[Any]:
+        out = []
+        for c in cands:
+            own = per_policy.get(c.examples, {}) if c is not base else {}
+            out.append(
+                await refit.judge_policy(
+                    run, tops, own, shown, static if c.examples == "static" else frozenset()
+                )
+            )
+        return out
+
+    ctx.events.emit("stage_start", 0, stage="examples")
+    run.begin_step("the examples' cross-validation on the folds", count_parse=True)
+    race = Race(looks=4 if ctx.config.racing else 1, futility=base.id)
+    weights = ctx.train_focus.weight_array(ctx.train)
+    rng = np.random.default_rng((ctx.config.random_seed, RACE_STREAM, 3))
+    alive = await race.run([base, *finals], ctx.train, weights, judge, rng, keep={base.id})
+    scores = dict(zip((c.id for c in alive), await judge(alive, ctx.train)))  # memoised: no call
+    run.end_step()
+    choice_rng = final_choice_rng(ctx.config.random_seed)
+    mask = np.ones(len(ctx.train), dtype=bool)
+    rows, chosen, best_delta = [], base, 0.0
+    for c in finals:
+        if c not in alive:
+            rows.append(
+                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
+            )
+            continue
+        delta, p = paired(scores[c.id], scores[base.id], mask, weights, choice_rng)
+        eligible = delta is not None and scores[c.id].coverage >= ctx.min_coverage
+        rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
+        if eligible and delta is not None and delta > best_delta and p >= ctx.config.confidence:
+            chosen, best_delta = c, delta
+    if chosen is not base:
+        chosen.cross_validated = scores[chosen.id]
+        verdict = (
+            f"candidate {chosen.id} (the refit with {chosen.examples} examples) beats candidate "
+            f"{base.id} without them by {best_delta:+.3f} cross-validated, with probability >= "
+            f"{ctx.config.confidence:g}"
+        )
+    else:
+        verdict = (
+            f"no example policy beat candidate {base.id} cross-validated with probability "
+            f"{ctx.config.confidence:g}"
+        )
+    run.state.stages["examples"] = _stage_report(
+        run,
+        before,
+        started,
+        produced=[chosen.id],
+        base=base.id,
+        tried=rows,
+        why=f"{why}; {verdict}",
+        policy=chosen.examples,
+        static_set=store.positions_for("static", {}),
+        racing=race.report,
+        similarity=store.similarity_record(),
+    )
+    if chosen is not base:
+        own = per_policy[chosen.examples]
+        leak = static if chosen.examples == "static" else frozenset()
+        judged_by = {
+            str(p): (own.get(ctx.folds[p]) if p not in leak else None) or tops[ctx.folds[p]]
+            for p in ctx.train
+        }
+        run.final_choice = {
+            **run.final_choice,
+            "chosen": chosen.id,
+            "why": f"{run.final_choice.get('why')}; {verdict}",
+            "judged_by": {p: c.id for p, c in judged_by.items()},
+        }
+    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    return chosen
+
+
+def _example_candidate(run: SearchRun, parent: Candidate, policy: str, shown: frozenset[int]) -> Candidate:
+    """``parent``'s instructions with example ``policy`` (operator ``examples``), registered."""
+    c = Candidate(
+        id=len(run.state.candidates),
+        instructions=dict(parent.instructions),
+        generation=parent.generation,
+        operator="examples",
+        parents=(parent.id,),
+        seen=parent.seen | shown,
+        fold=parent.fold,
+        examples=policy,
+    )
+    run.state.add(c)
+    return c
+
+
 async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     """Stage 2c: learn from the held-out corrections too, and verify that on the learning part.
 
@@ -604,10 +848,11 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     verdict corrections ``base`` still judges wrongly and every held-out reason correction, with
     held-out agreeing samples for contrast. Its top rung and ``base`` are then judged on at most
     :data:`CROSS_FIT_CHECK` of the learning part's judged samples, which its new lessons never saw — the two
-    folds swap roles, as in cross-fitting (Chernozhukov et al. 2018) — racing with ``base`` as
-    the futility reference. The rung is kept unless the paired bootstrap says, with probability
-    ``confidence``, that ``base`` is better there — the ladder's rule (:func:`_higher_rung`): lessons
-    learnt from human corrections are kept unless the evidence says they hurt. (A criterion
+    folds swap roles, as in cross-fitting (Chernozhukov et al. 2018); in looks, but with two
+    candidates and no win required the looks stop neither. The rung is kept unless the paired
+    bootstrap says, with probability ``confidence``, that ``base`` is better there — the ladder's
+    rule (:func:`_higher_rung`): lessons learnt from human corrections are kept unless the
+    evidence says they hurt. (A criterion
     whose only carriers were held out can rarely be shown to help on the learning part, which
     is why it was missed: requiring a win there would reject the very lessons this stage
     exists for.) Returns the kept rung, else ``base``. A kept rung has no held-out validation
@@ -722,8 +967,9 @@ def _still_wrong(ctx: RunContext, base: Candidate) -> list[int]:
 async def _cross_check(
     run: SearchRun, base: Candidate, rung: Candidate, report: dict[str, Any]
 ) -> tuple[Candidate, str]:
-    """``rung`` against ``base`` on the learning part's judged samples (raced, ``base`` the
-    futility reference); ``rung`` unless ``base`` is better with probability ``confidence``."""
+    """``rung`` against ``base`` on the learning part's judged samples (in looks; neither is
+    dropped: the rung need not win); ``rung`` unless ``base`` is better with probability
+    ``confidence``."""
     run.begin_step("the cross-fit check on the learning samples", count_parse=True)
     rng = np.random.default_rng((run.context.config.random_seed, RACE_STREAM, 2))
     positions = _check_positions(run.context.train, rng)
@@ -732,7 +978,8 @@ async def _cross_check(
     async def judge(cands: Sequence[Candidate], pos: Sequence[int]) -> list[Any]:
         return await run.judge(cands, pos, "train")
 
-    race = Race(looks=4 if run.context.config.racing else 1, futility=base.id)
+    # no futility reference: the rung is kept unless the base is shown better, it need not win
+    race = Race(looks=4 if run.context.config.racing else 1)
     field = await race.run(
         [base, rung],
         positions,
@@ -787,20 +1034,30 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     fixed, total = _held_out_fixes(run.context, verified)
     stage = run.state.stages.get("distill", {})
     unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
+    refit = verified.cross_validated is not None
+    ladders = stage.get("ladders", {})
+    if run.context.refit and "all" in ladders and not ladders["all"] and stops.get("all") == "converged":
+        return False, (
+            "not warranted: the ladder learning from every correction converged without a general "
+            "lesson (what is left are one-sample lessons and noise)"
+        )
     if verified.is_seed:
-        why = "no rung of the ladder beat the seed on held-out samples"
+        why = (
+            "the cross-validated recipe hurt, so the seed was kept"
+            if run.context.refit
+            else "no rung of the ladder beat the seed on held-out samples"
+        )
     elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
         why = f"the distillation stopped with {unshown} corrections not shown yet"
     else:
-        fixes = (
-            f"it fixes {fixed} of {total} held-out verdict corrections"
-            if total
-            else "the held-out samples hold no verdict correction"
+        where = "verdict corrections, cross-validated" if refit else "held-out verdict corrections"
+        fixes = f"it fixes {fixed} of {total} {where}" if total else "no verdict correction to fix there"
+        kept = (
+            "the refit was kept, the folds not saying its recipe hurts"
+            if refit
+            else "a verified rung beat the seed"
         )
-        return False, (
-            f"not warranted: a verified rung beat the seed ({fixes}) and the distillation used every "
-            "correction"
-        )
+        return False, f"not warranted: {kept} ({fixes}) and the distillation used every correction"
     if not run.context.meter.allows(run.context.calls.initial_search(), reserve=run.context.calls.final):
         return False, f"warranted ({why}) but the budget cannot pay for it"
     return True, why
@@ -809,15 +1066,17 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
 def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
     """(fixed, total): held-out samples whose recorded verdict the human corrected, and how many
     of them ``candidate`` judges as the human did (validation; out of bag, its unseen samples)."""
-    if ctx.split.regime == "held-out":
+    learned, score = candidate.seen, candidate.cross_validated
+    positions: Sequence[int]
+    if score is not None:  # each sample judged by a fold's candidate that never saw it
+        positions, learned = ctx.train, frozenset()
+    elif ctx.split.regime == "held-out":
         positions, score = ctx.validation_focus.positions, candidate.validation
     else:
         positions, score = ctx.train, candidate.train
     if score is None:
         return 0, 0
-    keep = [
-        i for i, p in enumerate(positions) if ctx.evidence[p].kind == "verdict" and p not in candidate.seen
-    ]
+    keep = [i for i, p in enumerate(positions) if ctx.evidence[p].kind == "verdict" and p not in learned]
     measured = [i for i in keep if score.measured[i]]
     return int(sum(score.correct[i] >= 1.0 for i in measured)), len(measured)
 

@@ -40,7 +40,19 @@ def out_of_bag_estimates(
     ctx: RunContext, seed: Candidate, best: Candidate
 ) -> dict[str, dict[str, float | None]]:
     """Small data: ``best`` and the seed on the samples ``best`` never learned from (all of
-    them when ``best`` is the seed), as their ``validation`` figure."""
+    them when ``best`` is the seed), as their ``validation`` figure. A refit chosen by
+    cross-validation (``best.cross_validated``, :mod:`._refit`) has no such samples: its figure is
+    the recipe's ``cross_validated`` one (the seed's: its train judgements), ``validation`` None."""
+    if best.cross_validated is not None and seed.cross_validated is not None and not best.is_seed:
+        weights = ctx.train_focus.weight_array(ctx.train)
+        return {
+            name: {
+                **estimates(ctx, c),
+                "validation": None,
+                "cross_validated": c.cross_validated.estimate(ctx.loss, weights),  # type: ignore[union-attr]
+            }
+            for name, c in (("seed", seed), ("best", best))
+        }
     assert seed.train is not None and best.train is not None
     mask = np.array([p not in best.seen for p in ctx.train], dtype=bool)
     values = {"seed": seed.train.value_on(ctx.loss, mask), "best": best.train.value_on(ctx.loss, mask)}
@@ -68,7 +80,16 @@ def split_report(ctx: RunContext, best: Candidate) -> dict[str, Any]:
     ``validation_keys`` identify those samples by content (:func:`sample_key`, first 16 hex
     digits), so ``evaluate`` finds them in any file, never by position alone."""
     report = ctx.split.to_dict(ctx.dataset)
-    if ctx.split.regime == "out-of-bag":
+    if ctx.split.regime == "out-of-bag" and best.cross_validated is not None:
+        k = len(set(ctx.folds.values()))
+        report["validation_positions"], report["validation"] = [], 0
+        report["note"] = (
+            f"small data: {ctx.split.n_usable} usable annotations: the distillation recipe was "
+            f"cross-validated over {k} folds (each sample judged by a candidate that never learned "
+            "from it), then refit on all of them; the cross-validated figure is the result's "
+            "honest one (slightly pessimistic: each fold learned from fewer corrections)"
+        )
+    elif ctx.split.regime == "out-of-bag":
         report["validation_positions"] = [p for p in ctx.train if p not in best.seen]
         report["validation"] = len(report["validation_positions"])
     samples = ctx.dataset.samples

@@ -1,10 +1,11 @@
-"""The outcome of an optimization: a Mapping prompt name → best instruction, plus its evidence."""
+"""The outcome of an optimization: a read-only dict prompt name → best instruction (Ragas'
+return value), plus its evidence as attributes."""
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,9 +29,25 @@ SIMULATED_NOTE = (
 )
 
 
+def _read_only(self: OptimizationResult, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError(
+        "an OptimizationResult is read-only (its scores and lineage describe these instructions): "
+        "dict(result) is a copy to change"
+    )
+
+
+def _rebuild(cls: type[OptimizationResult], values: dict[str, Any]) -> OptimizationResult:
+    return cls(**values)
+
+
 @dataclass(frozen=True)
-class OptimizationResult(Mapping[str, str]):
-    """Best instructions (as a read-only mapping, like Ragas' return value) and how they were found.
+class OptimizationResult(dict[str, str]):
+    """Best instructions and how they were found.
+
+    The result *is* a ``dict`` of prompt name → best instruction, as Ragas' ``optimize`` returns:
+    ``json.dump(result, f)``, ``isinstance(result, dict)`` and ``result == {...}`` work. It is
+    read-only (changing it raises TypeError; ``dict(result)`` is a copy to change), and equal
+    to another result when every field but the timings is equal.
 
     Attributes:
         metric: the metric's name.
@@ -117,14 +134,36 @@ class OptimizationResult(Mapping[str, str]):
         store = self.example_store()
         return [] if store is None else store.examples_for(self.example_policy, metric_input)
 
-    def __getitem__(self, key: str) -> str:
-        return self.best_instructions[key]
+    def __post_init__(self) -> None:
+        dict.update(self, self.best_instructions)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.best_instructions)
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
-    def __len__(self) -> int:
-        return len(self.best_instructions)
+    def __ne__(self, other: object) -> bool:  # dict's own would compare the instructions only
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled and copied by its fields (a dict subclass's default sets items one by one)."""
+        return (_rebuild, (type(self), {f.name: getattr(self, f.name) for f in fields(self)}))
+
+    @property
+    def held_out(self) -> dict[str, Any]:
+        """The honest figure of the seed and of the chosen candidate, from ``scores``, and what it
+        is: ``{"kind": "validation" | "cross-validated", "seed": float | None, "best": float |
+        None}`` — the held-out validation samples (out of bag: those the chosen candidate never
+        learned from), or, for a refit on small data, the recipe's cross-validated figure (each
+        sample judged by a candidate that never learned from it). None where not measured
+        (``n/a``: a cross-fit rung has no held-out figure)."""
+        seed, best = self.scores.get("seed", {}), self.scores.get("best", {})
+        if "cross_validated" in best:
+            return {
+                "kind": "cross-validated",
+                "seed": seed.get("cross_validated"),
+                "best": best["cross_validated"],
+            }
+        return {"kind": "validation", "seed": seed.get("validation"), "best": best.get("validation")}
 
     @property
     def strategy(self) -> str:

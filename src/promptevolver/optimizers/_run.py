@@ -53,7 +53,7 @@ from promptevolver.optimizers._cost import PhaseCalls, phase_calls
 from promptevolver.optimizers._distill import SampleFacts, sample_facts
 from promptevolver.optimizers._evidence import Evidence, classify
 from promptevolver.optimizers._focus import Focus, make_focus
-from promptevolver.optimizers._split import Split, make_split
+from promptevolver.optimizers._split import Split, make_split, refits
 from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.operators._breeder import Breeder
@@ -97,7 +97,7 @@ class RunContext:
             (:mod:`._focus`).
         prompt_corrections: for a metric of several prompts, prompt name → train positions whose
             output of that prompt a human edited; empty for one prompt.
-        folds: out of bag, each usable train position's fold (0 or 1; stratified like the
+        folds: out of bag, each usable train position's fold (0 … ``cv_folds`` − 1; stratified like the
             split); empty when held out.
         examples: the teaching examples' pool (the annotated train samples; None: the run
             considers no example).
@@ -163,8 +163,15 @@ class RunContext:
             prompts=prompts,
             calls_per_evaluation=self.metric.calls_per_evaluation,
             meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(prompts),
-            ladders=2 if self.split.regime == "out-of-bag" else 1,
+            ladders=self.config.cv_folds + 1 if self.refit else 2 if self.split.regime == "out-of-bag" else 1,
+            refit=self.refit,
         )
+
+    @property
+    def refit(self) -> bool:
+        """Whether the run cross-validates its distillation recipe and refits it on every
+        correction (out of bag, :func:`._split.refits`; :mod:`._refit`)."""
+        return self.split.regime == "out-of-bag" and refits(self.split.n_usable, self.config)
 
     def fingerprint(self) -> str:
         """sha256 of the dataset's samples and the loss (what a checkpoint belongs to), computed once."""
@@ -233,7 +240,8 @@ class SearchRun:
         split = make_split(dataset, labels, metric, config, rng, strata)
         train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
         validation_focus = make_focus(split.validation, evidence, labels, config.max_validation_samples, rng)
-        folds = _folds(split, strata, rng) if split.regime == "out-of-bag" else {}
+        k = config.cv_folds if refits(split.n_usable, config) else 2
+        folds = _folds(split, strata, k, rng) if split.regime == "out-of-bag" else {}
         examples = _example_store(dataset, labels, split.train, metric, config, evidence)
         self.context = RunContext(
             metric=metric,
@@ -398,10 +406,6 @@ class _Announced(ClientWrapper):
         return completion
 
 
-#: Folds of an out-of-bag run: each offspring learns from the others and is checked on its own.
-OUT_OF_BAG_FOLDS = 2
-
-
 def shows_examples(metric: Metric) -> bool:
     """Whether ``metric`` can be shown teaching examples: one prompt, ``demonstrations`` and an
     ``ajudge`` that takes ``examples`` (AspectCritic, RubricJudge, a Ragas metric's adapter), or a
@@ -476,12 +480,23 @@ async def prepare_examples(context: RunContext) -> None:
         ) from None
 
 
-def _folds(split: Split, strata: dict[int, Any], rng: np.random.Generator) -> dict[int, int]:
-    """Position → fold, stratified on ``strata`` (label and kind of correction), folds as equal
-    as possible (a stratified split of the train part into halves)."""
+def _folds(split: Split, strata: dict[int, Any], k: int, rng: np.random.Generator) -> dict[int, int]:
+    """Position → fold (``k`` folds, ``cv_folds``), stratified on ``strata`` (label and kind of
+    correction), folds as equal as possible: two folds are a stratified split of the train part
+    into halves; more, each stratum's shuffled positions dealt round the folds, each stratum
+    starting where the last one stopped (so fold sizes differ by at most one)."""
     keys = [strata[p] for p in split.train]
-    first, second = sampling.stratified_split(keys, len(keys) // OUT_OF_BAG_FOLDS, rng)
-    return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
+    if k == 2:
+        first, second = sampling.stratified_split(keys, len(keys) // 2, rng)
+        return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
+    out: dict[int, int] = {}
+    turn = 0
+    for key in sorted(set(keys), key=repr):
+        members = [i for i, x in enumerate(keys) if x == key]
+        for i in rng.permutation(members).tolist():
+            out[split.train[int(i)]] = turn % k
+            turn += 1
+    return out
 
 
 def _prompt_corrections(

@@ -4,12 +4,14 @@ Two regimes, recorded in the result (``split.regime``):
 
 * **held-out** (at least ``small_data`` usable samples): a validation part is set aside and the
   final choice is made on it;
-* **out-of-bag** (fewer): every annotation is used both to learn and to choose. There is no
-  validation part; each candidate learned only from the samples its lineage's meta calls were
-  shown (``Candidate.seen``), so the others are held out *for it*, and the final choice compares
-  each finalist with the seed on that finalist's unseen samples — out-of-bag estimation, as in
-  bagging (Breiman, "Bagging predictors", 1996). On 18 annotations a 30 % validation part would
-  hold 5 samples; out-of-bag, a finalist is compared on every sample it did not learn from.
+* **out-of-bag** (fewer, or fewer than ``refit_below`` under the pipeline, which then
+  cross-validates its recipe and refits it, :mod:`._refit`): every annotation is used both to
+  learn and to choose. There is no validation part; each candidate learned only from the samples
+  its lineage's meta calls were shown (``Candidate.seen``), so the others are held out *for it*,
+  and the final choice compares each finalist with the seed on that finalist's unseen samples —
+  out-of-bag estimation, as in bagging (Breiman, "Bagging predictors", 1996). On 18 annotations
+  a 30 % validation part would hold 5 samples; out-of-bag, a finalist is compared on every
+  sample it did not learn from.
 
 :func:`make_split` draws the samples: validation gets ``round(validation_fraction · N)`` of the
 N usable samples (at least 2, leaving at least 2 for train), stratified on the human label and
@@ -40,7 +42,9 @@ __all__ = [
     "Split",
     "check_inputs",
     "check_prompt_names",
+    "is_out_of_bag",
     "make_split",
+    "refits",
     "split_sizes",
     "validation_count",
 ]
@@ -95,6 +99,19 @@ class Split:
         }
 
 
+def refits(n_usable: int, config: GeneticConfig) -> bool:
+    """Whether a run of ``n_usable`` usable samples cross-validates the distillation recipe and
+    refits it on every correction (the pipeline's small data: ``strategy`` auto or distill, fewer
+    than ``refit_below``; :mod:`._refit`)."""
+    return config.strategy in ("auto", "distill") and n_usable < config.refit_below
+
+
+def is_out_of_bag(n_usable: int, config: GeneticConfig) -> bool:
+    """Whether a run of ``n_usable`` usable samples holds no validation part: below ``small_data``,
+    or when it :func:`refits`."""
+    return n_usable < config.small_data or refits(n_usable, config)
+
+
 def validation_count(n_usable: int, fraction: float) -> int:
     """Validation samples drawn from ``n_usable`` (before the cap): at least 2, leaving 2 for train."""
     return min(max(2, round(fraction * n_usable)), n_usable - 2)
@@ -104,7 +121,7 @@ def split_sizes(n_usable: int, config: GeneticConfig) -> tuple[int, int]:
     """(train, validation) samples a candidate is judged on, for ``n_usable`` usable samples: the
     parts' sizes capped by the focus sizes ``max_train_samples`` / ``max_validation_samples``
     (validation 0 out-of-bag: the final choice reuses the train judgements)."""
-    if n_usable < config.small_data:
+    if is_out_of_bag(n_usable, config):
         return n_usable, 0
     n_val = validation_count(n_usable, config.validation_fraction)
     return _capped(n_usable - n_val, config.max_train_samples), _capped(n_val, config.max_validation_samples)
@@ -139,7 +156,7 @@ def make_split(
         )
     check_inputs(dataset, metric, usable)
     check_prompt_names(dataset, metric)
-    if len(usable) < config.small_data:
+    if is_out_of_bag(len(usable), config):
         return Split(list(usable), [], len(usable), "out-of-bag")
     n_val = validation_count(len(usable), config.validation_fraction)
     keys = [labels[i] if strata is None else strata[i] for i in usable]

@@ -197,6 +197,7 @@ def _candidate(c: Candidate) -> dict[str, Any]:
         "train": _score(c.train),
         "minibatch": _score(c.minibatch),
         "validation": _score(c.validation),
+        **({"cross_validated": _score(c.cross_validated)} if c.cross_validated is not None else {}),
     }
 
 
@@ -215,6 +216,7 @@ def _uncandidate(d: dict[str, Any]) -> Candidate:
         seen=frozenset(d.get("seen", ())),
         fold=d.get("fold"),
         examples=d.get("examples", "none"),
+        cross_validated=_unscore(d.get("cross_validated")),
     )
 
 

@@ -65,7 +65,10 @@ def distill_view(ctx: RunContext, seed: Candidate) -> DistillView:
         for name in names
     }
     agreeing = [p for p in ctx.split.train if ctx.evidence[p].kind == "agree"]
-    return DistillView(seed, corrections, agreeing, ctx.evidence, ctx.labels, ctx.folds, ctx.sample_facts)
+    refit = ctx.refit
+    return DistillView(
+        seed, corrections, agreeing, ctx.evidence, ctx.labels, ctx.folds, ctx.sample_facts, refit
+    )
 
 
 def meta_context(ctx: RunContext, parents: Sequence[Candidate] = ()) -> MetaContext:

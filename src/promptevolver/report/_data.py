@@ -38,6 +38,7 @@ from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
 
 __all__ = [
     "Disagreement",
+    "cross_validation_judges",
     "LineageStep",
     "ReportError",
     "RunFacts",
@@ -241,17 +242,33 @@ def _gather_verdicts(facts: RunFacts) -> None:
         "seed": candidate_key(result["seed_instructions"]),
         "best": candidate_key(result["best_instructions"], (result.get("examples") or {}).get("key", "none")),
     }
+    judged_by = cross_validation_judges(result)
     train = _train_positions(facts, memo, keys["seed"], validation)
+    if judged_by:  # a refit: its held-out picture is the cross-validated one, over every train sample
+        validation = sorted(judged_by)
+        train = [p for p in train if p not in judged_by]
     facts.positions = {"train": train, "validation": validation}
     missing: dict[tuple[str, str], list[int]] = {}
     for who, key in keys.items():
         for split, positions in facts.positions.items():
-            found = {p: memo[(key, p)] for p in positions if (key, p) in memo}
+            if who == "best" and split == "validation" and judged_by:
+                found = {p: memo[k] for p in positions if (k := (_key_of(result, judged_by[p]), p)) in memo}
+            else:
+                found = {p: memo[(key, p)] for p in positions if (key, p) in memo}
             facts.judgements[(who, split)] = found
             if len(found) < len(positions):
                 missing[(who, split)] = [p for p in positions if p not in found]
+    if judged_by and ("best", "validation") in missing:
+        facts.notes.append(
+            "The cross-validated verdicts (each sample judged by a fold's candidate that never learned "
+            "from it) are not all in the checkpoint; they are not re-judged."
+        )
+        facts.judgements.pop(("best", "validation"), None)
+        missing.pop(("best", "validation"))
     _rejudge_missing(facts, missing)
     focus = _focus(result)
+    if judged_by and "train" in focus:  # the cross-validated figure weighs the train focus set
+        focus["validation"] = focus.pop("train")
     for (who, split), judged in list(facts.judgements.items()):
         positions = facts.positions[split]
         if not positions or len(judged) < len(positions):
@@ -260,6 +277,25 @@ def _gather_verdicts(facts: RunFacts) -> None:
             _agree(facts, (who, split), judged, list(focus[split]), focus[split])
         else:
             _agree(facts, (who, split), judged, positions)
+
+
+def cross_validation_judges(result: Mapping[str, Any]) -> dict[int, int]:
+    """A refit chosen by cross-validation (small data): train position → the id of the candidate
+    whose verdict there makes the cross-validated figure (result.json
+    ``final_choice.judged_by``); empty for any other run."""
+    choice = result.get("final_choice") or {}
+    if choice.get("regime") != "cross-validated":
+        return {}
+    return {int(p): int(c) for p, c in (choice.get("judged_by") or {}).items()}
+
+
+def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:
+    """The memo key of lineage candidate ``candidate`` (its instructions and example policy)."""
+    row = next(c for c in result.get("lineage", []) if c["id"] == candidate)
+    examples = (
+        "none" if row.get("examples", "none") == "none" else (result.get("examples") or {}).get("key", "none")
+    )
+    return candidate_key(row["instructions"], examples)
 
 
 def _focus(result: Mapping[str, Any]) -> dict[str, dict[int, float]]:

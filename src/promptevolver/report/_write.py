@@ -151,7 +151,10 @@ def _f(value: float | None, digits: int = 3) -> str:
 def _score(facts: RunFacts, who: str, split: str) -> float | None:
     """result.json's ``scores[who][split]``; None when the run did not measure it: None or absent
     there, or every recorded evaluation of it failed (a release-0.1 run scored those as wrong)."""
-    value = (facts.result.get("scores", {}).get(who) or {}).get(split)
+    scores = facts.result.get("scores", {}).get(who) or {}
+    if split == "validation" and _cross_validated(facts):  # a refit: its honest figure
+        split = "cross_validated"
+    value = scores.get(split)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     all_failed = bool(facts.failed.get((who, split))) and (who, split) not in facts.agreements
@@ -179,6 +182,20 @@ def _verdict(facts: RunFacts) -> str:
     n_val = r["split"]["validation"]
     if seed is None or (best is None and r.get("best_id", 0) != 0):
         return _unmeasured_verdict(facts, seed, best)
+    if _cross_validated(facts):
+        n, k = r["split"]["train"], (r.get("final_choice") or {}).get("folds", "n/a")
+        if r.get("best_id", 0) == 0:
+            return (
+                f"The distillation recipe, cross-validated over {k} folds of the {n} annotations, would "
+                f"hurt, so the original (seed) instruction is kept: {name} {seed:.3f}."
+                f"{_agreed_sentence(facts)}"
+            )
+        return (
+            f"The optimized instruction (candidate #{r['best_id']}) was distilled from all {n} "
+            f"annotations with the recipe that {k}-fold cross-validation chose: cross-validated {name} "
+            f"{best:.3f} (each sample judged by a candidate that never learned from it) against "
+            f"{seed:.3f} for the original (seed) instruction.{_agreed_sentence(facts)}"
+        )
     if r.get("best_id", 0) == 0:
         return (
             f"No candidate beat the original instruction on the {n_val} held-out validation samples, so the "
@@ -285,11 +302,10 @@ def _scores(facts: RunFacts) -> Section:
     if ordinal:
         figures += ["exact", "within one", "weighted kappa"]
     headers = ["instruction", "split", "samples judged", *figures, "failed"]
-    rows = [_score_row(facts, who, split) for who in ("seed", "best") for split in ("train", "validation")]
+    splits = ("validation",) if _cross_validated(facts) else ("train", "validation")  # a refit: one picture
+    rows = [_score_row(facts, who, split) for who in ("seed", "best") for split in splits]
     blocks: list[Any] = [Table(headers, rows)]
-    if any(
-        _score(facts, who, split) is None for who in ("seed", "best") for split in ("train", "validation")
-    ):
+    if any(_score(facts, who, split) is None for who in ("seed", "best") for split in splits):
         blocks.append(Para(f"{name.capitalize()} n/a: {_unmeasured_reason(facts)}."))
     if not facts.agreements:
         blocks.append(
@@ -314,7 +330,7 @@ def _scores(facts: RunFacts) -> Section:
 def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     a = facts.agreements.get((who, split))
     failed = facts.failed.get((who, split))
-    size = (facts.result.get("split") or {}).get(split, "")
+    size = (facts.result.get("split") or {}).get("train" if _cross_validated(facts) else split, "")
     judged = facts.judged.get((who, split))
     n = f"{a.n if a is not None else 0} of {size}" if judged is not None else f"? of {size}"
     label = "original (seed)" if who == "seed" else "optimized (best)"
@@ -336,9 +352,26 @@ def _out_of_bag(facts: RunFacts) -> bool:
     return bool((facts.result.get("split") or {}).get("regime") == "out-of-bag")
 
 
+def _held_out_name(facts: RunFacts) -> str:
+    """What the held-out picture is: ``validation``, or ``cross-validated`` for a refit."""
+    return "cross-validated" if _cross_validated(facts) else "validation"
+
+
+def _cross_validated(facts: RunFacts) -> bool:
+    """A refit chosen by cross-validation (small data): its figure is ``cross_validated``."""
+    return "cross_validated" in ((facts.result.get("scores") or {}).get("best") or {})
+
+
 def _split_label(facts: RunFacts, split: str) -> str:
     """``train`` / ``validation``; small data (out of bag), what those parts are for the best
-    candidate: the samples it learned from and the ones it never saw."""
+    candidate: the samples it learned from and the ones it never saw; a refit: the
+    cross-validated verdicts (each sample judged by a fold's candidate that never learned from it)."""
+    if _cross_validated(facts):
+        return (
+            "train (learned from)"
+            if split == "train"
+            else "cross-validated (every sample, unseen by its judge)"
+        )
     if not _out_of_bag(facts):
         return split
     return "train (learned from)" if split == "train" else "validation (out of bag)"
@@ -410,15 +443,17 @@ def _confusion(facts: RunFacts) -> Section | None:
         (tn, fp), (fn, tp) = a.confusion
         rows = [["human 0", str(tn), str(fp)], ["human 1", str(fn), str(tp)]]
         failed = len(facts.failed.get((who, "validation"), []))
-        caption = f"{label}: {a.n} validation samples judged" + (f", {failed} failed" if failed else "")
+        caption = f"{label}: {a.n} {_held_out_name(facts)} samples judged" + (
+            f", {failed} failed" if failed else ""
+        )
         tables.append(Table(["", "judge 0", "judge 1"], rows, caption=caption, heat=True))
     if not tables:
         text = "Per-sample validation verdicts are not available."
         if facts.failed.get(("best", "validation")):
             text = "No validation verdict was measured: every evaluation failed."
-        return Section("Confusion matrices (validation)", [Para(text)])
+        return Section(f"Confusion matrices ({_held_out_name(facts)})", [Para(text)])
     tables.append(Para("Rows: the human label; columns: the judge's verdict. The diagonal is agreement."))
-    return Section("Confusion matrices (validation)", tables, row=True)
+    return Section(f"Confusion matrices ({_held_out_name(facts)})", tables, row=True)
 
 
 def _wording(facts: RunFacts) -> Section:

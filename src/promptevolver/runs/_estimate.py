@@ -62,7 +62,13 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
   when it teaches, one rewrite per prompt: ``L · K · ((R_p + 2) · b + R_p)`` meta calls, 0 judge calls.
 * *Examples*: each example policy tried (``examples.policy: auto``: static and retrieval) is
   raced against the verified rung and expected to stop after the first of its 4 looks (it rarely
-  beats a distilled rung): ``policies · n_eval · J / 4``.
+  beats a distilled rung): ``policies · n_eval · J / 4``; 0 on small data with a refit (tried
+  only when a policy is asked for, and then only when an error resembles a correction).
+* *Small data with a refit* (below ``refit_below``, ``optimizers/_refit.py``): ``cv_folds`` ladders
+  each showing (K − 1)/K of the corrections and the refit's showing all, one barren round each;
+  verification ``n_train · J`` for the seed plus ``n_train · J`` times the share of folds whose
+  ladder learns a rung, modelled as 1 − exp(−s/4) for s corrections shown (a lesson needs a few
+  corrections; a fold that learns nothing is judged as the seed, at no call).
 * *Verification*, top first: the seed and each ladder's top rung on the held-out samples
   (``(1 + L) · n_eval · J``); the lower rungs are raced only when no top rung beats the seed
   (not in the expectation; in ``max_calls``).
@@ -106,9 +112,21 @@ from promptevolver.optimizers._cost import (
     offspring_count,
     phase_calls,
 )
-from promptevolver.optimizers._distill import ANSWER_TOKENS, CONTEXT_SHARE, TEMPLATE_TOKENS
+from promptevolver.optimizers._distill import (
+    ANSWER_TOKENS,
+    BARREN_ROUNDS,
+    CONTEXT_SHARE,
+    SMALL_BARREN_ROUNDS,
+    TEMPLATE_TOKENS,
+)
 from promptevolver.optimizers._focus import VERDICT_SHARE
-from promptevolver.optimizers._split import MIN_USABLE_SAMPLES, split_sizes, validation_count
+from promptevolver.optimizers._split import (
+    MIN_USABLE_SAMPLES,
+    is_out_of_bag,
+    refits,
+    split_sizes,
+    validation_count,
+)
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
@@ -243,7 +261,7 @@ def estimate_dataset(
         usable=plan.usable,
         train_part=plan.train_part,
         validation_part=plan.usable - plan.train_part,
-        regime="out-of-bag" if plan.usable < plan.cfg.small_data else "held-out",
+        regime="out-of-bag" if is_out_of_bag(plan.usable, plan.cfg) else "held-out",
         embedding_calls=_embedding_calls(plan.cfg, dataset, plan.prompts),
     )
 
@@ -300,7 +318,7 @@ class _Plan:
         share = wrong / len(usable)
         part = (
             len(usable)
-            if len(usable) < cfg.small_data
+            if is_out_of_bag(len(usable), cfg)
             else len(usable) - validation_count(len(usable), cfg.validation_fraction)
         )
         if n_train < part:  # the train focus set takes the disagreements first (up to 2/3 of it)
@@ -385,6 +403,7 @@ class _Plan:
             calls_per_evaluation=self.judges,
             meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(self.prompts),
             ladders=self.ladders,
+            refit=self.refit,
         )
 
     def final_judge_calls(self) -> int:
@@ -401,33 +420,73 @@ class _Plan:
         return self.noise * self.n_train + stuck + left
 
     @property
+    def refit(self) -> bool:
+        """Whether the run cross-validates its recipe and refits it (``optimizers/_refit.py``)."""
+        return refits(self.usable, self.cfg)
+
+    @property
     def ladders(self) -> int:
+        if self.refit:  # a ladder per fold and the refit's
+            return self.cfg.cv_folds + 1
         return 2 if self.usable < self.cfg.small_data else 1
 
     def shown(self) -> int:
-        """Corrections one ladder shows a round (its learning part's, at most the sample size)."""
-        per_ladder = self.corrections / self.ladders if self.ladders > 1 else self.corrections
+        """Corrections one ladder shows a round (its learning part's, at most the sample size;
+        with a refit the mean over the folds' ladders, each (K − 1)/K, and the refit's, all)."""
+        if self.refit:
+            k = self.cfg.cv_folds
+            per_ladder = self.corrections * k / (k + 1)
+        else:
+            per_ladder = self.corrections / self.ladders if self.ladders > 1 else self.corrections
         return max(0, min(self.cfg.distill_sample_size, round(per_ladder)))
 
-    def productive_rounds(self) -> int:
-        """Rounds of one ladder that teach a new lesson (see the module docstring)."""
-        if self.shown() == 0:
+    def productive_rounds(self, shown: int | None = None) -> int:
+        """Rounds of one ladder that teach a new lesson (see the module docstring); ``shown``: the
+        corrections it shows a round (default :meth:`shown`)."""
+        shown = self.shown() if shown is None else shown
+        if shown == 0:
             return 0
-        return max(1, min(self.cfg.distill_rounds - 2, 1 + int(math.log2(1 + self.shown() / 8))))
+        return max(1, min(self.cfg.distill_rounds - 2, 1 + int(math.log2(1 + shown / 8))))
+
+    def refit_distill(self, batches: int) -> tuple[float, float]:
+        """With a refit: (meta calls of the folds' ladders and the refit's, the share of folds whose
+        ladder makes a rung). A fold's ladder shows (K − 1)/K of the corrections; with few, it often
+        learns only one-sample facts, which are never applied: the share of folds that learn is
+        modelled as 1 − exp(−s/4) for s shown corrections (a lesson needs a few corrections)."""
+        k = self.cfg.cv_folds
+        out, learn = 0.0, 0.0
+        for shown, ladders in ((self.corrections * (k - 1) / k, k), (self.corrections, 1)):
+            s = max(0, min(self.cfg.distill_sample_size, round(shown)))
+            taught = self.productive_rounds(s)
+            b = max(1, math.ceil(batches * s / max(1, self.shown_all())))
+            rounds = min(self.cfg.distill_rounds, taught + SMALL_BARREN_ROUNDS) if taught else 1
+            out += ladders * self.prompts * (rounds * b + taught)
+            if ladders == k:
+                learn = 1.0 - math.exp(-s / 4) if s else 0.0
+        return out, learn
+
+    def shown_all(self) -> int:
+        """Corrections a ladder learning from all of them shows a round."""
+        return max(0, min(self.cfg.distill_sample_size, round(self.corrections)))
 
     def pipeline_phases(self, batches: int) -> list[dict[str, Any]]:
         """Expected calls of the pipeline's stages: distill, verify, examples (a candidate per
         example policy, judged on the held-out samples; a judge with one prompt), search
         (expected 0). ``strategy: examples`` distills nothing."""
         taught = self.productive_rounds() if self.cfg.strategy != "examples" else 0
-        rounds = min(self.cfg.distill_rounds, taught + 2) if taught else 1
+        barren = SMALL_BARREN_ROUNDS if self.refit else BARREN_ROUNDS
+        rounds = min(self.cfg.distill_rounds, taught + barren) if taught else 1
         distilling = self.shown() and self.cfg.strategy != "examples"
-        meta = self.ladders * self.prompts * (rounds * batches + taught) if distilling else 0
+        meta: float = self.ladders * self.prompts * (rounds * batches + taught) if distilling else 0
         n_eval = self.n_val or self.n_train
-        rungs = self.ladders if taught else 0
+        rungs: float = self.ladders if taught else 0
+        if self.refit and distilling:  # the folds' tops, each on its own fold: one n_train together
+            meta, rungs = self.refit_distill(batches)
         examples = float(example_candidates(self.cfg)) if self.prompts == 1 else 0.0
         if self.cfg.racing:  # raced against the verified rung: one without a gain stops after a look
             examples /= RACE_LOOKS
+        if self.refit:  # gated: judged only when the cross-validated errors resemble a train
+            examples = 0.0  # correction (rare on small files); bounded in ``bounds``
         search = {"phase": "search", "judge_calls": 0.0, "meta_calls": 0.0}
         unshown = self.corrections / self.ladders - self.cfg.distill_rounds * self.cfg.distill_sample_size
         searches = self.cfg.strategy == "auto" and self.cfg.generations > 0 and self.cfg.population_size > 1
@@ -816,7 +875,7 @@ def _meta_tokens(
     # a mutation shows up to sample_size failing or not-yet-seen corrected samples, and a quarter
     # as many passing ones for contrast (operators/_mutation.py)
     failing = max(1, min(cfg.sample_size, round(plan.error_rate * plan.n_train + plan.reasons)))
-    if plan.usable < cfg.small_data:  # out of bag: a mutation learns from one of two folds
+    if is_out_of_bag(plan.usable, cfg):  # out of bag: a mutation learns from one of the folds
         failing = max(1, round(failing / 2))
     passing = examples[failing : failing + max(1, cfg.sample_size // 4)]
     items = [" ".join(["word"] * plan.model.feedback_item_words)] * cfg.max_feedbacks

@@ -41,6 +41,7 @@ from promptevolver.rundir import (
 __all__ = [
     "Scorecard",
     "learned_from_validation",
+    "refit_on_every_sample",
     "other_metric",
     "run_of",
     "score_instructions",
@@ -196,6 +197,29 @@ def learned_from_validation(run_dir: str | Path, instructions: Mapping[str, str]
     return (
         f"the run's chosen instructions ({run_dir}) learned from its validation samples' corrections "
         "(cross-fit): this score on them is in-sample, not a held-out figure"
+    )
+
+
+def refit_on_every_sample(run_dir: str | Path, instructions: Mapping[str, str]) -> str | None:
+    """A note when ``instructions`` are the run's chosen ones and the run refit them on every
+    annotation after cross-validating the recipe (small data, :mod:`promptevolver.optimizers._refit`):
+    no sample is held out from them, so a score on the run's annotations is in-sample, and the
+    run's honest figure is its cross-validated one (named in the note). None otherwise."""
+    try:
+        result = read_result(run_dir)
+    except RunDirError:
+        return None
+    choice = result.get("final_choice") or {}
+    if choice.get("regime") != "cross-validated" or choice.get("chosen") == 0:
+        return None
+    if dict(result.get("best_instructions") or {}) != dict(instructions):
+        return None
+    figure = ((result.get("scores") or {}).get("best") or {}).get("cross_validated")
+    shown = "n/a" if figure is None else f"{figure:.3f}"
+    return (
+        f"the run's chosen instructions ({run_dir}) were refit on every annotation after "
+        f"cross-validating the recipe over {choice.get('folds', 'n/a')} folds: no sample is held out "
+        f"from them, so this score is in-sample; the run's honest figure is its cross-validated {shown}"
     )
 
 

@@ -38,10 +38,20 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     s, calls = result.scores, result.usage["llm_calls"]
     name = loss_label(result.loss)
     simulated = " | simulated LLM: no model was called" if result.simulated_llm else ""
+    if "cross_validated" in s["best"]:  # small data: a refit chosen by cross-validation
+        folds = (result.final_choice or {}).get("folds", "n/a")
+        figures = (
+            f"seed train {_f(s['seed'].get('train'))} | best cross-validated "
+            f"{_f(s['best'].get('cross_validated'))} ({folds} folds; refit on every annotation, so no "
+            "train or validation figure of its own)"
+        )
+    else:
+        figures = (
+            f"seed train {_f(s['seed'].get('train'))} validation {_f(s['seed'].get('validation'))} | "
+            f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))}"
+        )
     lines = [
-        f"{result.metric}: {name} seed train {_f(s['seed'].get('train'))} "
-        f"validation {_f(s['seed'].get('validation'))} | "
-        f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))} | "
+        f"{result.metric}: {name} {figures} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
         f"{simulated}"
     ]
@@ -86,7 +96,7 @@ def choice_line(result: OptimizationResult) -> str:
     if result.improved:
         best, scores = by_id[result.best_id], result.scores
         train = _f(scores.get("best", {}).get("train")), _f(scores.get("seed", {}).get("train"))
-        if train == ("n/a", "n/a"):  # the distill path judges held-out samples only
+        if train[0] == "n/a":  # held-out samples only, or a refit (its figure: cross-validated)
             return f"chosen: {_who(best)}: {why}"
         return f"chosen: {_who(best)}: {why}; train {train[0]} against the seed's {train[1]}"
     rows = [r for r in result.final_choice.get("finalists", []) if r.get("id") in by_id]
@@ -154,6 +164,8 @@ def stage_line(result: OptimizationResult) -> str:
         per_call = e.get("prompt_tokens_per_judge_call")
         tokens = f", {per_call:,.0f} prompt tokens a call" if per_call else ""
         parts.append(f"examples {e['judge_calls']} judge calls{tokens}, kept: {e.get('policy', 'none')}")
+    elif "examples" in st and "verify" in st:  # not judged: why (not warranted, the budget, ...)
+        parts.append("examples not judged")
     if st.get("cross_fit", {}).get("rungs"):
         x = st["cross_fit"]
         kept = "kept" if x.get("produced") != [x.get("base")] else "not kept"

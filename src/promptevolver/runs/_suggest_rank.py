@@ -15,13 +15,29 @@ Three signals per trace, each in [0, 1]:
 * **novelty**: 1 − the largest TF-IDF cosine similarity of the trace to an already annotated
   sample (scikit-learn's ``TfidfVectorizer`` over the trace's text fields).
 
-A trace's **informativeness** is ``0.4 disagreement + 0.45 instability + 0.15 novelty``
-(:data:`WEIGHTS`); missing signals (a trace the budget left unjudged) count 0. Instability weighs
-most because it is the one signal that points at the chosen judge's own mistakes: where the
-committee disagrees but the chosen judge answers the same every time, it is usually the chosen
-instructions that name a criterion the others lack (in a first measurement on judgeworld w400s1,
-seed 0, the chosen judge was wrong on 1 of 10 such traces and on 6 of 8 unstable ones;
-``benchmarks/judgeworld/suggest.py``). The batch is then
+**The chance the chosen judge is wrong** (:class:`ErrorModel`): the three signals say where a
+label could teach; which of them point at the chosen judge's *mistakes* depends on the judge and
+the LLM (a committee member that disagrees is right about as often as the chosen one in one run,
+and nearly never in another), so suggest asks the run's own annotations. On a calibration set of
+annotated samples (the run's held-out ones first) it asks the chosen and the runner-up
+instructions and re-asks the chosen one, as for the pool; a naive Bayes model of "the chosen
+verdict is wrong" over two features (the chosen verdict, and how its re-asks and the runner-up
+vote against it: :func:`features_of`) then gives each pool trace its ``error`` probability. Each
+feature's bin starts from a prior rate (the overall one; at least a coin flip where its re-asks
+are split; the others' accuracy where it is outvoted: :func:`_prior_rate`) that the calibration
+samples in the bin move: the calibration set is often the samples the run chose its instructions
+on, where their mistakes are rarer than on new traces, so a few samples must not overrule what
+the votes say. Without a calibration set (no labelled sample could be judged within the budget)
+the trace's error is unknown and the fixed weights below decide.
+
+A trace's **informativeness** is ``0.85 error + 0.15 novelty`` when its error is estimated
+(:data:`ERROR_WEIGHT`), else ``0.4 disagreement + 0.45 instability + 0.15 novelty``
+(:data:`WEIGHTS`); missing signals (a trace the budget left unjudged) count 0. Before the model
+(the first release of suggest), instability weighed most because it is the signal that pointed at
+the chosen judge's own mistakes in a first measurement (judgeworld w400s1, seed 0: wrong on 1 of
+10 traces where only the committee disagreed, on 6 of 8 unstable ones;
+``benchmarks/judgeworld/suggest.py``); the model learns such ratios per run instead
+(``benchmarks/judgeworld/suggest_errors.py``). The batch is then
 picked greedily by maximal marginal relevance (Carbonell and Goldstein, SIGIR 1998): each pick
 maximises ``(1 - diversity) · informativeness - diversity · (largest cosine similarity to a
 trace picked before)``, so near-duplicates do not fill a batch. Each pick's value is its
@@ -36,10 +52,25 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WEIGHTS", "Signals", "TraceVotes", "informativeness", "pick", "signals_of", "similarities", "why"]
+__all__ = [
+    "ERROR_WEIGHT",
+    "WEIGHTS",
+    "ErrorModel",
+    "Signals",
+    "TraceVotes",
+    "differs",
+    "features_of",
+    "informativeness",
+    "pick",
+    "signals_of",
+    "similarities",
+    "why",
+]
 
-#: Weight of each signal in a trace's informativeness (they sum to 1).
+#: Weight of each signal in a trace's informativeness when its error is not estimated (they sum to 1).
 WEIGHTS: Mapping[str, float] = {"disagreement": 0.4, "instability": 0.45, "novelty": 0.15}
+#: Weight of the estimated error in a trace's informativeness (novelty has the rest).
+ERROR_WEIGHT = 0.85
 
 
 @dataclass(frozen=True)
@@ -58,11 +89,14 @@ class TraceVotes:
 
 @dataclass(frozen=True)
 class Signals:
-    """A trace's signals, each in [0, 1], None when not measured (no verdict to compare)."""
+    """A trace's signals, each in [0, 1], None when not measured (no verdict to compare);
+    ``error``: the estimated probability that the chosen verdict is wrong (:class:`ErrorModel`),
+    None without a model."""
 
     disagreement: float | None
     instability: float | None
     novelty: float
+    error: float | None = None
 
 
 def signals_of(votes: TraceVotes, novelty: float, *, binary: bool, scale: float = 1.0) -> Signals:
@@ -81,6 +115,12 @@ def signals_of(votes: TraceVotes, novelty: float, *, binary: bool, scale: float 
     return Signals(disagreement, instability, novelty)
 
 
+def differs(a: float, b: float, *, binary: bool, scale: float = 1.0) -> bool:
+    """Whether two verdicts differ: unequal verdicts, or scores further apart than a tenth of
+    the scale (``scale``: its range; a rubric's levels one apart on a 1–5 scale differ)."""
+    return _distance(a, b, binary, scale) > _TOLERANCE
+
+
 def _distance(a: float, b: float, binary: bool, scale: float) -> float:
     return float(a != b) if binary else min(1.0, abs(a - b) / scale)
 
@@ -92,12 +132,171 @@ def _vote_entropy(verdicts: Sequence[float]) -> float:
 
 
 def informativeness(signals: Signals) -> float:
-    """The weighted sum of the signals (:data:`WEIGHTS`), in [0, 1]; unmeasured ones count 0."""
+    """The weighted sum of the signals, in [0, 1] (see the module docstring): the estimated
+    error and novelty (:data:`ERROR_WEIGHT`), else :data:`WEIGHTS`; unmeasured ones count 0."""
+    if signals.error is not None:
+        return ERROR_WEIGHT * signals.error + (1.0 - ERROR_WEIGHT) * signals.novelty
     return (
         WEIGHTS["disagreement"] * (signals.disagreement or 0.0)
         + WEIGHTS["instability"] * (signals.instability or 0.0)
         + WEIGHTS["novelty"] * signals.novelty
     )
+
+
+#: A trace's features for the error model: feature name → bin (None: not measured).
+Features = Mapping[str, str | None]
+
+
+def features_of(votes: TraceVotes, *, binary: bool, scale: float = 1.0) -> dict[str, str | None]:
+    """The error model's features of one trace: ``verdict`` (the chosen verdict; a score is
+    binned as below or above the middle of its scale unless it is a whole number) and ``votes``,
+    how the chosen judge's other answers (its re-asks) and the runner-up instructions stand
+    against its verdict: ``agreed`` (none differs), ``runner-up only`` (only the runner-up
+    differs), ``re-asks split`` (some re-asks differ, but not most of the other answers) or
+    ``outvoted`` (more than half of them differ); None without another answer. All None when the
+    chosen instructions gave no verdict."""
+    chosen = votes.verdicts[0] if votes.verdicts else None
+    if chosen is None:
+        return {"verdict": None, "votes": None}
+    verdict = (
+        f"{chosen:g}" if binary or float(chosen).is_integer() else ("high" if chosen > scale / 2 else "low")
+    )
+    second = votes.verdicts[1] if len(votes.verdicts) > 1 else None
+    own = [differs(chosen, v, binary=binary, scale=scale) for v in votes.others]
+    runner = [] if second is None else [differs(chosen, second, binary=binary, scale=scale)]
+    answers = own + runner
+    if not answers:
+        stand = None
+    elif sum(answers) * 2 > len(answers):
+        stand = "outvoted"
+    elif any(own):
+        stand = "re-asks split"
+    else:
+        stand = "runner-up only" if any(runner) else "agreed"
+    return {"verdict": verdict, "votes": stand}
+
+
+#: Two numbers differ when they are further apart than this share of the scale (a verdict: 0 or 1).
+_TOLERANCE = 0.1
+#: How many calibration samples' worth of weight the overall error rate has in each bin's rate.
+PRIOR_STRENGTH = 2.0
+
+
+def _prior_rate(name: str, value: str, base: float) -> float:
+    """The error rate a bin is shrunk towards: the overall rate ``base``, except where the votes
+    say the chosen verdict is doubtful. Answers of about equal accuracy that disagree with it make
+    it at best a coin flip (``re-asks split``, self-consistency: SelfCheckGPT, Manakul et al.
+    2023), and when more than half of them disagree it is wrong about as often as each of them
+    is right (``outvoted``: the majority of independent answers is right more often than one)."""
+    if name != "votes":
+        return base
+    if value == "outvoted":
+        return max(1.0 - base, 0.5)
+    if value == "re-asks split":
+        return max(base, 0.5)
+    return base
+
+
+def _logit(p: float) -> float:
+    return float(np.log(p / (1.0 - p)))
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """The probability that the chosen verdict is wrong, from a trace's :func:`features_of`:
+    naive Bayes in odds form (:meth:`fit`). The odds of the overall error rate are moved by each
+    feature's bin: by the odds of the error rate of the calibration samples in that bin, shrunk
+    by :data:`PRIOR_STRENGTH` samples towards the bin's prior rate (:func:`_prior_rate`). A bin
+    seen rarely moves its prior little; with no calibration sample the priors alone decide.
+
+    Attributes:
+        wrong, right: calibration samples the chosen judge got wrong and right.
+        counts: feature → bin → (wrong count, right count).
+        prior: the overall error rate before any calibration sample (the run's own figure).
+    """
+
+    wrong: int
+    right: int
+    counts: Mapping[str, Mapping[str, tuple[int, int]]]
+    prior: float = 0.25
+
+    @classmethod
+    def fit(cls, rows: Sequence[tuple[Features, bool]], *, prior: float = 0.25) -> ErrorModel:
+        """The model of ``(features, chosen verdict wrong)`` rows (rows without a chosen verdict
+        are left out; none: the priors alone), ``prior`` the overall error rate before them,
+        in (0, 1).
+
+        Raises:
+            ValueError: ``prior`` outside (0, 1).
+        """
+        if not 0.0 < prior < 1.0:
+            raise ValueError(f"prior must be in (0, 1), got {prior}")
+        measured = [(f, w) for f, w in rows if f.get("verdict") is not None]
+        counts: dict[str, dict[str, list[int]]] = {}
+        for features, wrong in measured:
+            for name, value in features.items():
+                if value is not None:
+                    cell = counts.setdefault(name, {}).setdefault(value, [0, 0])
+                    cell[0 if wrong else 1] += 1
+        errors = sum(1 for _, w in measured if w)
+        frozen = {n: {b: (c[0], c[1]) for b, c in cells.items()} for n, cells in counts.items()}
+        return cls(errors, len(measured) - errors, frozen, prior)
+
+    def probability(self, features: Features) -> float | None:
+        """P(the chosen verdict is wrong | the measured features), in (0, 1); None when the
+        trace has no chosen verdict."""
+        if features.get("verdict") is None:
+            return None
+        logit = _logit(self._base())
+        for name, value in features.items():
+            if value is not None:
+                logit += self._log_ratio(name, value)
+        return float(1.0 / (1.0 + np.exp(-logit)))
+
+    def _base(self) -> float:
+        """The overall error rate: the calibration samples' and :attr:`prior`, the latter worth
+        :data:`PRIOR_STRENGTH` samples."""
+        return (self.wrong + PRIOR_STRENGTH * self.prior) / (self.wrong + self.right + PRIOR_STRENGTH)
+
+    def _log_ratio(self, name: str, value: str) -> float:
+        """How much the bin moves the odds of a mistake: the error rate of the calibration samples
+        in the bin, shrunk by :data:`PRIOR_STRENGTH` samples towards its prior rate
+        (:func:`_prior_rate`), against the overall rate (a log odds ratio)."""
+        w, r = self.counts.get(name, {}).get(value, (0, 0))
+        base = self._base()
+        target = _prior_rate(name, value, base)
+        rate = (w + PRIOR_STRENGTH * target) / (w + r + PRIOR_STRENGTH)
+        return _logit(rate) - _logit(base)
+
+    def evidence(self, features: Features) -> str | None:
+        """The feature that points most towards a mistake, in words, with what the calibration
+        samples like it say, e.g. ``its re-asks were split (annotated samples like it: wrong 5
+        times in 7)``; None if none points towards a mistake."""
+        best: tuple[float, str] | None = None
+        for name, value in features.items():
+            if value is None:
+                continue
+            ratio = self._log_ratio(name, value)
+            if ratio > 0 and (best is None or ratio > best[0]):
+                w, r = self.counts.get(name, {}).get(value, (0, 0))
+                seen = (
+                    f"annotated samples like it: wrong {w} times in {w + r}"
+                    if w + r
+                    else "no annotated sample like it"
+                )
+                best = (ratio, f"{_feature_words(name, value)} ({seen})")
+        return None if best is None else best[1]
+
+
+def _feature_words(name: str, value: str) -> str:
+    if name == "votes":
+        return {
+            "agreed": "its re-asks and the runner-up agreed",
+            "runner-up only": "only the runner-up disagreed",
+            "re-asks split": "its re-asks were split",
+            "outvoted": "its re-asks and the runner-up outvoted it",
+        }[value]
+    return f"it said {value}"
 
 
 def similarities(pool_texts: Sequence[str], annotated_texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -152,19 +351,27 @@ def why(
     nearest: tuple[int, float] | None,
     duplicate: int | None = None,
     fmt: Any = None,
+    evidence: str | None = None,
 ) -> str:
-    """A human-readable reason, strongest signal first, e.g. ``the two best instructions
-    disagree: the chosen (candidate 7) says 0, candidate 4 (finalist) says 1``.
+    """A human-readable reason, the estimated error first, then the signals, e.g. ``the chosen
+    judge is wrong here with probability 0.71 (estimated): its re-asks and the runner-up outvoted
+    it (annotated samples like it: wrong 3 times in 4); the two best instructions disagree: the
+    chosen (candidate 7) says 0, candidate 4 (finalist) says 1; ...``.
 
     Args:
         labels: the committee members' names, in committee order.
         nearest: (annotated sample index, cosine) of the most similar annotated sample, if any.
         duplicate: the index of an annotated sample with the same text, if any.
         fmt: formats a verdict (default: ``0``/``1`` for whole numbers, else 2 decimals).
+        evidence: what the calibration says of the trace's strongest feature
+            (:meth:`ErrorModel.evidence`), said beside its estimated error.
     """
     show = fmt or _fmt
     parts: list[str] = []
     v = votes.verdicts
+    if signals.error is not None:
+        said = f"the chosen judge is wrong here with probability {signals.error:.2f} (estimated)"
+        parts.append(f"{said}{': ' + evidence if evidence else ''}")
     if not v or v[0] is None:
         parts.append("not judged (the --max-calls budget was spent, or the evaluation failed)")
     else:
@@ -176,7 +383,7 @@ def why(
         if signals.instability:
             others = ", ".join(show(x) for x in votes.others)
             parts.append(f"the chosen judge is unstable: it says {show(v[0])}, asked again {others}")
-        if not parts:
+        if len(parts) == (signals.error is not None):
             parts.append(f"every instruction asked agrees ({show(v[0])})")
     parts.append(_novelty(nearest) if duplicate is None else f"already annotated (sample {duplicate})")
     return "; ".join(parts)

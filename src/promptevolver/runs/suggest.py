@@ -11,15 +11,20 @@ checkpoint.json (the judgements behind the Pareto front).
    best train score first), each instruction once, at most ``committee_size``.
 2. **Judge calls**, in this order, each step as far as ``max_calls`` allows: the chosen and the
    runner-up instructions on every trace (traces least like the annotated samples first);
-   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; then the other
-   members. The last two steps take the traces that look most informative so far first, so the
-   calls go where the ranking is decided.
+   ``reasks`` more answers of the chosen instructions at ``reask_temperature``; the same three
+   kinds of answers on up to ``calibration`` annotated samples (the run's held-out ones first;
+   at most a quarter of ``max_calls``), to fit the error model; then the other members. The
+   re-asks and the other members take the traces that look most informative so far first, so
+   the calls go where the ranking is decided.
    A step's evaluations are sent in rounds that fit the calls left even if every answer needs a
    re-ask, and every request passes the budget meter the optimizer uses
    (:class:`~promptevolver.optimizers.strategies._budget.BudgetMeter`): no more than ``max_calls``
    answered calls are made. A failed evaluation is no verdict: it is left out and counted.
-3. **Ranking** (:mod:`promptevolver.runs._suggest_rank`): disagreement, instability and novelty,
-   then a greedy diverse pick (maximal marginal relevance).
+3. **Ranking** (:mod:`promptevolver.runs._suggest_rank`): the estimated chance that the chosen
+   verdict is wrong (how its re-asks and the runner-up vote against it, weighed by what the
+   calibration samples say, from the run's own error rate: :func:`_prior_error`) and novelty,
+   then a greedy diverse pick (maximal marginal relevance); disagreement and instability are
+   reported beside them.
 
 The LLM is the run's (config.yaml ``llm``, cache included). When the run used the simulated LLM
 (``provider: fake``) so does this, over the run's annotations: a trace it has no annotation of gets
@@ -32,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -53,7 +58,17 @@ from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._selection import front_rows
 from promptevolver.runs import _suggest_rank as rank
 
-__all__ = ["Member", "Suggestion", "Suggestions", "asuggest", "committee_of", "suggest"]
+__all__ = [
+    "ChosenJudge",
+    "Member",
+    "Suggestion",
+    "Suggestions",
+    "ajudge_chosen",
+    "asuggest",
+    "committee_of",
+    "judge_chosen",
+    "suggest",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -95,6 +110,8 @@ class Suggestion:
         reasks: the chosen judge's other answers (re-asks, ensemble judges).
         nearest_annotated: ``{"index", "cosine"}`` of the most similar annotated sample (its
             position in the run's annotation file), or None.
+        reason: the chosen judge's reason for its verdict (None: not judged, or failed).
+        simulated: whether the simulated LLM answered (``llm.provider: fake``), not a model.
     """
 
     rank: int
@@ -107,6 +124,8 @@ class Suggestion:
     verdicts: dict[str, float | None]
     reasks: list[float]
     nearest_annotated: dict[str, float] | None
+    reason: str | None = None
+    simulated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON line: every attribute, ``metric_input`` and ``score`` first."""
@@ -114,6 +133,8 @@ class Suggestion:
             "metric_input": self.metric_input,
             "score": round(self.score, 6),
             "why": self.why,
+            "reason": self.reason,
+            "simulated": self.simulated,
             "rank": self.rank,
             "index": self.index,
             "informativeness": round(self.informativeness, 6),
@@ -136,6 +157,9 @@ class Suggestions:
         failed: evaluations that failed (left out); already_annotated: pool traces whose text equals
             an annotated sample's.
         llm: which LLM answered, in words (the simulated one is named as such).
+        calibration: ``{"samples", "wrong", "prior"}``: the annotated samples the error model was
+            fitted on, how many of them the chosen judge got wrong, and the error rate it started
+            from (:func:`_prior_error`).
         usage: the client's usage (:meth:`~promptevolver.llm._base.Usage.to_dict`).
     """
 
@@ -148,6 +172,7 @@ class Suggestions:
     failed: int
     already_annotated: int
     llm: str
+    calibration: dict[str, float] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def summary(self) -> str:
@@ -157,7 +182,19 @@ class Suggestions:
             f"suggested {len(self.suggestions)} of {self.pool_size} traces; committee of "
             f"{len(self.committee)} instructions; {self.judged} traces judged; {self.judge_calls} judge "
             f"calls{bound}; {self.failed} evaluations failed; {self.already_annotated} traces already "
-            f"annotated; LLM: {self.llm}"
+            f"annotated; {self._calibrated()}; LLM: {self.llm}"
+        )
+
+    def _calibrated(self) -> str:
+        c = self.calibration
+        if not c:
+            return "no error model"
+        prior = f"prior error rate {c['prior']:.2f}"
+        if not c["samples"]:
+            return f"error model from the votes alone ({prior}; no annotated sample judged)"
+        return (
+            f"error model fitted on {c['samples']:.0f} annotated samples (the chosen judge wrong on "
+            f"{c['wrong']:.0f}; {prior})"
         )
 
 
@@ -171,6 +208,7 @@ async def asuggest(
     reask_temperature: float = 1.0,
     committee_size: int = 6,
     diversity: float = 0.3,
+    calibration: int = 60,
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Suggestions:
     """The ``n`` traces of ``pool`` whose human labels would teach the run's judge most (see the
@@ -186,6 +224,9 @@ async def asuggest(
         reasks: extra answers of the chosen instructions per trace (≥ 0), at ``reask_temperature``.
         committee_size: most committee members (≥ 2).
         diversity: MMR weight of dissimilarity to traces picked before, in [0, 1].
+        calibration: most annotated samples judged to learn which votes point at the chosen
+            judge's mistakes (≥ 0; 0: none, the votes alone decide;
+            :class:`~promptevolver.runs._suggest_rank.ErrorModel`).
         edit: changes the run's parsed config.yaml before validation (the CLI's ``--set``, e.g.
             another ``llm.base_url``; :func:`promptevolver.rundir.read_config`).
 
@@ -201,6 +242,8 @@ async def asuggest(
         LLMUnusableError: the LLM fails its preflight, or every evaluation failed.
     """
     _check_args(n, max_calls, reasks, committee_size, diversity)
+    if calibration < 0:
+        raise ValueError(f"calibration must be >= 0, got {calibration}")
     config = rundir.read_config(run_dir, edit=edit)
     result = rundir.read_result(run_dir)
     data = load_dataset(config)
@@ -218,7 +261,18 @@ async def asuggest(
     if max_calls != 0:
         await preflight(llm)
     binary, scale = config.metric.is_binary, _scale(config)
-    votes = await _vote(judge, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
+    in_pool = {" ".join(t.split()) for t in shown}
+    labels_for_calibration = [  # a trace of the pool is never its own calibration sample
+        None if text in in_pool else label for text, label in zip(annotated, data.labels())
+    ]
+    positions = _calibration_positions(
+        result, labels_for_calibration, calibration, config.effective_optimizer().random_seed
+    )
+    checker = _Judge(
+        metric, llm, [data.samples[p].metric_input for p in positions], max_calls, config.llm.max_concurrency
+    )
+    steps = _Steps(judge, checker, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
+    votes, model = await steps.vote([data.labels()[p] for p in positions], _prior_error(result))
     if judge.done and judge.failed == len(judge.done):
         causes = sorted({j.cause or "llm" for j in judge.done.values()})
         raise LLMUnusableError(
@@ -229,16 +283,22 @@ async def asuggest(
             attempted=len(judge.done),
         )
     signals = [
-        rank.signals_of(v, 1.0 - _max(against[i]), binary=binary, scale=scale) for i, v in enumerate(votes)
+        _signals(v, 1.0 - _max(against[i]), model, binary=binary, scale=scale) for i, v in enumerate(votes)
     ]
     picked = rank.pick([rank.informativeness(s) for s in signals], within, n, diversity=diversity)
     labels = [m.label for m in committee]
+
+    def evidence(i: int) -> str | None:
+        return model.evidence(rank.features_of(votes[i], binary=binary, scale=scale))
+
     first = {text: i for i, text in reversed(list(enumerate(annotated)))}
     duplicates = [first.get(" ".join(t.split())) for t in shown]
     out = [
-        _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i])
+        _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i], evidence(i))
         for r, (i, g) in enumerate(picked, 1)
     ]
+    fake = config.llm.provider == "fake"
+    out = [replace(s, reason=_reason(judge.done.get((0, s.index, 0))), simulated=fake) for s in out]
     return Suggestions(
         suggestions=out,
         committee=committee,
@@ -246,10 +306,78 @@ async def asuggest(
         judged=sum(v.verdicts[0] is not None for v in votes),
         judge_calls=llm.usage.judge_calls,
         max_calls=max_calls,
-        failed=judge.failed,
+        failed=judge.failed + checker.failed,
         already_annotated=sum(d is not None for d in duplicates),
         llm=_llm_words(config),
+        calibration={
+            "samples": model.wrong + model.right,
+            "wrong": model.wrong,
+            "prior": round(model.prior, 4),
+        },
         usage=llm.usage.to_dict(),
+    )
+
+
+def _reason(judgement: Judgement | None) -> str | None:
+    return None if judgement is None or judgement.failed else judgement.reason
+
+
+@dataclass(frozen=True)
+class ChosenJudge:
+    """A finished run's chosen judge and what it said of some traces (:func:`ajudge_chosen`).
+
+    Attributes:
+        metric: the run's judge (its prompts named as in the run's annotation file).
+        judgements: one per trace, in order (a failed one carries its cause).
+        binary: whether its verdicts are 0/1.
+        llm: which LLM answered, in words (the simulated one is named as such).
+        simulated: whether that is the simulated LLM (``llm.provider: fake``).
+        judge_calls: answered LLM calls made (cache hits excluded).
+    """
+
+    metric: Metric
+    judgements: list[Judgement]
+    binary: bool
+    llm: str
+    simulated: bool
+    judge_calls: int
+
+
+async def ajudge_chosen(
+    run_dir: str | Path,
+    traces: Sequence[Mapping[str, Any]],
+    *,
+    edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> ChosenJudge:
+    """The verdict and reason of the run's chosen instructions on each of ``traces`` (metric
+    inputs), with the run's judge and LLM, as :func:`asuggest` judges a pool (one call each when
+    the answer parses; the run's cache answers what it holds).
+
+    Raises:
+        RunDirError, ConfigError, AnnotationError, LLMUnusableError: as :func:`asuggest`.
+    """
+    config = rundir.read_config(run_dir, edit=edit)
+    result = rundir.read_result(run_dir)
+    data = load_dataset(config)
+    prompt = resolve_prompt(config, data).rename
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
+    for i, trace in enumerate(traces):
+        _shown(metric, trace, "the items to review", i)
+    llm = build_llm(
+        config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed, prompt_name=prompt
+    )
+    judge = _Judge(metric, llm, traces, None, config.llm.max_concurrency)
+    if traces:
+        await preflight(llm)
+    chosen = _instructions(int(result.get("best_id", 0)), {}, result)
+    await judge.run([(chosen, 0, t, 0, None) for t in range(len(traces))])
+    return ChosenJudge(
+        metric=metric,
+        judgements=[judge.done[(0, t, 0)] for t in range(len(traces))],
+        binary=config.metric.is_binary,
+        llm=_llm_words(config),
+        simulated=config.llm.provider == "fake",
+        judge_calls=llm.usage.judge_calls,
     )
 
 
@@ -272,6 +400,9 @@ def _synchronous(function: Callable[P, Coroutine[Any, Any, T]], name: str) -> Ca
 #: The ``n`` traces of ``pool`` whose human labels would teach the run's judge most: :func:`asuggest`
 #: run to completion (same arguments and result).
 suggest = _synchronous(asuggest, "suggest")
+
+#: The run's chosen judge on some traces: :func:`ajudge_chosen` run to completion.
+judge_chosen = _synchronous(ajudge_chosen, "judge_chosen")
 
 
 def _check_args(n: int, max_calls: int | None, reasks: int, committee_size: int, diversity: float) -> None:
@@ -470,42 +601,133 @@ class _Judge:
         return None if j is None else j.score
 
 
-async def _vote(
-    judge: _Judge,
-    committee: Sequence[Member],
-    against: Any,
-    reasks: int,
-    temperature: float,
-    *,
-    binary: bool,
-    scale: float,
-) -> list[rank.TraceVotes]:
-    """Every trace's votes, judged in the order of the module docstring (step 2)."""
-    n = len(judge.traces)
-    novelty_order = sorted(range(n), key=lambda t: (_max(against[t]), t))  # least like the annotated first
-    await judge.run(
-        [(m.instructions, i, t, 0, None) for t in novelty_order for i, m in enumerate(committee[:2])]
-    )
-    chosen = committee[0].instructions
-    order = _most_informative(judge, committee, 0, binary=binary, scale=scale)
-    await judge.run([(chosen, 0, t, k, temperature) for t in order for k in range(1, reasks + 1)])
-    order = _most_informative(judge, committee, reasks, binary=binary, scale=scale)
-    await judge.run(
-        [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(committee) if i >= 2]
-    )
-    return _votes(judge, committee, reasks)
+class _Steps:
+    """The judge calls of step 2 (module docstring), in order, each as far as the bound allows:
+    the pool's first verdicts, its re-asks, the calibration set, the other members."""
+
+    def __init__(
+        self,
+        judge: _Judge,
+        checker: _Judge,
+        committee: Sequence[Member],
+        against: Any,
+        reasks: int,
+        temperature: float,
+        *,
+        binary: bool,
+        scale: float,
+    ) -> None:
+        self.judge, self.checker, self.committee, self.against = judge, checker, committee, against
+        self.reasks, self.temperature, self.binary, self.scale = reasks, temperature, binary, scale
+        self.first_done = False
+
+    async def calibrate(self, labels: Sequence[float | None], prior: float) -> rank.ErrorModel:
+        """The error model (prior error rate ``prior``), fitted on the calibration samples
+        (``labels``: their human labels) that the chosen and runner-up instructions judged, with
+        the chosen one's re-asks, within what the bound leaves and at most a quarter of it."""
+        traces = range(len(self.checker.traces))
+        room, bound = self.checker.room(), self.checker.max_calls
+        if room is not None and bound is not None:
+            per_sample = (2 + self.reasks) * self.checker.metric.calls_per_evaluation
+            traces = range(min(len(traces), min(room, bound // 4) // per_sample))
+        pairs = self.committee[:2]
+        await self.checker.run([(m.instructions, i, t, 0, None) for t in traces for i, m in enumerate(pairs)])
+        chosen = self.committee[0].instructions
+        await self.checker.run(
+            [(chosen, 0, t, k, self.temperature) for t in traces for k in range(1, self.reasks + 1)]
+        )
+        rows = []
+        for t, votes in enumerate(_votes(self.checker, self.committee[:2], self.reasks)):
+            label = labels[t]
+            if label is None or votes.verdicts[0] is None:
+                continue
+            wrong = rank.differs(votes.verdicts[0], label, binary=self.binary, scale=self.scale)
+            rows.append((rank.features_of(votes, binary=self.binary, scale=self.scale), wrong))
+        return rank.ErrorModel.fit(rows, prior=prior)
+
+    async def _first_verdicts(self) -> None:
+        if self.first_done:
+            return
+        self.first_done = True
+        n = len(self.judge.traces)
+        order = sorted(range(n), key=lambda t: (_max(self.against[t]), t))  # least like the annotated first
+        await self.judge.run(
+            [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(self.committee[:2])]
+        )
+
+    async def vote(
+        self, labels: Sequence[float | None], prior: float
+    ) -> tuple[list[rank.TraceVotes], rank.ErrorModel]:
+        """Every pool trace's votes and the error model: first verdicts, re-asks of the chosen
+        instructions (the traces the votes alone make most doubtful first), the calibration set
+        (:meth:`calibrate`), then the other members (the traces most informative so far first)."""
+        await self._first_verdicts()
+        alone = rank.ErrorModel.fit([], prior=prior)
+        chosen = self.committee[0].instructions
+        order = self._most_informative(0, alone)
+        await self.judge.run(
+            [(chosen, 0, t, k, self.temperature) for t in order for k in range(1, self.reasks + 1)]
+        )
+        model = await self.calibrate(labels, prior)
+        order = self._most_informative(self.reasks, model)
+        await self.judge.run(
+            [(m.instructions, i, t, 0, None) for t in order for i, m in enumerate(self.committee) if i >= 2]
+        )
+        return _votes(self.judge, self.committee, self.reasks), model
+
+    def _most_informative(self, reasks: int, model: rank.ErrorModel | None) -> list[int]:
+        """The traces with a verdict of the chosen instructions, most informative so far first
+        (novelty included; ties: file order): where the calls left are spent, so that a trace the
+        budget cuts short is one that looked uninformative, not one that looked informative on
+        fewer verdicts."""
+        votes = _votes(self.judge, self.committee, reasks)
+        value = [
+            rank.informativeness(
+                _signals(v, 1.0 - _max(self.against[t]), model, binary=self.binary, scale=self.scale)
+            )
+            for t, v in enumerate(votes)
+        ]
+        judged = (t for t in range(len(votes)) if votes[t].verdicts[0] is not None)
+        return sorted(judged, key=lambda t: (-value[t], t))
 
 
-def _most_informative(
-    judge: _Judge, committee: Sequence[Member], reasks: int, *, binary: bool, scale: float
+def _signals(
+    votes: rank.TraceVotes, novelty: float, model: rank.ErrorModel | None, *, binary: bool, scale: float
+) -> rank.Signals:
+    signals = rank.signals_of(votes, novelty, binary=binary, scale=scale)
+    if model is None:
+        return signals
+    error = model.probability(rank.features_of(votes, binary=binary, scale=scale))
+    return replace(signals, error=error)
+
+
+def _prior_error(result: Mapping[str, Any]) -> float:
+    """The chosen judge's error rate before any calibration sample: 1 - the held-out accuracy of
+    the chosen instructions the run measured, else of its seed (an accuracy loss only), within
+    [0.02, 0.5]; 0.25 when the run measured neither."""
+    loss = result.get("loss") or {}
+    if loss.get("metric") == "accuracy":
+        scores = result.get("scores") or {}
+        for who in ("best", "seed"):
+            figure = (scores.get(who) or {}).get("validation")
+            if isinstance(figure, int | float):
+                return min(0.5, max(0.02, 1.0 - float(figure)))
+    return 0.25
+
+
+def _calibration_positions(
+    result: Mapping[str, Any], labels: Sequence[float | None], size: int, seed: int
 ) -> list[int]:
-    """The traces with a verdict of the chosen instructions, most informative so far first (ties:
-    file order): where the calls left are spent, so that a trace the budget cuts short is one that
-    looked uninformative, not one that looked informative on fewer verdicts."""
-    votes = _votes(judge, committee, reasks)
-    value = [rank.informativeness(rank.signals_of(v, 0.0, binary=binary, scale=scale)) for v in votes]
-    judged = (t for t in range(len(votes)) if votes[t].verdicts[0] is not None)
-    return sorted(judged, key=lambda t: (-value[t], t))
+    """Up to ``size`` annotated positions with a human label (``labels``; None: not to use) to
+    fit the error model on: the run's held-out (validation) samples first, then the others, each
+    group in a seeded random order (the run's ``random_seed``)."""
+    labelled = [p for p, label in enumerate(labels) if label is not None]
+    held = set((result.get("split") or {}).get("validation_positions") or [])
+    rng = np.random.default_rng(seed)
+    first = [p for p in labelled if p in held]
+    rest = [p for p in labelled if p not in held]
+    ordered = [first[i] for i in rng.permutation(len(first))] + [rest[i] for i in rng.permutation(len(rest))]
+    return sorted(ordered[:size])
 
 
 def _votes(judge: _Judge, committee: Sequence[Member], reasks: int) -> list[rank.TraceVotes]:
@@ -535,6 +757,7 @@ def _suggestion(
     labels: Sequence[str],
     against: Any,
     duplicate: int | None,
+    evidence: str | None = None,
 ) -> Suggestion:
     nearest = None
     if len(against):
@@ -550,8 +773,16 @@ def _suggestion(
             "disagreement": signals.disagreement,
             "instability": signals.instability,
             "novelty": signals.novelty,
+            "error": signals.error,
         },
-        why=rank.why(votes, signals, labels, nearest=nearest, duplicate=duplicate),
+        why=rank.why(
+            votes,
+            signals,
+            labels,
+            nearest=nearest,
+            duplicate=duplicate,
+            evidence=evidence,
+        ),
         verdicts=dict(zip(labels, votes.verdicts)),
         reasks=list(votes.others),
         nearest_annotated=None if nearest is None else {"index": nearest[0], "cosine": round(nearest[1], 4)},

@@ -1,4 +1,4 @@
-"""Contract suites for the three things users plug in: an LLM client, a judge metric, a loss.
+"""Contract suites for the things users plug in: an LLM client, a judge metric, a loss, an optimizer.
 
 As Optuna ships ``optuna.testing.pytest_samplers`` and scikit-learn ``check_estimator``, each
 suite is a class of ``test_*`` methods; subclass it in a test module under a name pytest collects
@@ -14,7 +14,7 @@ The suites need no pytest import (plain ``assert`` with a message; call
 ``pytest.register_assert_rewrite("promptevolver.testing.contracts")`` in a ``conftest.py`` for
 pytest's detailed assertion output). Our own test suite runs them on every implementation we
 ship (``tests/llm/test_llm_contract.py``, ``tests/judge/test_metric_contract.py``,
-``tests/evaluation/test_loss_contract.py``).
+``tests/evaluation/test_loss_contract.py``, ``tests/optimizers/test_optimizer_contract.py``).
 
 * :class:`LLMClientContract` — what metrics and the optimizer rely on from an
   :class:`~promptevolver.llm._base.LLMClient`: completions in request order under concurrency,
@@ -28,8 +28,16 @@ ship (``tests/llm/test_llm_contract.py``, ``tests/judge/test_metric_contract.py`
   :class:`~promptevolver.errors.AnnotationError` before any call.
 * :class:`LossContract` — what the optimizer relies on from a
   :class:`~promptevolver.evaluation._losses.Loss`: direction, best value, ``worst()`` worse than
-  any score, keyword-only calls, bad input refused with ``ValueError``, order invariance, unit
-  weights equal to none, per-sample quality of shape ``(n,)`` with 1 for a perfect prediction.
+  any score, our keyword call and Ragas' ``(predicted, actual)`` giving the same float, an
+  argument missing or given twice refused with ``TypeError``, bad input with ``ValueError``,
+  order invariance, unit weights equal to none, per-sample quality of shape ``(n,)`` with 1 for a
+  perfect prediction.
+* :class:`OptimizerContract` — what a Ragas user and our runs rely on from an
+  :class:`~promptevolver.optimizers.Optimizer`: built with ``(metric, llm)`` positionally or by
+  keyword; ``optimize(dataset, loss, config)`` positionally or by keyword, and ``aoptimize``, give
+  the same JSON-ready ``dict`` of the metric's prompt names → instructions; the metric keeps its
+  own instructions; a missing metric or LLM raises Ragas' "No metric provided" / "No llm
+  provided" before any call.
 """
 
 from __future__ import annotations
@@ -42,13 +50,18 @@ from typing import Any
 
 import numpy as np
 
+from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.errors import AnnotationError, PermanentLLMError
-from promptevolver.evaluation._losses import Loss
+from promptevolver.evaluation._losses import BinaryMetricLoss, Loss
+from promptevolver.judge import AspectCritic
 from promptevolver.judge._protocol import Judgement, Metric
 from promptevolver.llm._base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm._fake import ScriptedLLM
+from promptevolver.optimizers import Optimizer
+from promptevolver.simulation import SimulatedJudgeLLM
+from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
-__all__ = ["LLMClientContract", "LossContract", "MetricContract"]
+__all__ = ["LLMClientContract", "LossContract", "MetricContract", "OptimizerContract"]
 
 
 async def _closing(client: Any, work: Any) -> Any:
@@ -285,13 +298,31 @@ class LossContract:
         for score in (perfect, wrong):
             assert loss.better(score, loss.worst()), f"worst() {loss.worst()} is not worse than {score}"
 
-    def test_arguments_are_keyword_only(self) -> None:
+    def test_ragas_call_shapes_give_the_same_value(self) -> None:
         loss: Any = self.make_loss()
-        try:
-            loss(self.y_true, self.y_wrong)
-        except TypeError:
-            return
-        raise AssertionError("loss(y_true, y_pred) was accepted positionally (arguments could be swapped)")
+        ours = loss(y_true=self.y_true, y_pred=self.y_wrong)
+        for shape, value in (
+            ("loss(predicted, actual)", loss(list(self.y_wrong), list(self.y_true))),
+            ("loss(predicted=, actual=)", loss(actual=self.y_true, predicted=self.y_wrong)),
+            ("loss(predicted, y_true=)", loss(self.y_wrong, y_true=self.y_true)),
+        ):
+            assert isinstance(value, float), f"{shape} returned a {type(value).__name__}, not a float"
+            assert math.isclose(value, ours, abs_tol=1e-12), f"{shape} gave {value}, y_true=/y_pred= {ours}"
+
+    def test_an_argument_missing_or_given_twice_is_a_type_error(self) -> None:
+        loss: Any = self.make_loss()
+        t, p = self.y_true, self.y_wrong
+        for call, what in (
+            (lambda: loss(p, t, y_true=t), "labels as actual and y_true="),
+            (lambda: loss(p, y_pred=p, y_true=t), "predictions as predicted and y_pred="),
+            (lambda: loss(y_true=t), "no predictions"),
+            (lambda: loss(p), "no labels"),
+        ):
+            try:
+                call()
+            except TypeError:
+                continue
+            raise AssertionError(f"{what} was accepted (expected TypeError)")
 
     def test_bad_input_is_a_value_error(self) -> None:
         loss = self.make_loss()
@@ -330,3 +361,86 @@ class LossContract:
         assert quality.shape == t.shape, f"per_sample_correct shape {quality.shape}, expected {t.shape}"
         assert np.all(quality[t == p] == 1.0), "a perfect prediction's quality is not 1"
         assert np.all(quality[t != p] < 1.0), "a wrong prediction's quality is 1"
+
+
+class OptimizerContract:
+    """Checks of an :class:`~promptevolver.optimizers.Optimizer` (see the module docstring).
+
+    Set :attr:`optimizer_class` (and :attr:`options`, keyword arguments it needs beside metric and
+    llm); optionally override :meth:`make_parts` (default: a 24-sample synthetic binary set, an
+    ``AspectCritic``, the simulated judge LLM and accuracy) and :attr:`config`. Each check builds
+    fresh parts; an optimizer must give the same result for the same seeded config.
+    """
+
+    #: The optimizer under test, called as ``optimizer_class(metric, llm, **options)``.
+    optimizer_class: type[Optimizer[Any]]
+    #: Keyword arguments of :attr:`optimizer_class` besides ``metric`` and ``llm``.
+    options: Mapping[str, Any] = {}
+    #: The ``config`` given to ``optimize`` (seeded: two runs must agree).
+    config: Mapping[str, Any] = {"population_size": 3, "random_seed": 0}
+    #: Whether ``optimize`` needs an LLM (then a missing one raises "No llm provided").
+    needs_llm: bool = True
+
+    def make_parts(self) -> tuple[Metric, LLMClient, SingleMetricAnnotation, Loss]:
+        """A fresh (metric, llm, dataset, loss) for one check."""
+        dataset = generate(SyntheticSpec(n_samples=24, random_seed=0))
+        metric = AspectCritic(
+            name=dataset.name, definition="Is the response correct compared with the reference?"
+        )
+        return metric, SimulatedJudgeLLM(dataset=dataset, random_seed=0), dataset, BinaryMetricLoss()
+
+    def _optimizer(self, metric: Metric | None, llm: LLMClient | None) -> Optimizer[Any]:
+        return self.optimizer_class(metric, llm, **self.options)
+
+    def test_it_is_built_with_metric_and_llm_positionally_or_by_keyword(self) -> None:
+        metric, llm, _, _ = self.make_parts()
+        for optimizer in (
+            self.optimizer_class(metric, llm, **self.options),
+            self.optimizer_class(metric=metric, llm=llm, **self.options),
+        ):
+            assert isinstance(optimizer, Optimizer), f"{type(optimizer).__name__} is not an Optimizer"
+            assert optimizer.metric is metric and optimizer.llm is llm, "metric or llm not kept as given"
+
+    def test_optimize_gives_a_json_ready_dict_of_the_metrics_prompts(self) -> None:
+        metric, llm, dataset, loss = self.make_parts()
+        result = self._optimizer(metric, llm).optimize(dataset, loss, dict(self.config))
+        assert isinstance(result, dict), f"optimize returned a {type(result).__name__}, not a dict (Ragas')"
+        prompts = set(metric.get_instructions())
+        named = sorted(result)
+        assert result and set(result) <= prompts, f"prompt names {named}, the metric's {sorted(prompts)}"
+        assert all(isinstance(v, str) and v for v in result.values()), "an empty or non-text instruction"
+        assert json.loads(json.dumps(result)) == dict(result), "json.dump(result) does not round-trip"
+
+    def test_positional_keyword_and_async_calls_agree(self) -> None:
+        results = []
+        for call in ("positional", "keyword", "async"):
+            metric, llm, dataset, loss = self.make_parts()
+            optimizer, config = self._optimizer(metric, llm), dict(self.config)
+            if call == "positional":
+                result = optimizer.optimize(dataset, loss, config)
+            elif call == "keyword":
+                result = optimizer.optimize(dataset=dataset, loss=loss, config=config)
+            else:
+                result = asyncio.run(optimizer.aoptimize(dataset=dataset, loss=loss, config=config))
+            results.append(dict(result))
+        assert results[0] == results[1] == results[2], f"the three calls disagree: {results}"
+
+    def test_the_metric_keeps_its_own_instructions(self) -> None:
+        metric, llm, dataset, loss = self.make_parts()
+        own = metric.get_instructions()
+        self._optimizer(metric, llm).optimize(dataset, loss, dict(self.config))
+        assert metric.get_instructions() == own, "optimize() changed the metric (apply the result yourself)"
+
+    def test_a_missing_metric_or_llm_is_refused_with_ragas_messages(self) -> None:
+        metric, llm, dataset, loss = self.make_parts()
+        cases: list[tuple[Metric | None, LLMClient | None, str]] = [(None, llm, "No metric provided")]
+        if self.needs_llm:
+            cases.append((metric, None, "No llm provided"))
+        for given_metric, given_llm, message in cases:
+            try:
+                self._optimizer(given_metric, given_llm).optimize(dataset, loss, dict(self.config))
+            except ValueError as error:
+                assert message in str(error), f"{error} does not say {message!r}"
+                continue
+            raise AssertionError(f"optimize() ran without raising ValueError({message!r})")
+        assert llm.usage.total_calls == 0, "an LLM call was made before the refusal"

@@ -88,7 +88,8 @@ class Race:
             idx = order[:cut]
             shown = [positions[i] for i in idx]
             scores = dict(zip((c.id for c in alive), await judge(alive, shown)))
-            if look == len(cuts) or len(alive) <= 2:
+            few = len(alive) <= 2  # the seed and one other: no leader test, only futility
+            if look == len(cuts) or (few and self.futility is None):
                 continue
             w = weights[idx]
             leader = max(alive, key=lambda c: (_mean(scores[c.id], w), c.is_seed, -c.length, -c.id))
@@ -105,7 +106,7 @@ class Race:
                             {"id": c.id, "look": look, "judged": cut, "futile_against": self.futility}
                         )
                         continue
-                if c is leader:
+                if c is leader or few:
                     continue
                 delta, p = paired(scores[c.id], scores[leader.id], everywhere, w, rng)
                 if delta is not None and p < self.alpha:

@@ -1,0 +1,275 @@
+"""Human labels written into an annotation file, in Ragas' format: what a review page gives.
+
+:class:`AnnotationDocument` holds a file as it was read (every key, its order, the other metrics
+and the file's shape: ``{metric: [...]}``, ``{"name", "samples"}``, a JSON list or JSONL) and the
+samples of one metric as plain JSON objects; :meth:`AnnotationDocument.dumps` gives the text to
+write back, in the same shape. The caller writes it (atomically, holding the file's lock:
+:func:`promptevolver.rundir.write_atomic`, :func:`promptevolver.rundir.locked_file`).
+
+A label (:class:`HumanLabel`) goes into a sample as Ragas' annotation app wrote one
+(:func:`labelled_sample`):
+
+* ``is_accepted``: whether the human's value equals the judge's ``metric_output``;
+* ``prompts.<prompt>``: ``is_accepted`` alike, and ``edited_output`` (the judge's output with the
+  human's value and reason) when the human rejected the verdict or wrote another reason; None
+  when they accepted it as it was;
+* ``target``: the human's value, where the rule of the package docstring would not give it
+  otherwise (a rejected score, a sample without a judge verdict) or where the sample had one;
+* ``annotator`` and ``annotated_at`` (UTC, ISO 8601): who gave the label, and when (extra keys,
+  which Ragas' loader ignores and ours keeps).
+
+A trace without a sample yet (from a pool) becomes one (:func:`new_sample`): its input, the
+judge's verdict as ``metric_output`` (NaN when no judge verdict is known: then ``target`` carries
+the label) and the judge's reason as the prompt's ``prompt_output``. Every sample written is
+validated as a :class:`~promptevolver.annotations._models.SampleAnnotation` first: a label never
+makes a file the loaders refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from promptevolver.annotations._io import _SAMPLES, _is_named, _located, _read
+from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.errors import AnnotationError
+
+__all__ = [
+    "AnnotationDocument",
+    "HumanLabel",
+    "LabelTarget",
+    "labelled_sample",
+    "new_sample",
+    "recorded_label",
+]
+
+Shape = Literal["metrics", "named", "list", "jsonl"]
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    """A label a human gave: ``value`` (a verdict 0/1 or a score), the ``reason`` they wrote
+    (None or empty: none), the ``annotator``'s name and ``at``, when (UTC, ISO 8601)."""
+
+    value: float
+    reason: str | None
+    annotator: str
+    at: str
+
+
+@dataclass(frozen=True)
+class LabelTarget:
+    """Where a label goes in a sample: the judge's ``prompt_name``, the field of its output that
+    holds the verdict (``label_field``: ``verdict``, ``score``) and whether the metric is binary
+    (its human label of a rejected verdict is then the flip, with no ``target``)."""
+
+    prompt_name: str
+    label_field: str
+    binary: bool
+
+
+def new_sample(
+    metric_input: Mapping[str, Any],
+    *,
+    judge_value: float | None,
+    judge_reason: str | None,
+    target: LabelTarget,
+    prompt_input: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A sample for a trace that has none yet, before any label: the trace's input, the judge's
+    verdict (``metric_output``; NaN when unknown) and, when known, its output under the prompt."""
+    output = None
+    if judge_value is not None:
+        output = {"reason": judge_reason or "", target.label_field: _number(judge_value)}
+    return {
+        "metric_input": dict(metric_input),
+        "metric_output": math.nan if judge_value is None else _number(judge_value),
+        "prompts": {
+            target.prompt_name: {
+                "prompt_input": dict(prompt_input if prompt_input is not None else metric_input),
+                "prompt_output": output,
+                "edited_output": None,
+                "is_accepted": False,
+            }
+        },
+        "is_accepted": False,
+    }
+
+
+def labelled_sample(sample: Mapping[str, Any], label: HumanLabel, target: LabelTarget) -> dict[str, Any]:
+    """``sample`` (a JSON object of an annotation file) with ``label`` written into it (see the
+    module docstring); ``sample`` itself is not changed. Every key the label does not concern
+    stays as it was.
+
+    Raises:
+        AnnotationError: the labelled sample is not a valid annotation sample (naming the field).
+    """
+    out = json.loads(json.dumps(sample))  # a deep copy, NaN included
+    judged = out.get("metric_output")
+    known = isinstance(judged, int | float) and not isinstance(judged, bool) and not math.isnan(judged)
+    accepted = known and float(judged) == label.value
+    reason = (label.reason or "").strip() or None
+    prompts = out.setdefault("prompts", {})
+    prompt = prompts.setdefault(
+        target.prompt_name, {"prompt_input": dict(out.get("metric_input") or {}), "prompt_output": None}
+    )
+    given = prompt.get("prompt_output") if isinstance(prompt.get("prompt_output"), dict) else None
+    edited = None
+    if not accepted or (reason is not None and reason != (given or {}).get("reason")):
+        edited = {**(given or {}), target.label_field: _number(label.value)}
+        edited["reason"] = reason if reason is not None else (given or {}).get("reason", "")
+    prompt["edited_output"] = edited
+    prompt["is_accepted"] = accepted
+    out["is_accepted"] = accepted
+    if "target" in out or not known or not (accepted or target.binary):
+        out["target"] = _number(label.value)
+    out["annotator"] = label.annotator
+    out["annotated_at"] = label.at
+    _validate_one(out, index=None)
+    return out
+
+
+def recorded_label(
+    sample: SampleAnnotation, *, prompt_name: str | None, binary: bool
+) -> dict[str, Any] | None:
+    """The human label a sample holds, as a review page shows it: ``value``, ``reason`` (the
+    edited reason, or None), ``accepted``, ``annotator`` and ``at`` (None when not recorded);
+    None when the sample has no human label."""
+    value = sample.human_label(binary=binary)
+    if value is None:
+        return None
+    reason = None
+    prompt = sample.prompts.get(prompt_name) if prompt_name else None
+    if prompt is not None and isinstance(prompt.edited_output, dict):
+        reason = prompt.edited_output.get("reason")
+    extra = sample.model_extra or {}
+    return {
+        "value": value,
+        "reason": reason if isinstance(reason, str) else None,
+        "accepted": sample.is_accepted,
+        "annotator": extra.get("annotator") if isinstance(extra.get("annotator"), str) else None,
+        "at": extra.get("annotated_at") if isinstance(extra.get("annotated_at"), str) else None,
+    }
+
+
+def _number(value: float) -> float | int:
+    """A whole number as an int (``1``, not ``1.0``, as Ragas' exports write verdicts)."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+class AnnotationDocument:
+    """One annotation file's JSON, kept as read, and the samples of one of its metrics.
+
+    Attributes:
+        path: the file. metric: the metric whose samples these are.
+        samples: its samples, as JSON objects (file order); replace or append through
+            :meth:`replace` and :meth:`append`.
+        validated: the same samples as :class:`SampleAnnotation` (for reading labels).
+    """
+
+    def __init__(
+        self, path: Path, metric: str, raw: Any, shape: Shape, samples: list[dict[str, Any]]
+    ) -> None:
+        self.path, self.metric, self._raw, self._shape = path, metric, raw, shape
+        self.samples = samples
+        self.validated = _validate(samples, path, metric)
+
+    @classmethod
+    def open(
+        cls, path: str | Path, *, metric_name: str | None = None, create: bool = False
+    ) -> AnnotationDocument:
+        """The file at ``path``; with ``create``, a file that does not exist yet is an empty one of
+        metric ``metric_name`` (``{metric: []}``, Ragas' shape; written on the first label).
+
+        Raises:
+            AnnotationError: unreadable or malformed (naming the file, sample and field), several
+                metrics and no ``metric_name``, or ``metric_name`` not in it.
+        """
+        file = Path(path)
+        if create and not file.exists():
+            if metric_name is None:
+                raise AnnotationError("a new annotation file needs its metric's name", path=file)
+            return cls(file, metric_name, {metric_name: []}, "metrics", [])
+        raw = _read(file)
+        shape: Shape
+        if file.suffix.lower() == ".jsonl":
+            shape, name, samples = "jsonl", metric_name or file.stem, raw
+        elif isinstance(raw, list):
+            shape, name, samples = "list", metric_name or file.stem, raw
+        elif isinstance(raw, dict) and _is_named(raw):
+            shape, name = "named", str(raw["name"])
+            if metric_name is not None and metric_name != name:
+                raise AnnotationError(
+                    f"metric {metric_name!r} not in file; metrics present: ['{name}']", path=file
+                )
+            samples = raw["samples"]
+        elif isinstance(raw, dict):
+            shape = "metrics"
+            if metric_name is None and len(raw) != 1:
+                raise AnnotationError(f"file holds {len(raw)} metrics {sorted(raw)}; name one", path=file)
+            name = metric_name or next(iter(raw))
+            if name not in raw:
+                raise AnnotationError(
+                    f"metric {name!r} not in file; metrics present: {sorted(raw)}", path=file
+                )
+            samples = raw[name]
+        else:
+            raise AnnotationError(
+                f"expected a JSON object of metric name → samples, got {type(raw).__name__}", path=file
+            )
+        if not isinstance(samples, list) or not all(isinstance(s, dict) for s in samples):
+            raise AnnotationError("expected a list of samples (JSON objects)", path=file, metric=name)
+        return cls(file, name, raw, shape, samples)
+
+    def replace(self, index: int, sample: dict[str, Any]) -> None:
+        """Put ``sample`` (validated) at ``index``."""
+        self.validated[index] = _validate_one(sample, index=index, path=self.path, metric=self.metric)
+        self.samples[index] = sample
+
+    def append(self, sample: dict[str, Any]) -> int:
+        """Add ``sample`` (validated) at the end; returns its index."""
+        index = len(self.samples)
+        self.validated.append(_validate_one(sample, index=index, path=self.path, metric=self.metric))
+        self.samples.append(sample)
+        return len(self.samples) - 1
+
+    def dumps(self) -> str:
+        """The file's text with the samples as they are now, in the shape it was read in (JSON
+        with a 2-space indent, or one sample a line for JSONL); NaN is written as ``NaN``, as
+        Ragas writes a failed judge call."""
+        if self._shape == "jsonl":
+            return "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in self.samples)
+        if self._shape == "list":
+            data: Any = self.samples
+        elif self._shape == "named":
+            data = {**self._raw, "samples": self.samples}
+        else:
+            data = {**self._raw, self.metric: self.samples}
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def _validate(samples: list[dict[str, Any]], path: Path, metric: str) -> list[SampleAnnotation]:
+    try:
+        return _SAMPLES.validate_python(samples)
+    except ValidationError as exc:
+        raise _located(exc, path=path, metric=metric) from exc
+
+
+def _validate_one(
+    sample: dict[str, Any], *, index: int | None, path: Path | None = None, metric: str | None = None
+) -> SampleAnnotation:
+    """``sample`` validated; an AnnotationError naming the sample (``index``) and the field."""
+    try:
+        return SampleAnnotation.model_validate(sample)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        raise AnnotationError(
+            first["msg"], path=path, metric=metric, sample_index=index, field=field
+        ) from exc

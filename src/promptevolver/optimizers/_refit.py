@@ -1,0 +1,268 @@
+"""Small data: the distillation recipe chosen by cross-validation, then refit on every correction.
+
+Below ``refit_below`` usable samples (``strategy`` auto or distill) no validation part is held out.
+The train part is dealt into ``cv_folds`` stratified folds; the distillation stage climbs one
+ladder per fold, each learning from the other folds' corrections, and one more ladder from every
+correction, the **refit** (:mod:`._distill`). The verification then judges:
+
+1. the seed on every train sample, and each fold's top rung on its own fold's samples (which it
+   never learned from): together, every sample judged once by a candidate that never saw it — the
+   **cross-validated** score of the recipe "climb the ladder until it stops" (Stone 1974; Hastie,
+   Tibshirani and Friedman, *The Elements of Statistical Learning*, 7.10);
+2. the recipe is kept unless the paired bootstrap over those samples says, with probability
+   ``confidence``, that the seed is better (the ladder's rule: lessons learnt from human
+   corrections stay unless the evidence says they hurt). When it hurts, shallower recipes (the
+   folds' rung k: "k rounds") are judged on their folds, deepest first, and the deepest that
+   does not hurt is kept; when every depth hurts, the seed;
+3. the result is the refit ladder's rung of the chosen depth: distilled from **every**
+   correction, as a model chosen by cross-validation is refit on all its data. Its honest figure
+   is the recipe's cross-validated one (slightly pessimistic: each fold learned from fewer
+   corrections), recorded as ``Candidate.cross_validated`` and ``scores.best.cross_validated``;
+   it has no train or validation figure of its own (it learned from every sample), and costs
+   no judge call.
+
+The judge calls are the seed's and one candidate's per sample (2 × train, the lower depths only
+when the top one hurts), whatever ``cv_folds``; the folds' ladders cost meta calls only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from promptevolver.evaluation._evaluator import Score
+from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._state import SearchState
+from promptevolver.optimizers.strategies._final_choice import final_choice_rng, paired
+
+__all__ = ["REGIME", "composite", "fold_positions", "has_refit", "verify"]
+
+#: The final choice's regime when the result is a refit chosen by cross-validation.
+REGIME = "cross-validated"
+
+
+def has_refit(ctx: RunContext, ladder_ids: Mapping[str, Sequence[int]]) -> bool:
+    """Whether the run verifies by cross-validation: it refits (:attr:`RunContext.refit`) and the
+    distillation climbed the refit ladder (``ladder_ids["all"]``, the stage's record; it may hold
+    no rung: then the seed is judged alone and kept)."""
+    return ctx.refit and bool(ctx.folds) and "all" in ladder_ids
+
+
+def fold_positions(ctx: RunContext) -> dict[int, list[int]]:
+    """Fold → its judged train positions (the train focus set's, in focus order)."""
+    out: dict[int, list[int]] = {f: [] for f in sorted(set(ctx.folds.values()))}
+    for p in ctx.train:
+        out[ctx.folds[p]].append(p)
+    return out
+
+
+def ladders(
+    candidates: Sequence[Candidate], ladder_ids: Mapping[str, Sequence[int]]
+) -> tuple[dict[int, list[Candidate]], list[Candidate]]:
+    """(fold → its ladder's rungs, the refit's rungs), each ladder in rung order, from the
+    distillation stage's ``ladders`` record (``candidates``: every candidate, by id). A rung two
+    ladders wrote word for word is one candidate, in both."""
+    folds = {int(k): [candidates[i] for i in ids] for k, ids in ladder_ids.items() if k != "all"}
+    return folds, [candidates[i] for i in ladder_ids.get("all", ())]
+
+
+def composite(
+    ctx: RunContext, loss_seed: Score, by_fold: Mapping[int, Score], positions: Mapping[int, list[int]]
+) -> Score:
+    """The cross-validated score: at each train position the judgement of its fold's candidate
+    (``by_fold``: fold → score on ``positions[fold]``), the seed's (``loss_seed``, on every train
+    position) where the fold has no candidate of that depth. Aligned with ``ctx.train``."""
+    index = {p: i for i, p in enumerate(ctx.train)}
+    y_pred, correct = loss_seed.y_pred.copy(), loss_seed.correct.copy()
+    for f, s in by_fold.items():
+        for j, p in enumerate(positions[f]):
+            y_pred[index[p]], correct[index[p]] = s.y_pred[j], s.correct[j]
+    measured = ~np.isnan(y_pred)
+    y_true = loss_seed.y_true
+    value = ctx.loss(y_true=y_true[measured], y_pred=y_pred[measured]) if measured.any() else None
+    return Score(value, correct, int((~measured).sum()), y_true, y_pred)
+
+
+async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tuple[Candidate, dict[str, Any]]:
+    """Stage 2 on small data with a refit (see the module docstring): returns the chosen candidate
+    (a refit rung, or the seed) and the stage's record (what was judged, each depth's figures,
+    the final choice). Sets ``cross_validated`` on the seed and on the chosen refit rung.
+
+    Raises:
+        LLMUnusableError: too many of the stage's judge calls failed.
+    """
+    ctx, seed = run.context, run.state.seed
+    folds, refit = ladders(run.state.candidates, ladder_ids)
+    positions = fold_positions(ctx)
+    weights = ctx.train_focus.weight_array(ctx.train)
+    confidence = ctx.config.confidence
+    deepest = max((len(r) for r in folds.values()), default=0)
+    tops = {f: rungs[-1] for f, rungs in folds.items() if rungs} if refit else {}
+    items = [(seed, list(ctx.train)), *((c, positions[f]) for f, c in tops.items())]
+    scores = await run.judge_each(items, "train")
+    seed.train = scores[0]
+    seed.cross_validated = seed.train
+    # (fold, candidate) → its score on the fold: one candidate may serve several folds (two ladders
+    # can write the same rung word for word), judged on each fold's own samples
+    judged: dict[tuple[int, int], Score] = {(f, c.id): s for (f, c), s in zip(tops.items(), scores[1:])}
+    rng = final_choice_rng(ctx.config.random_seed)
+    rows: list[dict[str, Any]] = []
+
+    def judge_depth(depth: int | None) -> dict[int, Candidate]:
+        """Fold → its rung of ``depth`` (None: the top), for the folds whose ladder has rungs."""
+        return {f: (r[-1] if depth is None else r[min(depth, len(r)) - 1]) for f, r in folds.items() if r}
+
+    def evaluate(depth: int | None) -> tuple[Score, dict[str, Any]]:
+        chosen = judge_depth(depth)
+        cv = composite(ctx, seed.train, {f: judged[(f, c.id)] for f, c in chosen.items()}, positions)  # type: ignore[arg-type]
+        mask = np.ones(len(ctx.train), dtype=bool)
+        delta, p = paired(cv, seed.train, mask, weights, rng)  # type: ignore[arg-type]
+        row = {
+            "depth": "top" if depth is None else depth,
+            "rungs": {str(f): c.id for f, c in chosen.items()},
+            "cross_validated": cv.estimate(ctx.loss, weights),
+            "delta": delta,
+            "p_better": p,
+            "coverage": round(cv.coverage, 6),
+        }
+        rows.append(row)
+        return cv, row
+
+    def hurts(row: Mapping[str, Any]) -> bool:
+        delta = row["delta"]
+        if delta is None or row["coverage"] < ctx.min_coverage:
+            return True
+        return 1.0 - row["p_better"] >= confidence
+
+    if not refit:  # every correction taught no general lesson: the seed, judged for its figure only
+        stop = run.state.stages.get("distill", {}).get("stop", {}).get("all", "n/a")
+        why = (
+            f"the ladder learning from every correction made no rung (it stopped: {stop}), so there is "
+            "no refit to choose; the folds' candidates were not judged"
+        )
+        return seed, {
+            **_record(ctx, seed, rows, None, why),
+            "judged_by": {str(p): seed.id for p in ctx.train},
+        }
+    cv, row = evaluate(None)
+    depth: int | None = None
+    if hurts(row):
+        depth = -1
+        for d in range(deepest - 1, 0, -1):
+            need = [(f, c) for f, c in judge_depth(d).items() if (f, c.id) not in judged]
+            if need:
+                got = await run.judge_each([(c, positions[f]) for f, c in need], "train")
+                judged.update({(f, c.id): s for (f, c), s in zip(need, got)})
+            cv_d, row_d = evaluate(d)
+            if not hurts(row_d):
+                cv, row, depth = cv_d, row_d, d
+                break
+        if depth == -1:
+            why = (
+                f"the cross-validated recipe hurts: the seed is better with probability "
+                f"{1.0 - rows[0]['p_better']:.2f} >= {confidence:g} ({rows[0]['delta']:+.3f}), and so "
+                "at every shallower depth of the folds' ladders"
+                if rows[0]["delta"] is not None
+                else "the folds' candidates were not measured (failed evaluations)"
+            )
+            return seed, _record(ctx, seed, rows, None, why)
+    chosen = refit[-1] if depth is None else refit[min(depth, len(refit)) - 1]
+    chosen.cross_validated = cv
+    judges = judge_depth(depth)
+    judged_by = {str(p): judges.get(ctx.folds[p], seed).id for p in ctx.train}
+    k = len(positions)
+    recipe = (
+        "climbing the ladder until it stops"
+        if depth is None
+        else f"{depth} round{'s' if depth != 1 else ''} of distillation"
+    )
+    rung = "top rung" if depth is None else f"rung {min(depth, len(refit))}"
+    why = (
+        f"refit on every correction with the recipe the {k} folds chose ({recipe}): cross-validated "
+        f"{row['cross_validated']:.3f} against the seed's {seed.train.estimate(ctx.loss, weights):.3f} "
+        f"on {len(ctx.train)} samples ({row['delta']:+.3f}; the seed better with probability "
+        f"{1.0 - row['p_better']:.2f} < {confidence:g}; each sample judged by a fold's candidate that "
+        f"never learned from it); candidate {chosen.id} is the refit ladder's {rung}"
+    )
+    return chosen, {**_record(ctx, chosen, rows, row, why), "judged_by": judged_by}
+
+
+def _record(
+    ctx: RunContext,
+    chosen: Candidate,
+    rows: list[dict[str, Any]],
+    row: Mapping[str, Any] | None,
+    why: str,
+) -> dict[str, Any]:
+    """The verification's final choice for a cross-validated run."""
+    return {
+        "regime": REGIME,
+        "stage": "verify",
+        "rule": (
+            f"cross-validation over {len(set(ctx.folds.values()))} folds, then a refit on every "
+            "correction: the recipe is kept unless the seed is better with probability confidence"
+        ),
+        "folds": len(set(ctx.folds.values())),
+        "chosen": chosen.id,
+        "why": why,
+        "depths": rows,
+        "delta": None if row is None else row["delta"],
+        "p_better": None if row is None else row["p_better"],
+        "confidence": ctx.config.confidence,
+    }
+
+
+def fold_tops(state: SearchState, ctx: RunContext) -> dict[int, Candidate]:
+    """Fold → the fold's candidate of the recipe the verification chose (its ``depths`` row; the
+    seed for a fold whose ladder made no rung); empty when the seed was kept."""
+    choice = state.stages["verify"]["final_choice"]
+    row = next((r for r in choice.get("depths", ()) if _chosen(choice, r)), None)
+    if row is None or choice.get("chosen") == state.seed.id:
+        return {}
+    tops = {f: state.seed for f in set(ctx.folds.values())}
+    return {**tops, **{int(f): state.candidates[i] for f, i in row["rungs"].items()}}
+
+
+def _chosen(choice: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    return row["delta"] == choice.get("delta") and row["p_better"] == choice.get("p_better")
+
+
+def errors(ctx: RunContext, cv: Score) -> list[int]:
+    """Train positions the cross-validated candidates judged unlike the human (measured)."""
+    return [p for i, p in enumerate(ctx.train) if cv.measured[i] and cv.correct[i] < 1.0]
+
+
+async def judge_policy(
+    run: SearchRun,
+    tops: Mapping[int, Candidate],
+    policy_candidates: Mapping[int, Candidate],
+    shown: Sequence[int],
+    static: frozenset[int],
+) -> Score:
+    """A policy's cross-validated score on ``shown`` (train positions, aligned with it): each position
+    judged by its fold's candidate with the policy (``policy_candidates``: fold → candidate); by the
+    fold's candidate without it (``tops``: fold → candidate, every fold) at the static set's own
+    positions (shown as examples there, they would leak their label) and where the policy has no
+    candidate. Judgements made before cost no call (memoised)."""
+    ctx = run.context
+    folds = {p: ctx.folds[p] for p in shown}
+    items = [
+        (c, [p for p in shown if folds[p] == f and p not in static]) for f, c in policy_candidates.items()
+    ]
+    items = [(c, pos) for c, pos in items if pos]
+    base = [(c, pos) for f, c in tops.items() if (pos := [p for p in shown if folds[p] == f])]
+    scores = await run.judge_each([*items, *base], "train")
+    judged: dict[int, tuple[float, float]] = {}
+    for (_, pos), s in zip(base, scores[len(items) :]):
+        judged.update({p: (s.y_pred[j], s.correct[j]) for j, p in enumerate(pos)})
+    for (_, pos), s in zip(items, scores[: len(items)]):
+        judged.update({p: (s.y_pred[j], s.correct[j]) for j, p in enumerate(pos)})
+    y_true = np.array([ctx.labels[p] for p in shown], dtype=np.float64)
+    y_pred = np.array([judged.get(p, (np.nan, np.nan))[0] for p in shown], dtype=np.float64)
+    correct = np.array([judged.get(p, (np.nan, np.nan))[1] for p in shown], dtype=np.float64)
+    measured = ~np.isnan(y_pred)
+    value = ctx.loss(y_true=y_true[measured], y_pred=y_pred[measured]) if measured.any() else None
+    return Score(value, correct, int((~measured).sum()), y_true, y_pred)

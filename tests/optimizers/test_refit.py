@@ -1,0 +1,307 @@
+"""Small data: the distillation recipe cross-validated over folds, then refit on every correction
+(``optimizers/_refit.py``).
+
+The world of these tests: samples belong to topics; the recorded judge is wrong on the corrected
+ones; a lesson learnt from a correction of topic t is "rule t", and a judge whose instruction holds
+"rule t" agrees with the human on every sample of topic t (the lesson transfers to unseen samples
+of its topic, as a criterion does in judgeworld).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
+from promptevolver.judge._prompts import rendered_examples, split_rendered
+from promptevolver.llm import ScriptedLLM
+from promptevolver.llm._base import LLMRequest
+from promptevolver.optimizers._state import SearchState
+
+from ..helpers import PROMPT
+
+DEFINITION = "Is the response correct compared with the reference?"
+TOPICS = ("astronomy", "botany", "cooking", "dance")
+
+
+def topic_dataset(n: int = 40, corrected: int = 15) -> SingleMetricAnnotation:
+    """``n`` samples, topic ``i % 4``; the first ``corrected`` of the first three topics and one of
+    the last (position 3) are corrections (the recorded verdict is the opposite of the human's,
+    the human's reason edited), so only one fold holds a correction of the last topic."""
+    samples = []
+    for i in range(n):
+        label, topic = i % 2, TOPICS[i % 4]
+        wrong = i == 3 or (i < corrected and i % 4 != 3)
+        samples.append(
+            {
+                "metric_input": {
+                    "user_input": f"a question on {topic} number {i}",
+                    "response": f"{topic} {i}",
+                },
+                "metric_output": label,
+                "is_accepted": True,
+                "prompts": {
+                    PROMPT: {
+                        "prompt_input": {"user_input": f"q{i}", "response": f"a{i}"},
+                        "prompt_output": {"reason": "r", "verdict": 1 - label if wrong else label},
+                        "edited_output": {"reason": f"about {topic}", "verdict": label} if wrong else None,
+                    }
+                },
+            }
+        )
+    return SingleMetricAnnotation.model_validate({"name": "topics", "samples": samples})
+
+
+class TopicWorld:
+    """A scripted LLM for :func:`topic_dataset`; records every judge call (instruction, position)."""
+
+    def __init__(self, ds: SingleMetricAnnotation, *, judge=None, teach_by_examples: bool = False):
+        self.ds = ds
+        self.index = {json.dumps(s.metric_input, sort_keys=True): i for i, s in enumerate(ds)}
+        self.labels = [int(y) for y in ds.labels()]
+        self.recorded = [int(s.prompts[PROMPT].prompt_output["verdict"]) for s in ds]
+        self.judge = judge or self.rules_judge
+        self.teach_by_examples = teach_by_examples
+        self.calls: list[tuple[str, int]] = []
+        self.llm = ScriptedLLM(handler=self.handle)
+
+    def rules_judge(self, instruction: str, i: int) -> int:
+        return self.labels[i] if f"rule {TOPICS[i % 4]}" in instruction else self.recorded[i]
+
+    def handle(self, request: LLMRequest) -> str:
+        rendered = split_rendered(request.messages)
+        if rendered is None:
+            return self.meta(request)
+        instruction, inputs = rendered
+        i = self.index[json.dumps(inputs, sort_keys=True)]
+        self.calls.append((instruction, i))
+        verdict = self.judge(instruction, i)
+        if self.teach_by_examples:
+            shown = [
+                self.index[json.dumps(x, sort_keys=True)] for x, _ in rendered_examples(request.messages)
+            ]
+            if any(p % 4 == i % 4 and self.recorded[p] != self.labels[p] for p in shown):
+                verdict = self.labels[i]
+        return json.dumps({"reason": "r", "verdict": verdict})
+
+    def meta(self, request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        if request.operation == "feedback":  # a lesson per topic of the shown corrections, new ones
+            known = set(re.findall(r"rule (\w+)", text.split("## ")[1] if "## " in text else ""))
+            topics = sorted(set(re.findall(r"about (\w+)", text)) - known)
+            return json.dumps({"feedback": [{"lesson": f"rule {t}", "explains": [1]} for t in topics]})
+        current = re.search(r"(Evaluate the Input.*?)(?:\n\n|$)", text, re.S)
+        base = current.group(1) if current else "Evaluate."
+        rules = re.findall(r"rule \w+", text)
+        missing = [r for r in dict.fromkeys(rules) if r not in base]
+        return json.dumps({"instruction": base + "".join(f"\n- {r}" for r in missing)})
+
+
+def _optimize(ds, world, **config):
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    return GeneticOptimizer(metric=metric, llm=world.llm).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 5, "generations": 1, "population_size": 3, **config}
+    )
+
+
+def _rules(text: str) -> set[str]:
+    return set(re.findall(r"rule (\w+)", text))
+
+
+def test_the_refit_learns_from_every_correction_and_reports_the_cross_validated_figure():
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    result = _optimize(ds, world)
+    assert result.split["regime"] == "out-of-bag" and result.final_choice["regime"] == "cross-validated"
+    assert _rules(result.best_instructions[PROMPT]) == set(TOPICS)  # every topic's correction taught it
+    ladders = result.stages["distill"]["ladders"]
+    lineage = {c["id"]: c for c in result.lineage}
+    folds = [_rules(lineage[ladders[f][-1]]["instructions"][PROMPT]) for f in ("0", "1")]
+    assert "dance" in folds[0] ^ folds[1]  # its one correction taught only the other fold's ladder
+    assert set(ladders) == {"0", "1", "all"} and result.best_id == ladders["all"][-1]
+    scores = result.scores
+    assert scores["best"]["train"] is None and scores["best"]["validation"] is None
+    assert result.held_out == {
+        "kind": "cross-validated",
+        "seed": scores["seed"]["cross_validated"],
+        "best": scores["best"]["cross_validated"],
+    }
+    assert scores["best"]["cross_validated"] > scores["seed"]["cross_validated"]
+    assert result.split["validation_positions"] == [] and "cross-validated" in result.split["note"]
+
+
+def test_each_sample_is_judged_once_by_a_candidate_that_never_learned_from_it_and_the_refit_never():
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    result = _optimize(ds, world)
+    judged_by = {int(p): c for p, c in result.final_choice["judged_by"].items()}
+    lineage = {c["id"]: c for c in result.lineage}
+    assert sorted(judged_by) == list(range(len(ds)))
+    refit = result.best_instructions[PROMPT]
+    fold_tops = {c for c in judged_by.values() if c != 0}
+    for instruction, i in world.calls:
+        assert instruction != refit or any(lineage[c]["instructions"][PROMPT] == refit for c in fold_tops)
+        if instruction != result.seed_instructions[PROMPT]:
+            assert lineage[judged_by[i]]["instructions"][PROMPT] == instruction
+    # the seed on every sample, and one fold candidate per sample: 2 judge calls a sample
+    assert result.usage["llm_calls"]["judge"] == 2 * len(ds)
+    # the figure is those verdicts' agreement, recomputed here from the world's rule
+    labels = world.labels
+    right = [
+        world.rules_judge(lineage[judged_by[p]]["instructions"][PROMPT], p) == labels[p] for p in judged_by
+    ]
+    assert result.scores["best"]["cross_validated"] == pytest.approx(np.mean(right))
+
+
+def test_a_candidate_two_folds_share_is_scored_on_each_fold_s_own_samples():
+    """Two ladders can write the same rung word for word (one candidate): it is judged on each
+    fold's samples, and the cross-validated figure takes each fold's verdicts at its own samples
+    (it once took one fold's verdicts at the other fold's positions)."""
+    ds = topic_dataset()
+
+    def judge(instruction: str, i: int) -> int:  # the shared rung is right on even samples only
+        return world.labels[i] if "rule astronomy" in instruction and i % 2 == 0 else world.recorded[i]
+
+    world = TopicWorld(ds, judge=judge)
+    world.meta = lambda request: json.dumps(  # type: ignore[method-assign]
+        {"feedback": [{"lesson": "rule astronomy", "explains": [1]}]}
+        if request.operation == "feedback"
+        else {"instruction": "Evaluate the Input.\n- rule astronomy"}
+    )
+    result = _optimize(ds, world)
+    ladders = result.stages["distill"]["ladders"]
+    assert ladders["0"] == ladders["1"] == ladders["all"]  # one candidate, three ladders
+    right = [judge("rule astronomy", p) == world.labels[p] for p in range(len(ds))]
+    assert result.scores["best"]["cross_validated"] == pytest.approx(np.mean(right))
+
+
+def test_the_seed_is_kept_when_the_folds_say_the_recipe_hurts():
+    ds = topic_dataset()
+
+    def judge(instruction: str, i: int) -> int:  # any lesson makes the judge worse everywhere
+        return 1 - world.labels[i] if "rule" in instruction else world.recorded[i]
+
+    world = TopicWorld(ds, judge=judge)
+    result = _optimize(ds, world, generations=0)
+    assert result.best_id == 0
+    assert "hurts" in result.final_choice["why"] and result.final_choice["regime"] == "cross-validated"
+    assert result.scores["best"] == result.scores["seed"] or result.best_id == 0
+
+
+def test_a_shallower_recipe_is_chosen_when_the_full_ladder_hurts():
+    """One lesson helps, two or more break the judge: the folds' first rungs are judged too, and
+    the refit's first rung is the result."""
+    ds = topic_dataset()
+
+    def judge(instruction: str, i: int) -> int:
+        rules = _rules(instruction)
+        if len(rules) >= 2:
+            return 1 - world.labels[i]
+        return world.labels[i] if TOPICS[i % 4] in rules else world.recorded[i]
+
+    world = TopicWorld(ds, judge=judge)
+    result = _optimize(ds, world, distill_lessons=1, generations=0)
+    depths = [row["depth"] for row in result.final_choice["depths"]]
+    assert depths[0] == "top" and 1 in depths
+    assert len(_rules(result.best_instructions[PROMPT])) == 1
+    assert result.best_id == result.stages["distill"]["ladders"]["all"][0]
+
+
+def test_cv_folds_climbs_a_ladder_per_fold_and_the_refit():
+    ds = topic_dataset(45, 24)
+    world = TopicWorld(ds)
+    result = _optimize(ds, world, cv_folds=3)
+    assert set(result.stages["distill"]["ladders"]) == {"0", "1", "2", "all"}
+    assert result.final_choice["folds"] == 3
+    judged_by = result.final_choice["judged_by"]
+    assert len(judged_by) == 45 and result.usage["llm_calls"]["judge"] == 90
+
+
+def test_refit_below_and_small_data_choose_the_regime():
+    ds = topic_dataset()
+    held_out = _optimize(ds, TopicWorld(ds), refit_below=0, small_data=0)
+    assert held_out.split["regime"] == "held-out" and "cross_validated" not in held_out.scores["best"]
+    genetic = _optimize(ds, TopicWorld(ds), strategy="genetic", small_data=0)  # refit is the pipeline's
+    assert genetic.split["regime"] == "held-out"
+
+
+def test_twin_runs_are_identical_and_the_checkpoint_keeps_the_cross_validated_score():
+    ds = topic_dataset()
+    a, b = (_optimize(ds, TopicWorld(ds)).to_dict() for _ in range(2))
+    for r in (a, b):
+        r.pop("duration_s")
+        r.pop("stage_seconds")
+    assert a == b
+    state = SearchState(rng=np.random.default_rng(0), best_so_far=0.0)
+    from promptevolver.optimizers._candidates import Candidate
+    from promptevolver.optimizers._state import _candidate, _uncandidate
+
+    from ..helpers import score_of
+
+    c = Candidate(0, {PROMPT: "x"}, 0, "seed", cross_validated=score_of([1.0, 0.0, 1.0]))
+    back = _uncandidate(_candidate(c))
+    assert back.cross_validated is not None and back.cross_validated.value == pytest.approx(2 / 3)
+    del state
+
+
+def test_examples_are_not_judged_when_no_error_resembles_a_train_correction():
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    result = _optimize(ds, world, generations=0, examples={"policy": "retrieval", "k": 3})
+    stage = result.stages["examples"]
+    assert stage["judge_calls"] == 0 and stage["tried"] == []
+    assert "nothing to teach" in stage["why"] or "no teaching example" in stage["why"]
+
+
+def test_under_policy_auto_small_data_judges_no_example_policy():
+    """The folds' candidates learned from fewer corrections than the refit: a policy judged with
+    them shows gains the refit does not have, so none is tried unless one is asked for."""
+    ds = topic_dataset()
+    world = TopicWorld(ds, judge=lambda instruction, i: world.recorded[i], teach_by_examples=True)
+    result = _optimize(ds, world, generations=0)
+    stage = result.stages["examples"]
+    assert stage["judge_calls"] == 0 and stage["tried"] == [] and "only when one is asked for" in stage["why"]
+    assert result.example_policy == "none"
+
+
+def test_examples_that_teach_win_cross_validated_and_the_refit_carries_them():
+    """The judge learns nothing from lessons (a prompt engineer whose rules never reach it) but
+    follows a shown example of the judged sample's topic: retrieval teaches, cross-validated on
+    the folds, and the result is the refit with retrieval."""
+    ds = topic_dataset()
+    world = TopicWorld(ds, judge=lambda instruction, i: world.recorded[i], teach_by_examples=True)
+    result = _optimize(ds, world, generations=0, examples={"policy": "retrieval", "k": 3})
+    stage = result.stages["examples"]
+    assert stage["policy"] == "retrieval" and stage["judge_calls"] > 0
+    assert result.example_policy == "retrieval"
+    best = next(c for c in result.lineage if c["id"] == result.best_id)
+    assert best["operator"] == "examples" and best["examples"] == "retrieval"
+    assert result.scores["best"]["cross_validated"] > result.scores["seed"]["cross_validated"]
+    judged_by = {int(p): c for p, c in result.final_choice["judged_by"].items()}
+    lineage = {c["id"]: c for c in result.lineage}
+    assert all(lineage[c]["examples"] == "retrieval" for c in judged_by.values() if c != 0)
+
+
+def test_when_every_correction_teaches_no_general_lesson_the_seed_is_kept_at_the_seed_s_calls():
+    """The ladder learning from every correction made no rung (here: a prompt engineer that finds
+    lessons only in a fold's share of the corrections): there is no refit to choose, the folds'
+    candidates are not judged, no search runs, and the seed is judged once for its figure."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    meta = world.meta
+
+    def few_only(request: LLMRequest) -> str:
+        shown = len(re.findall(r"about \w+", request.messages[-1].content))
+        if request.operation == "feedback" and shown > 6:  # every correction at once: nothing general
+            return json.dumps({"feedback": []})
+        return meta(request)
+
+    world.meta = few_only  # type: ignore[method-assign]
+    result = _optimize(ds, world)
+    ladders = result.stages["distill"]["ladders"]
+    assert ladders["all"] == [] and any(ladders[f] for f in ("0", "1"))
+    assert result.best_id == 0 and "made no rung" in result.final_choice["why"]
+    assert result.usage["llm_calls"]["judge"] == len(ds) and not result.stages["search"]["ran"]
