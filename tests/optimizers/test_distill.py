@@ -409,3 +409,23 @@ def test_a_seed_with_a_held_out_error_keeps_the_paired_rule():
     )
     assert result.best_instructions == result.seed_instructions
     assert "makes no error" not in result.final_choice["why"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cautious wording is fine here.",  # the text's first word
+        "The answer is right. Cautious wording is fine.",  # after a full stop
+        "Right!\nCautious wording is fine.",  # after a line break
+        'He said: "Cautious wording is fine."',  # after a colon and a quote
+    ],
+)
+def test_a_sentence_s_first_word_is_no_name_so_a_lesson_with_it_is_no_sample_fact(text):
+    """A word one sample holds is a fact of that sample only when it is a name or a number: a
+    capital at a sentence's start says nothing (a held-back judgeworld world lost its hedging
+    criterion: 'cautious wording is fine' was dropped as a sample fact, 'Cautious' opening one
+    sample's reason)."""
+    facts = sample_facts([[text], ["another sample, about the river Ethurkel, 1520 km long"], ["a third"]])
+    assert not facts.quoted_in("Accept cautious wording when the facts are right.")
+    assert facts.quoted_in("Check what the response says about Ethurkel.")  # a name inside a sentence
+    assert facts.quoted_in("Check the 1520 figure.")  # a number

@@ -66,7 +66,7 @@ def test_the_result_is_a_dict_that_json_dumps_with_its_evidence_kept(
     with (tmp_path / "prompts.json").open("w") as fh:
         json.dump(result, fh)  # Ragas users save the prompts this way
     assert json.loads((tmp_path / "prompts.json").read_text()) == result.best_instructions
-    assert result.scores["best"]["train"] is not None and result.lineage and result.usage["llm_calls"]
+    assert result.held_out["best"] is not None and result.lineage and result.usage["llm_calls"]
     assert json.loads(json.dumps(result.to_dict()))["best_instructions"] == dict(result)
 
 

@@ -248,12 +248,15 @@ def test_twin_runs_are_identical_and_the_checkpoint_keeps_the_cross_validated_sc
 
 
 def test_examples_are_not_judged_when_no_error_resembles_a_train_correction():
+    """Held out (policy auto): the gate; a policy the user names is judged whatever it says."""
     ds = topic_dataset()
     world = TopicWorld(ds)
-    result = _optimize(ds, world, generations=0, examples={"policy": "retrieval", "k": 3})
+    result = _optimize(ds, world, generations=0, refit_below=0, small_data=0)
     stage = result.stages["examples"]
     assert stage["judge_calls"] == 0 and stage["tried"] == []
     assert "nothing to teach" in stage["why"] or "no teaching example" in stage["why"]
+    named = _optimize(ds, TopicWorld(ds), generations=0, examples={"policy": "retrieval", "k": 3})
+    assert [row["policy"] for row in named.stages["examples"]["tried"]] == ["retrieval"]
 
 
 def test_under_policy_auto_small_data_judges_no_example_policy():

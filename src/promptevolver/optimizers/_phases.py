@@ -677,9 +677,10 @@ def _gate(ctx: RunContext, policies: list[str], why: str, wrong: Sequence[int]) 
     candidate judges wrongly, and only when one shown beside it carries the human's view — so the
     stage runs when some sample in ``wrong`` has, among the ``k`` train samples retrieval would show
     it, a verdict correction with its human label (the same wording, the human's side). Otherwise
-    no policy is judged (0 judge calls)."""
+    no policy is judged (0 judge calls). Under ``examples.policy: auto`` only: a policy the user
+    names is judged (raced) whatever this says."""
     store = ctx.examples
-    if store is None:
+    if store is None or ctx.config.examples.policy != "auto":
         return policies, why
     if not wrong:
         return [], "the verified candidate judges every held-out sample as the human did: nothing to teach"

@@ -459,7 +459,8 @@ class _Plan:
             s = max(0, min(self.cfg.distill_sample_size, round(shown)))
             taught = self.productive_rounds(s)
             b = max(1, math.ceil(batches * s / max(1, self.shown_all())))
-            rounds = min(self.cfg.distill_rounds, taught + SMALL_BARREN_ROUNDS) if taught else 1
+            barren = SMALL_BARREN_ROUNDS if ladders == k else BARREN_ROUNDS  # the refit's: two
+            rounds = min(self.cfg.distill_rounds, taught + barren) if taught else 1
             out += ladders * self.prompts * (rounds * b + taught)
             if ladders == k:
                 learn = 1.0 - math.exp(-s / 4) if s else 0.0
