@@ -18,6 +18,7 @@ PUBLIC_BY_PATH = {
     "promptevolver.errors": "the exception tree users catch; documented as a module",
     "promptevolver.rundir": "the run directory's files, documented by path (docs/results.md)",
     "promptevolver.integrations.ragas": "docs/ragas.md: `from promptevolver.integrations.ragas import ...`",
+    "promptevolver.integrations.mlflow": "docs/tracking-mlflow.md imports MlflowTracker by this path",
     "promptevolver.testing.contracts": "docs/contracts.md: imported by path, and register_assert_rewrite",
     "promptevolver.runs.progress": "README: `from promptevolver.runs.progress import CallProgress`",
     "promptevolver.runs.memory": "docs/examples.md: `from promptevolver.runs.memory import update_examples`",

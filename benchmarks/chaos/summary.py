@@ -198,7 +198,9 @@ def run_dir_line(records: list[Row]) -> str:
     leftovers = sorted({e.split(": ")[0] for e in entries if e.endswith("temporary file left behind")})
     runs = sum(any(p.endswith("temporary file left behind") for p in r["files_unparsable"]) for r in checked)
     kept = [
-        p for r in checked for p in r["files_unparsable"]
+        p
+        for r in checked
+        for p in r["files_unparsable"]
         if p.endswith("temporary file left behind") and p.startswith("after none")
     ]
     parsed = "every JSON, YAML and journal file parsed" if not broken else "unparsable: " + "; ".join(broken)

@@ -29,11 +29,14 @@ if TYPE_CHECKING:
     from promptevolver.errors import LLMError as LLMError
     from promptevolver.errors import PromptEvolverError as PromptEvolverError
     from promptevolver.evaluation._losses import BinaryMetricLoss as BinaryMetricLoss
+    from promptevolver.evaluation._losses import ClassificationLoss as ClassificationLoss
     from promptevolver.evaluation._losses import Loss as Loss
     from promptevolver.evaluation._losses import MSELoss as MSELoss
     from promptevolver.judge._aspect_critic import AspectCritic as AspectCritic
+    from promptevolver.judge._classification import ClassificationJudge as ClassificationJudge
     from promptevolver.judge._ensemble import EvaluationItem as EvaluationItem
     from promptevolver.judge._ensemble import JudgeEnsemble as JudgeEnsemble
+    from promptevolver.judge._pairwise import PairwiseJudge as PairwiseJudge
     from promptevolver.judge._protocol import Judgement as Judgement
     from promptevolver.judge._rubric import RubricJudge as RubricJudge
     from promptevolver.judge._statements import StatementSupport as StatementSupport
@@ -71,8 +74,10 @@ __getattr__, __all__ = lazy_package(
             "LLMError",
             "PromptEvolverError",
         ],
-        "promptevolver.evaluation._losses": ["BinaryMetricLoss", "Loss", "MSELoss"],
+        "promptevolver.evaluation._losses": ["BinaryMetricLoss", "ClassificationLoss", "Loss", "MSELoss"],
         "promptevolver.judge._aspect_critic": ["AspectCritic"],
+        "promptevolver.judge._classification": ["ClassificationJudge"],
+        "promptevolver.judge._pairwise": ["PairwiseJudge"],
         "promptevolver.judge._protocol": ["Judgement"],
         "promptevolver.judge._rubric": ["RubricJudge"],
         "promptevolver.judge._statements": ["StatementSupport"],

@@ -1,4 +1,5 @@
-"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | review``.
+"""Command line: ``promptevolver optimize | evaluate | estimate | report | bench | suggest | review |
+import | export``.
 
 Conventions (every command):
 
@@ -70,6 +71,17 @@ evaluation failed (--max-failed allows a share); the confidence interval is prin
   promptevolver estimate configs/answer_correctness.yaml --set optimizer.population_size=10
 
 no LLM is called; see promptevolver.runs._estimate for the model behind the figures.""",
+    "agreement": """examples:
+  promptevolver agreement benchmarks/data/pandalm_pairwise.json          # a / b / tie, 3 annotators
+  promptevolver agreement benchmarks/data/llmbar_pairwise.json --json    # every disagreement
+  promptevolver agreement configs/answer_correctness.yaml                 # the config's judge and file
+  promptevolver agreement labels.json --classes positive,negative,neutral --split-items drop
+
+No LLM is called: the verdicts the file records (metric_output) are compared with the human
+labels (target, the annotators' majority, or the accepted / flipped verdict). A file's scale is
+read off it (pairwise when its samples hold response_a and response_b); --scale or --classes
+name it. Annotators: a sample's annotator_labels ({name: label}); the pairwise verdict recorded
+with the responses swapped: metric_output_swapped.""",
     "report": """examples:
   promptevolver report runs/ac          # rewrites runs/ac/report.md, report.html and plots/""",
     "bench": """examples:
@@ -102,6 +114,29 @@ calls, the LLM used) goes to stderr. See docs/suggest.md.""",
 Prints the page's URL (127.0.0.1, with its token) as the first line on stdout; open it in a
 browser. Each label is written into FILE (Ragas' annotation format) the moment it is given; FILE is
 created on the first label when --pool is given. One review per file at a time. See docs/review.md.""",
+    "import": """examples:
+  promptevolver import csv labels.csv --output annotations.json
+  promptevolver import jsonl labels.jsonl -o annotations.json --column human_verdict=label --kind binary
+  promptevolver import mlflow --tracking-uri http://127.0.0.1:5000 --experiment my-app \\
+      --assessment correctness --output annotations.json --field user_input=question
+
+csv/jsonl: one judged sample a row, columns named after the judge's inputs (user_input, response,
+reference, ...) plus judge_verdict (or judge_score), judge_reason, human_verdict (or human_score),
+human_reason, annotator. mlflow: every trace carrying an LLM judge's and a human's Feedback of the
+--assessment name. Writes a Ragas annotation file (metric: --metric, default the file's stem or
+the assessment name) that optimize, evaluate and estimate read. See docs/import-csv.md,
+docs/import-mlflow.md.""",
+    "export": """examples:
+  promptevolver export runs/ac --to mlflow --tracking-uri http://127.0.0.1:5000 --prompt-name ac-judge
+  promptevolver export runs/ac --to promptfoo -o promptfoo-judge.yaml
+  promptevolver export runs/ac --to deepeval -o ac_judge.py
+  promptevolver export runs/ac --to json
+
+The judge the run chose, its instruction AND its teaching examples. mlflow: a new version of prompt
+NAME in the prompt registry (its template the instruction as is) and an MLflow run with the run's
+config, figures, cost and files; promptfoo: an llm-rubric assertion; deepeval: a GEval metric;
+json: instruction, examples, figures, the model it was verified on. Without -o the text goes to
+stdout. See docs/export-mlflow.md, docs/export-promptfoo.md, docs/export-deepeval.md.""",
 }
 
 
@@ -219,6 +254,33 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("config", type=Path, help="YAML run config")
     est.add_argument("--json", action="store_true", help="print one JSON object")
 
+    agr = command(
+        "agreement", "measure the judge an annotation file records against its humans, with no LLM call"
+    )
+    agr.add_argument("source", type=Path, metavar="FILE_OR_CONFIG", help="annotation file or YAML run config")
+    agr.add_argument("--metric", metavar="NAME", help="the metric of a file holding several")
+    agr.add_argument(
+        "--scale",
+        choices=("auto", "binary", "numeric", "pairwise", "pairwise_binary"),
+        default="auto",
+        help="the labels of a file (default: read off it; pairwise: a / b / tie; "
+        "pairwise_binary: is a better)",
+    )
+    agr.add_argument(
+        "--classes",
+        metavar="NAMES",
+        help="a classification's class names, comma-separated (value i: the i-th)",
+    )
+    agr.add_argument(
+        "--split-items",
+        choices=("keep", "drop", "weight"),
+        default="keep",
+        help="items the annotators did not label alike: kept (default), dropped, or weighted by the "
+        "share of annotators behind the label",
+    )
+    agr.add_argument("--seed", type=_seed, default=0, help="seed of the bootstrap intervals (0)")
+    agr.add_argument("--json", action="store_true", help="print one JSON object (every disagreement)")
+
     rep = command("report", "regenerate a run directory's report (report.md, report.html) and samples.jsonl")
     rep.add_argument("run_dir", type=Path, metavar="DIR", help="run directory (with result.json)")
 
@@ -280,6 +342,57 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=_count, default=0, metavar="N", help="port on 127.0.0.1 (0: any free one)"
     )
     rev.add_argument("--open", action="store_true", help="open the page in the default browser")
+    imp = command("import", "write a Ragas annotation file from labels kept in CSV, JSONL or MLflow")
+    imp.add_argument("source", choices=("csv", "jsonl", "mlflow"), help="where the labels are")
+    imp.add_argument("file", type=Path, nargs="?", metavar="FILE", help="the CSV or JSONL file")
+    imp.add_argument(
+        "--output", "-o", type=Path, required=True, metavar="FILE", help="annotation file to write"
+    )
+    imp.add_argument("--metric", metavar="NAME", help="the metric's name in the file written")
+    imp.add_argument(
+        "--kind", choices=("binary", "numeric"), help="verdicts or scores (default: read off the values)"
+    )
+    imp.add_argument(
+        "--prompt-name", metavar="NAME", help="the prompt's key in the file (default: the judge's)"
+    )
+    imp.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="TARGET=SOURCE",
+        help="csv/jsonl: read TARGET from column SOURCE",
+    )
+    imp.add_argument(
+        "--tracking-uri", metavar="URI", help="mlflow: the tracking server (default: MLFLOW_TRACKING_URI)"
+    )
+    imp.add_argument("--experiment", metavar="NAME", help="mlflow: the experiment holding the traces")
+    imp.add_argument("--assessment", metavar="NAME", help="mlflow: the feedback's name (the judge's)")
+    imp.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="TARGET=SOURCE",
+        help="mlflow: the judge's input TARGET from the trace's SOURCE",
+    )
+    imp.add_argument(
+        "--max-traces", type=_positive, metavar="N", help="mlflow: search at most N traces (default: all)"
+    )
+    imp.add_argument("--force", action="store_true", help="replace --output if it exists")
+
+    exp = command("export", "take the judge a run chose to MLflow, promptfoo, DeepEval or JSON")
+    exp.add_argument("run_dir", type=Path, metavar="RUN", help="a finished run directory")
+    exp.add_argument("--to", required=True, choices=("mlflow", "promptfoo", "deepeval", "json"))
+    exp.add_argument("--output", "-o", type=Path, metavar="FILE", help="file to write (default: stdout)")
+    exp.add_argument("--force", action="store_true", help="replace --output if it exists")
+    exp.add_argument(
+        "--tracking-uri", metavar="URI", help="mlflow: the server (default: MLFLOW_TRACKING_URI)"
+    )
+    exp.add_argument(
+        "--prompt-name", metavar="NAME", help="mlflow: the registry's prompt (default: the metric)"
+    )
+    exp.add_argument(
+        "--experiment", metavar="NAME", help="mlflow: the run's experiment (default: promptevolver)"
+    )
     return parser
 
 
@@ -536,42 +649,31 @@ def _evaluate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from promptevolver.config._build import load_dataset
-    from promptevolver.runs._evaluate import (
-        learned_from_validation,
-        other_metric,
-        refit_on_every_sample,
-        run_of,
-        score_instructions,
-        validation_positions,
-    )
+    from promptevolver.runs._evaluate import chosen_positions, run_of, score_instructions
     from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs._export import scorecard_rows
     from promptevolver.runs._gate import check_gate, default_figure, interval_of
 
-    instructions = rundir.load_instructions(args.instructions)
+    chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
+    instructions = dict(chosen.instructions)
     if args.samples_out is not None:
         rundir.check_writable(args.samples_out)  # before any call is spent on what it would hold
     run_dir = run_of(args.instructions, args.run)
-    refit = refit_on_every_sample(run_dir, instructions) if run_dir is not None else None
-    split = args.split or ("validation" if run_dir is not None and refit is None else "all")
-    if refit is not None and split == "all":
-        warnings.warn(refit, stacklevel=1)
-    elif refit is not None:
-        raise UsageError(f"--split validation: {refit}; --split all scores every usable sample")
-    if split == "validation" and run_dir is None:
+    if args.split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
-    if split == "all" and run_dir is not None and (mismatch := other_metric(run_dir, config)):
-        warnings.warn(mismatch, stacklevel=1)
     dataset = load_dataset(config)
-    positions = None
-    if split == "validation" and run_dir is not None:  # by content; another metric or file: an error
-        positions = validation_positions(run_dir, dataset, config=config)
-        if in_sample := learned_from_validation(run_dir, instructions):
-            warnings.warn(in_sample, stacklevel=1)
-    examples = rundir.load_examples(args.instructions)
-    card = asyncio.run(
-        score_instructions(config, instructions, positions=positions, dataset=dataset, examples=examples)
-    )
+    try:  # by content; another metric or file: an error; a refit (small data): every sample, said so
+        positions, notes = chosen_positions(
+            config, dataset, source=args.instructions, instructions=instructions, run=args.run,
+            split=args.split,
+        )
+    except ValueError as exc:  # the split asked for cannot be scored (ConfigError and the like go on)
+        if isinstance(exc, PromptEvolverError):
+            raise
+        raise UsageError(str(exc)) from None
+    for note in notes:
+        warnings.warn(note, stacklevel=1)
+    card = asyncio.run(score_instructions(config, chosen, positions=positions, dataset=dataset))
     if args.samples_out is not None:
         rows = scorecard_rows(
             dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name
@@ -627,6 +729,28 @@ def _estimate(args: argparse.Namespace) -> int:
         print(json.dumps(e.to_dict()))
         return 0
     print("\n".join(estimate_lines(e, config, source=args.config, quiet=args.quiet, verbose=args.verbose)))
+    return 0
+
+
+# --- agreement -------------------------------------------------------------------------------------
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from promptevolver.evaluation import recorded_agreement
+    from promptevolver.runs._agreement import load_recorded
+
+    classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
+    if classes is not None and (len(classes) < 2 or not all(classes)):
+        raise UsageError(f"--classes {args.classes!r}: give at least two names, comma-separated")
+    dataset, scale = load_recorded(
+        args.source, metric_name=args.metric, scale_name=args.scale, classes=classes
+    )
+    found = recorded_agreement(dataset, scale, split_items=args.split_items, random_seed=args.seed)
+    if args.json:
+        print(json.dumps(found.to_dict()))
+    else:
+        lines = found.lines()
+        print("\n".join(lines[:3] if args.quiet else lines))
     return 0
 
 
@@ -746,15 +870,53 @@ def _examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from promptevolver.runs._import import run_import
+
+    try:
+        lines = run_import(args)
+    except ValueError as exc:  # a malformed TARGET=SOURCE or a source's missing option
+        if isinstance(exc, PromptEvolverError):
+            raise
+        raise UsageError(str(exc)) from exc
+    print(lines[0])
+    for line in lines[1:]:
+        _say(args, line)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from promptevolver.runs._export_to import run_export
+
+    try:
+        done = run_export(args)
+    except ValueError as exc:  # options of another target
+        if isinstance(exc, PromptEvolverError):
+            raise
+        raise UsageError(str(exc)) from exc
+    if done.text is not None:
+        sys.stdout.write(done.text)
+        for line in done.lines:
+            _say(args, line)
+        return 0
+    print(done.lines[0])
+    for line in done.lines[1:]:
+        _say(args, line)
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "optimize": _optimize,
     "evaluate": _evaluate,
     "estimate": _estimate,
+    "agreement": _agreement,
     "report": _report,
     "bench": _bench,
     "suggest": _suggest,
     "examples": _examples,
     "review": _review,
+    "import": _import,
+    "export": _export,
 }
 
 

@@ -19,6 +19,7 @@
     │   │   └── RefusalError           the model refused to answer (its ``refusal``; cause ``refused``)
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
+    ├── TrackingError                  an MLflow tracking server cannot be reached or refused a request
     └── BudgetExceededError            a call would exceed the configured budget
 
 Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai/_errors.py``, at
@@ -50,6 +51,7 @@ __all__ = [
     "PromptEvolverError",
     "RefusalError",
     "RunDirError",
+    "TrackingError",
     "TransientLLMError",
 ]
 
@@ -148,6 +150,12 @@ class CheckpointError(RunDirError):
     """A checkpoint is missing, unreadable or belongs to another run."""
 
 
+class TrackingError(PromptEvolverError):
+    """An MLflow tracking server (``import mlflow``, ``export --to mlflow``) could not be reached,
+    refused a request, or does not hold what was asked for (an experiment, a prompt). The
+    message names the server's URI with any credentials masked."""
+
+
 class LLMError(PromptEvolverError):
     """An LLM call could not be completed.
 
@@ -211,6 +219,8 @@ class ContextLengthExceededError(PermanentLLMError):
     @property
     def cause(self) -> str:
         return "context_length"
+
+
 class AnswerTooLongError(PermanentLLMError):
     """An answer (or its response body) far beyond the completion tokens requested: it is cut off
     unread and the call fails, cause ``too long``, rather than kept whole in memory, checkpoints

@@ -35,8 +35,11 @@ writer takes it: ``optimize`` (and a job, on its folder and each metric's), the 
 :func:`locked_file` does the same for one file outside a run directory (``.NAME.lock`` beside it).
 
 Readers: :func:`read_result` (the one parser of ``result.json``), :func:`read_config`,
-:func:`load_instructions` (a run's best instructions, for ``evaluate`` and
-``AspectCritic.from_result``) and :func:`metric_config_near`. ``result.json`` carries
+:func:`read_chosen_judge` (the one reader of a chosen judge: its instructions AND its teaching
+examples, the figures it was chosen on, the model it was verified on, whether the simulated LLM
+judged; every export and consumer reads it: ``best_instructions.json``, ``apply_best.py``, the
+judges' ``from_result``, ``evaluate -i``, ``assert_agreement``), :func:`load_instructions` and
+:func:`load_examples` (its two halves) and :func:`metric_config_near`. ``result.json`` carries
 ``format_version`` (:data:`FORMAT_VERSION`); a file without one is a release-0.1 result, read as
 version 1; a newer version is refused with a message naming the file.
 
@@ -58,6 +61,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -72,6 +76,8 @@ __all__ = [
     "BEST_INSTRUCTIONS_FILE",
     "BEST_SO_FAR_FILE",
     "CHECKPOINT_FILE",
+    "ChosenJudge",
+    "DRY_RUN_NOTE",
     "CONFIG_FILE",
     "FORMAT_VERSION",
     "JOURNAL_FILE",
@@ -84,6 +90,7 @@ __all__ = [
     "RESULT_FILE",
     "RUN_FILES",
     "SAMPLES_FILE",
+    "as_chosen_judge",
     "as_instructions",
     "check_format_version",
     "check_links",
@@ -100,6 +107,7 @@ __all__ = [
     "locked_file",
     "metric_config_near",
     "prompt_name_near",
+    "read_chosen_judge",
     "read_config",
     "read_json",
     "read_regular",
@@ -857,22 +865,231 @@ def _config_near(path: str | Path) -> tuple[Path, Any] | None:
         raise ConfigError(f"{config}: not valid YAML: {exc}") from exc
 
 
-def load_instructions(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Prompt name → instruction from a run directory, a result.json or a plain JSON mapping.
+# --- the chosen judge ----------------------------------------------------------------------------
+
+#: What a chosen judge's record says when the simulated LLM judged (``ChosenJudge.dry_run``): shown
+#: wherever its instruction is printed or exported.
+DRY_RUN_NOTE = (
+    "dry run: chosen on the simulated LLM (llm.provider fake), not on a model; its figures show "
+    "the pipeline on these annotations, not a judge to ship (an llm: block in the config runs it "
+    "on a model)"
+)
+_POLICIES = ("none", "static", "retrieval")
+
+
+@dataclass(frozen=True)
+class ChosenJudge:
+    """The judge a run chose, as one record: what it is told, what it is shown, what it scored,
+    on which model. Every export and every consumer of a chosen judge reads this record
+    (:func:`read_chosen_judge`), so what is shipped is what was chosen.
+
+    Attributes:
+        instructions: prompt name → instruction (at least one).
+        examples: its teaching examples, the ``examples`` block of ``result.json``: ``policy``
+            (``none``, ``static`` or ``retrieval``) and, unless ``none``, ``key`` and ``store``
+            (:meth:`ExampleStore.to_dict <promptevolver.judge._examples.ExampleStore.to_dict>`:
+            the pool samples themselves, so the record judges without the run's dataset).
+        metric: the metric's name; None when the file does not say (a plain mapping).
+        figures: what it was chosen on, ``{}`` when unknown: ``loss`` (result.json's ``loss``:
+            ``name``, ``metric``, ``higher_is_better``), ``train`` and ``validation`` (the chosen judge's
+            figures, as result.json's ``scores.best``; None where not measured), ``seed`` (the
+            seed's ``train`` and ``validation``), ``regime`` (``held-out`` or ``out-of-bag``),
+            ``samples`` (``train`` and ``validation`` counts), ``candidate`` (its lineage id) and
+            ``produced_by`` (the stage that made it).
+        model: the judge model it was verified on: ``provider`` (``simulated``, ``openai``...)
+            and ``model`` (None for the simulated LLM); None when not recorded.
+        simulated_llm: True when the simulated LLM judged (a dry run, :attr:`dry_run`), False
+            when a model did, None when the file does not say.
+        source: the file it was read from (None when made from a result in memory).
+    """
+
+    instructions: Mapping[str, str]
+    examples: Mapping[str, Any] = field(default_factory=lambda: {"policy": "none"})
+    metric: str | None = None
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    model: Mapping[str, Any] | None = None
+    simulated_llm: bool | None = None
+    source: Path | None = field(default=None, compare=False)
+
+    @property
+    def example_policy(self) -> str:
+        """``none``, ``static`` or ``retrieval``."""
+        return str(self.examples.get("policy", "none"))
+
+    @property
+    def has_examples(self) -> bool:
+        """Whether the judge is shown teaching examples (its policy is not ``none``)."""
+        return self.example_policy != "none"
+
+    @property
+    def dry_run(self) -> bool:
+        """True when the simulated LLM judged: the record is a dry run, not a judge to ship."""
+        return self.simulated_llm is True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as ``best_instructions.json`` holds it (``format_version`` first; read
+        back by :func:`read_chosen_judge`)."""
+        out: dict[str, Any] = {FORMAT_VERSION_KEY: FORMAT_VERSION, "metric": self.metric}
+        if self.dry_run:
+            out["dry_run"] = DRY_RUN_NOTE
+        out |= {
+            "simulated_llm": self.simulated_llm,
+            "model": dict(self.model) if self.model is not None else None,
+            "figures": dict(self.figures),
+            "instructions": dict(self.instructions),
+            "examples": dict(self.examples),
+        }
+        return out
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any], *, source: Path | None = None) -> ChosenJudge:
+        """The chosen judge of a result (result.json parsed, or ``OptimizationResult.to_dict()``).
+
+        Raises:
+            RunDirError: no best instructions, or an ``examples`` block that is not one (naming
+                ``source``).
+        """
+        where = source if source is not None else "the result"
+        instructions = _instruction_map(result.get("best_instructions"), where)
+        scores, loss, split = (_mapping(result.get(key)) for key in ("scores", "loss", "split"))
+        best, seed = _mapping(scores.get("best")), _mapping(scores.get("seed"))
+        figures: dict[str, Any] = {}
+        if best or seed:
+            figures = {
+                "loss": dict(loss),
+                "train": best.get("train"),
+                "validation": best.get("validation"),
+                "seed": {"train": seed.get("train"), "validation": seed.get("validation")},
+                "regime": split.get("regime", "held-out"),
+                "samples": {k: split.get(k) for k in ("train", "validation")},
+                "candidate": result.get("best_id"),
+                "produced_by": result.get("produced_by"),
+            }
+        simulated = result.get("simulated_llm")
+        model = result.get("judge_model")
+        return cls(
+            instructions=instructions,
+            examples=_examples_block(result.get("examples"), where),
+            metric=result.get("metric") if isinstance(result.get("metric"), str) else None,
+            figures=figures,
+            model=dict(model) if isinstance(model, Mapping) else None,
+            simulated_llm=simulated if isinstance(simulated, bool) else None,
+            source=source,
+        )
+
+
+def read_chosen_judge(path: str | os.PathLike[str]) -> ChosenJudge:
+    """The chosen judge behind ``path``: the one reader every export and consumer uses.
 
     Args:
-        path: a run directory (its result.json, else its best_instructions.json), a file with
-            ``best_instructions`` (result.json, best_so_far.json; version-checked), or a JSON
-            object whose values are all strings (prompt name → instruction).
+        path: a run directory (its result.json, else its best_instructions.json), a result.json
+            or best_so_far.json (version-checked), a ``best_instructions.json`` (the record
+            :meth:`ChosenJudge.to_dict` writes), or a plain JSON object prompt name → instruction
+            (strings; no examples, figures, model: those are None or empty).
 
     Raises:
-        ConfigError: missing or unreadable file, not JSON, a result of a newer format, or not a
-            mapping of strings; the message names the file.
+        ConfigError: missing or unreadable file, not JSON, of a newer format, or none of those
+            shapes; the message names the file.
     """
     try:
-        return _instructions(_instructions_file(Path(path)))
+        file = _instructions_file(Path(path))
+        data = read_json(file, what="instructions file")
+        if isinstance(data, dict) and isinstance(data.get("best_instructions"), dict):
+            check_format_version(data, file)
+            return ChosenJudge.from_result(data, source=file)
+        if isinstance(data, dict) and isinstance(data.get("instructions"), dict):
+            check_format_version(data, file)
+            return _from_record(data, file)
+        return ChosenJudge(instructions=_instruction_map(data, file), source=file)
     except RunDirError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def _from_record(data: Mapping[str, Any], file: Path) -> ChosenJudge:
+    """A :class:`ChosenJudge` from its :meth:`~ChosenJudge.to_dict` form."""
+    simulated, model, figures = data.get("simulated_llm"), data.get("model"), data.get("figures")
+    metric = data.get("metric")
+    return ChosenJudge(
+        instructions=_instruction_map(data["instructions"], file),
+        examples=_examples_block(data.get("examples"), file),
+        metric=metric if isinstance(metric, str) else None,
+        figures=dict(figures) if isinstance(figures, Mapping) else {},
+        model=dict(model) if isinstance(model, Mapping) else None,
+        simulated_llm=simulated if isinstance(simulated, bool) else None,
+        source=file,
+    )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _instruction_map(data: Any, where: object) -> dict[str, str]:
+    if not isinstance(data, dict) or not data or not all(isinstance(v, str) for v in data.values()):
+        raise RunDirError(
+            f"{where}: expected a run directory, a result.json, a best_instructions.json or a JSON "
+            "object of prompt name → instruction (strings)"
+        )
+    return {str(k): v for k, v in data.items()}
+
+
+def _examples_block(block: Any, where: object) -> dict[str, Any]:
+    """A chosen judge's examples block, checked: ``{"policy": "none"}`` when absent."""
+    if block is None:
+        return {"policy": "none"}
+    if not isinstance(block, dict) or block.get("policy") not in _POLICIES:
+        raise RunDirError(f"{where}: 'examples' must be an object with a policy none, static or retrieval")
+    if block["policy"] != "none" and not isinstance(block.get("store"), dict):
+        raise RunDirError(f"{where}: examples.store is missing for policy {block['policy']!r}")
+    return dict(block)
+
+
+def as_chosen_judge(given: Any) -> ChosenJudge:
+    """A :class:`ChosenJudge` from what a user hands to ``apply_chosen``: a record as it is, an
+    ``OptimizationResult`` (its ``chosen_judge()``), a path (:func:`read_chosen_judge`), or a
+    plain mapping of instructions (no examples).
+
+    Raises:
+        TypeError: none of those.
+        ConfigError: the path holds no chosen judge (the message names the file).
+    """
+    if isinstance(given, ChosenJudge):
+        return given
+    if isinstance(given, str | os.PathLike):
+        return read_chosen_judge(given)
+    made = getattr(given, "chosen_judge", None)
+    if callable(made):
+        record = made()
+        if isinstance(record, ChosenJudge):
+            return record
+    if isinstance(given, Mapping):
+        return ChosenJudge(instructions=_instruction_map(dict(given), "the instructions"))
+    raise TypeError(
+        "a chosen judge is a ChosenJudge, an OptimizationResult, a mapping of prompt name to "
+        "instruction, or the path of a run directory, result.json or best_instructions.json; "
+        f"got {type(given).__name__}"
+    )
+
+
+def load_instructions(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Prompt name → instruction of the chosen judge behind ``path`` (:func:`read_chosen_judge`:
+    a run directory, a result.json, a best_instructions.json or a plain JSON mapping).
+
+    Raises:
+        ConfigError: as :func:`read_chosen_judge`.
+    """
+    return dict(read_chosen_judge(path).instructions)
+
+
+def load_examples(path: str | Path) -> dict[str, Any]:
+    """The teaching examples of the chosen judge behind ``path`` (:func:`read_chosen_judge`):
+    its example policy and store; ``{"policy": "none"}`` for a plain instructions file or a
+    result written before examples existed.
+
+    Raises:
+        ConfigError: as :func:`read_chosen_judge`.
+    """
+    return dict(read_chosen_judge(path).examples)
 
 
 def as_instructions(given: Mapping[str, str] | str | os.PathLike[str]) -> Mapping[str, str]:
@@ -899,42 +1116,7 @@ def _instructions_file(path: Path) -> Path:
         for name in (RESULT_FILE, BEST_INSTRUCTIONS_FILE):
             if (path / name).is_file():
                 return path / name
-        raise ConfigError(f"{path}: no {RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
+        raise RunDirError(f"{path}: no {RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
     if not path.is_file():
-        raise ConfigError(f"{path}: instructions file {not_a_file(path)}")
+        raise RunDirError(f"{path}: instructions file {not_a_file(path)}")
     return path
-
-
-def load_examples(path: str | Path) -> dict[str, Any]:
-    """The ``examples`` block of the result behind ``path`` (a run directory or a result.json):
-    the chosen judge's example policy and store; ``{"policy": "none"}`` for a plain instructions
-    file or a result written before examples existed.
-
-    Raises:
-        ConfigError: as :func:`load_instructions`, or an ``examples`` block that is not an object.
-    """
-    try:
-        file = _instructions_file(Path(path))
-        data = read_json(file, what="instructions file")
-    except RunDirError as exc:
-        raise ConfigError(str(exc)) from exc
-    block = data.get("examples") if isinstance(data, dict) and "best_instructions" in data else None
-    if block is None:
-        return {"policy": "none"}
-    if not isinstance(block, dict) or block.get("policy") not in ("none", "static", "retrieval"):
-        raise ConfigError(f"{file}: 'examples' must be an object with a policy none, static or retrieval")
-    if block["policy"] != "none" and not isinstance(block.get("store"), dict):
-        raise ConfigError(f"{file}: examples.store is missing for policy {block['policy']!r}")
-    return block
-
-
-def _instructions(file: Path) -> dict[str, str]:
-    data = read_json(file, what="instructions file")
-    if isinstance(data, dict) and isinstance(data.get("best_instructions"), dict):
-        check_format_version(data, file)
-        data = data["best_instructions"]
-    if not isinstance(data, dict) or not data or not all(isinstance(v, str) for v in data.values()):
-        raise ConfigError(
-            f"{file}: expected a result.json or a JSON object of prompt name → instruction (strings)"
-        )
-    return {str(k): v for k, v in data.items()}

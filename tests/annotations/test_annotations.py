@@ -617,14 +617,19 @@ def test_stratified_batches_mirror_label_proportions(helpfulness: SingleMetricAn
 
 @pytest.mark.parametrize("test_size", [0.2, 0.5, 1, 6])
 def test_train_test_split_on_bundled_data(helpfulness: SingleMetricAnnotation, test_size: float) -> None:
-    train, test = helpfulness.train_test_split(test_size=test_size, random_seed=4)
+    # group_key "sample": every sample a group of its own, so the test part has exactly test_size
+    # (the file asks 6 questions 21 times; grouped splits are tested in test_grouped_splits.py)
+    train, test = helpfulness.train_test_split(test_size=test_size, random_seed=4, group_key="sample")
     tr, te = positions(train, helpfulness), positions(test, helpfulness)
     assert not set(tr) & set(te)
     assert sorted(tr + te) == list(range(len(helpfulness)))
     want = test_size if isinstance(test_size, int) else round(test_size * len(helpfulness))
     assert len(te) == want
-    train2, test2 = helpfulness.train_test_split(test_size=test_size, random_seed=4)
+    train2, test2 = helpfulness.train_test_split(test_size=test_size, random_seed=4, group_key="sample")
     assert (positions(train2, helpfulness), positions(test2, helpfulness)) == (tr, te)
+    grouped_train, grouped_test = helpfulness.train_test_split(test_size=test_size, random_seed=4)
+    asked = lambda part: {s.metric_input["user_input"] for s in part}  # noqa: E731
+    assert not asked(grouped_train) & asked(grouped_test)
 
 
 def test_train_test_split_is_stratified_and_default_seeded(ac: SingleMetricAnnotation) -> None:
@@ -743,7 +748,7 @@ def test_train_test_split_fraction_and_count_agree(helpfulness: SingleMetricAnno
 def test_train_test_split_default_stratifies_on_the_human_label(helpfulness: SingleMetricAnnotation) -> None:
     labels = helpfulness.labels()
     assert labels != [s.metric_output for s in helpfulness]  # rejected samples make them differ
-    _, test = helpfulness.train_test_split(test_size=7, random_seed=0)
+    _, test = helpfulness.train_test_split(test_size=7, random_seed=0, group_key="sample")
     counts = {value: test.labels().count(value) for value in set(labels)}
     for value, count in counts.items():
         assert abs(count - 7 * labels.count(value) / len(labels)) < 1

@@ -169,7 +169,8 @@ def test_the_runs_judge_and_snippet_carry_the_prompt_name(tmp_path, capsys):
     capsys.readouterr()
     judge = AspectCritic.from_result(run)
     assert judge.prompt_name == "aspect_critic_prompt"
-    assert judge.get_instructions() == json.loads((run / "best_instructions.json").read_text())
+    exported = json.loads((run / "best_instructions.json").read_text())
+    assert judge.get_instructions() == exported["instructions"]
     snippet = runpy.run_path(str(run / "apply_best.py"))
     assert snippet["metric"].get_instructions() == judge.get_instructions()
     assert main(["evaluate", str(config), "-i", str(run), "--json"]) == 0

@@ -1,13 +1,14 @@
 """The Loss contract suite (promptevolver.testing.contracts) on every loss we ship: binary
-accuracy and F1, the mean squared error (mean and sum) on a 1-5 scale, and a loss written as in
-Ragas (its own ``__call__(predicted, actual)``)."""
+accuracy and F1, the mean squared error (mean and sum) on a 1-5 scale, accuracy and macro F1 of
+named classes (a / b / tie), and a loss written as in Ragas (its own
+``__call__(predicted, actual)``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
 from promptevolver.testing.contracts import LossContract
 
 
@@ -32,6 +33,19 @@ class TestMSE(LossContract):
 class TestMSESum(TestMSE):
     def make_loss(self) -> MSELoss:
         return MSELoss(reduction="sum")
+
+
+class TestClassificationAccuracy(LossContract):
+    y_true = (1, 0, 0.5, 1, 0, 0.5, 1, 0, 1, 0)  # a pairwise a / b / tie
+    y_wrong = (1, 1, 0.5, 0, 0, 1, 1, 0.5, 1, 0)
+
+    def make_loss(self) -> ClassificationLoss:
+        return ClassificationLoss()
+
+
+class TestClassificationMacroF1(TestClassificationAccuracy):
+    def make_loss(self) -> ClassificationLoss:
+        return ClassificationLoss(metric="macro_f1")
 
 
 class RagasStyleAccuracy(Loss):

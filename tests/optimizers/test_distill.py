@@ -429,3 +429,57 @@ def test_a_sentence_s_first_word_is_no_name_so_a_lesson_with_it_is_no_sample_fac
     assert not facts.quoted_in("Accept cautious wording when the facts are right.")
     assert facts.quoted_in("Check what the response says about Ethurkel.")  # a name inside a sentence
     assert facts.quoted_in("Check the 1520 figure.")  # a number
+
+
+def test_a_lesson_whose_rewrite_came_back_unchanged_is_offered_once_more():
+    """The prompt engineer returns the instruction unchanged the first time it is given a lesson
+    (it could phrase it the next time): the next round offers it again and it is applied."""
+    ds = make_dataset(20, 6)
+    labels = [int(y) for y in ds.labels()]
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    (seed,) = metric.get_instructions().values()
+    rewrites: list[int] = []
+
+    def writer(request: LLMRequest) -> str:
+        if request.operation == "feedback":
+            return json.dumps({"feedback": [{"lesson": "check every claim with care", "explains": [1]}]})
+        rewrites.append(request.sample_index)
+        first = len(rewrites) == 1
+        return json.dumps({"instruction": seed if first else f"{seed}\\n- check every claim with care"})
+
+    llm = rule_llm(ds, lambda instruction, i: labels[i] if "care" in instruction else 1 - labels[i], writer)
+    result = GeneticOptimizer(metric=metric, llm=llm).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "refit_below": 0, "small_data": 0}
+    )
+    (lesson,) = [x for x in result.lessons if x["text"] == "check every claim with care"]
+    assert lesson["applied_round"] is not None and len(rewrites) == 2
+    assert "care" in result.best_instructions[PROMPT]
+
+
+def test_a_rejected_lesson_is_offered_again_beside_the_next_round_s_new_one():
+    """Round 1's rewrite of lesson A comes back unchanged; round 2 teaches lesson B, which the
+    engineer cannot apply alone: A is offered again beside B, and applied (a real file's ladder
+    stopped 'rejected' here, having offered B alone, and lost A's criterion)."""
+    ds = make_dataset(20, 6)
+    labels = [int(y) for y in ds.labels()]
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    (seed,) = metric.get_instructions().values()
+    asked: list[list[str]] = []
+
+    def writer(request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        if request.operation == "feedback":
+            lesson = "check every claim with care" if not asked else "state the verdict clearly"
+            return json.dumps({"feedback": [{"lesson": lesson, "explains": [1]}]})
+        given = [x for x in ("check every claim with care", "state the verdict clearly") if f"- {x}" in text]
+        asked.append(given)
+        apply = "check every claim with care" in given and len(asked) > 1
+        return json.dumps({"instruction": f"{seed}\\n- check every claim with care" if apply else seed})
+
+    llm = rule_llm(ds, lambda instruction, i: labels[i] if "care" in instruction else 1 - labels[i], writer)
+    result = GeneticOptimizer(metric=metric, llm=llm).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "refit_below": 0, "small_data": 0}
+    )
+    assert asked[0] == ["check every claim with care"]
+    assert set(asked[1]) == {"check every claim with care", "state the verdict clearly"}
+    assert "care" in result.best_instructions[PROMPT]

@@ -217,3 +217,19 @@ def test_embedding_calls_are_counted_apart_from_llm_calls() -> None:
         _config(examples={"policy": "retrieval", "similarity": "embeddings", "embeddings": embeddings})
     )
     assert genetic.embedding_calls == 0  # strategy genetic shows no example
+
+
+def test_the_disagreement_line_is_the_recorded_judges(capsys):
+    """estimate's "disagrees on" figure is the one `promptevolver agreement` measures (it used to
+    print the train focus set's capped share, 66.7 % for every file with many disagreements)."""
+    from promptevolver.cli import main as cli
+
+    config = str(ROOT / "configs" / "answer_correctness.yaml")
+    assert cli(["agreement", config, "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    assert cli(["estimate", config, "--json"]) == 0
+    e = json.loads(capsys.readouterr().out)
+    assert e["recorded_disagreement"] == round(measured["disagreement_rate"], 4) == round(2 / 18, 4)
+    assert e["recorded_scored"] == measured["n"] == 18
+    assert cli(["estimate", config]) == 0
+    assert "disagrees with the humans on 11.1% of the 18 usable samples" in capsys.readouterr().out

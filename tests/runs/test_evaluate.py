@@ -141,3 +141,17 @@ def test_assert_agreement_refuses_a_run_of_another_metric(kept_seed):
 
     with pytest.raises(ConfigError, match="optimized for metric 'answer_correctness'"):
         assert_agreement(HELP_CONFIG, instructions=kept_seed, run=kept_seed, at_least=0.0)
+
+
+def test_a_duplicated_sample_is_scored_as_often_as_the_run_held_it_out(kept_seed, tmp_path, ac_data):
+    """A file holding a validation sample twice (one row per annotator, a repeated export): evaluate
+    scores the samples the run held out, not every copy of their content."""
+    config = load_run_config(AC_CONFIG)
+    expected = result_of(kept_seed)["split"]["validation_positions"]
+    twice = list(range(len(ac_data.samples))) + [expected[0]]
+    doubled = load_dataset(_shuffled_copy(config, tmp_path, twice))
+    run = copy_run(kept_seed, tmp_path)
+    assert validation_positions(run, doubled, config=config) == expected  # the recorded positions
+    moved = load_dataset(_shuffled_copy(config, tmp_path, [expected[0], *twice]))
+    found = validation_positions(run, moved, config=config)
+    assert len(found) == len(expected)

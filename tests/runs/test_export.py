@@ -13,7 +13,7 @@ import pytest
 
 from promptevolver import AspectCritic, ConfigError, JudgeEnsemble
 from promptevolver.config._models import MetricConfig
-from promptevolver.rundir import load_instructions
+from promptevolver.rundir import ChosenJudge, load_instructions
 from promptevolver.runs import _export as export
 from promptevolver.runs._export import apply_snippet, write_exports
 
@@ -25,7 +25,7 @@ PROMPT = AspectCritic.PROMPT_NAME
 
 def test_best_instructions_json_and_from_result_load_the_best(improved):
     best = result_of(improved)["best_instructions"]
-    assert json.loads((improved / "best_instructions.json").read_text()) == best
+    assert json.loads((improved / "best_instructions.json").read_text())["instructions"] == best
     assert load_instructions(improved) == best == load_instructions(improved / "best_instructions.json")
     metric = AspectCritic.from_result(improved)
     assert metric.get_instructions() == best
@@ -87,7 +87,7 @@ def test_from_result_refuses_a_result_of_a_newer_format(improved, tmp_path):
 
 def test_exports_are_written_atomically(tmp_path, monkeypatch):
     metric = MetricConfig(name="m", definition="d")
-    write_exports(tmp_path, {PROMPT: "old"}, metric)
+    write_exports(tmp_path, ChosenJudge(instructions={PROMPT: "old"}), metric)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     def full_disk(src, dst):
@@ -95,10 +95,11 @@ def test_exports_are_written_atomically(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        write_exports(tmp_path, {PROMPT: "new"}, metric)
+        write_exports(tmp_path, ChosenJudge(instructions={PROMPT: "new"}), metric)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     assert leftovers(tmp_path) == []
     monkeypatch.undo()
-    paths = write_exports(tmp_path, {PROMPT: "new"}, metric)
+    paths = write_exports(tmp_path, ChosenJudge(instructions={PROMPT: "new"}), metric)
     assert [p.name for p in paths] == ["best_instructions.json", "apply_best.py"]
-    assert json.loads(paths[0].read_text()) == {PROMPT: "new"} and "'new'" in paths[1].read_text()
+    assert json.loads(paths[0].read_text())["instructions"] == {PROMPT: "new"}
+    assert "'new'" in paths[1].read_text()

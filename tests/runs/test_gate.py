@@ -137,14 +137,16 @@ def test_evaluate_warns_when_the_run_optimized_another_metric(kept_seed, tmp_pat
 
 
 def test_assert_agreement_passes_returns_the_verdict_and_fails_with_the_reason(kept_seed):
+    validation = json.loads((kept_seed / "result.json").read_text())["split"]["validation"]
     result = assert_agreement(AC_CONFIG, instructions=kept_seed, at_least=0.5)
-    assert result.passed and result.n == 18 and result.interval is not None
+    assert result.passed and result.n == validation and result.interval is not None  # as evaluate -i
+    assert assert_agreement(AC_CONFIG, instructions=kept_seed, split="all", at_least=0.1).n == 18
     with pytest.raises(
         AssertionError, match=r"answer_correctness: judge gate failed: accuracy 0\.\d+ < 0\.99"
     ):
         assert_agreement(AC_CONFIG, at_least=0.99)
     on_run = assert_agreement(AC_CONFIG, instructions=kept_seed, run=kept_seed, at_least=0.1)
-    assert on_run.n == json.loads((kept_seed / "result.json").read_text())["split"]["validation"]
+    assert on_run.n == validation
 
 
 def test_assert_agreement_takes_overrides_like_set():

@@ -48,7 +48,9 @@ Layout: :mod:`~promptevolver.annotations._models` (the sample records, field ali
 rule), :mod:`~promptevolver.annotations._io` (reading, validating and writing files),
 :mod:`~promptevolver.annotations._labels` (binary or numeric labels, their check, and which samples
 have none), :mod:`~promptevolver.annotations._sampling` (class keys, seeded stratified samples,
-batches and splits: the one home of sampling), :mod:`~promptevolver.annotations._single`
+batches, splits and K-fold splits, each keeping a group of samples that share their input on one
+side: the one home of sampling; :func:`stratified_group_kfold` and :func:`group_keys` are on this
+face for the optimizer's cross-validation), :mod:`~promptevolver.annotations._single`
 (:class:`SingleMetricAnnotation`: labels, selection, and the sampling methods that select what
 ``sampling`` picks), :mod:`~promptevolver.annotations._multi` (:class:`MetricAnnotation`) and
 :mod:`~promptevolver.annotations._dataset` (:class:`EvaluationDataset`). No module here imports
@@ -66,6 +68,7 @@ from promptevolver.annotations._models import (
 )
 from promptevolver.annotations._models import normalize_metric_input as normalize_metric_input
 from promptevolver.annotations._multi import MetricAnnotation
+from promptevolver.annotations._sampling import conflicting_duplicates, group_keys, stratified_group_kfold
 from promptevolver.annotations._single import SingleMetricAnnotation
 from promptevolver.annotations._single import usable_label_array as usable_label_array
 from promptevolver.errors import AnnotationFileNotFoundError, AnnotationKeyError
@@ -85,4 +88,7 @@ __all__ = [
     "SingleTurnSample",
     "UnusableSample",
     "UnusableSamplesWarning",
+    "conflicting_duplicates",
+    "group_keys",
+    "stratified_group_kfold",
 ]

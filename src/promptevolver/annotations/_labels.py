@@ -39,17 +39,19 @@ label (the sample is unusable unless ``target`` is set) and does not count in th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from promptevolver.annotations._models import SampleAnnotation, UnusableSample
+from promptevolver.annotations._models import ANNOTATOR_FIELD, SampleAnnotation, UnusableSample
 from promptevolver.errors import AnnotationError
 
 __all__ = [
     "LABEL_KINDS",
+    "PAIRWISE",
+    "PAIRWISE_BINARY",
+    "check_annotator_labels",
     "LabelChoice",
     "LabelKind",
     "LabelScale",
@@ -282,15 +284,22 @@ def _show(value: Any) -> str:
 
 
 def check_recorded_verdicts(
-    samples: Sequence[SampleAnnotation], *, path: str | Path | None = None, metric: str | None = None
+    samples: Sequence[SampleAnnotation],
+    *,
+    path: str | Path | None = None,
+    metric: str | None = None,
+    scale: LabelScale | None = None,
 ) -> None:
     """Every ``verdict`` recorded in a binary metric's prompt traces (``prompt_output`` and
-    ``edited_output`` of each prompt) is 0 or 1 (a whole number; not a string, a boolean or null).
+    ``edited_output`` of each prompt) is 0 or 1 (a whole number; not a string, a boolean or null),
+    or the name of one of ``scale``'s labels when it names them otherwise than ``no`` / ``yes``
+    (a pairwise judge's ``"a"`` / ``"b"``).
 
     Raises:
         AnnotationError: the first other value, naming the sample and the field
             (``prompts.NAME.prompt_output.verdict``).
     """
+    names = {c.name for c in (scale.label_space() if scale else None) or ()} - {"no", "yes"}
     for index, sample in enumerate(samples):
         for name, prompt in sample.prompts.items():
             for part in ("prompt_output", "edited_output"):
@@ -298,6 +307,8 @@ def check_recorded_verdicts(
                 if not isinstance(output, dict) or "verdict" not in output:
                     continue
                 verdict = output["verdict"]
+                if isinstance(verdict, str) and verdict in names:
+                    continue
                 if isinstance(verdict, bool) or not isinstance(verdict, int | float) or verdict not in (0, 1):
                     raise AnnotationError(
                         f"{verdict!r} is not a verdict (0 or 1) of this binary metric; fix the recorded "
@@ -350,5 +361,61 @@ def unusable_samples(samples: list[SampleAnnotation], *, binary: bool) -> list[U
     return [
         UnusableSample(i, s.unusable_reason(binary=binary))  # type: ignore[arg-type]
         for i, s in enumerate(samples)
-        if s.target is None and (math.isnan(s.metric_output) or not (binary or s.is_accepted))
+        if s.target is None and s.human_label(binary=binary) is None
     ]
+
+
+def check_annotator_labels(
+    samples: Sequence[SampleAnnotation],
+    scale: LabelScale | None = None,
+    *,
+    path: str | Path | None = None,
+    metric: str | None = None,
+) -> None:
+    """Every sample's ``annotator_labels`` (when present) is a mapping annotator → label or a
+    list of labels, each a number (or null), and one of the metric's labels when ``scale`` lists
+    them (:meth:`LabelScale.label_space`).
+
+    Raises:
+        AnnotationError: the first other value, naming the sample and the field
+            (``annotator_labels.<annotator>``).
+    """
+    allowed = None if scale is None else scale.values
+    for index, sample in enumerate(samples):
+        raw = (sample.model_extra or {}).get(ANNOTATOR_FIELD)
+        if raw is None:
+            continue
+        if not isinstance(raw, (dict, list)):
+            raise AnnotationError(
+                f"{_show(raw)} is not a mapping annotator -> label nor a list of labels",
+                path=path,
+                metric=metric,
+                sample_index=index,
+                field=ANNOTATOR_FIELD,
+            )
+        items = raw.items() if isinstance(raw, dict) else enumerate(raw)
+        for who, value in items:
+            bad_type = value is not None and (isinstance(value, bool) or not isinstance(value, int | float))
+            outside = not bad_type and value is not None and allowed is not None and value not in allowed
+            if bad_type or outside:
+                why = "not a number" if bad_type else f"not a label of this metric ({_labels_text(scale)})"
+                raise AnnotationError(
+                    f"{_show(value)} is {why}",
+                    path=path,
+                    metric=metric,
+                    sample_index=index,
+                    field=f"{ANNOTATOR_FIELD}.{who}",
+                )
+
+
+def _labels_text(scale: LabelScale | None) -> str:
+    return ", ".join(f"{_show(c.value)} ({c.name})" for c in (scale.label_space() if scale else None) or ())
+
+
+#: The verdict of a pairwise judge that may call a tie: response a better (1), b better (0), or
+#: a tie (0.5): the preference for a, as a win, a loss and a draw are scored in paired comparisons.
+PAIRWISE = LabelScale(
+    "nominal", choices=(LabelChoice(1.0, "a"), LabelChoice(0.0, "b"), LabelChoice(0.5, "tie"))
+)
+#: The verdict of a pairwise judge without ties: is response a better (1) or b (0)?
+PAIRWISE_BINARY = LabelScale("binary", choices=(LabelChoice(0.0, "b"), LabelChoice(1.0, "a")))

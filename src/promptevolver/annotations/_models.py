@@ -5,6 +5,7 @@ libraries' field names (:data:`FIELD_ALIASES`) and the human label rule (see the
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -22,6 +23,11 @@ FIELD_ALIASES: dict[str, str] = {
     "expected_context": "reference_contexts",
 }
 _LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
+
+
+#: The sample field holding each annotator's label (annotator → label, or a list of labels): the
+#: human label is their majority when the sample has no ``target``.
+ANNOTATOR_FIELD = "annotator_labels"
 
 
 class UnusableSamplesWarning(UserWarning):
@@ -123,10 +129,32 @@ class SampleAnnotation(BaseModel):
         """Any declared or extra field. Raises AnnotationKeyError for an unknown one."""
         return _item(self, key)
 
+    def annotator_labels(self) -> dict[str, float]:
+        """Each annotator's label (annotator → label) from the sample's ``annotator_labels``
+        field: a mapping annotator name → label, or a list of labels (named ``annotator 1``, …);
+        null entries left out. Empty when the sample has none. Values are checked at load
+        (:func:`~promptevolver.annotations._labels.check_annotator_labels`)."""
+        raw = (self.model_extra or {}).get(ANNOTATOR_FIELD)
+        if isinstance(raw, list):
+            raw = {f"annotator {i + 1}": v for i, v in enumerate(raw)}
+        if not isinstance(raw, dict):
+            return {}
+        return {str(k): float(v) for k, v in raw.items() if v is not None}
+
+    def annotator_majority(self) -> float | None:
+        """The label most annotators gave (more than any other), or None: no annotator labels,
+        or the most given labels tie."""
+        votes = Counter(self.annotator_labels().values()).most_common(2)
+        if not votes or (len(votes) == 2 and votes[0][1] == votes[1][1]):
+            return None
+        return votes[0][0]
+
     def human_label(self, *, binary: bool) -> float | None:
         """The human label (rule in the package docstring); None when the sample has none."""
         if self.target is not None:
             return self.target
+        if (self.model_extra or {}).get(ANNOTATOR_FIELD) is not None:
+            return self.annotator_majority()
         if math.isnan(self.metric_output):
             return None
         if self.is_accepted:
@@ -137,6 +165,8 @@ class SampleAnnotation(BaseModel):
         """Why the sample has no human label; None when it has one."""
         if self.human_label(binary=binary) is not None:
             return None
+        if (self.model_extra or {}).get(ANNOTATOR_FIELD) is not None:
+            return "the annotators' labels tie (no majority) and there is no target"
         if math.isnan(self.metric_output):
             return "metric_output is NaN (failed judge call) and there is no target"
         return "rejected sample of a non-binary metric without a target"

@@ -83,7 +83,12 @@ class MetricAnnotation(_Sourced):
         """Write Ragas' multi-metric format; :meth:`from_json` reads back an equal object, and a
         loaded Ragas file is written back as the same JSON value (see
         :meth:`SingleMetricAnnotation.to_json`)."""
-        _write_json(path, {name: _dump_samples(samples) for name, samples in self.root.items()})
+        _write_json(path, self.to_json_value())
+
+    def to_json_value(self) -> dict[str, list[dict[str, object]]]:
+        """The JSON value :meth:`to_json` writes (metric name → samples, Ragas' multi-metric
+        format), for a writer of its own (``promptevolver import`` writes it atomically)."""
+        return {name: _dump_samples(samples) for name, samples in self.root.items()}
 
     def to_evaluation_dataset(self) -> EvaluationDataset:
         """The metric inputs of every metric, metric after metric, as one :class:`EvaluationDataset`.
@@ -105,9 +110,7 @@ class MetricAnnotation(_Sourced):
         kind = self._kinds.get(key) or check_labels(samples, path=self.source, metric=key)
         return _trusted(key, samples, self.source, kind)
 
-    def get(
-        self, key: str, default: SingleMetricAnnotation | None = None
-    ) -> SingleMetricAnnotation | None:
+    def get(self, key: str, default: SingleMetricAnnotation | None = None) -> SingleMetricAnnotation | None:
         """The samples of metric ``key``, or ``default`` when the file has no such metric."""
         return self[key] if key in self.root else default
 

@@ -1,13 +1,21 @@
 """Seeded, stratified sampling: the one home of how annotation sets are sampled, batched and split.
 
-Three parts, none of which knows :class:`~promptevolver.annotations.SingleMetricAnnotation` (its
+Four parts, none of which knows :class:`~promptevolver.annotations.SingleMetricAnnotation` (its
 sampling methods call these and select the positions returned):
 
 * **class keys** — :func:`stratify_keys`: the class of each sample for a ``stratify_key``;
+* **group keys** — :func:`group_keys`: the group of each sample for a ``group_key``. Samples of
+  one group share what the judge is asked about (by default its input without the response(s):
+  the prompt, the question, the reference), so a group never straddles a split: several responses
+  to one question, or one row per annotator of one item, are all on one side, and a score on the
+  held-out side is a score on inputs the search never saw. :func:`conflicting_duplicates` finds
+  samples of identical input whose human labels differ;
 * **the arithmetic** — :func:`stratified_sample`, :func:`stratified_split`,
-  :func:`shuffled_batches`, :func:`stratified_batches`, :func:`largest_remainder`: each takes the
-  class key of each item (any hashable values, shape ``(n,)``) and a ``numpy.random.Generator``
-  and returns positions into that sequence;
+  :func:`stratified_group_kfold`, :func:`shuffled_batches`, :func:`stratified_batches`,
+  :func:`largest_remainder`: each takes the class key of each item (any hashable values, shape
+  ``(n,)``), for the splits optionally its group key (same shape), and a
+  ``numpy.random.Generator`` and returns positions into that sequence. Every split honours the
+  groups; batches do not need to (a batch is screened or shown, never held out);
 * **the sets' contracts** — :func:`make_rng` (the Generator from a ``random_seed``),
   :func:`sample_positions` and :func:`split_count` (the argument checks of ``sample`` and
   ``train_test_split``).
@@ -19,18 +27,24 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.annotations._models import SampleAnnotation, sample_key
 from promptevolver.errors import AnnotationKeyError
 
 __all__ = [
+    "GROUP_BY_INPUT",
+    "GROUP_NONE",
     "KEY_FIELDS",
+    "RESPONSE_FIELDS",
     "class_key",
+    "conflicting_duplicates",
     "group_by_class",
+    "group_keys",
     "largest_remainder",
     "make_rng",
     "sample_positions",
@@ -38,6 +52,7 @@ __all__ = [
     "split_count",
     "stratified_batches",
     "stratified_sample",
+    "stratified_group_kfold",
     "stratified_split",
     "stratify_keys",
 ]
@@ -78,12 +93,17 @@ def stratify_keys(
 
 
 def _input_keys(
-    samples: Sequence[SampleAnnotation], field: str, *, path: str | None, metric: str
+    samples: Sequence[SampleAnnotation],
+    field: str,
+    *,
+    path: str | None,
+    metric: str,
+    what: str = "stratify_key",
 ) -> list[Hashable]:
     if samples and not any(field in s.metric_input for s in samples):
         present = sorted({k for s in samples for k in s.metric_input})
         raise AnnotationKeyError(
-            f"unknown stratify_key 'metric_input.{field}': no sample has metric_input.{field}; "
+            f"unknown {what} 'metric_input.{field}': no sample has metric_input.{field}; "
             f"metric_input fields: {present}",
             path=path,
             metric=metric,
@@ -110,6 +130,71 @@ def class_key(value: Any) -> Hashable:
     if isinstance(value, float) and math.isnan(value):
         return None
     return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
+# -- group keys ----------------------------------------------------------------------------
+
+#: Input fields that hold what is judged (one response, or the two of a pairwise judge): the
+#: default group key leaves them out, so every response to one prompt is in one group.
+RESPONSE_FIELDS = ("response", "response_a", "response_b")
+#: The default ``group_key``: the judge's input without :data:`RESPONSE_FIELDS`.
+GROUP_BY_INPUT = "input"
+#: The ``group_key`` of no grouping: every sample is a group of its own.
+GROUP_NONE = "sample"
+
+
+def group_keys(
+    samples: Sequence[SampleAnnotation],
+    group_key: str = GROUP_BY_INPUT,
+    *,
+    path: str | None = None,
+    metric: str = "",
+) -> list[Hashable]:
+    """The group of every sample for ``group_key``; shape ``(len(samples),)``.
+
+    ``"input"`` (default): the sample's ``metric_input`` without :data:`RESPONSE_FIELDS` (and
+    empty values), compared as JSON text: the samples asking about one prompt (with its reference
+    and contexts) are one group. ``"sample"``: no grouping. ``"metric_input.X"``: that input field;
+    an extra sample field (e.g. ``item_id``): its value. A sample whose key is missing or empty is
+    a group of its own (it shares nothing).
+
+    Raises:
+        AnnotationKeyError: an unknown key (the message names it and the valid forms).
+    """
+    if group_key == GROUP_NONE:
+        return [("sample", i) for i in range(len(samples))]
+    if group_key == GROUP_BY_INPUT:
+        values: list[Any] = [_prompt_of(s.metric_input) for s in samples]
+    elif group_key.startswith("metric_input."):
+        values = _input_keys(samples, group_key.split(".", 1)[1], path=path, metric=metric, what="group_key")
+    elif any(group_key in (s.model_extra or {}) for s in samples):
+        values = [class_key((s.model_extra or {}).get(group_key)) for s in samples]
+    else:
+        raise AnnotationKeyError(
+            f"unknown group_key {group_key!r}; use 'input' (the judge's input without the response), "
+            "'sample' (no grouping), 'metric_input.<field>' or an extra sample field",
+            path=path,
+            metric=metric,
+        )
+    return [("sample", i) if v in (None, "", "{}") else v for i, v in enumerate(values)]
+
+
+def _prompt_of(metric_input: dict[str, Any]) -> str:
+    shown = {k: v for k, v in metric_input.items() if k not in RESPONSE_FIELDS and v not in (None, "", [])}
+    return json.dumps(shown, sort_keys=True, ensure_ascii=False)
+
+
+def conflicting_duplicates(
+    samples: Sequence[SampleAnnotation], labels: Sequence[float | None]
+) -> list[list[int]]:
+    """Positions of samples with the same ``metric_input`` (every field, responses included) whose
+    human labels differ, one list per such input, in sample order; samples without a label are
+    left out. A judge cannot agree with both: at most one of them can count as agreement."""
+    by_input: dict[str, list[int]] = {}
+    for i, sample in enumerate(samples):
+        if labels[i] is not None:
+            by_input.setdefault(sample_key(sample.metric_input), []).append(i)
+    return [group for group in by_input.values() if len({labels[i] for i in group}) > 1]
 
 
 # -- the sets' contracts --------------------------------------------------------------------
@@ -233,13 +318,107 @@ def split_count(test_size: float | int, n: int) -> int:
 
 
 def stratified_split(
-    keys: Sequence[Hashable], n_test: int, rng: np.random.Generator
+    keys: Sequence[Hashable],
+    n_test: int,
+    rng: np.random.Generator,
+    groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[int], list[int]]:
-    """Disjoint, covering (train, test) positions with ``n_test`` test items, stratified by class."""
+    """Disjoint, covering (train, test) positions, stratified by class, each sorted.
+
+    Without ``groups`` (or when every group has one item) the test part has exactly ``n_test``
+    items. With ``groups`` (the group of each item, shape ``(n,)``) no group straddles the two
+    parts: whole groups are drawn in a random order, each taken into test when it brings the test
+    part's class counts closer to the stratified target for ``n_test`` (L1 distance), so the test
+    part has about ``n_test`` items; never none, never all.
+    """
+    if groups is not None and len(set(groups)) < len(groups):
+        return _grouped_split(keys, groups, n_test, rng)
     test = stratified_sample(keys, n_test, rng)
     test_set = set(test)
     train = [i for i in range(len(keys)) if i not in test_set]
     return train, test
+
+
+def _members(groups: Sequence[Hashable]) -> list[list[int]]:
+    """Positions of each group, groups in order of first appearance."""
+    found: dict[Hashable, list[int]] = {}
+    for i, group in enumerate(groups):
+        found.setdefault(group, []).append(i)
+    return list(found.values())
+
+
+def _grouped_split(
+    keys: Sequence[Hashable], groups: Sequence[Hashable], n_test: int, rng: np.random.Generator
+) -> tuple[list[int], list[int]]:
+    if len(groups) != len(keys):
+        raise ValueError(f"groups must have one key per item: {len(groups)} for {len(keys)} items")
+    by_class = group_by_class(keys)
+    classes = list(by_class)
+    index = {c: j for j, c in enumerate(classes)}
+    target = np.array(largest_remainder([len(p) for p in by_class.values()], n_test), dtype=np.int64)
+    members = _members(groups)
+    if len(members) < 2:
+        raise ValueError("cannot split one group into train and test: every item shares its group")
+    counts = np.zeros((len(members), len(classes)), dtype=np.int64)
+    for g, positions in enumerate(members):
+        for i in positions:
+            counts[g, index[keys[i]]] += 1
+    taken = np.zeros(len(classes), dtype=np.int64)
+    test_groups: list[int] = []
+    for g in rng.permutation(len(members)).tolist():
+        after = taken + counts[g]
+        if np.abs(target - after).sum() < np.abs(target - taken).sum():
+            taken = after
+            test_groups.append(g)
+    if not test_groups:  # every group is larger than the target: the smallest one
+        test_groups = [min(range(len(members)), key=lambda g: (len(members[g]), g))]
+    if len(test_groups) == len(members):
+        test_groups.pop()
+    test = sorted(i for g in test_groups for i in members[g])
+    chosen = set(test)
+    return [i for i in range(len(keys)) if i not in chosen], test
+
+
+def stratified_group_kfold(
+    keys: Sequence[Hashable],
+    groups: Sequence[Hashable] | None,
+    n_splits: int,
+    rng: np.random.Generator,
+) -> list[tuple[list[int], list[int]]]:
+    """K-fold cross-validation that keeps every group in one fold and each fold's classes near
+    the whole's proportions: ``n_splits`` (train, test) pairs of sorted positions; the test parts
+    are disjoint and cover every item once. scikit-learn's ``StratifiedGroupKFold`` (shuffled,
+    its seed drawn from ``rng``; ``GroupKFold`` when no class has ``n_splits`` items); ``groups``
+    None: every item a group of its own.
+
+    Raises:
+        ValueError: ``n_splits`` < 2, or fewer groups than ``n_splits``.
+    """
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+
+    if n_splits < 2:
+        raise ValueError(f"n_splits must be >= 2, got {n_splits}")
+    group_list = list(range(len(keys))) if groups is None else list(groups)
+    if len(group_list) != len(keys):
+        raise ValueError(f"groups must have one key per item: {len(group_list)} for {len(keys)} items")
+    members = _members(group_list)
+    if len(members) < n_splits:
+        raise ValueError(f"cannot make {n_splits} folds of {len(members)} groups (a fold needs a group)")
+    code = {c: j for j, c in enumerate(group_by_class(keys))}
+    y = np.array([code[k] for k in keys], dtype=np.int64)
+    group_ids = np.empty(len(keys), dtype=np.int64)
+    for g, positions in enumerate(members):
+        group_ids[positions] = g
+    seed = int(rng.integers(0, 2**31 - 1))
+    folds: StratifiedGroupKFold | GroupKFold = StratifiedGroupKFold(
+        n_splits=n_splits, shuffle=True, random_state=seed
+    )
+    if np.bincount(y).max() < n_splits:  # no class fills every fold: groups alone decide
+        folds = GroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():  # "the least populated class has fewer members than n_splits"
+        warnings.simplefilter("ignore", UserWarning)
+        splits = list(folds.split(np.zeros(len(keys)), y, group_ids))
+    return [(sorted(train.tolist()), sorted(test.tolist())) for train, test in splits]
 
 
 def shuffled_batches(

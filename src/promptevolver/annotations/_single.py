@@ -319,23 +319,71 @@ class SingleMetricAnnotation(_Sourced):
         )
         return [self.select(batch) for batch in positions]
 
-    def train_test_split(
-        self, test_size: float | int = 0.2, random_seed: sampling.Seed = 42, stratify_key: str | None = None
-    ) -> tuple[SingleMetricAnnotation, SingleMetricAnnotation]:
-        """Disjoint, covering (train, test) sets, each in sample order, stratified on
-        ``stratify_key`` (default: the human label; unusable samples form a class of their own).
+    def group_keys(self, group_key: str = sampling.GROUP_BY_INPUT) -> list[Hashable]:
+        """The group of every sample for ``group_key``; shape ``(len(self),)``. Samples of one
+        group are never split apart (:meth:`train_test_split`, :meth:`kfold`).
 
-        ``test_size`` is a fraction in (0, 1) of the samples (rounded, then clipped to
-        [1, n - 1]) or a count in [1, n - 1].
+        ``"input"`` (default): the ``metric_input`` without the response(s) (``response``,
+        ``response_a``, ``response_b``): every response to one prompt is one group; ``"sample"``:
+        no grouping; ``"metric_input.X"``: that input field; an extra sample field (e.g.
+        ``item_id``): its value. A sample without the key is a group of its own.
 
         Raises:
-            ValueError: fewer than 2 samples, or ``test_size`` out of range.
-            AnnotationKeyError: an unknown ``stratify_key``.
+            AnnotationKeyError: an unknown key.
+        """
+        return sampling.group_keys(self.samples, group_key, path=self.source, metric=self.name)
+
+    def conflicting_duplicates(self) -> list[list[int]]:
+        """Positions of samples with identical ``metric_input`` whose human labels differ, one
+        list per input (a judge can agree with at most one of them); empty when there are none."""
+        return sampling.conflicting_duplicates(self.samples, self.labels())
+
+    def train_test_split(
+        self,
+        test_size: float | int = 0.2,
+        random_seed: sampling.Seed = 42,
+        stratify_key: str | None = None,
+        group_key: str = sampling.GROUP_BY_INPUT,
+    ) -> tuple[SingleMetricAnnotation, SingleMetricAnnotation]:
+        """Disjoint, covering (train, test) sets, each in sample order, stratified on
+        ``stratify_key`` (default: the human label; unusable samples form a class of their own),
+        no group of ``group_key`` (see :meth:`group_keys`; default: samples sharing their input
+        without the response) on both sides.
+
+        ``test_size`` is a fraction in (0, 1) of the samples (rounded, then clipped to
+        [1, n - 1]) or a count in [1, n - 1]: exact when every sample is a group of its own, else
+        the nearest whole groups reach (never an empty side).
+
+        Raises:
+            ValueError: fewer than 2 samples, ``test_size`` out of range, or a single group.
+            AnnotationKeyError: an unknown ``stratify_key`` or ``group_key``.
         """
         n_test = sampling.split_count(test_size, len(self))  # checked before the key
         keys = self.stratify_keys(stratify_key)
-        train, test = sampling.stratified_split(keys, n_test, sampling.make_rng(random_seed))
+        groups = self.group_keys(group_key)
+        train, test = sampling.stratified_split(keys, n_test, sampling.make_rng(random_seed), groups)
         return self.select(train), self.select(test)
+
+    def kfold(
+        self,
+        n_splits: int = 5,
+        random_seed: sampling.Seed = 42,
+        stratify_key: str | None = None,
+        group_key: str = sampling.GROUP_BY_INPUT,
+    ) -> list[tuple[SingleMetricAnnotation, SingleMetricAnnotation]]:
+        """``n_splits`` (train, test) pairs of K-fold cross-validation: the test sets are disjoint
+        and cover every sample once, each fold's classes (``stratify_key``) near the whole's, and
+        a group (``group_key``) in one fold only
+        (:func:`~promptevolver.annotations._sampling.stratified_group_kfold`).
+
+        Raises:
+            ValueError: ``n_splits`` < 2, or fewer groups than ``n_splits``.
+            AnnotationKeyError: an unknown ``stratify_key`` or ``group_key``.
+        """
+        keys = self.stratify_keys(stratify_key)
+        groups = self.group_keys(group_key)
+        folds = sampling.stratified_group_kfold(keys, groups, n_splits, sampling.make_rng(random_seed))
+        return [(self.select(train), self.select(test)) for train, test in folds]
 
 
 def _concatenated(first: object, second: object) -> SingleMetricAnnotation:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations._labels import check_inputs, check_recorded_verdicts
+from promptevolver.annotations import LabelScale, SingleMetricAnnotation
+from promptevolver.annotations._labels import check_annotator_labels, check_inputs, check_recorded_verdicts
 from promptevolver.config._models import (
     LLMConfig,
     LossConfig,
@@ -19,10 +19,12 @@ from promptevolver.config._models import (
 )
 from promptevolver.config._prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
-from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.evaluation._losses import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
 from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._classification import ClassificationJudge
 from promptevolver.judge._ensemble import JudgeEnsemble
-from promptevolver.judge._protocol import Metric
+from promptevolver.judge._pairwise import PairwiseJudge
+from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.judge._rubric import RubricJudge
 from promptevolver.judge._statements import StatementSupport
 from promptevolver.llm._base import BaseLLMClient, LLMClient
@@ -74,12 +76,15 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
     dataset = SingleMetricAnnotation.from_json(
         config.dataset, metric_name=name, scale=judge.label_scale, judge=type(judge).__name__
     )
+    if config.annotators.split_items == "drop":  # the annotators must agree on a sample to keep it
+        dataset = dataset.filter(lambda s: len(set(s.annotator_labels().values())) <= 1)
     if not dataset.samples:
         raise AnnotationError(f"metric {name!r} has no samples: nothing to learn from", path=config.dataset)
     check_inputs(dataset.samples, path=config.dataset, metric=name)
     check_fields(dataset, judge, dataset.usable_indices())  # every field the judge shows it
+    check_annotator_labels(dataset.samples, judge.label_scale, path=config.dataset, metric=name)
     if dataset.is_binary:
-        check_recorded_verdicts(dataset.samples, path=config.dataset, metric=name)
+        check_recorded_verdicts(dataset.samples, path=config.dataset, metric=name, scale=judge.label_scale)
     if config.loss.type == "binary" and not dataset.is_binary:
         raise ConfigError(
             f"loss.type is 'binary' but the labels of metric {name!r} in {config.dataset} are numeric "
@@ -91,7 +96,8 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
 def resolve_prompt(config: RunConfig, dataset: SingleMetricAnnotation) -> PromptMatch:
     """The judge's prompt names for ``dataset``: ``config.prompt_name`` checked against the file's
     prompt keys, or chosen from them (:func:`~promptevolver.config._prompt_match.match_prompt`);
-    only an aspect critic's one prompt takes the file's name.
+    a one-prompt judge (an aspect critic, a rubric, a pairwise or a classification judge) takes the
+    file's name; statement support's two prompts keep theirs.
 
     Raises:
         ConfigError: ``prompt_name`` is not in the file or cannot name this judge's prompt, the
@@ -103,20 +109,22 @@ def resolve_prompt(config: RunConfig, dataset: SingleMetricAnnotation) -> Prompt
         dataset,
         config.prompt_name,
         judge_prompts=list(judge.get_prompts()),
-        renamable=isinstance(judge, AspectCritic),
+        renamable=isinstance(judge, ONE_PROMPT),
     )
 
 
 #: A single judge of ours.
-Judge = AspectCritic | RubricJudge | StatementSupport
+Judge = AspectCritic | RubricJudge | StatementSupport | PairwiseJudge | ClassificationJudge
+#: Our judges of one prompt, which takes the annotation file's name for it.
+ONE_PROMPT = (AspectCritic, RubricJudge, PairwiseJudge, ClassificationJudge)
 
 
 def build_judge(config: MetricConfig, *, temperature: float = 0.0, prompt_name: str | None = None) -> Judge:
     """The single judge ``config`` describes (never an ensemble): by ``config.type``, an
-    AspectCritic, a RubricJudge or a StatementSupport. ``temperature`` (the LLM's) applies unless
-    ``config.temperature`` is set; ``prompt_name`` names an aspect critic's prompt
-    (:func:`resolve_prompt`; None: ``AspectCritic.PROMPT_NAME``; the other judges' prompts keep
-    their names)."""
+    AspectCritic, a RubricJudge, a StatementSupport, a PairwiseJudge or a ClassificationJudge.
+    ``temperature`` (the LLM's) applies unless ``config.temperature`` is set; ``prompt_name``
+    names a one-prompt judge's prompt (:func:`resolve_prompt`; None: the judge's own name;
+    statement support's prompts keep their names)."""
     if config.temperature is not None:
         temperature = config.temperature
     name, definition = config.name, config.definition
@@ -128,9 +136,26 @@ def build_judge(config: MetricConfig, *, temperature: float = 0.0, prompt_name: 
             discrete=True if config.discrete is None else config.discrete,
             rubrics=config.rubrics,
             temperature=temperature,
+            prompt_name=prompt_name or RubricJudge.PROMPT_NAME,
         )
     if config.type == "statement_support":
         return StatementSupport(name=name, definition=definition, temperature=temperature)
+    if config.type == "pairwise":
+        ties, swap = config.ties is not False, bool(config.order_swap)
+        prompt = prompt_name or PairwiseJudge.PROMPT_NAME
+        return PairwiseJudge(
+            name=name,
+            definition=definition,
+            ties=ties,
+            order_swap=swap,
+            temperature=temperature,
+            prompt_name=prompt,
+        )
+    if config.type == "classification":
+        labels, prompt = list(config.labels or ()), prompt_name or ClassificationJudge.PROMPT_NAME
+        return ClassificationJudge(
+            name=name, definition=definition, labels=labels, temperature=temperature, prompt_name=prompt
+        )
     prompt = prompt_name or AspectCritic.PROMPT_NAME
     return AspectCritic(name=name, definition=definition, temperature=temperature, prompt_name=prompt)
 
@@ -153,21 +178,31 @@ def build_metric(config: MetricConfig, *, temperature: float = 0.0, prompt_name:
 def build_loss(config: LossConfig) -> Loss:
     if config.type == "mse":
         return MSELoss(reduction=config.reduction)
-    return BinaryMetricLoss(metric=config.metric)
+    if config.type == "classification":
+        return ClassificationLoss(metric="macro_f1" if config.metric == "macro_f1" else "accuracy")
+    return BinaryMetricLoss(metric="f1_score" if config.metric == "f1_score" else "accuracy")
 
 
 def build_llm(
-    config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None = None
+    config: LLMConfig,
+    *,
+    dataset: SingleMetricAnnotation,
+    random_seed: int,
+    prompt_name: str | None = None,
+    scale: LabelScale | None = None,
 ) -> LLMClient:
     """The client for ``config``: the simulated judge over ``dataset`` (reading the original
-    verdicts under ``prompt_name``, default ``AspectCritic.PROMPT_NAME``), or an OpenAI client;
+    verdicts under ``prompt_name``, default ``AspectCritic.PROMPT_NAME``; ``scale``: the judge's
+    labels, whose names a pairwise or classification judge answers), or an OpenAI client;
     wrapped in a :class:`CachedLLM` when ``config.cache`` names a file.
 
     Raises:
         ConfigError: ``provider: openai`` and the key's environment variable is unset.
         CacheError: the cache file cannot be opened (before any call is made).
     """
-    client = _build_client(config, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
+    client = _build_client(
+        config, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name, scale=scale
+    )
     return client if config.cache is None else CachedLLM(inner=client, path=config.cache)
 
 
@@ -191,18 +226,24 @@ def build_run_parts(
     """
     if "fake" in (config.llm.provider, getattr(config.reflection_llm, "provider", None)):
         step(f"building the simulated LLM{whose}: mining criteria from {len(dataset):,} annotations")
-    llm = build_llm(config.llm, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name)
+    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt_name)
+    judge = build_judge(config.metric, prompt_name=prompt_name)
+    made = {"dataset": dataset, "random_seed": random_seed, "scale": label_scale_of(judge)}
+    prompt = prompt_name or (judge.prompt_name if isinstance(judge, ONE_PROMPT) else None)
+    llm = build_llm(config.llm, prompt_name=prompt, **made)  # type: ignore[arg-type]
     reflection = None
     if config.reflection_llm is not None:
-        reflection = build_llm(
-            config.reflection_llm, dataset=dataset, random_seed=random_seed, prompt_name=prompt_name
-        )
-    metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt_name)
+        reflection = build_llm(config.reflection_llm, prompt_name=prompt, **made)  # type: ignore[arg-type]
     return metric, llm, reflection
 
 
 def _build_client(
-    config: LLMConfig, *, dataset: SingleMetricAnnotation, random_seed: int, prompt_name: str | None
+    config: LLMConfig,
+    *,
+    dataset: SingleMetricAnnotation,
+    random_seed: int,
+    prompt_name: str | None,
+    scale: LabelScale | None,
 ) -> BaseLLMClient:
     price = _price(config)
     if config.provider == "fake":
@@ -210,6 +251,7 @@ def _build_client(
             dataset=dataset,
             random_seed=random_seed,
             prompt_name=prompt_name or AspectCritic.PROMPT_NAME,
+            scale=scale,
             noise=config.noise,
             max_concurrency=config.max_concurrency,
             price=price,

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from promptevolver.llm.openai._embeddings import OpenAIEmbeddings
 
 __all__ = [
+    "AnnotatorsConfig",
     "BudgetConfig",
     "EmbeddingsConfig",
     "ExamplesConfig",
@@ -57,6 +58,8 @@ __all__ = [
     "SYNTHETIC_KEYS",
     "SyntheticDatasetConfig",
     "SyntheticSource",
+    "TrackingConfig",
+    "MlflowTrackingConfig",
     "default_cache",
     "embedder_from_record",
     "expand_base_url",
@@ -323,6 +326,11 @@ class GeneticConfig(_Strict):
         sample_size: failing train samples a feedback call may draw from (Ragas' key).
         max_feedbacks: feedback items one feedback call may return.
         validation_fraction: share of usable samples held out to choose the final candidate.
+        group_key: which samples are one group, never split between train and validation (nor
+            between the out-of-bag halves): ``input`` (default) the samples whose judge input is the
+            same but for the response(s) (several responses to one question, one row per
+            annotator); ``sample`` none; ``metric_input.<field>`` or an extra sample field (e.g.
+            ``item_id``) the samples sharing its value (``annotations/_sampling.py``).
         small_data: below this many usable samples no validation part is held out: every
             annotation is used to learn and to choose, each finalist compared with the seed on the
             samples it did not learn from (out-of-bag; ``optimizers/_split.py``). 0: always held out.
@@ -396,6 +404,7 @@ class GeneticConfig(_Strict):
     sample_size: int = Field(12, ge=1)
     max_feedbacks: int = Field(3, ge=1)
     validation_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    group_key: Annotated[str, AfterValidator(_not_blank)] = "input"
     small_data: int = Field(40, ge=0)
     refit_below: int = Field(100, ge=0)
     cv_folds: int = Field(2, ge=2, le=10)
@@ -449,8 +458,10 @@ class GeneticConfig(_Strict):
 
 
 #: Metric types: the judge each builds (see :func:`promptevolver.config._build.build_metric`).
-METRIC_TYPES = ("aspect_critic", "rubric", "statement_support")
+METRIC_TYPES = ("aspect_critic", "rubric", "statement_support", "pairwise", "classification")
 _RUBRIC_KEYS = ("score_range", "discrete", "rubrics")
+#: Keys of one metric type only: the type that takes them.
+_TYPE_KEYS = {"labels": "classification", "ties": "pairwise", "order_swap": "pairwise"}
 #: ``statement_support``'s default definition (the same as StatementSupport's own default).
 SUPPORT_DEFINITION = "the statement can be directly inferred from the context."
 
@@ -465,7 +476,15 @@ class MetricConfig(_Strict):
     * ``statement_support`` — two prompts, a statement extractor and a per-statement verifier,
       scored as the supported fraction (:class:`promptevolver.judge._statements.StatementSupport`);
       ``definition`` says when a statement is supported (default: it can be directly inferred
-      from the context); needs ``loss: {type: mse}``.
+      from the context); needs ``loss: {type: mse}``;
+    * ``pairwise`` — which of two responses (``response_a``, ``response_b``) to one input is
+      better (:class:`promptevolver.judge._pairwise.PairwiseJudge`): a / b / tie, values 1 / 0 /
+      0.5 (``loss: {type: classification}``, the default), or with ``ties: false`` only a / b, a
+      binary "is a better" (``loss: {type: binary}``); ``order_swap: true`` judges both orders
+      (two calls a sample) and reports position consistency;
+    * ``classification`` — one of the named ``labels`` (at least two; class i is the value i in
+      the annotations; :class:`promptevolver.judge._classification.ClassificationJudge`);
+      ``loss: {type: classification, metric: accuracy | macro_f1}`` (the default: accuracy).
 
     A judge ensemble (:class:`promptevolver.judge._ensemble.JudgeEnsemble`) is built when ``num_judges``
     > 1 or any of ``aggregation_method``, ``max_concurrent_judges``, ``timeout_s`` is set:
@@ -477,7 +496,9 @@ class MetricConfig(_Strict):
     ``llm.temperature``); on a real LLM, judges only differ at a temperature > 0.
     """
 
-    type: Literal["aspect_critic", "rubric", "statement_support"] = "aspect_critic"
+    type: Literal["aspect_critic", "rubric", "statement_support", "pairwise", "classification"] = (
+        "aspect_critic"
+    )
     name: Annotated[str, AfterValidator(_not_blank), AfterValidator(_metric_name)]
     definition: Annotated[str, AfterValidator(_not_blank)]
     num_judges: int = Field(1, ge=1)
@@ -488,6 +509,9 @@ class MetricConfig(_Strict):
     score_range: tuple[float, float] | None = None
     discrete: bool | None = None
     rubrics: dict[float, str] | None = None
+    labels: list[Annotated[str, AfterValidator(_not_blank)]] | None = None
+    ties: bool | None = None
+    order_swap: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -502,7 +526,18 @@ class MetricConfig(_Strict):
             given = [k for k in _RUBRIC_KEYS if getattr(self, k) is not None]
             if given:
                 raise ValueError(f"{', '.join(given)}: for type 'rubric' only (this metric is {self.type!r})")
-        if self.type != "aspect_critic" and self.aggregation_method == "majority":
+        for key, owner in _TYPE_KEYS.items():
+            if getattr(self, key) is not None and self.type != owner:
+                raise ValueError(f"{key}: for type {owner!r} only (this metric is {self.type!r})")
+        if self.type == "classification" and (
+            self.labels is None or len(self.labels) < 2 or len(set(self.labels)) < len(self.labels)
+        ):
+            raise ValueError("labels: type 'classification' needs at least two distinct class names")
+        if self.is_nominal and self.is_ensemble:
+            raise ValueError(
+                f"num_judges and aggregation: an ensemble of type {self.type!r} is not supported"
+            )
+        if not self.is_binary and self.aggregation_method == "majority":
             raise ValueError(
                 f"aggregation_method 'majority' needs binary verdicts; type {self.type!r} scores "
                 "numbers: use mean, median, min or max"
@@ -520,8 +555,18 @@ class MetricConfig(_Strict):
 
     @property
     def is_binary(self) -> bool:
-        """Whether the judge gives 0/1 verdicts (``aspect_critic``) rather than numbers."""
-        return self.type == "aspect_critic"
+        """Whether the judge gives 0/1 verdicts (``aspect_critic``; ``pairwise`` without ties)."""
+        return self.type == "aspect_critic" or (self.type == "pairwise" and self.ties is False)
+
+    @property
+    def is_nominal(self) -> bool:
+        """Whether the judge answers one of named classes (``classification``; ``pairwise`` with ties)."""
+        return self.type == "classification" or (self.type == "pairwise" and self.ties is not False)
+
+    @property
+    def loss_type(self) -> str:
+        """The loss type this judge's labels take: ``binary``, ``classification`` or ``mse``."""
+        return "binary" if self.is_binary else "classification" if self.is_nominal else "mse"
 
     def judge_source(self) -> tuple[str, dict[str, Any]]:
         """(class name, constructor keyword arguments) of the single judge this config builds,
@@ -533,10 +578,18 @@ class MetricConfig(_Strict):
                 kwargs["discrete"] = self.discrete
             if self.rubrics:
                 kwargs["rubrics"] = dict(self.rubrics)
+        if self.type == "classification":
+            kwargs["labels"] = list(self.labels or ())
+        if self.type == "pairwise":
+            kwargs.update(
+                {k: getattr(self, k) for k in ("ties", "order_swap") if getattr(self, k) is not None}
+            )
         names = {
             "aspect_critic": "AspectCritic",
             "rubric": "RubricJudge",
             "statement_support": "StatementSupport",
+            "pairwise": "PairwiseJudge",
+            "classification": "ClassificationJudge",
         }
         return names[self.type], kwargs
 
@@ -661,11 +714,22 @@ class LLMConfig(_Strict):
 
 
 class LossConfig(_Strict):
-    """``binary`` (BinaryMetricLoss with ``metric``) or ``mse`` (MSELoss with ``reduction``)."""
+    """``binary`` (BinaryMetricLoss with ``metric``: accuracy or f1_score), ``classification``
+    (ClassificationLoss with ``metric``: accuracy or macro_f1) or ``mse`` (MSELoss with
+    ``reduction``)."""
 
-    type: Literal["binary", "mse"] = "binary"
-    metric: Literal["accuracy", "f1_score"] = "accuracy"
+    type: Literal["binary", "mse", "classification"] = "binary"
+    metric: Literal["accuracy", "f1_score", "macro_f1"] = "accuracy"
     reduction: Literal["mean", "sum"] = "mean"
+
+    @model_validator(mode="after")
+    def _metric_of_the_type(self) -> LossConfig:
+        allowed = {"binary": ("accuracy", "f1_score"), "classification": ("accuracy", "macro_f1")}
+        if self.type in allowed and self.metric not in allowed[self.type]:
+            raise ValueError(
+                f"metric {self.metric!r}: a {self.type} loss takes {' or '.join(allowed[self.type])}"
+            )
+        return self
 
 
 #: Keys of a synthetic dataset config by ``kind`` (besides ``kind``, ``n_samples``, ``random_seed``).
@@ -755,6 +819,45 @@ class SyntheticDatasetConfig(_Strict):
         }
 
 
+class MlflowTrackingConfig(_Strict):
+    """``tracking: {mlflow: {...}}`` — log the run to an MLflow tracking server while it runs
+    (:class:`promptevolver.integrations.mlflow.MlflowTracker`; ``pip install "promptevolver[mlflow]"``).
+
+    Attributes:
+        tracking_uri: the server (``http://host:5000``, ``sqlite:///mlflow.db``, ...; ``${NAME}``
+            placeholders expanded from the environment, any other credential masked wherever the
+            config is stored); null: MLflow's own default (``MLFLOW_TRACKING_URI``).
+        experiment: the experiment's name (created when absent).
+        run_name: the MLflow run's name (null: the metric and the run directory's name).
+        timeout_s: seconds the end of the run waits for the logging to catch up (a slow or dead
+            server gets one warning, never a blocked or failed run).
+    """
+
+    tracking_uri: str | None = None
+    experiment: Annotated[str, AfterValidator(_not_blank)] = "promptevolver"
+    run_name: str | None = None
+    timeout_s: float = Field(10.0, gt=0, allow_inf_nan=False)
+
+    @field_serializer("tracking_uri")
+    def _no_secret_in_the_uri(self, uri: str | None) -> str | None:
+        return None if uri is None else stored_base_url(uri)
+
+    def resolved_uri(self) -> str | None:
+        """``tracking_uri`` with its ``${NAME}`` placeholders expanded.
+
+        Raises:
+            ConfigError: a named variable is unset, or the URI's secret was masked when stored.
+        """
+        uri = self.tracking_uri
+        return None if uri is None else expand_base_url(uri, "tracking.mlflow.tracking_uri")
+
+
+class TrackingConfig(_Strict):
+    """``tracking:`` — where a run is logged as it goes: ``mlflow`` (:class:`MlflowTrackingConfig`)."""
+
+    mlflow: MlflowTrackingConfig | None = None
+
+
 class SyntheticSource(_Strict):
     """``dataset: {synthetic: {...}}`` — a generated annotation set instead of a file."""
 
@@ -783,6 +886,19 @@ class _OnePlacePerSetting(_Strict):
         return value
 
 
+class AnnotatorsConfig(_Strict):
+    """Samples labelled by several annotators (their ``annotator_labels``).
+
+    Attributes:
+        split_items: ``keep`` (default): every sample, labelled by its annotators' majority;
+            ``drop``: leave out the samples whose annotators did not all give the same label
+            before anything uses the annotations (the split, the search, ``evaluate``,
+            ``estimate``), as ``promptevolver agreement --split-items drop`` does.
+    """
+
+    split_items: Literal["keep", "drop"] = "keep"
+
+
 class RunConfig(_OnePlacePerSetting):
     """A config-driven run (``promptevolver optimize CONFIG``) or benchmark (``promptevolver bench``).
 
@@ -791,7 +907,8 @@ class RunConfig(_OnePlacePerSetting):
     file (default: the metric's ``name``); ``prompt_name`` picks the prompt of the file whose
     instruction the judge is (default: the file's only prompt, see
     :mod:`promptevolver.config._prompt_match`); ``seeds`` are the random seeds a benchmark runs
-    (default: ``[random_seed]``).
+    (default: ``[random_seed]``); ``tracking`` logs the run to MLflow as it goes
+    (:class:`TrackingConfig`).
 
     Every setting has one place: the run's ``random_seed`` and ``budget`` at the top level, the
     requests in flight as ``llm.max_concurrency`` (:data:`RUN_LEVEL_KEYS`); the same keys under
@@ -810,6 +927,8 @@ class RunConfig(_OnePlacePerSetting):
     optimizer: GeneticConfig = GeneticConfig()
     budget: BudgetConfig | None = None
     random_seed: Seed | None = None
+    tracking: TrackingConfig = TrackingConfig()
+    annotators: AnnotatorsConfig = AnnotatorsConfig()
 
     @field_validator("dataset", mode="wrap")
     @classmethod
@@ -831,11 +950,30 @@ class RunConfig(_OnePlacePerSetting):
             )
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _loss_of_the_metric(cls, data: Any) -> Any:
+        """Without ``loss``, a named-class judge (classification, pairwise with ties) takes the
+        classification loss (accuracy); the others the binary loss, as before."""
+        if isinstance(data, dict) and "loss" not in data and isinstance(data.get("metric"), dict):
+            metric = data["metric"]
+            if metric.get("type") == "classification" or (
+                metric.get("type") == "pairwise" and metric.get("ties") is not False
+            ):
+                return {**data, "loss": {"type": "classification"}}
+        return data
+
     @model_validator(mode="after")
-    def _numeric_metrics_need_mse(self) -> RunConfig:
-        if not self.metric.is_binary and self.loss.type != "mse":
+    def _the_loss_fits_the_labels(self) -> RunConfig:
+        wanted = self.metric.loss_type
+        if self.loss.type != wanted and not (wanted == "binary" and self.loss.type == "mse"):
+            what = {
+                "binary": "gives 0/1 verdicts",
+                "classification": "answers named classes",
+                "mse": "scores numbers",
+            }
             raise ValueError(
-                f"loss.type: metric type {self.metric.type!r} scores numbers; use loss: {{type: mse}}"
+                f"loss.type: metric type {self.metric.type!r} {what[wanted]}; use loss: {{type: {wanted}}}"
             )
         return self
 
@@ -975,6 +1113,12 @@ class ManyConfig(_OnePlacePerSetting):
             raise ValueError("metric, metrics: give one of the two (metric: one judge; metrics: several)")
         if isinstance(data, dict) and isinstance(data.get("dataset"), dict):
             raise ValueError("dataset: a job of several metrics reads one annotation file, not synthetic")
+        if isinstance(data, dict) and "tracking" in data:
+            raise ValueError(
+                "tracking: a job of several metrics is not tracked as it goes yet; run each metric with "
+                "its own metric: config, or log each metric's run after the job with "
+                "promptevolver export DIR/<metric> --to mlflow"
+            )
         if isinstance(data, dict) and isinstance(data.get("metrics"), dict):
             specs = {
                 key: {"name": key, **spec} if isinstance(spec, dict) and "name" not in spec else spec
@@ -1006,9 +1150,9 @@ class ManyConfig(_OnePlacePerSetting):
             ValueError: a binary loss for a metric that scores numbers.
         """
         spec = self.metrics[key]
-        loss = self.losses.get(key) or self.loss or LossConfig(type="binary" if spec.is_binary else "mse")
-        if not spec.is_binary and loss.type != "mse":
-            raise ValueError(f"loss of {key!r}: metric type {spec.type!r} scores numbers; use {{type: mse}}")
+        loss = self.losses.get(key) or self.loss or LossConfig(type=spec.loss_type)
+        if loss.type != spec.loss_type and not (spec.loss_type == "binary" and loss.type == "mse"):
+            raise ValueError(f"loss of {key!r}: metric type {spec.type!r} takes {{type: {spec.loss_type}}}")
         return loss
 
     def for_metric(self, key: str, budget: BudgetConfig | None) -> RunConfig:

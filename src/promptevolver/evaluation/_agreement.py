@@ -1,10 +1,21 @@
 """How well a judge agrees with the humans: the figures reports and ``evaluate`` print.
 
-* **Binary** metrics: accuracy, F1 of class 1 and Cohen's kappa, with the confusion matrix.
+* **Binary** metrics: accuracy, F1 of class 1 and Cohen's kappa, with the confusion matrix, the
+  true positive and true negative rates, and the base rate beside kappa (the share of the most
+  common human label: what a judge answering it always would score).
+* **Nominal** metrics (named classes in no order: a pairwise verdict a / b / tie, a category):
+  accuracy, unweighted Cohen's kappa, macro F1, precision / recall / F1 of every class and the
+  k×k confusion matrix over the metric's classes (its label space), the base rate beside kappa.
+  Never within-one or a squared error: class codes are names, not distances.
 * **Numeric** metrics (regression-style): mean squared and mean absolute error; on an **ordinal**
   scale (every label and score a whole number, e.g. a 1–5 rubric) also the exact agreement, the
   share within one level (|score − label| ≤ 1) and Cohen's kappa with quadratic weights over the
   levels from the lowest to the highest value seen (Cohen 1968; levels no one used add nothing).
+
+Beside the judge: :func:`annotator_agreement` — how the humans agree with each other (Cohen's kappa
+of every pair of annotators, Fleiss' kappa of all: the ceiling a judge can be held to), and
+:func:`position_bias` — a pairwise judge asked in both orders: how often it names the same response
+(position consistency) and how often it prefers the response shown first.
 
 All figures come from :mod:`sklearn.metrics`. Their resampled forms (:data:`RESAMPLED`: one figure
 over many bootstrap resamples at once, for confidence intervals) live here too, beside them, with
@@ -31,11 +42,41 @@ from sklearn.metrics import (
     f1_score,
     mean_absolute_error,
     mean_squared_error,
+    precision_recall_fscore_support,
 )
 
+from promptevolver.annotations import LabelChoice, LabelScale
 from promptevolver.judge._protocol import Judgement
 
-__all__ = ["PROPORTIONS", "RESAMPLED", "Agreement", "agreement", "agreement_of", "is_ordinal"]
+__all__ = [
+    "PROPORTIONS",
+    "RESAMPLED",
+    "Agreement",
+    "AnnotatorAgreement",
+    "ClassFigures",
+    "PositionBias",
+    "agreement",
+    "agreement_of",
+    "annotator_agreement",
+    "fleiss_kappa",
+    "is_ordinal",
+    "order_swap_bias",
+    "position_bias",
+]
+
+
+@dataclass(frozen=True)
+class ClassFigures:
+    """Precision, recall and F1 of one class (judge answers of the class vs human labels of it),
+    each in [0, 1] (0 where undefined: no answer or no label of the class), and ``support``, the
+    human labels of the class."""
+
+    value: float
+    name: str
+    precision: float
+    recall: float
+    f1: float
+    support: int
 
 
 @dataclass(frozen=True)
@@ -58,6 +99,16 @@ class Agreement:
         weighted_kappa: Cohen's kappa with quadratic weights, in [-1, 1] (ordinal); None when
             undefined (one level only).
         levels: the ordinal levels, lowest to highest (ordinal).
+        nominal: True for named classes (a pairwise verdict, a category): accuracy, cohen_kappa
+            (unweighted), macro_f1, per_class and confusion over ``classes``.
+        classes: the names of the confusion matrix's rows and columns, in order (binary and
+            nominal; e.g. ``["no", "yes"]``, ``["a", "b", "tie"]``).
+        per_class: precision / recall / F1 of every class (binary and nominal).
+        macro_f1: the unweighted mean of the classes' F1 (nominal).
+        tpr, tnr: true positive rate (recall of human 1s) and true negative rate (of human 0s),
+            in [0, 1] (binary; None where the humans gave no such label).
+        base_rate: the share of the most common human label, in [0, 1]: the accuracy of a judge
+            that always answers it, to read kappa beside (binary and nominal).
         Every figure is None when nothing was measured (``n`` 0).
     """
 
@@ -76,6 +127,13 @@ class Agreement:
     weighted_kappa: float | None = None
     levels: list[float] | None = None
     failure_causes: dict[str, int] = field(default_factory=dict)
+    nominal: bool = False
+    classes: list[str] | None = None
+    per_class: list[ClassFigures] | None = None
+    macro_f1: float | None = None
+    tpr: float | None = None
+    tnr: float | None = None
+    base_rate: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,6 +144,9 @@ class Agreement:
         if self.binary:
             kappa = _f(self.cohen_kappa, 2)
             figures = f"accuracy {_f(self.accuracy)} | F1 {_f(self.f1)} | Cohen's kappa {kappa}"
+        elif self.nominal:
+            kappa = _f(self.cohen_kappa, 2)
+            figures = f"accuracy {_f(self.accuracy)} | macro F1 {_f(self.macro_f1)} | Cohen's kappa {kappa}"
         else:
             figures = f"MSE {_f(self.mse, 4)} | MAE {_f(self.mae, 4)}"
             if self.ordinal:
@@ -120,6 +181,7 @@ def agreement(
     failures: int = 0,
     ordinal: bool | None = None,
     sample_weight: Sequence[float] | None = None,
+    scale: LabelScale | None = None,
 ) -> Agreement:
     """Agreement figures of predictions ``y_pred`` against labels ``y_true`` (equal lengths).
 
@@ -131,6 +193,9 @@ def agreement(
         sample_weight: how many samples each one stands for (a focus set's weights, shape
             ``(n,)``): every figure is then an estimate for the samples they stand for; the
             confusion matrix still counts the samples judged. None: all 1.
+        scale: the metric's labels (:class:`~promptevolver.annotations._labels.LabelScale`): a
+            nominal scale gives the nominal figures over its classes whatever ``binary`` says;
+            a binary scale names the two classes. None: binary or numeric as ``binary`` says.
 
     Raises:
         ValueError: unequal lengths, or no samples.
@@ -139,9 +204,13 @@ def agreement(
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if len(t) != len(p) or len(t) == 0 or (w is not None and len(w) != len(t)):
         raise ValueError(f"need equal, non-empty y_true and y_pred, got {len(t)} and {len(p)}")
+    if scale is not None and scale.kind == "nominal":
+        return _nominal(t, p, failures, scale.label_space() or (), w)
     if not binary:
         return _numeric(t, p, failures, is_ordinal(t, p) if ordinal is None else ordinal, w)
+    choices = (scale or LabelScale("binary")).label_space() or ()
     matrix = confusion_matrix(t, p, labels=[0.0, 1.0])
+    per_class = _per_class(t, p, choices, w)
     return Agreement(
         binary=True,
         n=len(t),
@@ -150,7 +219,76 @@ def agreement(
         f1=float(f1_score(t, p, zero_division=1.0, sample_weight=w)),
         cohen_kappa=_kappa(t, p, sample_weight=w),
         confusion=[[int(v) for v in row] for row in matrix],
+        classes=[c.name for c in choices],
+        per_class=per_class,
+        tpr=_rate(t, p, 1.0, w),
+        tnr=_rate(t, p, 0.0, w),
+        base_rate=_base_rate(t, w),
     )
+
+
+def _nominal(
+    t: np.ndarray, p: np.ndarray, failures: int, choices: Sequence[LabelChoice], w: np.ndarray | None
+) -> Agreement:
+    t, p = _codes(t, choices), _codes(p, choices)  # class values may be any numbers (0.5: a tie)
+    values = list(range(len(choices)))
+    matrix = confusion_matrix(t, p, labels=values)
+    per_class = _per_class(t, p, choices, w, coded=True)
+    return Agreement(
+        binary=False,
+        nominal=True,
+        n=len(t),
+        failures=failures,
+        accuracy=float(accuracy_score(t, p, sample_weight=w)),
+        cohen_kappa=_kappa(t, p, levels=np.asarray(values), sample_weight=w),
+        confusion=[[int(v) for v in row] for row in matrix],
+        classes=[c.name for c in choices],
+        per_class=per_class,
+        macro_f1=float(np.mean([c.f1 for c in per_class])),
+        base_rate=_base_rate(t, w),
+    )
+
+
+def _codes(values: np.ndarray, choices: Sequence[LabelChoice]) -> np.ndarray:
+    """Each value's position among ``choices`` (scikit-learn reads 0.5 as a continuous target).
+
+    Raises:
+        ValueError: a value that is no class.
+    """
+    index = {c.value: k for k, c in enumerate(choices)}
+    unknown = sorted({float(v) for v in values} - index.keys())
+    if unknown:
+        raise ValueError(f"{unknown[0]:g} is not a class of this metric ({[c.name for c in choices]})")
+    return np.array([index[float(v)] for v in values], dtype=np.int64)
+
+
+def _per_class(
+    t: np.ndarray, p: np.ndarray, choices: Sequence[LabelChoice], w: np.ndarray | None, *, coded: bool = False
+) -> list[ClassFigures]:
+    values = list(range(len(choices))) if coded else [c.value for c in choices]
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        t, p, labels=values, zero_division=0.0, sample_weight=w
+    )
+    support = [int(np.sum(t == v)) for v in values]
+    return [
+        ClassFigures(c.value, c.name, float(pr), float(re), float(f), n)
+        for c, pr, re, f, n in zip(choices, precision, recall, f1, support)
+    ]
+
+
+def _rate(t: np.ndarray, p: np.ndarray, value: float, w: np.ndarray | None) -> float | None:
+    """The share of human ``value`` labels the judge gave too (recall of the class); None: none."""
+    mask = t == value
+    if not mask.any():
+        return None
+    return float(np.average(p[mask] == value, weights=None if w is None else w[mask]))
+
+
+def _base_rate(t: np.ndarray, w: np.ndarray | None) -> float:
+    """The (weighted) share of the most common human label."""
+    weights = np.ones_like(t) if w is None else w
+    totals = {float(v): float(weights[t == v].sum()) for v in np.unique(t)}
+    return max(totals.values()) / float(weights.sum())
 
 
 def _numeric(t: np.ndarray, p: np.ndarray, failures: int, ordinal: bool, w: np.ndarray | None) -> Agreement:
@@ -196,11 +334,13 @@ def agreement_of(
     binary: bool,
     ordinal: bool | None = None,
     weights: Mapping[int, float] | None = None,
+    scale: LabelScale | None = None,
 ) -> Agreement:
     """:func:`agreement` of ``judgements`` (position → judgement) at ``positions`` against the
     human ``labels`` (indexed by position; every one at ``positions`` must be set). Failed
     evaluations are left out and counted by cause; when every one failed, ``n`` is 0 and every
-    figure None. ``weights``: position → how many samples it stands for (see :func:`agreement`).
+    figure None. ``weights``: position → how many samples it stands for; ``scale``: the metric's
+    labels (see :func:`agreement`).
 
     Raises:
         KeyError: a position without a judgement.
@@ -221,8 +361,11 @@ def agreement_of(
         y_pred.append(judged.score)
         w.append(1.0 if weights is None else float(weights[p]))
     failures, found = sum(causes.values()), dict(causes)
+    nominal = scale is not None and scale.kind == "nominal"
     if not y_true:
-        return Agreement(binary=binary, n=0, failures=failures, failure_causes=found)
+        return Agreement(
+            binary=binary and not nominal, nominal=nominal, n=0, failures=failures, failure_causes=found
+        )
     figures = agreement(
         y_true,
         y_pred,
@@ -230,6 +373,7 @@ def agreement_of(
         failures=failures,
         ordinal=ordinal,
         sample_weight=None if weights is None else w,
+        scale=scale,
     )
     return replace(figures, failure_causes=found)
 
@@ -243,10 +387,13 @@ def _f1_resampled(t: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def _kappa_resampled(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of 0/1 verdicts per row; NaN when chance agreement is 1 (one class)."""
+    """Cohen's (unweighted) kappa per row, for verdicts or nominal classes: observed agreement
+    against chance, the sum over classes of P(human = c) · P(judge = c); NaN when chance
+    agreement is 1 (one class)."""
     observed = np.mean(t == p, axis=1)
-    rt, rp = t.mean(axis=1), p.mean(axis=1)
-    chance = rt * rp + (1 - rt) * (1 - rp)
+    chance = np.zeros(len(t))
+    for value in np.unique(np.concatenate([t.ravel(), p.ravel()])):
+        chance += np.mean(t == value, axis=1) * np.mean(p == value, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
 
@@ -272,3 +419,130 @@ RESAMPLED: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 #: :class:`Agreement` figures that are shares of samples (proportions: the Wilson interval applies).
 PROPORTIONS = ("accuracy", "exact", "within_one")
+
+
+# --- the humans among themselves, and a pairwise judge's position -------------------------------
+
+
+@dataclass(frozen=True)
+class AnnotatorAgreement:
+    """How the annotators agree with each other: the ceiling a judge can be held to.
+
+    Attributes:
+        annotators: their names (keys of the samples' ``annotator_labels``), in order.
+        items: items labelled by at least two annotators (the figures' base).
+        pairwise_kappa: Cohen's kappa of each pair of annotators on the items both labelled
+            (``{"a1 / a2": 0.85}``; None where undefined).
+        fleiss_kappa: Fleiss' kappa over the items every annotator labelled (None when fewer than
+            two, or undefined: one class only).
+        unanimous: the share of items on which every annotator gave the same label.
+    """
+
+    annotators: list[str]
+    items: int
+    pairwise_kappa: dict[str, float | None]
+    fleiss_kappa: float | None
+    unanimous: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fleiss_kappa(counts: np.ndarray) -> float | None:
+    """Fleiss' kappa (Fleiss 1971) of an items × classes table of rating counts, every item rated
+    by the same number of raters (at least 2); None when undefined (one class only). Equal to
+    ``statsmodels.stats.inter_rater.fleiss_kappa`` (tested)."""
+    table = np.asarray(counts, dtype=np.float64)
+    raters = table.sum(axis=1)
+    if table.size == 0 or raters.min() < 2 or np.ptp(raters) != 0:
+        return None
+    n = raters[0]
+    p_class = table.sum(axis=0) / table.sum()
+    agreement_per_item = (np.square(table).sum(axis=1) - n) / (n * (n - 1))
+    observed, chance = agreement_per_item.mean(), np.square(p_class).sum()
+    return None if chance >= 1.0 else float((observed - chance) / (1.0 - chance))
+
+
+def annotator_agreement(
+    ratings: Sequence[Mapping[str, float]], values: Sequence[float] | None = None
+) -> AnnotatorAgreement | None:
+    """:class:`AnnotatorAgreement` of per-item ratings (annotator → label, one mapping per item;
+    items may miss annotators); ``values``: the metric's label values (default: those seen).
+    None when no item has two annotators."""
+    names = sorted({a for item in ratings for a in item})
+    rated = [item for item in ratings if len(item) >= 2]
+    if len(names) < 2 or not rated:
+        return None
+    classes = sorted({v for item in rated for v in item.values()} | set(values or ()))
+    code = {c: k for k, c in enumerate(classes)}  # scikit-learn reads 0.5 as continuous
+    kappas: dict[str, float | None] = {}
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            both = [(item[first], item[second]) for item in rated if first in item and second in item]
+            if both:
+                a, b = zip(*both)
+                coded = [code[v] for v in a], [code[v] for v in b]
+                kappas[f"{first} / {second}"] = _kappa(np.asarray(coded[0]), np.asarray(coded[1]))
+    full = [item for item in rated if len(item) == len(names)]
+    table = np.array([[list(item.values()).count(c) for c in classes] for item in full])
+    unanimous = float(np.mean([len(set(item.values())) == 1 for item in rated]))
+    return AnnotatorAgreement(
+        annotators=names,
+        items=len(rated),
+        pairwise_kappa=kappas,
+        fleiss_kappa=fleiss_kappa(table) if len(full) else None,
+        unanimous=unanimous,
+    )
+
+
+@dataclass(frozen=True)
+class PositionBias:
+    """A pairwise judge asked in both orders (its verdicts in the same a / b terms).
+
+    Attributes:
+        pairs: pairs with a verdict in both orders.
+        consistency: the share of them with the same verdict in both orders, in [0, 1] (1: no
+            position bias).
+        first_position: the share of a / b verdicts (ties left out) that name the response shown
+            first, in [0, 1] (0.5: no preference); None without such verdicts.
+    """
+
+    pairs: int
+    consistency: float | None
+    first_position: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def position_bias(
+    shown_first: Sequence[float], swapped: Sequence[float], *, a: float = 1.0, b: float = 0.0
+) -> PositionBias:
+    """:class:`PositionBias` of verdicts given with response a shown first (``shown_first``) and
+    with b shown first (``swapped``), aligned, both in a / b terms (``a`` and ``b`` their values;
+    anything else, e.g. a tie, names neither); NaN marks a missing verdict (left out)."""
+    first, second = np.asarray(shown_first, dtype=np.float64), np.asarray(swapped, dtype=np.float64)
+    both = ~np.isnan(first) & ~np.isnan(second)
+    if not both.any():
+        return PositionBias(0, None, None)
+    first, second = first[both], second[both]
+    decided = int(np.isin(first, (a, b)).sum() + np.isin(second, (a, b)).sum())
+    first_shown = int((first == a).sum() + (second == b).sum())
+    return PositionBias(
+        pairs=int(both.sum()),
+        consistency=float(np.mean(first == second)),
+        first_position=first_shown / decided if decided else None,
+    )
+
+
+def order_swap_bias(judgements: Sequence[Judgement]) -> PositionBias | None:
+    """:class:`PositionBias` of a pairwise judge's order-swapped judgements (their
+    ``details["order_swap"]``, :class:`~promptevolver.judge._pairwise.PairwiseJudge`); failed and
+    other judgements left out; None without any."""
+    from promptevolver.judge._pairwise import ORDER_SWAP
+
+    values = {"a": 1.0, "b": 0.0, "tie": 0.5}
+    pairs = [j.details[ORDER_SWAP] for j in judgements if j.details and ORDER_SWAP in j.details]
+    if not pairs:
+        return None
+    return position_bias([values[p["a_first"]] for p in pairs], [values[p["b_first"]] for p in pairs])

@@ -31,7 +31,7 @@ from pydantic import GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 from sklearn.metrics import accuracy_score, f1_score, mean_squared_error
 
-__all__ = ["BinaryMetricLoss", "Loss", "MSELoss", "loss_label"]
+__all__ = ["BinaryMetricLoss", "ClassificationLoss", "Loss", "MSELoss", "check_loss_fits", "loss_label"]
 
 
 def loss_label(description: Mapping[str, Any]) -> str:
@@ -40,7 +40,7 @@ def loss_label(description: Mapping[str, Any]) -> str:
     known loss is meant (an unknown one keeps its ``name``)."""
     metric = description.get("metric")
     if metric:
-        return "F1" if metric == "f1_score" else str(metric)
+        return {"f1_score": "F1", "macro_f1": "macro F1"}.get(str(metric), str(metric))
     if description.get("name") == "MSELoss":
         return "sum of squared errors" if description.get("reduction") == "sum" else "MSE"
     return str(description.get("name") or "fitness")
@@ -279,3 +279,64 @@ class MSELoss(Loss):
 
     def describe(self) -> dict[str, Any]:
         return {"name": "MSELoss", "reduction": self._checked_reduction(), "higher_is_better": False}
+
+
+class ClassificationLoss(Loss):
+    """Agreement of named classes (a nominal metric: a pairwise a / b / tie, a category) with the
+    human labels (higher is better). The class values are names, not distances: a wrong class is
+    wrong by one whatever its number (never a squared error or "within one").
+
+    Args:
+        metric: ``accuracy`` (the share of equal classes) or ``macro_f1`` (the unweighted mean of
+            the classes' F1, ``sklearn.metrics.f1_score(average="macro")`` over the classes
+            present in either array; a class nobody gave nor predicted adds nothing). Macro F1
+            weighs a rare class (a tie) as much as a common one.
+
+    Raises:
+        ValueError: unknown ``metric`` (given, or set as an attribute: at construction or at the
+            next call).
+    """
+
+    higher_is_better = True
+    best_possible = 1.0
+    supports_weights = True
+    #: ``accuracy`` or ``macro_f1`` (a class attribute, as the other losses': another value
+    #: raises ValueError at construction or at the next call).
+    metric: Literal["accuracy", "macro_f1"] = "accuracy"
+
+    def __init__(self, *, metric: Literal["accuracy", "macro_f1"] | None = None) -> None:
+        if metric is not None:
+            self.metric = metric
+        self._checked_metric()
+
+    def _checked_metric(self) -> str:
+        return _choice("ClassificationLoss", "metric", self.metric, ("accuracy", "macro_f1"))
+
+    def __repr__(self) -> str:
+        return f"ClassificationLoss(metric={self.metric!r})"
+
+    def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
+        # class values may be any numbers (0.5: a tie), which scikit-learn reads as continuous
+        _, codes = np.unique(np.concatenate([y_true, y_pred]), return_inverse=True)
+        t, p = codes[: len(y_true)], codes[len(y_true) :]
+        if self._checked_metric() == "accuracy":
+            return float(accuracy_score(t, p, sample_weight=weight))
+        return float(f1_score(t, p, average="macro", zero_division=0.0, sample_weight=weight))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "ClassificationLoss", "metric": self._checked_metric(), "higher_is_better": True}
+
+
+def check_loss_fits(loss: Loss, kind: str | None, *, judge: str = "the judge") -> None:
+    """Refuse a loss that reads labels of ``kind`` (a label scale's: ``binary``, ``numeric``,
+    ``nominal``; None: unknown, anything goes) as what they are not, before any call: named
+    classes are no numbers (a squared error between "a" and "tie" means nothing) nor 0/1 verdicts.
+
+    Raises:
+        ValueError: naming the judge, its labels and the loss to use.
+    """
+    if kind == "nominal" and isinstance(loss, BinaryMetricLoss | MSELoss):
+        raise ValueError(
+            f"{judge} answers named classes, which {type(loss).__name__} would read as numbers: use "
+            "ClassificationLoss (accuracy or macro_f1)"
+        )

@@ -8,16 +8,13 @@ candidates never share mutable state.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from promptevolver.annotations._labels import LabelScale
-from promptevolver.errors import ConfigError
 from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge._prompts import Prompt
-from promptevolver.rundir import load_instructions, metric_config_near, prompt_name_near
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11 on
@@ -74,39 +71,3 @@ class AspectCritic(PromptSet):
 
     def __repr__(self) -> str:
         return f"AspectCritic(name={self.name!r}, definition={self.definition!r})"
-
-    @classmethod
-    def from_result(
-        cls,
-        path: str | Path,
-        *,
-        name: str | None = None,
-        definition: str | None = None,
-        **kwargs: Any,
-    ) -> AspectCritic:
-        """A judge with the best instructions of a run applied.
-
-        Args:
-            path: a run directory, its ``result.json``, or a JSON object prompt name → instruction
-                (e.g. ``best_instructions.json``); see :func:`promptevolver.runs._export.load_instructions`.
-            name, definition: the judge's; default: those of the run's ``config.yaml`` next to
-                ``path``.
-            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``,
-                ``prompt_name``; default: the run's, from its config.yaml next to ``path``).
-
-        Raises:
-            ConfigError: unreadable instructions, or no name/definition given and no config.yaml
-                next to ``path`` to take them from.
-            KeyError: the instructions name a prompt this judge does not have.
-        """
-        instructions = load_instructions(path)
-        if name is None or definition is None:
-            config = metric_config_near(path)
-            if config is None:
-                raise ConfigError(f"{path}: pass name= and definition= (no config.yaml next to it)")
-            name, definition = name or config.name, definition or config.definition
-        if "prompt_name" not in kwargs and (recorded := prompt_name_near(path)) is not None:
-            kwargs["prompt_name"] = recorded
-        metric = cls(name=name, definition=definition, **kwargs)
-        metric.set_instructions(instructions)
-        return metric

@@ -153,6 +153,7 @@ def _instructions_per_item(metric: Metric, items: Sequence[EvaluationItem]) -> l
         per_set[key] = {**base, **dict(key)}
     return [per_set[key] for key in keys]
 
+
 def _check_item(metric: Metric, index: int, item: EvaluationItem) -> None:
     try:
         metric.prompt_inputs(item.inputs)

@@ -5,18 +5,29 @@ of a sample's input fields."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from promptevolver.errors import AnnotationError
+from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.judge._asking import Answer, ask
 from promptevolver.judge._prompts import OutputT, Prompt
 from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest
 from promptevolver.llm._base import ChatMessage, LLMClient
-from promptevolver.rundir import as_instructions
+from promptevolver.rundir import (
+    as_chosen_judge,
+    as_instructions,
+    metric_config_near,
+    prompt_name_near,
+    read_chosen_judge,
+)
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from promptevolver.annotations._models import SampleAnnotation
 
 __all__ = ["JudgeOptions", "PromptSet", "pick_inputs"]
@@ -115,20 +126,82 @@ class PromptSet(Judge):
             AnnotationError: an example has no human label, or misses a required input field.
         """
         prompt_name = next(iter(self._prompts))
-        binary = self.LABEL_FIELD == "verdict"
+        scale = getattr(self, "label_scale", None)
+        binary = self.LABEL_FIELD == "verdict" if scale is None else scale.kind == "binary"
         out = []
         for sample in examples:
             label = sample.human_label(binary=binary)
             if label is None:
                 raise AnnotationError(f"{self.name}: an example has no human label", field="metric_output")
-            shown: dict[str, Any] = {
-                self.LABEL_FIELD: int(label) if binary or float(label).is_integer() else label
-            }
+            shown: dict[str, Any] = {self.LABEL_FIELD: self.shown_label(label)}
             expected = sample.expected_output(prompt_name) or {}
             if isinstance(expected.get("reason"), str) and expected["reason"].strip():
                 shown["reason"] = expected["reason"]
             out.append((self.prompt_inputs(sample.metric_input), shown))
         return out
+
+    @classmethod
+    def from_result(
+        cls,
+        path: str | Path,
+        *,
+        name: str | None = None,
+        definition: str | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """The judge a run chose, of this kind: its instructions AND its teaching examples
+        applied (:meth:`~promptevolver.judge._protocol.Judge.apply_chosen`), so it judges as it
+        did when it was chosen.
+
+        Args:
+            path: a run directory, its ``result.json``, its ``best_instructions.json`` or a JSON
+                object prompt name → instruction (:func:`promptevolver.rundir.read_chosen_judge`).
+            name, definition: the judge's; default: those of the run's ``config.yaml`` next to
+                ``path``.
+            kwargs: other constructor arguments (``llm``, ``max_reasks``, ``temperature``,
+                ``prompt_name``, a rubric's ``score_range``...; default: the run's, from its
+                config.yaml next to ``path``).
+
+        Raises:
+            ConfigError: unreadable instructions; no name/definition given and no config.yaml
+                next to ``path`` to take them from; the run's judge is of another kind (the
+                message names the class to load it with).
+            KeyError: the instructions name a prompt this judge does not have.
+        """
+        chosen = read_chosen_judge(path)
+        config = metric_config_near(path)
+        if config is not None:
+            kind, arguments = config.judge_source()
+            if kind != cls.__name__:
+                raise ConfigError(
+                    f"{path}: the run's judge is a {kind} (metric type {config.type}); load it with "
+                    f"{kind}.from_result"
+                )
+            kwargs = {**arguments, **kwargs}
+        if name is not None:
+            kwargs["name"] = name
+        if definition is not None:
+            kwargs["definition"] = definition
+        accepted = inspect.signature(cls.__init__).parameters
+        recorded = prompt_name_near(path) if "prompt_name" in accepted else None
+        if recorded is not None:
+            kwargs.setdefault("prompt_name", recorded)
+        if not {"name", "definition"} <= set(kwargs) and "name" not in _defaults(cls):
+            raise ConfigError(f"{path}: pass name= and definition= (no config.yaml next to it)")
+        metric = cls(**kwargs)
+        metric.apply_chosen(chosen)
+        return metric
+
+    def shown_label(self, value: float) -> Any:
+        """How label ``value`` (a number of the annotations) is written where the judge reads it —
+        a teaching example's answer, a meta-prompt's sample: as the judge answers it (a whole
+        number as an int; a judge answering names, e.g. ``"tie"``, overrides this)."""
+        return int(value) if float(value).is_integer() else value
+
+    def label_of(self, output: Any) -> float:
+        """The label of a parsed answer as the number annotations hold (its :attr:`LABEL_FIELD`;
+        a judge answering names maps them to their values)."""
+        return float(getattr(output, self.LABEL_FIELD))
 
     def client(self, llm: LLMClient | None) -> LLMClient:
         """The client of a call: ``llm``, else the judge's own. Raises ValueError with neither."""
@@ -148,8 +221,7 @@ class PromptSet(Judge):
         answer = await self.ask(prompt, messages, request, check=self.check_answer)
         if answer.output is None:
             return answer.failure()
-        label = getattr(answer.output, self.LABEL_FIELD)
-        return Judgement(score=float(label), reason=answer.output.reason, raw=answer.raw)
+        return Judgement(score=self.label_of(answer.output), reason=answer.output.reason, raw=answer.raw)
 
     def shown_examples(
         self, shown: Mapping[str, Any], examples: Sequence[SampleAnnotation] | None
@@ -209,6 +281,14 @@ class PromptSet(Judge):
             ConfigError: the path holds no readable instructions.
             KeyError: a prompt name the metric does not have (nothing is changed then).
         """
+        carries = isinstance(instructions, str | os.PathLike) or hasattr(instructions, "chosen_judge")
+        if carries and (dropped := as_chosen_judge(instructions)).has_examples:
+            warnings.warn(
+                f"these instructions were chosen with teaching examples ({dropped.example_policy}); "
+                "set_instructions applies the instructions alone, which judge differently: "
+                "apply_chosen(...) or from_result(...) applies both",
+                stacklevel=2,
+            )
         instructions = as_instructions(instructions)
         unknown = sorted(set(instructions) - set(self._prompts))
         if unknown:
@@ -221,6 +301,12 @@ class PromptSet(Judge):
         if instructions and name in instructions:
             prompt = prompt.with_instruction(instructions[name])
         return prompt
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The constructor's keyword arguments that have defaults (StatementSupport names itself)."""
+    parameters = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    return {k: p.default for k, p in parameters.items() if p.default is not inspect.Parameter.empty}
 
 
 def pick_inputs(

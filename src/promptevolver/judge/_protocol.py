@@ -12,17 +12,22 @@ hands it to the judge's own ``_ajudge``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from promptevolver.annotations._labels import LabelScale
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._prompts import Prompt
 from promptevolver.llm._base import LLMClient
+from promptevolver.rundir import ChosenJudge, as_chosen_judge
 
-__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_scale_of"]
+if TYPE_CHECKING:
+    from promptevolver.judge._examples import ExampleStore
+
+__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_entry", "label_scale_of"]
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.
@@ -150,6 +155,58 @@ class Judge:
     llm: LLMClient | None = None
     #: The judge's own sampling temperature (None: the wrapped metric's, for an ensemble).
     temperature: float | None = None
+    #: The teaching examples it shows when a call gives none (:meth:`set_examples`): the policy
+    #: and its store; None: none.
+    _own_examples: tuple[str, ExampleStore] | None = None
+
+    @property
+    def example_policy(self) -> str:
+        """The policy of the judge's own teaching examples: ``none``, ``static`` or ``retrieval``."""
+        return "none" if self._own_examples is None else self._own_examples[0]
+
+    def set_examples(self, examples: Mapping[str, Any] | None) -> None:
+        """Show these teaching examples whenever a call gives none (``ajudge(examples=None)``).
+
+        Args:
+            examples: a chosen judge's examples block (:attr:`ChosenJudge.examples
+                <promptevolver.rundir.ChosenJudge.examples>`, result.json's ``examples``):
+                policy ``static`` (one set for every input) or ``retrieval`` (per input, from its
+                store); None or policy ``none``: no examples.
+
+        Raises:
+            ValueError: an unknown policy, or a block without its ``store``.
+        """
+        policy = "none" if examples is None else str(examples.get("policy", "none"))
+        if policy == "none":
+            self._own_examples = None
+            return
+        if policy not in ("static", "retrieval"):
+            raise ValueError(f"unknown example policy {policy!r}; policies: none, static, retrieval")
+        assert examples is not None
+        store = examples.get("store")
+        if not isinstance(store, Mapping):
+            raise ValueError(f"example policy {policy!r} needs its store (the examples block's 'store')")
+        from promptevolver.judge._examples import ExampleStore  # scikit-learn, loaded when needed
+
+        self._own_examples = (policy, ExampleStore.from_dict(store))
+
+    def apply_chosen(self, chosen: ChosenJudge | Mapping[str, str] | str | os.PathLike[str]) -> None:
+        """Become the judge a run chose: its instructions AND its teaching examples.
+
+        Args:
+            chosen: a :class:`~promptevolver.rundir.ChosenJudge`, an ``OptimizationResult``, or
+                the path of a run directory, result.json or best_instructions.json
+                (:func:`promptevolver.rundir.read_chosen_judge`); a plain mapping of
+                instructions applies those and no examples.
+
+        Raises:
+            ConfigError: the path holds no chosen judge (naming the file).
+            KeyError: a prompt name the judge does not have (nothing is changed then).
+            ValueError: an examples block that is not one.
+        """
+        record = as_chosen_judge(chosen)
+        self.set_instructions(record.instructions)  # type: ignore[attr-defined]
+        self.set_examples(record.examples)
 
     def client(self, llm: LLMClient | None) -> LLMClient | None:
         """The client of a call: ``llm``, else the judge's own (a judge that needs one raises
@@ -177,8 +234,9 @@ class Judge:
             temperature: overrides the judge's own for this call.
             examples: annotated samples shown first as teaching examples
                 (:meth:`~promptevolver.judge._prompt_set.PromptSet.demonstrations`); None: the
-                judge's own (none for ours; the Ragas prompt's own for a
-                :class:`~promptevolver.integrations.ragas.RagasMetric`, where ``[]`` shows none).
+                judge's own (those of :meth:`set_examples` or :meth:`apply_chosen`, else none;
+                the Ragas prompt's own for a
+                :class:`~promptevolver.integrations.ragas.RagasMetric`); ``[]`` shows none.
 
         Returns:
             a :class:`Judgement` (what its score and details hold: each judge's ``_ajudge``).
@@ -187,6 +245,9 @@ class Judge:
         :class:`Judgement`. Raises :class:`AnnotationError` for a sample missing a required field,
         ValueError when neither the call nor the judge has an LLM.
         """
+        if examples is None and self._own_examples is not None:
+            policy, store = self._own_examples
+            examples = store.examples_for(policy, inputs)
         request = JudgeRequest(
             llm=self.client(llm),
             instructions=instructions,
@@ -211,3 +272,19 @@ def label_scale_of(metric: object) -> LabelScale | None:
     ``b`` / ``tie`` for a pairwise judge; None for a free score in a range)."""
     scale = getattr(metric, "label_scale", None)
     return scale if isinstance(scale, LabelScale) else None
+
+
+def label_entry(metric: object, value: float, *, binary: bool) -> tuple[str, Any]:
+    """(the answer field, the value as the judge answers it) of human label ``value``: how a
+    meta-prompt shows a sample's label — ``("verdict", 1)``, ``("score", 4)``, ``("verdict",
+    "tie")`` for a pairwise judge, ``("label", "refund")`` for a classification. A judge whose
+    label space names its labels otherwise than no / yes (an ensemble's wrapped one) answers
+    names in its ``LABEL_FIELD``; any other: ``verdict`` when ``binary`` else ``score``, the
+    number (a whole one as an int)."""
+    inner = getattr(metric, "metric", metric)
+    scale = label_scale_of(inner)
+    names = [c.name for c in (scale.label_space() if scale is not None else None) or ()]
+    field = getattr(inner, "LABEL_FIELD", None)
+    if scale is not None and scale.kind != "numeric" and names != ["no", "yes"] and isinstance(field, str):
+        return field, scale.name_of(value)
+    return ("verdict" if binary else "score"), int(value) if float(value).is_integer() else value

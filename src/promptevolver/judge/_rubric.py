@@ -71,12 +71,15 @@ class RubricJudge(PromptSet):
             the range (e.g. 0–1).
         rubrics: optional description per score level (level → text), written into the seed
             instruction; levels must lie in ``score_range``.
+        prompt_name: the name of the judge's prompt (default :attr:`PROMPT_NAME`, Ragas'
+            SimpleCriteriaScore's): the key under which the annotation file keeps its traces (a
+            config takes the file's own name, as for an aspect critic).
         llm, max_reasks, temperature: the judge's client, re-asks of a malformed answer and
             sampling temperature (:class:`~promptevolver.judge._prompt_set.PromptSet`).
 
     Raises:
-        ValueError: an empty name or definition, a range that is empty or not whole numbers on a
-            discrete scale, a rubric level outside the range, or ``max_reasks`` < 0.
+        ValueError: an empty name, definition or prompt name, a range that is empty or not whole
+            numbers on a discrete scale, a rubric level outside the range, or ``max_reasks`` < 0.
     """
 
     LABEL_FIELD = "score"
@@ -91,6 +94,7 @@ class RubricJudge(PromptSet):
         score_range: tuple[float, float] = (1, 5),
         discrete: bool = True,
         rubrics: Mapping[float, str] | None = None,
+        prompt_name: str = PROMPT_NAME,
         **options: Unpack[JudgeOptions],
     ) -> None:
         super().__init__(name=name, definition=definition, **options)
@@ -101,7 +105,9 @@ class RubricJudge(PromptSet):
         self.rubrics = {float(k): v for k, v in (rubrics or {}).items()}
         seed = seed_instruction(definition, low, high, discrete, self.rubrics)
         model = rubric_output_model(low, high, discrete)
-        self._prompts: dict[str, Prompt[Any]] = {self.PROMPT_NAME: Prompt(self.PROMPT_NAME, seed, model)}
+        if not prompt_name.strip():
+            raise ValueError("prompt_name must not be empty")
+        self._prompts: dict[str, Prompt[Any]] = {prompt_name: Prompt(prompt_name, seed, model)}
 
     @property
     def label_scale(self) -> LabelScale:

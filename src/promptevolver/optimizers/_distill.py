@@ -32,7 +32,9 @@ other folds' corrections, and, with ``refit``, one more from every correction) t
 
 The ladder stops growing when two rounds in a row teach no new general lesson (``converged``),
 when two rewrites in a row are rejected (unchanged, unparseable, a failed call: ``rejected``;
-after one, the round is barren and the next offers other lessons), after ``distill_rounds``
+after one, the round is barren and the next offers its new lessons with the rejected ones once
+more: a prompt engineer that returns the instruction unchanged once for a lesson it could apply
+next time, with another, no longer loses it), after ``distill_rounds``
 (``rounds``), or when the budget refuses a call (``budget``).
 """
 
@@ -378,7 +380,7 @@ class Distiller:
         pool = ladder.pool
         assert pool is not None
         current, offset, barren, refused = dict(view.seed.instructions), 0, 0, 0
-        tried: set[str] = set()  # lessons a rejected rewrite was given: not offered again
+        tried: Counter[str] = Counter()  # lessons rejected rewrites were given, and how often
         window = context_window(ctx.llm)
         longest = max((len(o) for o in orders.values()), default=0)
         for round_ in range(1, self.rounds + 1):
@@ -400,12 +402,10 @@ class Distiller:
                 shown += [p for b in batches for p in b]
                 ladder.shown.update(shown)
                 contrast += extra
+                fresh = [x for x in taught if x.text not in tried]
+                again = [x for x in pool.lessons if tried[x.text] == 1 and x not in fresh]  # a second try
                 chosen = pool.ranked(
-                    [
-                        x
-                        for x in taught
-                        if not x.sample_fact and x.applied_round is None and x.text not in tried
-                    ]
+                    [x for x in [*fresh, *again] if not x.sample_fact and x.applied_round is None]
                 )
                 chosen = chosen[: self.lessons]
                 if ladder.stop == "budget":
@@ -430,7 +430,7 @@ class Distiller:
                     if out.rejected == "llm error: budget" or refused >= BARREN_ROUNDS:
                         ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
                         return ladder
-                    tried.update(x.text for x in chosen)  # a barren round; the next offers others
+                    tried.update(x.text for x in chosen)  # a barren round; the next offers them once more
                     continue
                 refused = 0
                 instructions[name] = str(out.value)

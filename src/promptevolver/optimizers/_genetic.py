@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config._models import GeneticConfig
-from promptevolver.evaluation._losses import Loss
+from promptevolver.evaluation._losses import Loss, check_loss_fits
 from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm._base import LLMClient
 from promptevolver.llm._concurrency import InFlightLimit
@@ -217,6 +217,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         scale = label_scale_of(self.metric)
         if scale is not None:  # the metric says what its labels are: every annotation must fit
             dataset = dataset.with_scale(scale, judge=type(self.metric).__name__)
+            check_loss_fits(loss, scale.kind, judge=type(self.metric).__name__)
         operators = default_operators(config) if self.operators is None else self.operators
         return SearchRun(
             metric=self.metric,

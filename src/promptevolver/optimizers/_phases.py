@@ -267,7 +267,9 @@ async def distill(run: SearchRun) -> list[Candidate]:
         lessons=len(run.state.lessons),
         sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
     )
-    run.context.events.emit("stage_end", 0, stage="distill", candidates=[c.id for c in rungs])
+    run.context.events.emit(
+        "stage_end", 0, stage="distill", candidates=[c.id for c in rungs], figures=run.state.stages["distill"]
+    )
     return rungs
 
 
@@ -335,7 +337,9 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
         final_choice=run.final_choice,
     )
-    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="verify", chosen=best.id, figures=run.state.stages["verify"]
+    )
     return best
 
 
@@ -652,7 +656,9 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
         similarity=store.similarity_record(),
         **({"embeddings": used} if (used := store.embedding_usage()) is not None else {}),
     )
-    run.context.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="examples", chosen=chosen.id, figures=run.state.stages["examples"]
+    )
     return chosen
 
 
@@ -921,7 +927,9 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     run.state.stages["cross_fit"] = _stage_report(
         run, before, started, produced=[chosen.id], rungs=[c.id for c in rungs], **report
     )
-    run.context.events.emit("stage_end", 0, stage="cross_fit", chosen=chosen.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="cross_fit", chosen=chosen.id, figures=run.state.stages["cross_fit"]
+    )
     return chosen
 
 

@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.judge._examples import ExampleStore, static_positions
 from promptevolver.llm._base import is_simulated
+from promptevolver.llm._wrapper import found_in_stack
 from promptevolver.optimizers import _reporting as reporting
-from promptevolver.rundir import write_result
+from promptevolver.rundir import ChosenJudge, write_result
 
-__all__ = ["SIMULATED_NOTE", "OptimizationResult"]
+__all__ = ["SIMULATED_NOTE", "OptimizationResult", "judge_model_of"]
 
 #: In result.json's ``notes`` when the simulated LLM answered (``simulated_llm``).
 SIMULATED_NOTE = (
@@ -89,6 +90,9 @@ class OptimizationResult(dict[str, str]):
         simulated_llm: True when the judge or the meta calls were answered by the simulated LLM
             (:func:`~promptevolver.llm._base.is_simulated`), not a model.
         notes: what a reader of the figures must know (:data:`SIMULATED_NOTE` when simulated).
+        judge_model: the judge client the result was verified on: ``provider`` (``simulated``,
+            ``openai``, ``scripted``, ``custom``...) and ``model`` (None when it has no name);
+            empty in results written before it was recorded.
     """
 
     metric: str
@@ -114,6 +118,7 @@ class OptimizationResult(dict[str, str]):
     simulated_llm: bool = False
     notes: list[str] = field(default_factory=list)
     examples: dict[str, Any] = field(default_factory=lambda: {"policy": "none", "key": "none"})
+    judge_model: dict[str, Any] = field(default_factory=dict)
 
     @property
     def example_policy(self) -> str:
@@ -136,6 +141,12 @@ class OptimizationResult(dict[str, str]):
 
     def __post_init__(self) -> None:
         dict.update(self, self.best_instructions)
+
+    def chosen_judge(self) -> ChosenJudge:
+        """The chosen judge as one record (:class:`~promptevolver.rundir.ChosenJudge`): its
+        instructions and teaching examples, the figures it was chosen on, the model, whether the
+        simulated LLM judged. Every export is written from it."""
+        return ChosenJudge.from_result(self.to_dict())
 
     __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only
@@ -191,6 +202,7 @@ class OptimizationResult(dict[str, str]):
             "metric": self.metric,
             "simulated_llm": self.simulated_llm,
             "notes": self.notes,
+            "judge_model": self.judge_model,
             "seed_instructions": self.seed_instructions,
             "best_instructions": self.best_instructions,
             "best_id": self.best_id,
@@ -275,7 +287,18 @@ class OptimizationResult(dict[str, str]):
 
 def _simulated(ctx: RunContext) -> dict[str, Any]:
     simulated = is_simulated(ctx.llm) or is_simulated(ctx.reflection_llm)
-    return {"simulated_llm": simulated, "notes": [SIMULATED_NOTE] if simulated else []}
+    return {
+        "simulated_llm": simulated,
+        "notes": [SIMULATED_NOTE] if simulated else [],
+        "judge_model": judge_model_of(ctx.llm),
+    }
+
+
+def judge_model_of(client: object) -> dict[str, Any]:
+    """``provider`` and ``model`` of the client under ``client``'s wrappers (the first layer
+    that names them); what a chosen judge records as the model it was verified on."""
+    provider = found_in_stack(client, "provider", str)
+    return {"provider": provider or "custom", "model": found_in_stack(client, "model", str)}
 
 
 def _examples_block(ctx: RunContext, best: Candidate) -> dict[str, Any]:

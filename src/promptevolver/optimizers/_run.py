@@ -35,7 +35,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import SingleMetricAnnotation, group_keys, stratified_group_kfold
 from promptevolver.annotations import _sampling as sampling
 from promptevolver.config._models import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
@@ -241,7 +241,7 @@ class SearchRun:
         train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
         validation_focus = make_focus(split.validation, evidence, labels, config.max_validation_samples, rng)
         k = config.cv_folds if refits(split.n_usable, config) else 2
-        folds = _folds(split, strata, k, rng) if split.regime == "out-of-bag" else {}
+        folds = _folds(split, strata, dataset, k, rng) if split.regime == "out-of-bag" else {}
         examples = _example_store(dataset, labels, split.train, metric, config, evidence)
         self.context = RunContext(
             metric=metric,
@@ -398,10 +398,18 @@ class _Announced(ClientWrapper):
     async def complete(self, request: LLMRequest) -> Completion:
         completion = await self.inner.complete(request)
         run = self.run
-        calls = run.usage().total_calls
+        usage = run.usage()
+        calls = usage.total_calls
         bound = max(calls, run.context.calls.total(run.context.config.generations))
         run.context.events.emit(
-            "llm_call", run.state.generation, operation=request.operation, calls=calls, bound=bound
+            "llm_call",
+            run.state.generation,
+            operation=request.operation,
+            calls=calls,
+            bound=bound,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
         )
         return completion
 
@@ -480,15 +488,27 @@ async def prepare_examples(context: RunContext) -> None:
         ) from None
 
 
-def _folds(split: Split, strata: dict[int, Any], k: int, rng: np.random.Generator) -> dict[int, int]:
+def _folds(
+    split: Split, strata: dict[int, Any], dataset: SingleMetricAnnotation, k: int, rng: np.random.Generator
+) -> dict[int, int]:
     """Position → fold (``k`` folds, ``cv_folds``), stratified on ``strata`` (label and kind of
-    correction), folds as equal as possible: two folds are a stratified split of the train part
-    into halves; more, each stratum's shuffled positions dealt round the folds, each stratum
-    starting where the last one stopped (so fold sizes differ by at most one)."""
+    correction), folds as equal as possible, a group of samples sharing their input
+    (``split.group_key``, :func:`promptevolver.annotations.group_keys`) in one fold: two folds are
+    a stratified split of the train part into halves; more, each stratum's shuffled positions
+    dealt round the folds, each stratum starting where the last one stopped (so fold sizes differ
+    by at most one), or with shared inputs a stratified group K-fold
+    (:func:`promptevolver.annotations.stratified_group_kfold`)."""
     keys = [strata[p] for p in split.train]
+    every = group_keys(dataset.samples, split.group_key, path=dataset.source, metric=dataset.name)
+    groups = [every[p] for p in split.train]
+    shared = len(set(groups)) < len(groups)
     if k == 2:
-        first, second = sampling.stratified_split(keys, len(keys) // 2, rng)
+        kept = groups if shared and len(set(groups)) >= 2 else None  # one group cannot be halved
+        first, second = sampling.stratified_split(keys, len(keys) // 2, rng, kept)
         return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
+    if shared and len(set(groups)) >= k:
+        found = stratified_group_kfold(keys, groups, k, rng)
+        return {split.train[i]: fold for fold, (_, test) in enumerate(found) for i in test}
     out: dict[int, int] = {}
     turn = 0
     for key in sorted(set(keys), key=repr):

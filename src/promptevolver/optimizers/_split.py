@@ -15,7 +15,12 @@ Two regimes, recorded in the result (``split.regime``):
 
 :func:`make_split` draws the samples: validation gets ``round(validation_fraction · N)`` of the
 N usable samples (at least 2, leaving at least 2 for train), stratified on the human label and
-the kind of evidence (:mod:`._evidence`), so both parts get their share of the corrections.
+the kind of evidence (:mod:`._evidence`), so both parts get their share of the corrections. It
+draws whole groups (``group_key``; default: the samples whose judge input is the same but for the
+response, :func:`promptevolver.annotations.group_keys`): no validation sample shares its input
+with a train sample, so a held-out figure is one on inputs the search never saw (with several
+responses per question, an ungrouped split left 263 of 265 validation samples' questions in
+train). The validation part is then as near the fraction as whole groups allow.
 Candidates are judged on a *focus set* of each part (at most ``max_train_samples`` /
 ``max_validation_samples`` samples, :mod:`._focus`); :func:`split_sizes` gives those judged
 counts (shared with ``estimate`` through :mod:`._cost`).
@@ -23,13 +28,14 @@ counts (shared with ``estimate`` through :mod:`._cost`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import SingleMetricAnnotation, conflicting_duplicates, group_keys
 from promptevolver.annotations import _sampling as sampling
 from promptevolver.config._models import GeneticConfig
 from promptevolver.config._prompt_match import match_prompt
@@ -40,6 +46,7 @@ __all__ = [
     "MIN_USABLE_SAMPLES",
     "SMALL_VALIDATION",
     "Split",
+    "UnshownFieldsWarning",
     "check_inputs",
     "check_prompt_names",
     "is_out_of_bag",
@@ -69,6 +76,11 @@ class Split:
     validation: list[int]
     n_usable: int
     regime: str = "held-out"
+    group_key: str = "input"
+    #: Groups among the usable samples (as many as samples: no two share an input).
+    n_groups: int = 0
+    #: Positions of usable samples with the same input and different human labels, per input.
+    conflicting: tuple[tuple[int, ...], ...] = ()
 
     @property
     def note(self) -> str | None:
@@ -92,7 +104,10 @@ class Split:
             "train": len(self.train),
             "validation": len(self.validation),
             "regime": self.regime,
-            "strategy": "stratified on the human label and the kind of correction",
+            "strategy": "stratified on the human label and the kind of correction, by whole groups",
+            "group_key": self.group_key,
+            "groups": self.n_groups,
+            "conflicting_duplicates": [list(c) for c in self.conflicting],
             "validation_positions": self.validation,
             "note": self.note,
             "unusable": [{"index": u.sample_index, "reason": u.reason} for u in dataset.unusable_samples()],
@@ -156,12 +171,38 @@ def make_split(
         )
     check_inputs(dataset, metric, usable)
     check_prompt_names(dataset, metric)
+    all_groups = group_keys(dataset.samples, config.group_key, path=dataset.source, metric=dataset.name)
+    groups = [all_groups[i] for i in usable]
+    conflicting = tuple(tuple(c) for c in conflicting_duplicates(dataset.samples, labels))
+    if conflicting:
+        shown = ", ".join(str(list(c)) for c in conflicting[:5]) + (" …" if len(conflicting) > 5 else "")
+        warnings.warn(
+            f"file {dataset.source}, metric {dataset.name!r}: {len(conflicting)} inputs appear more than "
+            f"once with different human labels (samples {shown}); a judge can agree with only one label "
+            "of each, so agreement cannot reach 1 (result.json: split.conflicting_duplicates)",
+            stacklevel=2,
+        )
     if is_out_of_bag(len(usable), config):
-        return Split(list(usable), [], len(usable), "out-of-bag")
+        n_groups = len(set(groups))
+        return Split(list(usable), [], len(usable), "out-of-bag", config.group_key, n_groups, conflicting)
     n_val = validation_count(len(usable), config.validation_fraction)
     keys = [labels[i] if strata is None else strata[i] for i in usable]
-    train, val = sampling.stratified_split(keys, n_val, rng)
-    return Split([usable[i] for i in train], [usable[i] for i in val], len(usable))
+    try:
+        train, val = sampling.stratified_split(keys, n_val, rng, groups)
+    except ValueError as exc:  # one group holds every usable sample
+        raise InsufficientDataError(
+            f"{exc} (optimizer.group_key {config.group_key!r}); name another group_key, or 'sample'",
+            path=dataset.source,
+            metric=dataset.name,
+        ) from None
+    return Split(
+        [usable[i] for i in train],
+        [usable[i] for i in val],
+        len(usable),
+        group_key=config.group_key,
+        n_groups=len(set(groups)),
+        conflicting=conflicting,
+    )
 
 
 def check_prompt_names(dataset: SingleMetricAnnotation, metric: Metric) -> None:
@@ -176,15 +217,24 @@ def check_prompt_names(dataset: SingleMetricAnnotation, metric: Metric) -> None:
     match_prompt(dataset, None, judge_prompts=list(metric.get_prompts()), renamable=False)
 
 
+class UnshownFieldsWarning(UserWarning):
+    """Input fields of the annotations that the judge's prompt never shows."""
+
+
 def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Sequence[int]) -> None:
-    """Raise before any LLM call if a sample lacks a field the metric needs.
+    """Raise before any LLM call if a sample lacks a field the metric needs; warn
+    (:class:`UnshownFieldsWarning`, once per message) naming the ``metric_input`` fields the judge
+    does not show: its prompt never sees them, so a verdict cannot depend on them (a pairwise
+    file's ``response_a`` / ``response_b`` given to a judge of one ``response``).
 
     Raises:
         AnnotationError: naming the file, metric, sample index and field.
     """
+    unshown: dict[str, int] = {}
     for i in positions:
+        inputs = dataset.samples[i].metric_input
         try:
-            metric.prompt_inputs(dataset.samples[i].metric_input)
+            shown = metric.prompt_inputs(inputs)
         except AnnotationError as exc:
             raise AnnotationError(
                 str(exc).split(": ", 1)[-1],
@@ -193,3 +243,16 @@ def check_inputs(dataset: SingleMetricAnnotation, metric: Metric, positions: Seq
                 sample_index=i,
                 field=exc.field,
             ) from exc
+        for field, value in inputs.items():
+            if field not in shown and value not in (None, "", []):
+                unshown[field] = unshown.get(field, 0) + 1
+    if unshown:
+        fields = ", ".join(f"{f} ({n} samples)" for f, n in sorted(unshown.items()))
+        warnings.warn(
+            f"file {dataset.source}, metric {dataset.name!r}: the judge ({type(metric).__name__}) does not "
+            f"show the input fields {fields}: its prompt never sees them, so no verdict can depend on "
+            "them; judge them with a judge that reads them (two responses: metric type pairwise) or "
+            "leave them out of metric_input",
+            UnshownFieldsWarning,
+            stacklevel=1,
+        )

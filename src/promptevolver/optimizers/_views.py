@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from promptevolver.judge._protocol import label_entry
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import minibatch_size
 from promptevolver.optimizers._distill import DistillView
@@ -89,11 +90,14 @@ def judge_outputs(ctx: RunContext, candidate: Candidate) -> dict[int, dict[str, 
             recorded = ctx.evidence[p].recorded
             if recorded is not None:
                 out[p] = {**recorded, "recorded": True}
-    key = "verdict" if ctx.dataset.is_binary else "score"
+    binary = ctx.dataset.is_binary
     for p in ctx.train:
         j = ctx.evaluator.lookup(candidate.instructions, p)
-        if j is not None:
-            out[p] = {"reason": j.reason, key: j.score} if not j.failed else {"error": j.error}
+        if j is not None and j.score is not None:
+            key, shown = label_entry(ctx.metric, j.score, binary=binary)  # as the judge answered
+            out[p] = {"reason": j.reason, key: shown if isinstance(shown, str) else j.score}
+        elif j is not None:
+            out[p] = {"error": j.error}
     return out
 
 

@@ -13,12 +13,15 @@ Kinds and their ``data``:
   ``score``, ``failures``
 * ``generation_end`` — ``best_train``, ``mean_train``, ``judge_calls``, ``meta_calls``
 * ``llm_call`` — ``operation``, ``calls`` (LLM calls of the run so far, resumed part included),
-  ``bound`` (the cost model's upper bound on the run's calls, never below ``calls``); only emitted
-  when there is a callback
+  ``bound`` (the cost model's upper bound on the run's calls, never below ``calls``),
+  ``prompt_tokens``, ``completion_tokens`` and ``cost_usd`` (USD; 0.0 without prices) of the run
+  so far; only emitted when there is a callback
 * ``stage_start`` — ``stage`` (``distill``, ``verify``, ``examples``, ``cross_fit``) — the distill-first
   pipeline (``strategy: auto``/``distill``)
-* ``stage_end`` — ``stage`` and ``candidates`` (the distilled rungs' ids) or ``chosen`` (the verified
-  choice's id, after ``verify``)
+* ``stage_end`` — ``stage``, ``candidates`` (the distilled rungs' ids) or ``chosen`` (the verified
+  choice's id, after ``verify``), and ``figures``: the stage's record as ``result.json``'s
+  ``stages`` holds it (``judge_calls``, ``meta_calls``, ``prompt_tokens``, ``completion_tokens``,
+  ``seconds``, ...)
 * ``stop`` — ``reason``
 """
 

@@ -24,14 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.config._build import build_llm, build_metric, load_dataset
+from promptevolver.annotations import LabelScale, SampleAnnotation, SingleMetricAnnotation
+from promptevolver.config._build import build_judge, build_llm, build_metric, load_dataset
 from promptevolver.config._models import RunConfig
 from promptevolver.errors import PromptEvolverError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
+from promptevolver.evaluation._recorded import RecordedAgreement, recorded_agreement
 from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.judge._protocol import Judgement
+from promptevolver.judge._protocol import Judgement, label_scale_of
 from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._checkpoint import load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
@@ -104,7 +105,11 @@ class RunFacts:
         result: result.json as a dict.
         config: the run config (None when config.yaml is missing or invalid; see ``notes``).
         dataset: the annotations (None when they cannot be loaded).
-        binary: True for a binary metric (accuracy, F1, kappa), False for a numeric one.
+        binary: True for a binary metric (accuracy, F1, kappa), False for a numeric or nominal one.
+        scale: the metric's labels (from the run's config; None without one): a nominal scale's
+            figures are accuracy, macro F1 and kappa over its named classes.
+        recorded: the judge the annotations record, measured against the humans with no call
+            (:func:`~promptevolver.evaluation.recorded_agreement`; None without annotations).
         positions: ``train`` / ``validation`` → sample positions (empty when unknown).
         judgements: (``seed`` | ``best``, split) → position → judgement, where available (failed
             evaluations included, with ``score`` None).
@@ -122,6 +127,8 @@ class RunFacts:
     config: RunConfig | None = None
     dataset: SingleMetricAnnotation | None = None
     binary: bool = True
+    scale: LabelScale | None = None
+    recorded: RecordedAgreement | None = None
     positions: dict[str, list[int]] = field(default_factory=dict)
     judgements: dict[tuple[str, str], dict[int, Judgement]] = field(default_factory=dict)
     agreements: dict[tuple[str, str], Agreement] = field(default_factory=dict)
@@ -155,6 +162,7 @@ class RunFacts:
 
 
 def _disagrees(score: float, label: float, binary: bool) -> bool:
+    """Binary and named classes: any difference; scores: beyond :data:`NUMERIC_TOLERANCE`."""
     return score != label if binary else abs(score - label) > NUMERIC_TOLERANCE
 
 
@@ -186,8 +194,12 @@ def _disagreement(
 # --- loading ---------------------------------------------------------------------------------
 
 
-def load_run(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None) -> RunFacts:
-    """Gather a run's facts (see the module docstring); ``dataset`` skips reloading the annotations.
+def load_run(
+    run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None, llm: LLMClient | None = None
+) -> RunFacts:
+    """Gather a run's facts (see the module docstring); ``dataset`` skips reloading the annotations,
+    ``llm`` (the run's simulated LLM, when the report follows the run) re-judges a missing verdict
+    without building the simulated world again.
 
     Raises:
         RunDirError: ``run_dir`` has no readable result.json, or one of a newer format
@@ -198,9 +210,14 @@ def load_run(run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = No
     loss = result.get("loss") or {}
     facts = RunFacts(run_dir=directory, result=result, binary=loss.get("name") != "MSELoss")
     facts.config = _config(directory, facts.notes)
+    if facts.config is not None:
+        facts.scale = label_scale_of(build_judge(facts.config.metric))
+        facts.binary = facts.scale is None or facts.scale.kind == "binary"
     facts.dataset = dataset if dataset is not None else _dataset(facts.config, facts.notes)
     if facts.dataset is not None:
-        _gather_verdicts(facts)
+        _gather_verdicts(facts, llm)
+        scale = facts.scale or LabelScale(facts.dataset.kind or "numeric")
+        facts.recorded = recorded_agreement(facts.dataset, scale, random_seed=result.get("random_seed") or 0)
     return facts
 
 
@@ -233,7 +250,7 @@ def _recorded(directory: Path, notes: list[str]) -> dict[tuple[CandidateKey, int
         return {}
 
 
-def _gather_verdicts(facts: RunFacts) -> None:
+def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
     """Fill positions, judgements and agreements of seed and best on train and validation."""
     assert facts.dataset is not None
     result, memo = facts.result, _recorded(facts.run_dir, facts.notes)
@@ -265,7 +282,7 @@ def _gather_verdicts(facts: RunFacts) -> None:
         )
         facts.judgements.pop(("best", "validation"), None)
         missing.pop(("best", "validation"))
-    _rejudge_missing(facts, missing)
+    _rejudge_missing(facts, missing, llm)
     focus = _focus(result)
     if judged_by and "train" in focus:  # the cross-validated figure weighs the train focus set
         focus["validation"] = focus.pop("train")
@@ -325,7 +342,7 @@ def _agree(
     facts.judged[at] = len(positions)
     if measured:
         facts.agreements[at] = agreement_of(
-            judged, measured, facts.labels, binary=facts.binary, weights=weights
+            judged, measured, facts.labels, binary=facts.binary, weights=weights, scale=facts.scale
         )
 
 
@@ -347,8 +364,11 @@ def _train_positions(
     return usable if len(usable) == (facts.result.get("split") or {}).get("train") else []
 
 
-def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int]]) -> None:
-    """Re-judge missing verdicts with the simulated LLM (free, deterministic), or note why not."""
+def _rejudge_missing(
+    facts: RunFacts, missing: Mapping[tuple[str, str], list[int]], llm: LLMClient | None = None
+) -> None:
+    """Re-judge missing verdicts with the simulated LLM (free, deterministic; ``llm``: the run's
+    own, else one built here), or note why not."""
     if not missing:
         return
     config = facts.config
@@ -361,13 +381,16 @@ def _rejudge_missing(facts: RunFacts, missing: Mapping[tuple[str, str], list[int
         return
     assert facts.dataset is not None
     instructions = {"seed": facts.result["seed_instructions"], "best": facts.result["best_instructions"]}
-    prompt = next(iter(instructions["seed"])) if config.metric.type == "aspect_critic" else None  # renamable
-    llm = build_llm(  # built once: the simulated LLM mines its world from the whole dataset
-        config.llm.model_copy(update={"cache": None}),
-        dataset=facts.dataset,
-        random_seed=facts.result["random_seed"],
-        prompt_name=prompt,
-    )
+    renamable = config.metric.type != "statement_support"  # one prompt: it takes the file's name
+    prompt = next(iter(instructions["seed"])) if renamable else None
+    if llm is None:
+        llm = build_llm(  # built once: the simulated LLM mines its world from the whole dataset
+            config.llm.model_copy(update={"cache": None}),
+            dataset=facts.dataset,
+            random_seed=facts.result["random_seed"],
+            prompt_name=prompt,
+            scale=facts.scale,
+        )
     for (who, split), positions in missing.items():
         found = asyncio.run(_judge(config, facts.dataset, instructions[who], positions, llm, prompt))
         facts.judgements[(who, split)].update(found)

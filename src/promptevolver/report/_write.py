@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.evaluation._agreement import agreement_of, order_swap_bias
 from promptevolver.evaluation._losses import loss_label
+from promptevolver.judge._pairwise import ORDER_SWAP
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import calls_png, fitness_png
@@ -89,6 +91,7 @@ def build_report(facts: RunFacts) -> Report:
     sections = [
         _summary(facts),
         _scores(facts),
+        _recorded(facts),
         _pipeline(facts),
         examples_section(facts),
         _progress(facts),
@@ -239,7 +242,7 @@ def _agreed_sentence(facts: RunFacts) -> str:
 
 
 def _diagonal(confusion: list[list[int]]) -> int:
-    return confusion[0][0] + confusion[1][1]
+    return sum(row[i] for i, row in enumerate(confusion))
 
 
 def _stop_sentence(result: dict[str, Any]) -> str:
@@ -299,7 +302,9 @@ def _scores(facts: RunFacts) -> Section:
     r, name = facts.result, _metric_name(facts.result)
     ordinal = not facts.binary and _ordinal(facts)
     figures = ["accuracy", "F1", "Cohen's kappa"] if facts.binary else ["MSE", "MAE"]
-    if ordinal:
+    if _nominal(facts):
+        figures = ["accuracy", "macro F1", "Cohen's kappa"]
+    elif ordinal:
         figures += ["exact", "within one", "weighted kappa"]
     headers = ["instruction", "split", "samples judged", *figures, "failed"]
     splits = ("validation",) if _cross_validated(facts) else ("train", "validation")  # a refit: one picture
@@ -307,6 +312,9 @@ def _scores(facts: RunFacts) -> Section:
     blocks: list[Any] = [Table(headers, rows)]
     if any(_score(facts, who, split) is None for who in ("seed", "best") for split in splits):
         blocks.append(Para(f"{name.capitalize()} n/a: {_unmeasured_reason(facts)}."))
+    swap = _order_swap_sentence(facts)
+    if swap:
+        blocks.append(Para(swap))
     if not facts.agreements:
         blocks.append(
             Para(f"Only {name} is recorded for this run; per-sample figures are not (see Run details).")
@@ -336,7 +344,9 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     label = "original (seed)" if who == "seed" else "optimized (best)"
     recorded = _score(facts, who, split)
     # result.json says it was not measured: no figure, whatever verdicts the checkpoint holds
-    figures = _figures(a if recorded is not None else None, facts.binary, ordinal=_ordinal(facts))
+    figures = _figures(
+        a if recorded is not None else None, facts.binary, ordinal=_ordinal(facts), nominal=_nominal(facts)
+    )
     if a is None:  # no per-sample verdicts: the recorded score alone, in its own column
         figures[_loss_column(facts)] = _f(recorded)
     failures = "n/a" if failed is None else str(len(failed))
@@ -345,7 +355,7 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
 
 def _loss_column(facts: RunFacts) -> int:
     """The column of the figures that the run's loss is (accuracy, F1 or MSE)."""
-    return 1 if (facts.result.get("loss") or {}).get("metric") == "f1_score" else 0
+    return 1 if (facts.result.get("loss") or {}).get("metric") in ("f1_score", "macro_f1") else 0
 
 
 def _out_of_bag(facts: RunFacts) -> bool:
@@ -389,9 +399,16 @@ def _ordinal(facts: RunFacts) -> bool:
     return any(a.ordinal for a in facts.agreements.values())
 
 
-def _figures(a: Any, binary: bool, *, ordinal: bool = False) -> list[str]:
+def _nominal(facts: RunFacts) -> bool:
+    """Whether the run's labels are named classes (a pairwise a / b / tie, a classification)."""
+    return facts.scale is not None and facts.scale.kind == "nominal"
+
+
+def _figures(a: Any, binary: bool, *, ordinal: bool = False, nominal: bool = False) -> list[str]:
     if a is None:
-        return ["n/a"] * (3 if binary else 5 if ordinal else 2)
+        return ["n/a"] * (3 if binary or nominal else 5 if ordinal else 2)
+    if nominal:
+        return [_f(a.accuracy), _f(a.macro_f1), _f(a.cohen_kappa, 2)]
     if binary:
         return [_f(a.accuracy), _f(a.f1), _f(a.cohen_kappa, 2)]
     extra = [_f(a.exact), _f(a.within_one), _f(a.weighted_kappa, 2)] if ordinal else []
@@ -433,20 +450,20 @@ def _progress(facts: RunFacts) -> Section | None:
 
 
 def _confusion(facts: RunFacts) -> Section | None:
-    if not facts.binary:
+    if not (facts.binary or _nominal(facts)):
         return regression_section(facts)
     tables: list[Any] = []
     for who, label in (("seed", "Original (seed)"), ("best", "Optimized (best)")):
         a = facts.agreements.get((who, "validation"))
         if a is None or a.confusion is None:
             continue
-        (tn, fp), (fn, tp) = a.confusion
-        rows = [["human 0", str(tn), str(fp)], ["human 1", str(fn), str(tp)]]
+        names = _class_names(a)
+        rows = [[f"human {n}", *map(str, row)] for n, row in zip(names, a.confusion)]
         failed = len(facts.failed.get((who, "validation"), []))
         caption = f"{label}: {a.n} {_held_out_name(facts)} samples judged" + (
             f", {failed} failed" if failed else ""
         )
-        tables.append(Table(["", "judge 0", "judge 1"], rows, caption=caption, heat=True))
+        tables.append(Table(["", *(f"judge {n}" for n in names)], rows, caption=caption, heat=True))
     if not tables:
         text = "Per-sample validation verdicts are not available."
         if facts.failed.get(("best", "validation")):
@@ -454,6 +471,59 @@ def _confusion(facts: RunFacts) -> Section | None:
         return Section(f"Confusion matrices ({_held_out_name(facts)})", [Para(text)])
     tables.append(Para("Rows: the human label; columns: the judge's verdict. The diagonal is agreement."))
     return Section(f"Confusion matrices ({_held_out_name(facts)})", tables, row=True)
+
+
+def _class_names(a: Any) -> list[str]:
+    """The confusion matrix's class names: the label space's, as ``0`` / ``1`` for yes / no."""
+    names = list(a.classes or [])
+    if not names or names == ["no", "yes"]:
+        return [str(i) for i in range(len(a.confusion))]
+    return names
+
+
+def _order_swap_sentence(facts: RunFacts) -> str | None:
+    """Position consistency of an order-swapped pairwise judge (both orders asked), from the best
+    candidate's validation judgements; None when they hold no order swap."""
+    judged = facts.judgements.get(("best", "validation")) or {}
+    bias = order_swap_bias(list(judged.values()))
+    if bias is None or bias.consistency is None:
+        return None
+    first = "n/a" if bias.first_position is None else f"{bias.first_position:.3f}"
+    agreed = [p for p, j in judged.items() if j.details and j.details.get(ORDER_SWAP, {}).get("consistent")]
+    labelled = [p for p in agreed if facts.labels[p] is not None]
+    only = ""
+    if labelled:  # the verdicts both orders agree on, counted alone (unweighted)
+        a = agreement_of(judged, labelled, facts.labels, binary=facts.binary, scale=facts.scale)
+        only = f" On the {a.n} pairs both orders agree on, its accuracy is {_f(a.accuracy)}."
+    return (
+        f"Both orders (order_swap): the chosen judge named the same winner with a and with b shown "
+        f"first on {bias.consistency:.3f} of {bias.pairs} validation pairs (position consistency; an "
+        f"inconsistent pair counts as a tie, or as the a-first verdict without ties) and chose the "
+        f"response shown first in {first} of its verdicts (0.5: no preference).{only}"
+    )
+
+
+def _recorded(facts: RunFacts) -> Section | None:
+    """The judge the annotations record, against the humans, with no call (``agreement``'s figures)."""
+    found = facts.recorded
+    if found is None:
+        return None
+    a = found.figures
+    if a.n == 0:
+        text = (
+            "The annotations record no verdict of their judge to compare with the humans"
+            f" ({len(found.without_verdict)} labelled samples without one)."
+        )
+        return Section("The recorded judge (no LLM call)", [Para(text)])
+    blocks: list[Any] = [
+        Para(
+            "The verdicts the annotation file records, against the human labels, on every usable sample "
+            f"(not the split): measured with no LLM call, as `promptevolver agreement` prints them. "
+            f"{a.n} samples scored, {len(found.without_verdict)} labelled without a recorded verdict."
+        ),
+        Pre("\n".join(line.strip() for line in found.lines()[2:]), caption="promptevolver agreement"),
+    ]
+    return Section("The recorded judge (no LLM call)", blocks)
 
 
 def _wording(facts: RunFacts) -> Section:

@@ -95,12 +95,13 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
+from promptevolver.annotations import LabelScale, SingleMetricAnnotation
+from promptevolver.config._build import build_judge, build_metric, load_dataset, resolve_prompt
 from promptevolver.config._models import GeneticConfig, LLMConfig, RunConfig
 from promptevolver.errors import AnnotationError, InsufficientDataError
+from promptevolver.evaluation import RecordedAgreement, recorded_agreement
 from promptevolver.judge._examples import sample_text
-from promptevolver.judge._protocol import Metric
+from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm._base import Completion, LLMRequest, Usage
 from promptevolver.llm._fake import count_tokens
 from promptevolver.llm._ratelimit import estimate_tokens
@@ -189,6 +190,10 @@ class Estimate:
             used to learn and to choose).
         seed_error_rate: share of the judged train samples (the train focus set, which takes the
             disagreements first) whose recorded judge verdict differs from the human label, in [0, 1].
+        recorded_disagreement: share of the usable samples with a recorded verdict
+            (``metric_output``) that differs from the human label, in [0, 1] — the figure of
+            ``promptevolver agreement`` (:mod:`promptevolver.runs._agreement`); None when none
+            has a recorded verdict. recorded_scored: those samples.
         phases: expected judge and meta calls of ``initial``, each ``generation N``, ``final``.
         embedding_calls: requests to the embeddings endpoint when retrieval compares embeddings
             (``examples.similarity: embeddings``): at most ⌈distinct sample texts /
@@ -213,6 +218,8 @@ class Estimate:
     validation_part: int = 0
     regime: str = "held-out"
     embedding_calls: int = 0
+    recorded_disagreement: float | None = None
+    recorded_scored: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every attribute (the object ``estimate --json`` prints)."""
@@ -235,7 +242,8 @@ def estimate_dataset(
 ) -> Estimate:
     """:func:`estimate` for the config's ``dataset``, already loaded. Raises as :func:`estimate`."""
     prompt_name = resolve_prompt(config, dataset).rename  # the file's name of an aspect critic's prompt
-    plan = _Plan.of(config, dataset, model or CostModel(), prompt_name)
+    recorded = _recorded(config, dataset)  # one record: the disagreement line and the plan read it
+    plan = _Plan.of(config, dataset, model or CostModel(), prompt_name, recorded)
     tokens = _Tokens.of(config, dataset, plan, prompt_name)
     if plan.cfg.strategy == "genetic":
         phases = plan.phases()
@@ -263,7 +271,17 @@ def estimate_dataset(
         validation_part=plan.usable - plan.train_part,
         regime="out-of-bag" if is_out_of_bag(plan.usable, plan.cfg) else "held-out",
         embedding_calls=_embedding_calls(plan.cfg, dataset, plan.prompts),
+        recorded_disagreement=None
+        if recorded.disagreement_rate is None
+        else round(recorded.disagreement_rate, 4),
+        recorded_scored=recorded.figures.n,
     )
+
+
+def _recorded(config: RunConfig, dataset: SingleMetricAnnotation) -> RecordedAgreement:
+    """The recorded judge's agreement (no interval: estimate prints the disagreement share only)."""
+    scale = label_scale_of(build_judge(config.metric)) or LabelScale(dataset.kind or "numeric")
+    return recorded_agreement(dataset, scale, resamples=0)
 
 
 def _embedding_calls(cfg: GeneticConfig, dataset: SingleMetricAnnotation, prompts: int) -> int:
@@ -299,7 +317,12 @@ class _Plan:
 
     @classmethod
     def of(
-        cls, config: RunConfig, dataset: SingleMetricAnnotation, model: CostModel, prompt_name: str | None
+        cls,
+        config: RunConfig,
+        dataset: SingleMetricAnnotation,
+        model: CostModel,
+        prompt_name: str | None,
+        recorded: RecordedAgreement,
     ) -> _Plan:
         cfg = config.effective_optimizer()
         labels = dataset.labels()
@@ -314,7 +337,7 @@ class _Plan:
         metric = build_metric(config.metric, prompt_name=prompt_name)
         binary = config.loss.type == "binary"
         prompt = _only_prompt(metric)
-        wrong = sum(_disagrees(dataset, i, labels[i], prompt, binary) for i in usable)
+        wrong = len(recorded.disagreements)  # the figure `agreement` prints
         share = wrong / len(usable)
         part = (
             len(usable)
@@ -571,20 +594,6 @@ def _only_prompt(metric: Metric) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-def _recorded_output(dataset: SingleMetricAnnotation, position: int, prompt: str | None) -> float:
-    """The recorded judge output of a sample: ``prompt``'s ``verdict`` or ``score``, else
-    ``metric_output`` (the metric's value, e.g. a supported fraction)."""
-    sample = dataset.samples[position]
-    trace = sample.prompts.get(prompt) if prompt is not None else None
-    output = (trace.prompt_output if trace else None) or {}
-    for key in ("verdict", "score"):
-        try:
-            return float(output[key])
-        except (KeyError, TypeError, ValueError):
-            continue
-    return sample.metric_output
-
-
 def _reason_corrected(dataset: SingleMetricAnnotation, position: int, name: str | None) -> bool:
     """Whether the human edited the recorded judge's reason (a correction even when the verdict
     stood); ``name`` is the metric's only prompt (None: several, not counted)."""
@@ -596,17 +605,6 @@ def _reason_corrected(dataset: SingleMetricAnnotation, position: int, name: str 
     ):
         return False
     return prompt.edited_output.get("reason") not in (None, prompt.prompt_output.get("reason"))
-
-
-def _disagrees(
-    dataset: SingleMetricAnnotation, position: int, label: float | None, prompt: str | None, binary: bool
-) -> bool:
-    """Whether the recorded judge output of a sample differs from its human ``label`` (by half a
-    point for a binary metric, at all for a numeric one)."""
-    if label is None:
-        return False
-    gap = abs(_recorded_output(dataset, position, prompt) - label)
-    return gap >= 0.5 if binary else gap > 1e-9
 
 
 # --- tokens ----------------------------------------------------------------------------------

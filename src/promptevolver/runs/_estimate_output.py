@@ -29,8 +29,10 @@ def estimate_lines(
     gens = config.effective_optimizer().generations
     lines = [
         f"estimate for {source} (no LLM called)",
-        f"  split: {_split(e)}; the annotated judge disagrees with the humans on "
-        f"{e.seed_error_rate:.1%} of the judged train samples (~{e.seed_error_rate * e.train:.1f})",
+        f"  split: {_split(e)}",
+        f"  the recorded judge disagrees with the humans on {_share(e.recorded_disagreement)} of the "
+        f"{e.recorded_scored:,} usable samples with a recorded verdict (promptevolver agreement); the "
+        f"judged train samples take those first: ~{e.seed_error_rate * e.train:.1f} of {e.train:,}",
         f"  expected generations: {e.generations} of {gens} (early stopping model)",
         f"  {line}",
         f"  prompt tokens {e.prompt_tokens:,}, completion tokens {e.completion_tokens:,}",
@@ -91,3 +93,7 @@ def _split(e: Estimate) -> str:
         f" (judged on {e.validation:,})" if e.validation < e.validation_part else ""
     )
     return f"{train}, {val}"
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"

@@ -14,6 +14,7 @@ warning with ``--split all``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +28,13 @@ from promptevolver.errors import AnnotationError, ConfigError, RunDirError
 from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import Evaluator
 from promptevolver.judge._examples import ExampleStore, prepare_store
-from promptevolver.judge._protocol import Judgement
+from promptevolver.judge._protocol import Judgement, label_scale_of
+from promptevolver.llm._base import is_simulated
 from promptevolver.llm._preflight import preflight
 from promptevolver.rundir import (
     CONFIG_FILE,
     RESULT_FILE,
+    ChosenJudge,
     metric_config_near,
     read_config,
     read_result,
@@ -40,6 +43,7 @@ from promptevolver.rundir import (
 
 __all__ = [
     "Scorecard",
+    "chosen_positions",
     "learned_from_validation",
     "refit_on_every_sample",
     "other_metric",
@@ -62,6 +66,8 @@ class Scorecard:
         judged: position → judgement of every sample scored (failed ones included, score None);
             positions: the samples scored, in order (``evaluate --samples-out`` writes them).
         prompt_name: the judge's prompt (the annotations' key of the humans' reasons).
+        simulated_llm: True when the simulated LLM judged (``provider: fake``): the figures show
+            the simulator, not a model, and a gate on them cannot catch a regression.
     """
 
     metric: str
@@ -73,6 +79,7 @@ class Scorecard:
     judged: Mapping[int, Judgement] = field(default_factory=dict, compare=False)
     positions: tuple[int, ...] = field(default=(), compare=False)
     prompt_name: str = field(default="", compare=False)
+    simulated_llm: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""
@@ -81,6 +88,7 @@ class Scorecard:
             "split": self.split,
             **self.agreement.to_dict(),
             "judge_calls": self.judge_calls,
+            "simulated_llm": self.simulated_llm,
             "usage": self.usage,
         }
 
@@ -108,20 +116,36 @@ def validation_positions(
     path = result_path(run_dir)
     if config is not None and (mismatch := other_metric(run_dir, config)):
         raise ConfigError(f"{mismatch}: its validation samples are not this metric's; {_ALL}")
-    wanted = _validation_keys(path, read_result(run_dir))
+    result = read_result(run_dir)
+    wanted = _validation_keys(path, result)
     size = len(wanted[0]) if wanted else 0
     labels = dataset.labels()
     where: dict[str, list[int]] = {}
     for i, sample in enumerate(dataset.samples):
         if labels[i] is not None:
             where.setdefault(sample_key(sample.metric_input)[:size], []).append(i)
-    missing = sum(key not in where for key in wanted)
+    needed = Counter(wanted)
+    missing = sum(max(0, k - len(where.get(key, []))) for key, k in needed.items())
     if missing:
         raise ConfigError(
             f"{path}: {missing} of its {len(wanted)} validation samples are not usable samples of "
             f"{dataset.source} (matched by content: the run used other annotations); {_ALL}"
         )
-    return sorted({i for key in wanted for i in where[key]})
+    recorded = (result.get("split") or {}).get("validation_positions")
+    if _same_positions(recorded, wanted, where, size):
+        return sorted(int(p) for p in recorded or [])
+    # Another file: as many samples of each input as the run held out (a duplicate the run
+    # learned from is not a validation sample because its twin was held out).
+    return sorted(i for key, k in needed.items() for i in where[key][:k])
+
+
+def _same_positions(recorded: Any, wanted: list[str], where: Mapping[str, list[int]], size: int) -> bool:
+    """Whether the run's recorded validation positions are, in ``dataset``, the samples of the
+    recorded keys (the same file): then exactly those samples are scored."""
+    if not isinstance(recorded, list) or len(recorded) != len(wanted):
+        return False
+    found = {p: key for key, positions in where.items() for p in positions}
+    return all(isinstance(p, int) and found.get(p) == key[:size] for p, key in zip(recorded, wanted))
 
 
 _ALL = "--split all scores every usable sample of the config's annotations instead"
@@ -223,6 +247,50 @@ def refit_on_every_sample(run_dir: str | Path, instructions: Mapping[str, str]) 
     )
 
 
+def chosen_positions(
+    config: RunConfig,
+    dataset: SingleMetricAnnotation,
+    *,
+    source: str | Path | None,
+    instructions: Mapping[str, str],
+    run: str | Path | None = None,
+    split: str | None = None,
+) -> tuple[list[int] | None, list[str]]:
+    """Which samples ``evaluate`` and ``assert_agreement`` score, decided once for both: the
+    positions (None: every usable sample) and the warnings to show.
+
+    Args:
+        source: where the instructions came from (a path; None for a mapping in memory).
+        run: the run whose validation samples to score; default: the run ``source`` is in
+            (:func:`run_of`).
+        split: ``validation`` or ``all``; default ``validation`` when a run is known (its train
+            samples were learned from), else ``all``.
+
+    Raises:
+        ValueError: ``split`` is neither, or ``validation`` with no run to take it from.
+        ConfigError: as :func:`validation_positions` (a run of another metric or file).
+    """
+    run_dir = Path(run) if run is not None else (run_of(source) if source is not None else None)
+    refit = refit_on_every_sample(run_dir, instructions) if run_dir is not None else None
+    if refit is not None:  # small data: nothing is held out from a refit: every sample, said so
+        if split == "validation":
+            raise ValueError(f"--split validation: {refit}; --split all scores every usable sample")
+        return None, [refit]
+    chosen_split = split or ("validation" if run_dir is not None else "all")
+    if chosen_split not in ("validation", "all"):
+        raise ValueError(f"split must be 'validation' or 'all', got {split!r}")
+    if run_dir is None:
+        if chosen_split == "validation":
+            raise ValueError("the validation split needs the run directory (--run DIR, run=)")
+        return None, []
+    if chosen_split == "all":
+        mismatch = other_metric(run_dir, config)
+        return None, [mismatch] if mismatch else []
+    positions = validation_positions(run_dir, dataset, config=config)
+    in_sample = learned_from_validation(run_dir, instructions)
+    return positions, [in_sample] if in_sample else []
+
+
 def _result_metric(run_dir: str | Path) -> str | None:
     try:
         return read_result(run_dir).get("metric")
@@ -238,7 +306,7 @@ def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> Non
 
 async def score_instructions(
     config: RunConfig,
-    instructions: Mapping[str, str],
+    instructions: Mapping[str, str] | ChosenJudge,
     *,
     positions: Sequence[int] | None = None,
     dataset: SingleMetricAnnotation | None = None,
@@ -246,6 +314,8 @@ async def score_instructions(
 ) -> Scorecard:
     """Judge ``positions`` (default: every usable sample) with ``instructions`` and score them.
 
+    ``instructions``: prompt name → instruction, or a chosen judge
+    (:func:`promptevolver.rundir.read_chosen_judge`), judged with its teaching examples.
     ``examples``: a result's ``examples`` block (:func:`promptevolver.rundir.load_examples`):
     under policy ``static`` or ``retrieval`` each sample is judged with the teaching examples the
     optimized judge is shown (from the run's store of train samples; retrieval never shows a
@@ -259,12 +329,16 @@ async def score_instructions(
             ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """
+    if isinstance(instructions, ChosenJudge):
+        examples = instructions.examples if examples is None else examples
+        instructions = instructions.instructions
     data = dataset if dataset is not None else load_dataset(config)
     prompt = resolve_prompt(config, data).rename
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
     seed = config.effective_optimizer().random_seed
-    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt)
+    scale = label_scale_of(metric)
+    llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt, scale=scale)
     await preflight(llm)
     labels = data.labels()
     chosen = list(positions) if positions is not None else [i for i, y in enumerate(labels) if y is not None]
@@ -276,7 +350,7 @@ async def score_instructions(
         metric=metric, llm=llm, dataset=data, max_concurrency=config.llm.max_concurrency, examples=store
     )
     judged = await evaluator.evaluate(instructions, chosen, policy)
-    figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary")
+    figures = agreement_of(judged, chosen, labels, binary=config.loss.type == "binary", scale=scale)
     pairs = tuple(
         (float(labels[p] or 0.0), float(score)) for p in chosen if (score := judged[p].score) is not None
     )
@@ -290,4 +364,5 @@ async def score_instructions(
         judged=judged,
         positions=tuple(chosen),
         prompt_name=next(iter(metric.get_prompts())),
+        simulated_llm=is_simulated(llm),
     )

@@ -1,7 +1,8 @@
 """``promptevolver evaluate`` on the terminal: a :class:`~promptevolver.runs._evaluate.Scorecard` shown.
 
 :func:`scorecard_lines` says which samples were scored, the agreement, its confidence interval,
-the confusion matrix of a binary metric and the LLM calls; :func:`scorecard_json` is the one JSON
+the confusion matrix (its classes named), a pairwise judge's position consistency when it judged
+both orders, and the LLM calls; :func:`scorecard_json` is the one JSON
 object of ``--json`` (the scorecard, the interval and the gate's verdict).
 """
 
@@ -11,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from promptevolver.evaluation._agreement import order_swap_bias
 from promptevolver.runs._evaluate import Scorecard
 
 if TYPE_CHECKING:
@@ -37,8 +39,20 @@ def scorecard_lines(
         value = getattr(a, interval.figure)
         lines.append(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")
     if a.confusion is not None and a.n:
-        (tn, fp), (fn, tp) = a.confusion
-        lines.append(f"confusion (rows human 0/1, columns judge 0/1): [[{tn}, {fp}], [{fn}, {tp}]]")
+        names = "/".join(a.classes or []) if a.nominal or a.classes not in (None, ["no", "yes"]) else "0/1"
+        lines.append(f"confusion (rows human {names}, columns judge {names}): {a.confusion}")
+    if a.nominal and a.per_class:
+        lines.append(
+            "per class: "
+            + "; ".join(f"{c.name} P {c.precision:.3f} R {c.recall:.3f} F1 {c.f1:.3f}" for c in a.per_class)
+        )
+    bias = order_swap_bias(list(card.judged.values()))
+    if bias is not None and bias.consistency is not None:
+        first = "n/a" if bias.first_position is None else f"{bias.first_position:.3f}"
+        lines.append(
+            f"both orders: the same verdict on {bias.consistency:.3f} of {bias.pairs} pairs (position "
+            f"consistency); the response shown first chosen in {first} of the verdicts"
+        )
     lines.append(f"LLM calls: {card.judge_calls} judge (cache hits: {card.usage['cache_hits']})")
     return lines
 

@@ -3,8 +3,10 @@ sample by sample.
 
 Every ``optimize`` run writes into its directory (names from :mod:`promptevolver.rundir`)::
 
-    DIR/best_instructions.json   prompt name → best instruction (a plain JSON object)
-    DIR/apply_best.py            a runnable snippet that builds the judge with them applied
+    DIR/best_instructions.json   the chosen judge (:class:`~promptevolver.rundir.ChosenJudge`): its
+                                 instructions AND teaching examples, the figures it was chosen on,
+                                 the model, whether the simulated LLM judged (a dry run)
+    DIR/apply_best.py            a runnable snippet that builds the judge as it was chosen
     DIR/samples.jsonl            one JSON object per usable annotation (:func:`sample_rows`)
 
 ``promptevolver evaluate --samples-out FILE`` writes the same kind of file for the instructions it
@@ -12,9 +14,8 @@ scores (:func:`scorecard_rows`). A failed evaluation is never a verdict: its ver
 ``failures`` gives its cause; a sample the run did not judge (outside its focus set, with a paid
 LLM) has null verdicts and ``judged`` false.
 
-Loading them back is the run directory's job: :func:`promptevolver.rundir.load_instructions`
-(re-exported here for the import path of release 0.1), which
-:meth:`promptevolver.AspectCritic.from_result` uses.
+Loading them back is the run directory's job: :func:`promptevolver.rundir.read_chosen_judge`,
+which the judges' ``from_result``, ``evaluate -i`` and ``assert_agreement`` use.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from promptevolver.report._data import RunFacts
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,
     BEST_INSTRUCTIONS_FILE,
+    DRY_RUN_NOTE,
     SAMPLES_FILE,
+    ChosenJudge,
     load_instructions,
     locked,
     metric_config_near,
@@ -54,10 +57,14 @@ __all__ = [
 ]
 
 
-def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
+def apply_snippet(chosen: ChosenJudge | Mapping[str, str], metric: MetricConfig) -> str:
     """Python source that builds ``metric`` (its judge — an AspectCritic, RubricJudge or
-    StatementSupport — or a JudgeEnsemble of one) and applies ``instructions``; running it prints
-    the applied instructions."""
+    StatementSupport — or a JudgeEnsemble of one) as it was chosen: ``chosen``'s instructions,
+    and its teaching examples when it kept some (read from the ``best_instructions.json`` beside
+    the snippet, which holds their store); running it prints the applied instructions. A dry
+    run (the simulated LLM judged) says so in its docstring and when run."""
+    record = chosen if isinstance(chosen, ChosenJudge) else ChosenJudge(instructions=dict(chosen))
+    instructions = record.instructions
     items = "".join(f"    {name!r}: {text!r},\n" for name, text in instructions.items())
     ensemble = metric.is_ensemble
     judge, kwargs = metric.judge_source()
@@ -65,23 +72,36 @@ def apply_snippet(instructions: Mapping[str, str], metric: MetricConfig) -> str:
     if judge == "AspectCritic" and len(instructions) == 1 and named:
         kwargs["prompt_name"] = named[0]
     arguments = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-    lines = [
-        f'"""Apply the optimized instructions to the {metric.name} judge (written by promptevolver).',
-        "",
-        "Run it to print them, or copy it into your code; `metric` is ready to use.",
-        '"""',
-        "",
-        f"from promptevolver import {judge}" + (", JudgeEnsemble" if ensemble else ""),
+    head = [f'"""Apply the chosen judge to the {metric.name} metric (written by promptevolver).', ""]
+    if record.dry_run:
+        head += [f"DRY RUN: {DRY_RUN_NOTE.removeprefix('dry run: ')}.", ""]
+    head += ["Run it to print them, or copy it into your code; `metric` is ready to use.", '"""', ""]
+    imports = f"from promptevolver import {judge}" + (", JudgeEnsemble" if ensemble else "")
+    lines = [*head]
+    if record.has_examples:
+        reader = "from promptevolver.rundir import read_chosen_judge"
+        lines += ["from pathlib import Path", "", imports, reader]
+    else:
+        lines.append(imports)
+    lines += [
         "",
         f"BEST_INSTRUCTIONS = {{\n{items}}}",
         "",
         f"critic = {judge}({arguments})",
         "critic.set_instructions(BEST_INSTRUCTIONS)",
     ]
+    if record.has_examples:
+        lines += [
+            f"# chosen WITH teaching examples ({record.examples.get('key') or record.example_policy}); "
+            "without them it judges differently.",
+            f"# Their store is in the {BEST_INSTRUCTIONS_FILE} written beside this file.",
+            f'critic.set_examples(read_chosen_judge(Path(__file__).with_name("{BEST_INSTRUCTIONS_FILE}")).examples)',
+        ]
     lines.append(f"metric = JudgeEnsemble({_ensemble_args(metric)})" if ensemble else "metric = critic")
+    lines += ["", 'if __name__ == "__main__":']
+    if record.dry_run:
+        lines.append(f"    print({('DRY RUN: ' + DRY_RUN_NOTE.removeprefix('dry run: '))!r})")
     lines += [
-        "",
-        'if __name__ == "__main__":',
         "    for name, prompt in metric.get_prompts().items():",
         '        print(f"{name}:\\n{prompt.instruction}\\n")',
         "",
@@ -100,8 +120,10 @@ def _ensemble_args(metric: MetricConfig) -> str:
     return ", ".join(["metric=critic", *(f"{k}={v!r}" for k, v in args.items() if v is not None)])
 
 
-def write_exports(directory: str | Path, instructions: Mapping[str, str], metric: MetricConfig) -> list[Path]:
-    """Write DIR/best_instructions.json and DIR/apply_best.py, each atomically; return their paths.
+def write_exports(directory: str | Path, chosen: ChosenJudge, metric: MetricConfig) -> list[Path]:
+    """Write DIR/best_instructions.json (``chosen``'s record, :meth:`ChosenJudge.to_dict
+    <promptevolver.rundir.ChosenJudge.to_dict>`) and DIR/apply_best.py, each atomically; return
+    their paths.
 
     Raises:
         RunDirError: a folder promptevolver did not make, or another process writing it.
@@ -109,8 +131,8 @@ def write_exports(directory: str | Path, instructions: Mapping[str, str], metric
     """
     out = Path(directory)
     with locked(out):  # the run directory's lock (re-entrant: optimize holds it already)
-        as_json = write_json(out / BEST_INSTRUCTIONS_FILE, dict(instructions), indent=2)
-        snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(instructions, metric))
+        as_json = write_json(out / BEST_INSTRUCTIONS_FILE, chosen.to_dict(), indent=2)
+        snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(chosen, metric))
     return [as_json, snippet]
 
 

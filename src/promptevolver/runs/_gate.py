@@ -5,9 +5,10 @@
 annotations (:mod:`promptevolver.runs._evaluate`) and apply :func:`check_gate`:
 
 * the gate fails when the figure is below the threshold. Figures (higher is better): for a
-  binary metric ``accuracy`` (the default), ``f1``, ``cohen_kappa``; for scores on an ordinal
-  scale (a 1-5 rubric) ``within_one`` (the default), ``exact``, ``weighted_kappa``. Continuous
-  scores have only errors (MSE, MAE, lower is better): no gate;
+  binary metric ``accuracy`` (the default), ``f1``, ``cohen_kappa``; for named classes (a
+  pairwise a / b / tie, a classification) ``accuracy`` (the default), ``cohen_kappa``; for
+  scores on an ordinal scale (a 1-5 rubric) ``within_one`` (the default), ``exact``,
+  ``weighted_kappa``. Continuous scores have only errors (MSE, MAE, lower is better): no gate;
 * it fails when more than ``max_failure_rate`` of the evaluations failed (default 0: a judge
   that cannot answer is not measured, and failures are never scored as verdicts), or when the
   figure could not be measured at all (``n/a``, with the causes);
@@ -31,6 +32,7 @@ from promptevolver.evaluation._intervals import bootstrap_interval, wilson_inter
 __all__ = [
     "BINARY_FIGURES",
     "FIGURES",
+    "NOMINAL_FIGURES",
     "ORDINAL_FIGURES",
     "GateResult",
     "Interval",
@@ -42,6 +44,8 @@ __all__ = [
 BINARY_FIGURES = ("accuracy", "f1", "cohen_kappa")
 #: Gate figures of scores on an ordinal scale (higher-is-better; the first is the default).
 ORDINAL_FIGURES = ("within_one", "exact", "weighted_kappa")
+#: Gate figures of named classes (higher-is-better; the first is the default).
+NOMINAL_FIGURES = ("accuracy", "cohen_kappa")
 FIGURES = BINARY_FIGURES + ORDINAL_FIGURES
 
 
@@ -64,7 +68,7 @@ class Interval:
 
 def default_figure(agreement: Agreement) -> str | None:
     """``accuracy`` for a binary metric, ``within_one`` for ordinal scores, None for continuous ones."""
-    if agreement.binary:
+    if agreement.binary or agreement.nominal:
         return BINARY_FIGURES[0]
     return ORDINAL_FIGURES[0] if agreement.ordinal else None
 
@@ -100,9 +104,25 @@ def interval_of(
 
 
 def _check_figure(agreement: Agreement, figure: str) -> None:
-    allowed = BINARY_FIGURES if agreement.binary else ORDINAL_FIGURES if agreement.ordinal else ()
+    allowed = (
+        BINARY_FIGURES
+        if agreement.binary
+        else NOMINAL_FIGURES
+        if agreement.nominal
+        else ORDINAL_FIGURES
+        if agreement.ordinal
+        else ()
+    )
     if figure not in allowed:
-        kind = "a binary metric" if agreement.binary else "ordinal scores" if agreement.ordinal else None
+        kind = (
+            "a binary metric"
+            if agreement.binary
+            else "named classes"
+            if agreement.nominal
+            else "ordinal scores"
+            if agreement.ordinal
+            else None
+        )
         if kind is None:
             raise ConfigError(
                 "the judge gate needs a figure where higher is better: continuous scores have only "

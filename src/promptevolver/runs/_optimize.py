@@ -10,23 +10,44 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.config._models import RunConfig
-from promptevolver.errors import CheckpointError
+from promptevolver.errors import CheckpointError, ConfigError
 from promptevolver.judge._aspect_critic import AspectCritic
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers.events import Callback
 from promptevolver.report._data import load_run
 from promptevolver.report._write import write_report
-from promptevolver.rundir import CONFIG_FILE, RESULT_FILE, check_unlocked, clear_run, locked, write_atomic
+from promptevolver.rundir import (
+    CONFIG_FILE,
+    REPORT_HTML,
+    REPORT_MD,
+    RESULT_FILE,
+    SAMPLES_FILE,
+    check_unlocked,
+    clear_run,
+    locked,
+    read_result,
+    write_atomic,
+)
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._resume import check_run_dir, check_same_search, record_judgement, resume_point
 
+if TYPE_CHECKING:
+    from promptevolver.integrations.mlflow import MlflowTracker
+
 __all__ = ["CONFIG_FILE", "RESULT_FILE", "execute", "write_config", "write_result"]
+
+#: The MLflow run's description when the simulated LLM answered (``mlflow.note.content``).
+SIMULATED_RUN_NOTE = (
+    "Dry run on the simulated LLM (llm.provider fake): no language model was called; these figures "
+    "say how the pipeline ran on the annotations, not how a real judge agrees with the humans."
+)
 
 
 def write_config(directory: str | Path, config: RunConfig) -> Path:
@@ -105,9 +126,7 @@ def execute(
     metric, llm, reflection = build_run_parts(
         config, dataset, random_seed=opt_config.random_seed, prompt_name=match.rename, step=step
     )
-    optimizer = GeneticOptimizer(
-        metric=metric, llm=llm, reflection_llm=reflection, progress=progress, callbacks=callbacks
-    )
+    tracking = _tracking_uri(config)  # a bad tracking config fails before any LLM call
     with locked(directory):  # nothing is written into the directory before this
         check_run_dir(directory, resume=resume, force=force)  # again: another process may have written
         if force and not resume:
@@ -115,23 +134,88 @@ def execute(
         previous = (directory / CONFIG_FILE).read_text(encoding="utf-8") if resume else None
         write_config(directory, config)
         record_judgement(directory, config)
+        tracker = None if tracking is None else _tracker(config, directory, tracking[0])
+        optimizer = GeneticOptimizer(
+            metric=metric,
+            llm=llm,
+            reflection_llm=reflection,
+            progress=progress,
+            callbacks=[*callbacks, tracker] if tracker is not None else callbacks,
+        )
         try:
             result = optimizer.optimize(
                 dataset, build_loss(config.loss), opt_config, run_dir=directory, resume=resume
             )
-        except CheckpointError as exc:  # the run's own config.yaml stays as it was
-            if previous is not None:
+            step(f"writing result.json, the exports and the report to {directory}")
+            write_result(directory, result)
+            write_exports(directory, result.chosen_judge(), config.metric)
+            # gathered once: the verdicts of seed and best; a missing one re-judged by the run's own
+            # simulated LLM (its world is not built again)
+            facts = load_run(directory, dataset=dataset, llm=llm)
+            write_report(directory, facts=facts)
+            write_samples(directory, facts)
+        except BaseException as exc:
+            if tracker is not None:
+                interrupted = isinstance(exc, KeyboardInterrupt)  # Ctrl-C waits 2 s at most
+                tracker.finish(
+                    status="KILLED" if interrupted else "FAILED", timeout_s=2.0 if interrupted else None
+                )
+            if not isinstance(exc, CheckpointError):
+                raise
+            if previous is not None:  # the run's own config.yaml stays as it was
                 write_atomic(directory / CONFIG_FILE, previous)
             raise CheckpointError(
                 f"{exc} (config: {source or directory / CONFIG_FILE}; dataset: {_dataset_name(config)})"
             ) from exc
-        step(f"writing result.json, the exports and the report to {directory}")
-        write_result(directory, result)
-        write_exports(directory, result.best_instructions, config.metric)
-        facts = load_run(directory, dataset=dataset)  # gathered once: the verdicts of seed and best
-        write_report(directory, facts=facts)
-        write_samples(directory, facts)
+    if tracker is not None:
+        _finish_tracking(tracker, directory)
     return result
+
+
+def _tracking_uri(config: RunConfig) -> tuple[str | None] | None:
+    """``(tracking URI,)`` of ``tracking.mlflow`` (None inside: MLflow's default), checked before
+    the run starts; None without tracking.
+
+    Raises:
+        ConfigError: MLflow is not installed, or the URI names an unset environment variable.
+    """
+    import importlib.util
+
+    settings = config.tracking.mlflow
+    if settings is None:
+        return None
+    if importlib.util.find_spec("mlflow") is None:
+        raise ConfigError('tracking.mlflow needs MLflow: pip install "promptevolver[mlflow]"')
+    return (settings.resolved_uri(),)
+
+
+def _tracker(config: RunConfig, directory: Path, uri: str | None) -> MlflowTracker:
+    """The run's MLflow tracker (``tracking.mlflow``), its MLflow run started on its own thread."""
+    from promptevolver.integrations.mlflow import MlflowTracker
+
+    settings = config.tracking.mlflow
+    assert settings is not None
+    return MlflowTracker(
+        tracking_uri=uri,
+        experiment=settings.experiment,
+        run_name=settings.run_name or f"{config.metric.name} ({directory.resolve().name})",
+        params=config.dump(relative_to=directory),
+        tags={"promptevolver.metric": config.metric.name, "promptevolver.run_dir": str(directory.resolve())},
+        timeout_s=settings.timeout_s,
+    )
+
+
+def _finish_tracking(tracker: MlflowTracker, directory: Path) -> None:
+    """The final figures (read from result.json, their one record), tags and files of the run."""
+    from promptevolver.integrations.mlflow import run_figures
+
+    result = read_result(directory)
+    simulated = bool(result.get("simulated_llm"))
+    tags = {"promptevolver.simulated_llm": str(simulated).lower()}
+    if simulated:
+        tags["mlflow.note.content"] = SIMULATED_RUN_NOTE
+    files = [directory / name for name in (RESULT_FILE, REPORT_HTML, REPORT_MD, SAMPLES_FILE)]
+    tracker.finish(figures=run_figures(result), tags=tags, artifacts=[f for f in files if f.is_file()])
 
 
 def _dataset_name(config: RunConfig) -> str:

@@ -18,7 +18,7 @@ from promptevolver import rundir
 from promptevolver.evaluation._losses import loss_label
 from promptevolver.optimizers._result import OptimizationResult
 
-__all__ = ["choice_line", "outcome_lines", "stage_line", "stop_line"]
+__all__ = ["choice_line", "chosen_lines", "outcome_lines", "stage_line", "stop_line"]
 
 _STOPS = {
     "generations": "every generation the config asks for ran",
@@ -63,11 +63,23 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     note = (result.split or {}).get("note")
     if note:
         lines.append(f"note: {note}")
-    return (
-        lines
-        + _files(run_dir)
-        + [f"\nbest instruction for {prompt}:\n{text}" for prompt, text in result.best_instructions.items()]
-    )
+    return lines + _files(run_dir) + chosen_lines(result.chosen_judge(), run_dir)
+
+
+def chosen_lines(chosen: rundir.ChosenJudge, run_dir: Path) -> list[str]:
+    """The chosen judge as ``optimize`` prints it, from its one record: each instruction, then
+    the teaching examples it is shown with (they are part of it), ``DRY RUN`` first when the
+    simulated LLM judged."""
+    lines = [f"\nDRY RUN: {rundir.DRY_RUN_NOTE.removeprefix('dry run: ')}"] if chosen.dry_run else []
+    lines += [f"\nbest instruction for {prompt}:\n{text}" for prompt, text in chosen.instructions.items()]
+    if chosen.has_examples:
+        n = len(chosen.examples.get("store", {}).get("samples", []))
+        lines.append(
+            f"\nshown with teaching examples: {chosen.examples.get('key') or chosen.example_policy} from "
+            f"{n} annotated samples (part of the chosen judge: {run_dir / rundir.BEST_INSTRUCTIONS_FILE} "
+            "carries them; without them it judges differently)"
+        )
+    return lines
 
 
 def _files(run_dir: Path) -> list[str]:

@@ -44,8 +44,8 @@ from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
 from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.config._models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
-from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.judge._protocol import Metric
+from promptevolver.evaluation._losses import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
+from promptevolver.judge._protocol import Metric, label_scale_of
 from promptevolver.llm._base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm._cache import CachedLLM
 from promptevolver.llm._concurrency import InFlightLimit
@@ -450,6 +450,9 @@ def _loss(
     default = getattr(metric, "default_loss", None)
     if default is not None:
         return default()
+    scale = label_scale_of(metric)
+    if scale is not None and scale.kind == "nominal":  # named classes: never a squared error
+        return ClassificationLoss()
     return BinaryMetricLoss(metric="accuracy") if data.is_binary else MSELoss()
 
 
@@ -675,7 +678,7 @@ def _write_metric(
     folder: Path, result: OptimizationResult, config: RunConfig, dataset: SingleMetricAnnotation
 ) -> None:
     write_result(folder, result)
-    write_exports(folder, result.best_instructions, config.metric)
+    write_exports(folder, result.chosen_judge(), config.metric)
     facts = load_run(folder, dataset=dataset)
     write_report(folder, facts=facts)
     write_samples(folder, facts)

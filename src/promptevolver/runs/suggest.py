@@ -49,7 +49,7 @@ from promptevolver.config._build import build_llm, build_metric, load_dataset, r
 from promptevolver.config._models import BudgetConfig, RunConfig
 from promptevolver.errors import AnnotationError, CheckpointError, LLMUnusableError
 from promptevolver.evaluation._evaluator import candidate_key
-from promptevolver.judge._protocol import Judgement, Metric
+from promptevolver.judge._protocol import Judgement, Metric, label_scale_of
 from promptevolver.llm._base import LLMClient
 from promptevolver.llm._concurrency import InFlightLimit
 from promptevolver.llm._preflight import preflight
@@ -293,8 +293,11 @@ async def asuggest(
 
     first = {text: i for i, text in reversed(list(enumerate(annotated)))}
     duplicates = [first.get(" ".join(t.split())) for t in shown]
+    names = _label_names(metric)
     out = [
-        _suggestion(r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i], evidence(i))
+        _suggestion(
+            r, i, g, traces[i], votes[i], signals[i], labels, against[i], duplicates[i], evidence(i), names
+        )
         for r, (i, g) in enumerate(picked, 1)
     ]
     fake = config.llm.provider == "fake"
@@ -747,6 +750,16 @@ def _ensemble_judges(judgement: Judgement | None) -> list[float | None]:
     return [v for k, v in scores.items() if "_judge_" in str(k)]
 
 
+def _label_names(metric: Metric) -> Any:
+    """How the why names a verdict: by its label's name for a judge whose label space names its
+    labels otherwise than no / yes (``a`` / ``b`` / ``tie``, a class); None: as a number."""
+    scale = label_scale_of(metric)
+    space = [c.name for c in (scale.label_space() if scale is not None else None) or ()]
+    if scale is None or scale.kind == "numeric" or space == ["no", "yes"]:
+        return None
+    return scale.name_of
+
+
 def _suggestion(
     rank_: int,
     index: int,
@@ -758,6 +771,7 @@ def _suggestion(
     against: Any,
     duplicate: int | None,
     evidence: str | None = None,
+    names: Any = None,
 ) -> Suggestion:
     nearest = None
     if len(against):
@@ -782,6 +796,7 @@ def _suggestion(
             nearest=nearest,
             duplicate=duplicate,
             evidence=evidence,
+            fmt=names,
         ),
         verdicts=dict(zip(labels, votes.verdicts)),
         reasks=list(votes.others),

@@ -41,9 +41,10 @@ from typing import Literal
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import LabelChoice, LabelScale, SingleMetricAnnotation
 from promptevolver.annotations._models import sample_key
 from promptevolver.simulation import _phrases as ph
+from promptevolver.simulation._draws import unit
 
 __all__ = [
     "JUDGE_WORDS",
@@ -123,6 +124,9 @@ class World:
     stop: frozenset[str] = field(default=frozenset())
     #: The criteria move a score (a rubric): verdict 0 means "score lower", 1 "score higher".
     scored: bool = False
+    #: Named classes (a pairwise a / b / tie, a classification; a pairwise b / a without ties):
+    #: the name of each verdict code; empty for yes / no verdicts and scores.
+    labels: tuple[str, ...] = ()
 
     def generic(self) -> list[Criterion]:
         return [c for c in self.criteria.values() if c.kind == "generic"]
@@ -146,7 +150,13 @@ class _Row:
         return self.original != self.label
 
 
-def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: float = 0.5) -> World:
+def mine_world(
+    dataset: SingleMetricAnnotation,
+    *,
+    prompt_name: str,
+    max_share: float = 0.5,
+    scale: LabelScale | None = None,
+) -> World:
     """The world of ``dataset``: its samples' truths and the criteria mined from corrections.
 
     Args:
@@ -154,10 +164,16 @@ def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: 
         prompt_name: the judge prompt whose ``prompt_output`` is the original verdict.
         max_share: a phrase in more than this share of corrections is the task itself, not a
             criterion (applied from 4 corrections on).
+        scale: the metric's labels; a nominal scale (named classes) makes verdicts the classes'
+            codes (their order in the label space) and names them (``World.labels``). A recorded
+            verdict may be a number or a label's name; a sample whose judge recorded none (its
+            call failed) gets a class drawn from its key.
     """
     words = ph.CLOSED_CLASS | JUDGE_WORDS | frozenset(dataset.name.lower().replace("-", "_").split("_"))
     stop = words | frozenset(ph.normalize_word(w) for w in words)
-    rows = _rows(dataset, prompt_name)
+    space = scale.label_space() if scale is not None and scale.kind != "numeric" else None
+    nominal = scale is not None and scale.kind == "nominal"
+    rows = _rows(dataset, prompt_name, _Codes(space or (), nominal=nominal))
     for row in rows.values():
         _correct(row, stop)
     corrections = [r for r in rows.values() if r.source is not None]
@@ -179,24 +195,45 @@ def mine_world(dataset: SingleMetricAnnotation, *, prompt_name: str, max_share: 
         for k, r in rows.items()
     }
     has_reference = sum(bool(s.metric_input.get("reference")) for s in dataset.samples) * 2 >= len(dataset)
-    return World(samples, criteria, has_reference, stop)
+    names = tuple(c.name for c in space or ())  # by code: a binary space is sorted by value (0, 1)
+    labels = names if nominal or (space and names != ("no", "yes")) else ()
+    return World(samples, criteria, has_reference, stop, labels=labels)
 
 
-def _rows(dataset: SingleMetricAnnotation, prompt_name: str) -> dict[str, _Row]:
+class _Codes:
+    """Verdict codes of recorded outputs and labels: the number itself (0 / 1), or for named
+    classes the class's position in the label space; a label's name reads as its value."""
+
+    def __init__(self, space: Sequence[LabelChoice], *, nominal: bool) -> None:
+        self.by_name = {c.name: c.value for c in space}
+        self.by_value = {c.value: k for k, c in enumerate(space)} if nominal else None
+        self.classes = len(space) if nominal else 2
+
+    def __call__(self, value: object, key: str) -> int:
+        if isinstance(value, str):
+            value = self.by_name.get(value)
+        if not isinstance(value, int | float) or value != value:  # none recorded (NaN: a failed call)
+            return int(unit(0, "no recorded verdict", key) * self.classes)
+        if self.by_value is not None:
+            return self.by_value.get(float(value), 0)
+        return int(round(value))
+
+
+def _rows(dataset: SingleMetricAnnotation, prompt_name: str, code: _Codes) -> dict[str, _Row]:
     rows: dict[str, _Row] = {}
     for sample, label in zip(dataset.samples, dataset.labels()):
         prompt = sample.prompts.get(prompt_name)
         output = (prompt.prompt_output if prompt else None) or {}
-        original = int(output.get("verdict", sample.metric_output))
-        edited = ((prompt.edited_output if prompt else None) or {}).get("reason")
         key = sample_key(sample.metric_input)
+        original = code(output.get("verdict", output.get("label", sample.metric_output)), key)
+        edited = ((prompt.edited_output if prompt else None) or {}).get("reason")
         inputs = sample.metric_input
         texts = [str(v) for _, v in sorted(inputs.items()) if isinstance(v, str)]
         response = str(inputs.get("response") or inputs.get("user_input") or " ".join(texts))
         row = _Row(
             key=key,
             original=original,
-            label=original if label is None else int(round(label)),
+            label=original if label is None else code(label, key),
             original_reason=str(output.get("reason", "")),
             edited=str(edited) if edited else None,
             input_text=" \n ".join(texts),
@@ -221,12 +258,21 @@ def _correct(row: _Row, stop: frozenset[str]) -> None:
     else:
         row.source = None
         return
-    inputs = ph.key_sequence(row.input_text)
-    found = ph.candidates(text, stop=stop, max_words=6 if row.source == "input" else 4)
-    row.phrases = {k: occ for k, occ in found.items() if not ph.contains(said, k)}
-    row.facts = (
-        set(row.phrases) if row.source == "input" else {k for k in row.phrases if ph.contains(inputs, k)}
-    )
+    longest = 6 if row.source == "input" else 4
+    found = ph.candidates(text, stop=stop, max_words=longest)
+    in_reason = _runs(said, longest)  # a set: a scan of the reason per phrase was quadratic
+    row.phrases = {k: occ for k, occ in found.items() if k not in in_reason}
+    if row.source == "input":
+        row.facts = set(row.phrases)
+    else:
+        in_inputs = _runs(ph.key_sequence(row.input_text), longest)
+        row.facts = {k for k in row.phrases if k in in_inputs}
+
+
+def _runs(sequence: ph.Key, longest: int) -> set[ph.Key]:
+    """Every contiguous run of 1..``longest`` words of ``sequence`` (``k in _runs(s, n)`` is
+    ``ph.contains(s, k)`` for keys of at most ``longest`` words)."""
+    return {tuple(sequence[i : i + n]) for n in range(1, longest + 1) for i in range(len(sequence) - n + 1)}
 
 
 def _generic(
@@ -241,25 +287,61 @@ def _generic(
                 seeds[key] += 1
             elif row.source == "input":
                 inputs[key] += 1
-    responses = {r.key: ph.key_sequence(r.response_text) for r in rows.values()}
-    for key, count in inputs.items():
-        if count >= 2 and _marks_disagreement(key, responses, rows):
-            seeds[key] += count
+    wanted = [key for key, count in inputs.items() if count >= 2]
+    having = _occurrences(wanted, {r.key: ph.key_sequence(r.response_text) for r in rows.values()})
+    for key in wanted:
+        if sum(rows[k].disagrees for k in having[key]) * 2 > len(having[key]):  # marks disagreement
+            seeds[key] += inputs[key]
     limit = max(2, int(max_share * len(corrections))) if len(corrections) >= 4 else len(corrections)
+    carried_by: dict[ph.Key, list[str]] = defaultdict(list)  # key -> corrections holding it, in order
+    for row in corrections:
+        for key in row.phrases:
+            carried_by[key].append(row.key)
     by_carriers: dict[tuple[str, ...], list[ph.Key]] = defaultdict(list)
     for key, count in seeds.items():
-        carriers = tuple(r.key for r in corrections if key in r.phrases)
+        carriers = tuple(carried_by[key])
         if count >= 2 and len(carriers) <= limit and any(rows[k].disagrees for k in carriers):
             by_carriers[carriers].append(key)
-    sets = {carriers: frozenset(carriers) for carriers in by_carriers}
-    maximal = [c for c in by_carriers if not any(sets[c] < other for other in sets.values())]
+    maximal = _maximal(list(by_carriers))
     groups = [(tuple(sorted(by_carriers[c], key=lambda k: (-len(k), k))), c) for c in maximal]
     return sorted(groups, key=lambda g: (-len(g[1]), g[0]))
 
 
-def _marks_disagreement(key: ph.Key, responses: Mapping[str, ph.Key], rows: Mapping[str, _Row]) -> bool:
-    having = [k for k, seq in responses.items() if ph.contains(seq, key)]
-    return sum(rows[k].disagrees for k in having) * 2 > len(having)
+def _maximal(groups: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The groups no other group strictly contains, in their order (a superset holds the group's
+    first member, so only those are compared: not every pair)."""
+    sets = [frozenset(g) for g in groups]
+    holding: dict[str, list[int]] = defaultdict(list)
+    for i, members in enumerate(sets):
+        for member in members:
+            holding[member].append(i)
+    return [
+        g
+        for g, members in zip(groups, sets)
+        if not any(members < sets[j] for j in holding[g[0]] if len(sets[j]) > len(members))
+    ]
+
+
+def _occurrences(keys: Sequence[ph.Key], texts: Mapping[str, ph.Key]) -> dict[ph.Key, list[str]]:
+    """Key -> the texts (by sample key, in order) holding it as a contiguous run: one pass over
+    each text per key length, so linear in the text size (a scan per key was quadratic: 833
+    long samples took minutes)."""
+    found: dict[ph.Key, list[str]] = {key: [] for key in keys}
+    lengths = sorted({len(key) for key in keys if key})
+    for name, seq in texts.items():
+        seen: set[ph.Key] = set()
+        for n in lengths:
+            for i in range(len(seq) - n + 1):
+                run = tuple(seq[i : i + n])
+                if run in found and run not in seen:
+                    seen.add(run)
+                    found[run].append(name)
+    return found
+
+
+def _holds_any(key: ph.Key, runs: set[ph.Key], lengths: Sequence[int]) -> bool:
+    """Whether some contiguous run of ``key`` is one of ``runs`` (whose lengths are ``lengths``)."""
+    return any(tuple(key[i : i + n]) in runs for n in lengths for i in range(len(key) - n + 1))
 
 
 def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tuple[_Row, ph.Key]]:
@@ -270,6 +352,7 @@ def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tu
     matrix = vectorizer.fit_transform(docs).tocsr()
     vocab = vectorizer.get_feature_names_out()
     df = Counter(k for r in corrections for k in r.phrases)
+    lengths = sorted({len(g) for g in generic_keys if g})
     out = []
     for i, row in enumerate(corrections):
         if not row.disagrees:
@@ -280,7 +363,7 @@ def _specific(corrections: Sequence[_Row], generic_keys: set[ph.Key]) -> list[tu
             for j, w in zip(matrix.indices[start:end], matrix.data[start:end])
         }
         order = {k: n for n, k in enumerate(row.phrases)}
-        unique = [k for k in row.phrases if df[k] == 1 and not any(ph.contains(k, g) for g in generic_keys)]
+        unique = [k for k in row.phrases if df[k] == 1 and not _holds_any(k, generic_keys, lengths)]
         if unique:
             best = min(
                 unique, key=lambda k: (k not in row.facts, -weights.get(k, 0.0), *_density(k, row), order[k])

@@ -139,7 +139,9 @@ class SimulatedEngineer:
         match = _AT_MOST.search(parts.get(ops.ANSWER, "") or user)
         limit = int(match.group(1)) if match else 3
         items = [
-            writer.feedback_item(c, has_reference=self.world.has_reference, scored=self.world.scored)
+            writer.feedback_item(
+                c, has_reference=self.world.has_reference, scored=self.world.scored, labels=self.world.labels
+            )
             for c in wanted[:limit]
         ]
         if '"explains"' not in parts.get(ops.ANSWER, ""):

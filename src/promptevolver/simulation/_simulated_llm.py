@@ -47,9 +47,11 @@ import dataclasses
 import functools
 import hashlib
 import json
+import warnings
 from typing import Any
 
-from promptevolver.annotations import SingleMetricAnnotation
+from promptevolver.annotations import LabelScale, SingleMetricAnnotation
+from promptevolver.annotations._labels import PAIRWISE, PAIRWISE_BINARY
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm._base import BaseLLMClient, Completion, LLMRequest
@@ -61,10 +63,34 @@ from promptevolver.simulation._criteria import Criterion, Truth, World, mine_wor
 from promptevolver.simulation._draws import unit
 from promptevolver.simulation._engineer import SimulatedEngineer, sections
 
-__all__ = ["NOISE_REASON", "SimulatedJudgeLLM", "sample_key", "sections"]
+__all__ = [
+    "KNOWN_SHARE",
+    "NOISE_REASON",
+    "SimulatedJudgeLLM",
+    "SimulationCoverageWarning",
+    "sample_key",
+    "sections",
+]
 
 #: The reason a judge answer carries when its verdict is a noise flip.
 NOISE_REASON = "Judged on the overall impression of the response."
+#: Below this share of known samples among those judged, the simulated LLM warns.
+KNOWN_SHARE = 0.9
+
+
+class SimulationCoverageWarning(UserWarning):
+    """The simulated LLM judges samples its world does not know (it answers them at random)."""
+
+
+def pairwise_scale(dataset: SingleMetricAnnotation) -> LabelScale | None:
+    """The label scale of a pairwise dataset (every sample holds ``response_a`` and
+    ``response_b``): a / b when its labels are binary, a / b / tie otherwise; None for another
+    dataset (0/1 verdicts or scores)."""
+    if not dataset.samples or not all(
+        "response_a" in s.metric_input and "response_b" in s.metric_input for s in dataset.samples
+    ):
+        return None
+    return PAIRWISE_BINARY if dataset.is_binary else PAIRWISE
 
 
 class SimulatedJudgeLLM(BaseLLMClient):
@@ -95,6 +121,15 @@ class SimulatedJudgeLLM(BaseLLMClient):
         context_tokens: the simulated context window in tokens (None: no limit): a longer prompt
             is refused with :class:`~promptevolver.errors.ContextLengthExceededError`, as an
             OpenAI server answers ``context_length_exceeded``.
+        scale: the metric's labels (:class:`~promptevolver.annotations.LabelScale`): named classes
+            (a pairwise a / b / tie, a classification) are judged as classes, answered by name
+            when the request's schema asks for names; None: a pairwise dataset's
+            (:func:`pairwise_scale`), else 0/1 verdicts.
+
+    Samples are recognised by the fields the judge shows (a judge that shows fewer fields than the
+    annotations hold still finds its samples), and a pairwise sample with its responses swapped
+    as that sample, its verdict mirrored. When fewer than :data:`KNOWN_SHARE` of the samples it
+    has judged are known (from 20 on), it warns once: it answers the others with coin flips.
 
     Raises:
         ValueError: a probability or count out of range.
@@ -126,6 +161,7 @@ class SimulatedJudgeLLM(BaseLLMClient):
         demo_free: int = 4,
         demo_penalty: float = 0.01,
         demo_cap: int = 16,
+        scale: LabelScale | None = None,
     ) -> None:
         if not 0.0 <= p_demo <= 1.0 or demo_free < 0 or demo_penalty < 0 or demo_cap < 1:
             raise ValueError("p_demo must be in [0, 1], demo_free and demo_penalty >= 0, demo_cap >= 1")
@@ -160,9 +196,14 @@ class SimulatedJudgeLLM(BaseLLMClient):
         self.cram_penalty = cram_penalty
         self.repetition_penalty = repetition_penalty
         self.metric_name = dataset.name
-        self.world: World = mine_world(dataset, prompt_name=prompt_name)
+        self.scale = scale = scale if scale is not None else pairwise_scale(dataset)
+        self.world: World = mine_world(dataset, prompt_name=prompt_name, scale=scale)
         self._coverage = writer.Coverage(self.world)
         self.named = functools.lru_cache(maxsize=4096)(self._coverage.named)
+        self._inputs = [(sample_key(s.metric_input), s.metric_input) for s in dataset.samples]
+        self._views: dict[frozenset[str], dict[str, str]] = {}
+        self.judged: dict[str, bool] = {}  # shown sample key -> known to the world
+        self._warned = False
 
     def __repr__(self) -> str:
         return (
@@ -172,8 +213,85 @@ class SimulatedJudgeLLM(BaseLLMClient):
 
     # --- the world ---------------------------------------------------------------------------
     def truth(self, inputs: dict[str, Any]) -> Truth | None:
-        """What the world knows of the sample with these input fields, or None."""
-        return self.world.samples.get(sample_key(inputs))
+        """What the world knows of the sample with these input fields, or None: found by every
+        field, else by the fields shown (a judge may show fewer than the annotations hold)."""
+        key = sample_key(inputs)
+        found = self.world.samples.get(key)
+        if found is not None:
+            return found
+        view = self._view(frozenset(k for k, v in inputs.items() if v not in (None, "", [])))
+        known = view.get(key)
+        return None if known is None else self.world.samples.get(known)
+
+    def _view(self, fields: frozenset[str]) -> dict[str, str]:
+        """Key of the samples' ``fields`` alone -> the sample's key (built once per field set)."""
+        view = self._views.get(fields)
+        if view is None:
+            view = {}
+            for key, inputs in self._inputs:
+                view.setdefault(sample_key({k: v for k, v in inputs.items() if k in fields}), key)
+            self._views[fields] = view
+        return view
+
+    def _recognise(self, inputs: dict[str, Any]) -> tuple[Truth | None, bool]:
+        """(the sample's truth, whether its responses were shown swapped); (None, False) unknown."""
+        truth = self.truth(inputs)
+        if truth is None and "response_a" in inputs and "response_b" in inputs:
+            mirrored = {**inputs, "response_a": inputs["response_b"], "response_b": inputs["response_a"]}
+            truth = self.truth(mirrored)
+            if truth is not None:
+                return truth, True
+        return truth, False
+
+    def _count(self, key: str, known: bool, inputs: dict[str, Any]) -> None:
+        """Record a judged sample; warn once when under :data:`KNOWN_SHARE` of them are known."""
+        self.judged.setdefault(key, known)
+        n = len(self.judged)
+        share = sum(self.judged.values()) / n
+        if self._warned or n < min(20, len(self.world.samples)) or share >= KNOWN_SHARE:
+            return
+        self._warned = True
+        fields = sorted({k for _, i in self._inputs for k in i})
+        why = (
+            f"they are not among the {len(self.world.samples)} annotations it was built from"
+            if set(inputs) <= set(fields)
+            else f"the judge shows the fields {sorted(inputs)}; the annotations hold {fields}"
+        )
+        warnings.warn(
+            f"the simulated LLM knows only {sum(self.judged.values())} of the {n} samples it has judged "
+            f"({share:.0%}; it needs {KNOWN_SHARE:.0%}): it answers the others with coin flips, so "
+            f"figures on them measure nothing ({why})",
+            SimulationCoverageWarning,
+            stacklevel=2,
+        )
+
+    def known_share(self) -> float | None:
+        """The share of the distinct samples judged so far that the world knows (None: none)."""
+        return None if not self.judged else sum(self.judged.values()) / len(self.judged)
+
+    def _classes(self) -> int:
+        return len(self.world.labels) or 2
+
+    def _mirror(self, code: int) -> int:
+        """The verdict code of a pairwise verdict seen with its responses swapped (a <-> b)."""
+        if not self.world.labels or self.scale is None:
+            return 1 - code
+        space = self.scale.label_space() or ()
+        value = 1.0 - space[code].value
+        return next((k for k, c in enumerate(space) if c.value == value), code)
+
+    def _shown(self, code: int, schema: dict[str, Any] | None) -> tuple[str, Any]:
+        """(the answer's label field, the verdict as the request's schema asks: a name when it
+        lists names, else the number)."""
+        properties = (schema or {}).get("properties") or {}
+        field = next((k for k in properties if k != "reason"), "verdict")
+        enum = properties.get(field, {}).get("enum") or []
+        if enum and all(isinstance(e, str) for e in enum):
+            if self.world.labels:
+                return field, self.world.labels[code]
+            names = {c.value: c.name for c in (self.scale.label_space() if self.scale else None) or ()}
+            return field, names.get(float(code), str(code))
+        return field, code
 
     def applies(self, instruction: str, truth: Truth) -> bool:
         """True when ``instruction`` names a criterion the sample carries."""
@@ -191,8 +309,9 @@ class SimulatedJudgeLLM(BaseLLMClient):
 
     def sentence(self, criterion: Criterion) -> str:
         """The sentence the engineer writes for ``criterion`` (also its feedback item)."""
+        world = self.world
         return writer.feedback_item(
-            criterion, has_reference=self.world.has_reference, scored=self.world.scored
+            criterion, has_reference=world.has_reference, scored=world.scored, labels=world.labels
         )
 
     def cache_identity(self) -> dict[str, Any]:
@@ -214,10 +333,12 @@ class SimulatedJudgeLLM(BaseLLMClient):
         demos = {"p_demo": 0.6, "demo_free": 4, "demo_penalty": 0.01, "demo_cap": 16}
         # named only when changed, so the identity (and caches) of default settings stay as before
         settings.update({name: getattr(self, name) for name, v in demos.items() if getattr(self, name) != v})
-        world = [
+        world: list[Any] = [
             sorted((k, dataclasses.asdict(t)) for k, t in self.world.samples.items()),
             sorted((k, dataclasses.asdict(c)) for k, c in self.world.criteria.items()),
         ]
+        if self.world.labels:  # named classes answer otherwise; 0/1 identities stay as they were
+            world.append(list(self.world.labels))
         digest = hashlib.sha256(json.dumps([settings, world], sort_keys=True).encode()).hexdigest()
         return {"provider": self.provider, "model": f"simulated-judge-{digest[:16]}"}
 
@@ -242,7 +363,8 @@ class SimulatedJudgeLLM(BaseLLMClient):
         for an unrecognised prompt (it answers a JSON error object instead)."""
         rendered = split_rendered(request.messages)
         if rendered is not None:
-            return self._judge(*rendered, request.sample_index, rendered_examples(request.messages))
+            examples = rendered_examples(request.messages)
+            return self._judge(*rendered, request.sample_index, examples, request.json_schema)
         return self.engineer().answer(request.messages[-1].content)
 
     def engineer(self) -> SimulatedEngineer:
@@ -270,9 +392,11 @@ class SimulatedJudgeLLM(BaseLLMClient):
             if other == key or other in seen:
                 continue
             seen.add(other)
-            demo = self.world.samples.get(other)
-            verdict = output.get("verdict", output.get("score"))
-            if demo is None or verdict not in (0, 1):
+            demo = self.truth(shown_inputs)
+            verdict = output.get("verdict", output.get("score", output.get("label")))
+            if isinstance(verdict, str) and verdict in self.world.labels:  # a named class: its code
+                verdict = self.world.labels.index(verdict)
+            if demo is None or verdict not in range(self._classes()):
                 continue
             for cid in set(demo.criteria) & set(truth.criteria):
                 if self.world.criteria[cid].kind == "generic":
@@ -285,15 +409,32 @@ class SimulatedJudgeLLM(BaseLLMClient):
         inputs: dict[str, Any],
         sample_index: int,
         examples: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> str:
         key = sample_key(inputs)
-        truth = self.world.samples.get(key)
+        truth, mirrored = self._recognise(inputs)
+        self._count(key, truth is not None, inputs)
         normalized = " ".join(instruction.split())
         if unit(self.random_seed, "malformed", normalized, key, sample_index) < self.malformed_rate:
             return '{"reason": "The response is'
         if truth is None:
-            verdict = int(unit(self.random_seed, "unknown", normalized, key) < 0.5)
-            return json.dumps({"reason": "No basis to judge this input.", "verdict": verdict})
+            verdict = int(unit(self.random_seed, "unknown", normalized, key) * self._classes())
+            field, shown_verdict = self._shown(verdict, schema)
+            return json.dumps({"reason": "No basis to judge this input.", field: shown_verdict})
+        verdict, reason = self._verdict(instruction, key, truth, sample_index, examples)
+        field, shown_verdict = self._shown(self._mirror(verdict) if mirrored else verdict, schema)
+        return json.dumps({"reason": reason, field: shown_verdict})
+
+    def _verdict(
+        self,
+        instruction: str,
+        key: str,
+        truth: Truth,
+        sample_index: int,
+        examples: list[tuple[dict[str, Any], dict[str, Any]]] | None,
+    ) -> tuple[int, str]:
+        """The verdict code and reason for a known sample (see the module docstring)."""
+        normalized = " ".join(instruction.split())
         k, shown = self.demo_effect(key, truth, examples) if examples else (0, 0)
         p_flip = min(0.5, self.noise_rate(instruction) + max(0, shown - self.demo_free) * self.demo_penalty)
         if self.applies(instruction, truth):
@@ -302,9 +443,11 @@ class SimulatedJudgeLLM(BaseLLMClient):
             verdict, reason = truth.label, truth.edited_reason or truth.original_reason
         else:
             verdict, reason = truth.original, truth.original_reason
-        if unit(self.random_seed, "noise", normalized, key, sample_index) < p_flip:
-            verdict, reason = 1 - verdict, NOISE_REASON
-        return json.dumps({"reason": reason, "verdict": verdict})
+        draw = unit(self.random_seed, "noise", normalized, key, sample_index)
+        if draw < p_flip:  # 0/1: the other verdict; k classes: one of the others, from the same draw
+            other = 1 + int(draw / p_flip * (self._classes() - 1)) if self.world.labels else 1
+            verdict, reason = (verdict + other) % self._classes(), NOISE_REASON
+        return verdict, reason
 
     def _applied_reason(self, instruction: str, truth: Truth) -> str:
         cid = sorted(self.named(instruction) & set(truth.criteria))[0]

@@ -10,7 +10,8 @@ An instruction it writes is its base text followed by one block per verdict::
     - the response shows a simplified and accurate representation
 
 For a score (a rubric, ``World.scored``) the blocks are ``Score lower when:`` and ``Score higher
-when:``: a 1-5 instruction gets no binary verdict rules.
+when:``: a 1-5 instruction gets no binary verdict rules. For named classes (a pairwise a / b /
+tie, a classification: ``World.labels``) a block per class: ``Give verdict tie when:``.
 
 Each bullet names one criterion with a clause chosen by the criterion's role (see
 :class:`~promptevolver.simulation._criteria.Criterion`): a quote of the input (``the response says
@@ -36,7 +37,7 @@ from promptevolver.simulation._criteria import Criterion, World
 
 __all__ = ["Coverage", "Parsed", "clause", "compose", "feedback_item", "parse", "task_line"]
 
-_HEADER = re.compile(r"^(?:give verdict [01]\b.*\bwhen|score (?:lower|higher) when):?\s*$", re.IGNORECASE)
+_HEADER = re.compile(r"^(?:give verdict [\w'-]+\b.*\bwhen|score (?:lower|higher) when):?\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -65,17 +66,21 @@ def clause(criterion: Criterion, *, has_reference: bool) -> str:
     return f"the response shows {article}{phrase}"
 
 
-def header(verdict: int, *, scored: bool = False) -> str:
-    """The line above the criteria of ``verdict``: a binary verdict, or for a score (``scored``)
-    its direction (0: lower, 1: higher)."""
+def header(verdict: int, *, scored: bool = False, labels: Sequence[str] = ()) -> str:
+    """The line above the criteria of ``verdict``: a binary verdict, for a score (``scored``)
+    its direction (0: lower, 1: higher), for named classes (``labels``, by code) its name."""
     if scored:
         return f"Score {'higher' if verdict else 'lower'} when:"
+    if labels:
+        return f"Give verdict {labels[verdict]} when:"
     return f"Give verdict {verdict} ({'yes' if verdict else 'no'}) when:"
 
 
-def feedback_item(criterion: Criterion, *, has_reference: bool, scored: bool = False) -> str:
+def feedback_item(
+    criterion: Criterion, *, has_reference: bool, scored: bool = False, labels: Sequence[str] = ()
+) -> str:
     """One feedback string asking for ``criterion``."""
-    lead = header(criterion.verdict, scored=scored)[:-1]
+    lead = header(criterion.verdict, scored=scored, labels=labels)[:-1]
     return f"{lead} {clause(criterion, has_reference=has_reference)}."
 
 
@@ -150,10 +155,9 @@ def compose(
             kept.append((clause(crit, has_reference=world.has_reference), crit.verdict))
             named.add(crit.id)
     out = list(base)
-    for verdict in (0, 1):
+    for verdict in sorted({v for _, v in kept}):  # 0 then 1; each class of a nominal world
         bullets = [f"- {_bare(text)}" for text, v in kept if v == verdict]
-        if bullets:
-            out += [header(verdict, scored=world.scored), *bullets]
+        out += [header(verdict, scored=world.scored, labels=world.labels), *bullets]
     return "\n".join(out).strip()
 
 
@@ -165,7 +169,7 @@ def _verdict(ids: frozenset[str], world: World) -> int:
 def _bare(text: str) -> str:
     """A criterion line as a bullet clause: a sentence written as "Give verdict N when X." -> "X"."""
     match = re.match(
-        r"^(?:give verdict [01](?: \((?:yes|no)\))?|score (?:lower|higher)) when:?\s*(.*)$",
+        r"^(?:give verdict [\w'-]+(?: \((?:yes|no)\))?|score (?:lower|higher)) when:?\s*(.*)$",
         text,
         re.IGNORECASE,
     )

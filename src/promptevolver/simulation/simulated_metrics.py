@@ -35,7 +35,7 @@ from promptevolver.llm._base import LLMRequest
 from promptevolver.simulation import _writer as writer
 from promptevolver.simulation._criteria import World, sample_key
 from promptevolver.simulation._draws import unit
-from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM
+from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM, pairwise_scale
 from promptevolver.simulation._worlds import (
     EXTRACTOR_PREFIX,
     RUBRIC_PREFIX,
@@ -73,8 +73,9 @@ def output_kind(schema: dict[str, Any] | None) -> str | None:
 class SimulatedMetricsLLM(SimulatedJudgeLLM):
     """:class:`SimulatedJudgeLLM` that also answers rubric, extractor and verifier judge calls.
 
-    Args: as :class:`SimulatedJudgeLLM`. For a binary dataset it is that class unchanged (same
-    answers, same cache identity). For a dataset holding both prompts of
+    Args: as :class:`SimulatedJudgeLLM`. For a binary dataset, or named classes (``scale``
+    nominal: a pairwise a / b / tie, a classification), it is that class unchanged (same answers,
+    same cache identity). For a dataset holding both prompts of
     :class:`~promptevolver.judge._statements.StatementSupport` it knows statements and verdicts;
     for any other non-binary dataset, scores.
     """
@@ -83,8 +84,9 @@ class SimulatedMetricsLLM(SimulatedJudgeLLM):
         super().__init__(dataset=dataset, random_seed=random_seed, **kwargs)
         self.scores: ScoreWorld | None = None
         self.statements: StatementWorld | None = None
-        if dataset.is_binary:
-            return
+        scale = kwargs.get("scale") or pairwise_scale(dataset)
+        if dataset.is_binary or (scale is not None and scale.kind == "nominal"):
+            return  # verdicts or named classes: the base class's world
         found = statement_world(dataset)
         if found.extractions:
             self.statements = found

@@ -15,6 +15,8 @@ reason, confidence interval included::
 from __future__ import annotations
 
 import asyncio
+import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,8 +25,8 @@ import numpy as np
 from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
 from promptevolver.config._models import RunConfig, load_run_config
 from promptevolver.config._overrides import apply_overrides
-from promptevolver.rundir import load_instructions
-from promptevolver.runs._evaluate import score_instructions, validation_positions
+from promptevolver.rundir import ChosenJudge, as_chosen_judge
+from promptevolver.runs._evaluate import chosen_positions, score_instructions
 from promptevolver.runs._gate import GateResult, check_gate
 
 __all__ = ["assert_agreement"]
@@ -34,9 +36,10 @@ def assert_agreement(
     config: str | Path | RunConfig,
     *,
     at_least: float,
-    instructions: str | Path | Mapping[str, str] | None = None,
+    instructions: str | Path | Mapping[str, str] | ChosenJudge | None = None,
     figure: str | None = None,
     run: str | Path | None = None,
+    split: str | None = None,
     max_failure_rate: float = 0.0,
     overrides: Sequence[str] = (),
 ) -> GateResult:
@@ -45,12 +48,18 @@ def assert_agreement(
     Args:
         config: a run config file (or a loaded :class:`RunConfig`): annotations, judge, LLM.
         at_least: the least acceptable ``figure``.
-        instructions: a run directory, a result.json, a JSON file of prompt name → instruction,
-            or that mapping itself; None: the config's judge as it is (its seed instructions).
+        instructions: the chosen judge (:func:`promptevolver.rundir.read_chosen_judge`): a run
+            directory, a result.json, a best_instructions.json, a JSON file of prompt name →
+            instruction, a :class:`~promptevolver.rundir.ChosenJudge` or an ``OptimizationResult``
+            (judged with its teaching examples), or a plain mapping of instructions; None: the
+            config's judge as it is (its seed instructions).
         figure: ``accuracy``, ``f1`` or ``cohen_kappa`` (binary metrics; default ``accuracy``),
             ``within_one``, ``exact`` or ``weighted_kappa`` (ordinal scores; default ``within_one``).
-        run: score the validation samples of this run directory, found by content (default:
-            every usable sample); a run of another metric or annotation file is a ConfigError.
+        run: the run whose validation samples to score, found by content; default: the run
+            ``instructions`` is a directory of or a file in (as ``evaluate -i``); a run of
+            another metric or annotation file is a ConfigError.
+        split: ``validation`` (default when a run is known: its train samples were learned
+            from) or ``all`` (every usable sample; the default otherwise), as ``evaluate --split``.
         max_failure_rate: share of evaluations that may fail, in [0, 1) (default 0).
         overrides: ``KEY.PATH=VALUE`` changes to a config file, as ``--set`` (e.g.
             ``llm.model=gpt-4o-mini``).
@@ -65,8 +74,13 @@ def assert_agreement(
     """
     cfg = _config(config, overrides)
     dataset = load_dataset(cfg)
-    chosen = _instructions(cfg, instructions, resolve_prompt(cfg, dataset).rename)
-    positions = validation_positions(run, dataset, config=cfg) if run is not None else None
+    chosen = _chosen(cfg, instructions, resolve_prompt(cfg, dataset).rename)
+    source = instructions if isinstance(instructions, str | os.PathLike) else None
+    positions, notes = chosen_positions(
+        cfg, dataset, source=source, instructions=chosen.instructions, run=run, split=split
+    )
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
     card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
     rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
     result = check_gate(
@@ -91,11 +105,9 @@ def _config(config: str | Path | RunConfig, overrides: Sequence[str]) -> RunConf
     return load_run_config(config, edit=edit)
 
 
-def _instructions(
-    config: RunConfig, given: str | Path | Mapping[str, str] | None, prompt: str | None
-) -> dict[str, str]:
+def _chosen(
+    config: RunConfig, given: str | Path | Mapping[str, str] | ChosenJudge | None, prompt: str | None
+) -> ChosenJudge:
     if given is None:
-        return build_metric(config.metric, prompt_name=prompt).get_instructions()
-    if isinstance(given, Mapping):
-        return dict(given)
-    return load_instructions(given)
+        return ChosenJudge(instructions=build_metric(config.metric, prompt_name=prompt).get_instructions())
+    return as_chosen_judge(given)

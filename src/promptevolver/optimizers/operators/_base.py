@@ -24,7 +24,7 @@ import numpy as np
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config._models import GeneticConfig
 from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._protocol import Metric
+from promptevolver.judge._protocol import Metric, label_entry
 from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._evidence import Evidence
@@ -157,8 +157,11 @@ class MetaContext:
         if approved and approved.get("reason"):
             expected["reason"] = approved["reason"]
         label = self.labels[position]
-        key = "verdict" if self.dataset.is_binary else "score"
-        expected[key] = int(label) if label is not None and float(label).is_integer() else label
+        if label is not None:  # as the judge answers it: 1, 4, "tie", "refund"
+            key, shown = label_entry(self.metric, label, binary=self.dataset.is_binary)
+            expected[key] = shown
+        else:
+            expected["verdict" if self.dataset.is_binary else "score"] = None
         return Example(
             inputs=self.metric.prompt_inputs(sample.metric_input), expected=expected, judged=judged
         )

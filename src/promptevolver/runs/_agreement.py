@@ -1,0 +1,67 @@
+"""``promptevolver agreement FILE_OR_CONFIG``: the annotations and their label scale to measure
+the recorded judge on (:func:`load_recorded`); the figures are
+:func:`promptevolver.evaluation.recorded_agreement`'s (:mod:`promptevolver.evaluation._recorded`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from promptevolver.annotations import LabelScale, SingleMetricAnnotation
+from promptevolver.errors import ConfigError
+
+__all__ = ["load_recorded"]
+
+
+def load_recorded(
+    path: Path,
+    *,
+    metric_name: str | None = None,
+    scale_name: str = "auto",
+    classes: Sequence[str] | None = None,
+) -> tuple[SingleMetricAnnotation, LabelScale]:
+    """The annotations and their label scale from a run config (its judge's scale; its dataset as
+    a run loads it) or an annotation file (``scale_name``: ``binary``, ``numeric``, ``pairwise``
+    (a / b / tie), ``pairwise_binary`` (is a better), or ``auto``: pairwise when the samples hold
+    ``response_a`` and ``response_b``, else the file's kind; ``classes``: a classification
+    metric's class names, value i the i-th).
+
+    Raises:
+        ConfigError, AnnotationError: as loading a config or a file does; an unknown scale name.
+    """
+    from promptevolver.annotations._labels import PAIRWISE, PAIRWISE_BINARY
+    from promptevolver.judge._protocol import label_scale_of
+
+    if path.suffix in (".yaml", ".yml"):
+        from promptevolver.config._build import build_judge, load_dataset
+        from promptevolver.config._models import load_run_config
+
+        config = load_run_config(path)
+        dataset = load_dataset(config)
+        found = label_scale_of(build_judge(config.metric))
+        return dataset, found or LabelScale(dataset.kind or "numeric")
+    if classes:
+        from promptevolver.annotations import LabelChoice
+
+        scale = LabelScale("nominal", choices=tuple(LabelChoice(float(i), n) for i, n in enumerate(classes)))
+        return SingleMetricAnnotation.from_json(path, metric_name, scale=scale, judge="--classes"), scale
+    named = {
+        "pairwise": PAIRWISE,
+        "pairwise_binary": PAIRWISE_BINARY,
+        "binary": LabelScale("binary"),
+        "numeric": LabelScale("numeric"),
+    }
+    if scale_name not in (*named, "auto"):
+        raise ConfigError(f"--scale {scale_name!r}: use one of {['auto', *named]}")
+    if scale_name != "auto":
+        return SingleMetricAnnotation.from_json(
+            path, metric_name, scale=named[scale_name], judge=f"--scale {scale_name}"
+        ), named[scale_name]
+    dataset = SingleMetricAnnotation.from_json(path, metric_name)
+    if dataset.samples and all(
+        {"response_a", "response_b"} <= s.metric_input.keys() for s in dataset.samples
+    ):
+        scale = PAIRWISE_BINARY if dataset.kind == "binary" else PAIRWISE
+        return dataset.with_scale(scale, judge="a pairwise judge"), scale
+    return dataset, LabelScale(dataset.kind or "numeric")
