@@ -16,6 +16,8 @@ change to extend a run.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -153,10 +155,28 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
         CheckpointError: the dataset/loss or the config differ from the checkpoint's, or a field
             of it is missing or of the wrong kind (a damaged or hand-edited file; naming the field).
     """
+    if data["fingerprint"] != run.context.fingerprint():
+        raise CheckpointError(f"{source}: it belongs to another dataset or loss")
+    ours = {k: v for k, v in run.context.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
+    theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in _MAY_CHANGE}
+    changed = sorted(k for k in ours if ours[k] != theirs.get(k))
+    if changed:
+        raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
+    with _naming_damage(source):  # every field was checked by load(); what is left says its field too
+        run.state = SearchState.from_dict(data["state"], run.state.rng)
+        if run.context.journal is not None:  # calls of the step that was interrupted, answered or failed
+            run.replayed = run.context.journal.usage_since(data["journal_entries"])
+            run.state.usage_before = run.state.usage_before + run.replayed
+        for key, pos, judgement in _MEMO.validate_python(data["memo"]):
+            found = Judgement(**cast(dict[str, Any], judgement))
+            run.context.evaluator.remember({name: text for name, text in key}, pos, found)
+
+
+@contextlib.contextmanager
+def _naming_damage(source: str | Path) -> Iterator[None]:
+    """A damaged checkpoint's error, raised in the block, as one :class:`CheckpointError` line."""
     try:
-        _restore(run, data, source)
-    except CheckpointError:
-        raise
+        yield
     except ValidationError as exc:
         raise CheckpointError(_damaged(source, exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
@@ -170,23 +190,6 @@ def _damage(exc: BaseException) -> str:
     if isinstance(exc, KeyError):
         return f"no field {exc.args[0]!r}" if exc.args else "a field is missing"
     return f"{type(exc).__name__}: {str(exc)[:200]}"
-
-
-def _restore(run: SearchRun, data: dict[str, Any], source: str | Path) -> None:
-    if data["fingerprint"] != run.context.fingerprint():
-        raise CheckpointError(f"{source}: it belongs to another dataset or loss")
-    ours = {k: v for k, v in run.context.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
-    theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in _MAY_CHANGE}
-    changed = sorted(k for k in ours if ours[k] != theirs.get(k))
-    if changed:
-        raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
-    run.state = SearchState.from_dict(data["state"], run.state.rng)
-    if run.context.journal is not None:  # calls of the step that was interrupted, answered or failed
-        run.replayed = run.context.journal.usage_since(data["journal_entries"])
-        run.state.usage_before = run.state.usage_before + run.replayed
-    for key, pos, judgement in _MEMO.validate_python(data["memo"]):
-        found = Judgement(**cast(dict[str, Any], judgement))
-        run.context.evaluator.remember({name: text for name, text in key}, pos, found)
 
 
 def _with_todays_defaults(config: dict[str, Any]) -> dict[str, Any]:
