@@ -959,8 +959,21 @@ class ChosenJudge:
                 "loss": dict(loss),
                 "train": best.get("train"),
                 "validation": best.get("validation"),
-                "seed": {"train": seed.get("train"), "validation": seed.get("validation")},
+                "seed": {
+                    "train": seed.get("train"),
+                    "validation": seed.get("validation"),
+                    **({"cross_validated": seed.get("cross_validated")} if "cross_validated" in best else {}),
+                },
                 "regime": split.get("regime", "held-out"),
+                # small data: a refit's honest figure, the seed's beside it
+                **(
+                    {
+                        "cross_validated": best["cross_validated"],
+                        "folds": (result.get("final_choice") or {}).get("folds"),
+                    }
+                    if "cross_validated" in best
+                    else {}
+                ),
                 "samples": {k: split.get(k) for k in ("train", "validation")},
                 "candidate": result.get("best_id"),
                 "produced_by": result.get("produced_by"),

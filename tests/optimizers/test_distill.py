@@ -483,3 +483,39 @@ def test_a_rejected_lesson_is_offered_again_beside_the_next_round_s_new_one():
     assert asked[0] == ["check every claim with care"]
     assert set(asked[1]) == {"check every claim with care", "state the verdict clearly"}
     assert "care" in result.best_instructions[PROMPT]
+
+
+def test_a_ladder_does_not_converge_while_a_rejected_lesson_waits_for_its_second_try():
+    """Round 1 applies A, round 2 teaches nothing new, round 3 teaches B whose rewrite comes back
+    unchanged: two barren rounds, but B has had one try only, so round 4 offers it again (the
+    ladder used to stop 'converged' there: a held-back world lost its wrong-place criterion)."""
+    ds = make_dataset(20, 6)
+    labels = [int(y) for y in ds.labels()]
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    (seed,) = metric.get_instructions().values()
+    lessons_calls: list[int] = []
+    rewrites: list[str] = []
+
+    def writer(request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        if request.operation == "feedback":
+            lessons_calls.append(request.sample_index)
+            lesson = "check every claim with care" if len(lessons_calls) < 3 else "weigh every number"
+            return json.dumps({"feedback": [{"lesson": lesson, "explains": [1]}]})
+        rewrites.append(text)
+        current = text.split("## ")[1].split("\n", 1)[1].strip() if "## " in text else seed
+        if "weigh every number" in text and sum("weigh every number" in r for r in rewrites) == 1:
+            return json.dumps({"instruction": current})  # B's first rewrite: unchanged
+        added = [x for x in ("check every claim with care", "weigh every number") if f"- {x}" in text]
+        return json.dumps({"instruction": current + "".join(f"\\n- {x}" for x in added)})
+
+    judge = rule_llm(
+        ds, lambda instruction, i: labels[i] if "number" in instruction else 1 - labels[i], writer
+    )
+    result = GeneticOptimizer(metric=metric, llm=judge).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "refit_below": 0, "small_data": 0}
+    )
+    applied = {x["text"]: x["applied_round"] for x in result.lessons}
+    assert applied["check every claim with care"] == 1
+    assert applied["weigh every number"] is not None and applied["weigh every number"] >= 4
+    assert "weigh every number" in result.best_instructions[PROMPT]

@@ -443,7 +443,8 @@ class Distiller:
                 plan = self._plan(view, shown, contrast, fold)
                 ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
                 current = instructions
-            elif offset >= longest and barren >= self._barren(fold):  # every correction shown, nothing new
+            elif offset >= longest and barren >= self._barren(fold) and not _pending(pool, tried):
+                # every correction shown, nothing new, and no rejected lesson waiting for its second try
                 ladder.stop = "converged"
                 return ladder
         ladder.stop = "rounds"
@@ -541,6 +542,11 @@ class Distiller:
                 ladder.stop = "budget"
             return []
         return [(x.text, [batch[i - 1] for i in x.explains if 1 <= i <= len(batch)]) for x in out]
+
+
+def _pending(pool: LessonPool, tried: Counter[str]) -> bool:
+    """Whether a general lesson one rejected rewrite was given waits for its second try."""
+    return any(tried[x.text] == 1 and x.applied_round is None and not x.sample_fact for x in pool.lessons)
 
 
 def _example(ctx: MetaContext, name: str, position: int, *, ident: int | None = None) -> ops.Example:
