@@ -16,9 +16,11 @@ Conventions (every command):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -34,6 +36,8 @@ from promptevolver import __version__, rundir
 from promptevolver.errors import LLMUnusableError, PromptEvolverError
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
     from promptevolver.config._models import ManyConfig, RunConfig
 
 __all__ = ["main"]
@@ -144,6 +148,21 @@ class UsageError(Exception):
     """A command line that parses but does not make sense (exit code 2)."""
 
 
+def _share(*, below_one: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number in [0, 1] (``[0, 1)``), else a usage error (``85`` names 0.85)."""
+
+    def parse(text: str) -> float:
+        from promptevolver.runs._gate import check_threshold
+
+        try:
+            return check_threshold(float(text), name="", below_one=below_one)
+        except ValueError as exc:  # not a number, or a ConfigError of the range
+            said = str(exc) if isinstance(exc, PromptEvolverError) else f"{text!r} is not a number"
+            raise argparse.ArgumentTypeError(said) from None
+
+    return parse
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error message (exit code 2)."""
 
@@ -229,9 +248,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--fail-under",
-        type=float,
+        type=_share(),
         metavar="X",
-        help="judge gate: exit 1 when the agreement figure is below X (or when evaluations failed)",
+        help="judge gate: exit 1 when the agreement figure (in [0, 1]) is below X (or when "
+        "evaluations failed)",
     )
     ev.add_argument(
         "--figure",
@@ -242,7 +262,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--max-failed",
-        type=float,
+        type=_share(below_one=True),
         default=0.0,
         metavar="RATE",
         help="share of failed evaluations the gate tolerates (default 0)",
@@ -462,6 +482,19 @@ def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
 
+def _is_job(config: RunConfig | ManyConfig) -> TypeIs[ManyConfig]:
+    from promptevolver.config._models import ManyConfig
+
+    return isinstance(config, ManyConfig)
+
+
+def _load_any_config(path: Path, args: argparse.Namespace) -> RunConfig | ManyConfig:
+    """One metric's config, or a job's (``metrics:``): estimate and evaluate take both."""
+    from promptevolver.config._models import load_config
+
+    return _with_seed(load_config(path, edit=_edit(args)), args)
+
+
 # --- optimize --------------------------------------------------------------------------------------
 
 
@@ -621,7 +654,8 @@ def _progress(
     args: argparse.Namespace, config: RunConfig | ManyConfig, *, prefix: str = "", bar: bool = True
 ) -> Any:
     """A :class:`~promptevolver.runs.progress.CallProgress` on stderr: a bar on a terminal (unless
-    not ``bar``), plain lines (each starting with ``prefix``) otherwise."""
+    not ``bar``), plain lines (each starting with ``prefix``) otherwise; its total the calls the
+    cost model expects of the run (a job's metric: of that metric's run), not their bound."""
     from promptevolver.runs.progress import CallProgress
 
     return CallProgress(
@@ -630,7 +664,22 @@ def _progress(
         generations=config.effective_optimizer().generations,
         verbose=args.verbose,
         label=prefix.rstrip(": "),
+        expected=None if args.quiet else _expected_calls(config, prefix.rstrip(": ")),
     )
+
+
+def _expected_calls(config: RunConfig | ManyConfig, metric: str) -> int | None:
+    """The calls ``estimate`` expects of the run (of ``metric``'s in a job); None when it cannot
+    say (the run itself then reports why)."""
+    from promptevolver.runs._estimate import estimate
+
+    one = config.for_metric(metric, None) if _is_job(config) and metric in config.metrics else config
+    if _is_job(one):
+        return None
+    try:
+        return estimate(one).total_calls
+    except (PromptEvolverError, ValueError, OSError):
+        return None
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
@@ -645,14 +694,16 @@ def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     import asyncio
 
-    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
+    config = _load_any_config(args.config, args)  # a bad config fails before the heavy imports below
+    if _is_job(config):
+        return _evaluate_job(args, config)
     import numpy as np
 
     from promptevolver.config._build import load_dataset
     from promptevolver.runs._evaluate import chosen_positions, run_of, score_instructions
     from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
     from promptevolver.runs._export import scorecard_rows
-    from promptevolver.runs._gate import check_gate, default_figure, interval_of
+    from promptevolver.runs._gate import SIMULATED_EVALUATE, check_gate, default_figure, interval_of
 
     chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
     instructions = dict(chosen.instructions)
@@ -662,15 +713,20 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
     dataset = load_dataset(config)
-    try:  # by content; another metric or file: an error; a refit (small data): every sample, said so
+    try:  # by content; another metric or file: an error
         positions, notes = chosen_positions(
-            config, dataset, source=args.instructions, instructions=instructions, run=args.run,
+            config,
+            dataset,
+            source=args.instructions,
+            instructions=instructions,
+            run=args.run,
             split=args.split,
         )
-    except ValueError as exc:  # the split asked for cannot be scored (ConfigError and the like go on)
+    except ValueError as exc:  # the validation split of a run refit on every annotation
         if isinstance(exc, PromptEvolverError):
             raise
-        raise UsageError(str(exc)) from None
+        said = str(exc).replace("the validation split", "--split validation")
+        raise UsageError(said.replace("the split all", "--split all")) from exc
     for note in notes:
         warnings.warn(note, stacklevel=1)
     card = asyncio.run(score_instructions(config, chosen, positions=positions, dataset=dataset))
@@ -689,6 +745,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             figure=args.figure,
             max_failure_rate=args.max_failed,
             rng=rng,
+            simulated_llm=card.simulated_llm,
         )
     figure = args.figure or default_figure(a)
     if gate is not None:
@@ -705,22 +762,77 @@ def _evaluate(args: argparse.Namespace) -> int:
     if gate is not None:
         print(f"promptevolver: {gate.reason}", file=sys.stderr)
         return 0 if gate.passed else 1
-    if card.positions and not card.pairs:  # nothing measured: the scorecard says n/a, the exit says so
-        causes = sorted({j.cause or "llm" for j in card.judged.values() if j.failed}) or ["unknown"]
-        print(
-            f"promptevolver: error: every one of the {len(card.positions)} evaluations failed (cause "
-            f"{', '.join(causes)}): nothing was measured",
-            file=sys.stderr,
-        )
+    if (failed := _nothing_measured(card)) is not None:  # the scorecard says n/a, the exit says so
+        print(f"promptevolver: error: {failed}", file=sys.stderr)
         return 1
+    if card.simulated_llm and not args.quiet:
+        print(f"promptevolver: note: {SIMULATED_EVALUATE}", file=sys.stderr)
     return 0
+
+
+def _evaluate_job(args: argparse.Namespace, config: ManyConfig) -> int:
+    """``evaluate`` of a job (docs/many-metrics.md): every metric's chosen judge in the job's run
+    directory, each gated; exit 1 when one fails."""
+    from promptevolver.runs._evaluate_output import scorecard_lines
+    from promptevolver.runs._gate import SIMULATED_EVALUATE
+    from promptevolver.runs.many import evaluate_job
+
+    job = evaluate_job(
+        config,
+        args.instructions,
+        split=args.split,
+        threshold=args.fail_under,
+        figure=args.figure,
+        max_failure_rate=args.max_failed,
+    )
+    if args.json:
+        print(json.dumps(job.to_dict()))
+    else:
+        for name, card in job.cards.items():
+            folder = Path(args.instructions) / name
+            run_dir = folder if card.split == "validation" else None
+            lines = scorecard_lines(
+                card, job.intervals.get(name), instructions=folder, run_dir=run_dir, quiet=args.quiet
+            )
+            print("\n".join(lines))
+    if job.gates:
+        print(f"promptevolver: {job.reason()}", file=sys.stderr)
+        return 0 if job.passed else 1
+    failed = {n: said for n, c in job.cards.items() if (said := _nothing_measured(c)) is not None}
+    for name, said in failed.items():
+        print(f"promptevolver: error: {name}: {said}", file=sys.stderr)
+    if failed:
+        return 1
+    if job.simulated_llm and not args.quiet:
+        print(f"promptevolver: note: {SIMULATED_EVALUATE}", file=sys.stderr)
+    return 0
+
+
+def _nothing_measured(card: Any) -> str | None:
+    """Why a scorecard measured nothing (every evaluation of its samples failed), else None."""
+    if not card.positions or card.pairs:
+        return None
+    causes = sorted({j.cause or "llm" for j in card.judged.values() if j.failed}) or ["unknown"]
+    return (
+        f"every one of the {len(card.positions)} evaluations failed (cause {', '.join(causes)}): "
+        "nothing was measured"
+    )
 
 
 # --- estimate --------------------------------------------------------------------------------------
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    config = _load_config(args.config, args)  # a bad config fails before the heavy imports below
+    config = _load_any_config(args.config, args)  # a bad config fails before the heavy imports below
+    if _is_job(config):
+        from promptevolver.runs.many import estimate_job, job_estimate_lines
+
+        found = estimate_job(config)
+        if args.json:
+            print(json.dumps({"kind": "metrics", "metrics": {n: e.to_dict() for n, e in found.items()}}))
+        else:
+            print("\n".join(job_estimate_lines(found, config, source=args.config, quiet=args.quiet)))
+        return 0
     from promptevolver.runs._estimate import estimate
     from promptevolver.runs._estimate_output import estimate_lines
 
@@ -761,6 +873,13 @@ def _report(args: argparse.Namespace) -> int:
     from promptevolver.report._data import load_run
     from promptevolver.report._write import write_report
     from promptevolver.runs._export import write_samples
+    from promptevolver.runs.many import is_job_dir, report_job
+
+    if is_job_dir(args.run_dir):  # a job: every metric's report, then its index
+        paths = report_job(args.run_dir)
+        print(paths[0])
+        _say(args, "also wrote " + ", ".join(str(p) for p in paths[1:]))
+        return 0
 
     rundir.check_links(args.run_dir)  # before anything of it is read through a link
     rundir.read_result(args.run_dir)  # a run directory: the lock creates nothing elsewhere
@@ -797,10 +916,24 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _suggest(args: argparse.Namespace) -> int:
+    from promptevolver.runs.many import is_job_dir, suggest_job
     from promptevolver.runs.suggest import suggest
 
     if args.out is not None:
         rundir.check_writable(args.out)  # before any call is spent on what it would hold
+    if is_job_dir(args.run_dir):  # a job: every metric's suggestions, best first, each with its metric
+        rows, summaries = suggest_job(
+            args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
+        )
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        if args.out is not None:
+            rundir.write_atomic(args.out, text)
+        else:
+            sys.stdout.write(text)
+        for line in summaries if not args.quiet else ():
+            print(f"promptevolver: {line}", file=sys.stderr)
+        return 0
+
     found = suggest(
         args.run_dir,
         args.pool,
@@ -943,6 +1076,42 @@ def _console(args: argparse.Namespace) -> Iterator[None]:
             logger.setLevel(level)
 
 
+class _ReaderMayLeave:
+    """stdout for a reader that may stop reading (``promptevolver evaluate ... | head -1``): once
+    the pipe is broken the rest of stdout is dropped (its descriptor points at /dev/null, so the
+    interpreter's last flush is quiet too), and the command finishes with its own exit code, a
+    gate's included, instead of ``[Errno 32] Broken pipe``."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _is_usage_error(exc: BaseException) -> bool:
     """A command line that parses but makes no sense (exit code 2): a :class:`UsageError` or a
     malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
@@ -972,6 +1141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _TERMINATED.clear()
     if as_program:
         signal.signal(signal.SIGTERM, _terminate)
+    if argv is None and not isinstance(sys.stdout, _ReaderMayLeave):
+        sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
         code = _main(argv)
     except KeyboardInterrupt:  # between the command's own handlers, e.g. while restoring the console

@@ -830,7 +830,8 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
     try:
         return MetricConfig.model_validate((raw if isinstance(raw, dict) else {}).get("metric"))
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"{config}: metric").replace("\n", "; ")) from exc
+        message = format_validation_error(exc, f"{config}: metric", model=MetricConfig)
+        raise ConfigError(message.replace("\n", "; ")) from exc
 
 
 def prompt_name_near(path: str | Path) -> str | None:
@@ -891,9 +892,11 @@ class ChosenJudge:
             the pool samples themselves, so the record judges without the run's dataset).
         metric: the metric's name; None when the file does not say (a plain mapping).
         figures: what it was chosen on, ``{}`` when unknown: ``loss`` (result.json's ``loss``:
-            ``name``, ``metric``, ``higher_is_better``), ``train`` and ``validation`` (the chosen judge's
-            figures, as result.json's ``scores.best``; None where not measured), ``seed`` (the
-            seed's ``train`` and ``validation``), ``regime`` (``held-out`` or ``out-of-bag``),
+            ``name``, ``metric``, ``higher_is_better``), ``train`` and ``validation`` (the chosen
+            judge's figures, as result.json's ``scores.best``; None where not measured),
+            ``cross_validated`` (small data refit on every annotation: its honest figure; absent
+            otherwise), ``seed`` (the seed's figures of those), ``regime`` (``held-out`` or
+            ``out-of-bag``),
             ``samples`` (``train`` and ``validation`` counts), ``candidate`` (its lineage id) and
             ``produced_by`` (the stage that made it).
         model: the judge model it was verified on: ``provider`` (``simulated``, ``openai``...)
@@ -959,13 +962,7 @@ class ChosenJudge:
                 "loss": dict(loss),
                 "train": best.get("train"),
                 "validation": best.get("validation"),
-                "seed": {
-                    "train": seed.get("train"),
-                    "validation": seed.get("validation"),
-                    **({"cross_validated": seed.get("cross_validated")} if "cross_validated" in best else {}),
-                },
-                "regime": split.get("regime", "held-out"),
-                # small data: a refit's honest figure, the seed's beside it
+                # small data: a refit's honest figure, and the folds it was cross-validated over
                 **(
                     {
                         "cross_validated": best["cross_validated"],
@@ -974,6 +971,8 @@ class ChosenJudge:
                     if "cross_validated" in best
                     else {}
                 ),
+                "seed": {k: v for k, v in seed.items() if k in ("train", "validation", "cross_validated")},
+                "regime": split.get("regime", "held-out"),
                 "samples": {k: split.get(k) for k in ("train", "validation")},
                 "candidate": result.get("best_id"),
                 "produced_by": result.get("produced_by"),
@@ -1007,6 +1006,12 @@ def read_chosen_judge(path: str | os.PathLike[str]) -> ChosenJudge:
     try:
         file = _instructions_file(Path(path))
         data = read_json(file, what="instructions file")
+        if isinstance(data, dict) and data.get("kind") == "metrics":  # a job: each metric's own
+            folders = ", ".join(str(file.parent / n) for n in sorted(data.get("metrics") or {}))
+            raise RunDirError(
+                f"{file}: a job of several metrics chose one judge per metric: pass a metric's "
+                f"folder ({folders}), or the job's config to evaluate them all"
+            )
         if isinstance(data, dict) and isinstance(data.get("best_instructions"), dict):
             check_format_version(data, file)
             return ChosenJudge.from_result(data, source=file)

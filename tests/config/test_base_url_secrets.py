@@ -43,9 +43,7 @@ def test_a_literal_secret_in_base_url_is_masked_in_config_yaml(tmp_path, url):
     assert stored.startswith("https://") and "proxy.example" in stored and "***" in stored
 
 
-def test_an_environment_placeholder_is_stored_as_written_and_expanded_for_the_client(
-    tmp_path, monkeypatch
-):
+def test_an_environment_placeholder_is_stored_as_written_and_expanded_for_the_client(tmp_path, monkeypatch):
     url = "https://proxy.example/v1?api-key=${PE_PROXY_KEY}"
     assert stored_base_url(url) == url
     assert yaml.safe_load(write_config(tmp_path, _config(url)).read_text())["llm"]["base_url"] == url

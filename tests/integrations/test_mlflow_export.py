@@ -49,7 +49,11 @@ def _check_export(server, run: Path, prompt: str, capsys) -> None:
     loaded = _load_prompt(server.uri, prompt, version)
     assert loaded.template == instruction  # the chosen instruction as is
     assert f"promptevolver run {run.name}" in loaded.commit_message
-    assert f"validation {result['scores']['best']['validation']:.3f}" in loaded.commit_message
+    best = result["scores"]["best"]
+    if best["validation"] is not None:
+        assert f"validation {best['validation']:.3f}" in loaded.commit_message
+    else:  # small data: the figure it was chosen on is the cross-validated one
+        assert f"cross-validated {best['cross_validated']:.3f} over 2 folds" in loaded.commit_message
     assert "DRY RUN on the simulated LLM" in loaded.commit_message
     client = mlflow.MlflowClient(server.uri)
     logged = client.get_run(loaded.tags["promptevolver.mlflow_run"])
@@ -163,10 +167,11 @@ def test_a_judge_of_two_prompts_registers_one_version_of_each(mlflow_server, tmp
     for prompt, text in instructions.items():
         assert f"prompts:/faith.{prompt}/1" in out
         assert _load_prompt(mlflow_server.uri, f"faith.{prompt}", 1).template == text
-    assert (
-        "chosen_validation_mse"
-        in mlflow.MlflowClient(mlflow_server.uri).get_run(out.split("logged run ")[1].split()[0]).data.metrics
-    )
+    logged = out.split("logged run ")[1].split()[0]
+    metrics = mlflow.MlflowClient(mlflow_server.uri).get_run(logged).data.metrics
+    best = json.loads((run / "result.json").read_text())["scores"]["best"]
+    honest = "validation" if best.get("validation") is not None else "cross_validated"
+    assert metrics[f"chosen_{honest}_mse"] == best[honest]  # the figure it was chosen on
 
 
 def test_a_dead_server_is_one_line_and_nothing_is_half_registered(tmp_path, capsys):

@@ -66,10 +66,11 @@ def test_an_unsupported_metric_or_prompt_is_refused_naming_it():
 
 
 def test_a_ragas_aspect_critic_is_optimized_and_the_best_written_back():
-    dataset = SingleMetricAnnotation.from_json(DATA / "annotated_data.json")
-    critic = AspectCritic(name="helpfulness", definition="Is the response helpful to the user?")
+    dataset = SingleMetricAnnotation.from_json(AC_FILE)
+    critic = AspectCritic(name="answer_correctness", definition=AC_DEFINITION)
     seed = critic.get_prompts()[AC_PROMPT].instruction
-    # random seed 2: a search that finds a better instruction (on 21 annotations not every seed does)
+    # random seed 2: a search that finds a better instruction (on 18 annotations not every seed
+    # does; helpfulness' 21 hold no general rule a careful engineer would write: the seed is kept)
     llm = SimulatedMetricsLLM(dataset=dataset, random_seed=2)
     result = optimize_ragas_metric(critic, dataset, llm=llm, config={**CONFIG, "random_seed": 2})
     assert result.seed_instructions == {AC_PROMPT: seed}

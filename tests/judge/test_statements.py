@@ -145,9 +145,9 @@ def test_each_prompt_is_shown_its_own_teaching_examples(recorded_inputs):
     example = _annotated(["a.", "b."], recorded_inputs=recorded_inputs)
     metric = StatementSupport()
     assert metric.shows_examples()
-    (ex_in, ex_out), = metric.demonstrations_for(EX, [example])
+    ((ex_in, ex_out),) = metric.demonstrations_for(EX, [example])
     assert ex_in == {"question": "q?", "answer": "a. b."} and ex_out == {"statements": ["a.", "b."]}
-    (ver_in, ver_out), = metric.demonstrations_for(VER, [example])
+    ((ver_in, ver_out),) = metric.demonstrations_for(VER, [example])
     assert ver_in == {"context": "ctx one\nctx two", "statements": ["a.", "b."]}
     assert [v["verdict"] for v in ver_out["statements"]] == [1, 1]
     llm = ScriptedLLM([extracted(STATEMENTS), verified([1, 0])])

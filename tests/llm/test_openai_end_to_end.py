@@ -108,7 +108,7 @@ def test_run_through_every_fault_counts_retries_and_failures(
     assert len(server.requests) == calls + usage["retries"] + usage["failures"]
     expected_cost = (usage["prompt_tokens"] * 0.15 + usage["completion_tokens"] * 0.60) / 1e6
     assert usage["cost_usd"] == pytest.approx(expected_cost)
-    assert result.held_out["best"] >= result.held_out["seed"]  # validation, or cross-validated (small data)
+    assert result.held_out["best"] >= result.held_out["seed"]  # held out, or cross-validated (small data)
 
 
 def test_second_identical_run_makes_no_server_calls(

@@ -146,7 +146,8 @@ def test_a_refused_prompt_is_split_through_real_http(dataset):
 
 
 def test_distillation_makes_no_judge_call_and_the_ladder_is_nested(dataset):
-    result = _optimize(dataset, SimulatedJudgeLLM(dataset=dataset, random_seed=2), strategy="distill")
+    llm = SimulatedJudgeLLM(dataset=dataset, random_seed=2)
+    result = _optimize(dataset, llm, strategy="distill", distill_lessons=2)  # rounds of 2: a ladder
     distill = result.stages["distill"]
     assert distill["judge_calls"] == 0 and distill["meta_calls"] > 0
     rungs = [c for c in result.lineage if c["operator"] == "distill"]

@@ -96,8 +96,8 @@ def test_a_population_with_nothing_left_to_learn_gets_no_mutation():
 def test_a_perfect_parent_still_learns_from_corrections_its_lineage_has_not_seen():
     pool = (16, 18)  # corrections outside the judged train part, never shown to its lineage
     perfect = candidate(0, [1.0] * 15)
-    plan = planned(Mutation(), 
-        view([perfect], train=list(range(15)), evidence_pool=pool), np.random.default_rng(0)
+    plan = planned(
+        Mutation(), view([perfect], train=list(range(15)), evidence_pool=pool), np.random.default_rng(0)
     )
     assert plan is not None and set(plan.positions) == set(pool)
     seen = dataclasses.replace(perfect, seen=frozenset(pool))

@@ -159,7 +159,9 @@ class InterruptAt:
 
 @pytest.fixture(scope="module")
 def synthetic() -> tuple[SingleMetricAnnotation, AspectCritic]:
-    dataset = generate(SyntheticSpec(n_samples=60, random_seed=0))
+    # 80 samples: every generation judges offspring (on 60 the careful simulated engineer has
+    # written every general rule by generation 1, and the search ends with nothing to judge)
+    dataset = generate(SyntheticSpec(n_samples=80, random_seed=0))
     return dataset, AspectCritic(
         name=dataset.name, definition="Is the response correct compared with the reference?"
     )

@@ -292,3 +292,28 @@ def test_history_fitness_is_the_ranking_score_and_never_falls_with_elites(seed):
     seed_entry = next(c for c in result.lineage if c["id"] == 0)
     assert result.history[0]["best_train"] >= seed_entry["train"]  # the seed is in generation 0
     assert result.scores["seed"]["train"] != pytest.approx(seed_entry["train"])  # estimate vs fitness
+
+
+@pytest.mark.parametrize(
+    ("n_samples", "strategy", "examples"),
+    [
+        (24, "auto", "auto"),  # small data: the recipe cross-validated over the folds
+        (24, "auto", "retrieval"),  # ... and a named example policy raced on the folds
+        (160, "auto", "auto"),  # a held-out validation part
+    ],
+)
+def test_every_stage_end_carries_the_figures_the_result_records(n_samples, strategy, examples):
+    """A tracker (MLflow) logs a stage's figures from its ``stage_end`` event: every stage the
+    result records came with them, equal to the record, whichever regime chose."""
+    ds = generate(SyntheticSpec(n_samples=n_samples, random_seed=3))
+    events: list[Event] = []
+    result = _optimizer(ds, callbacks=[events.append]).optimize(
+        dataset=ds,
+        loss=BinaryMetricLoss(),
+        config={"strategy": strategy, "random_seed": 3, "examples": {"policy": examples}},
+    )
+    ended = {e.data["stage"]: e.data for e in events if e.kind == "stage_end"}
+    assert {"distill", "verify"} <= set(ended)
+    for stage, data in ended.items():
+        figures = {k: v for k, v in data["figures"].items() if k != "seconds"}
+        assert figures == result.stages[stage], stage

@@ -187,10 +187,7 @@ def test_single_type_evaluation_dataset(eval_sample):
 
     error_message = str(exc_info.value)
 
-    assert (
-        "Sample at index 1 is of type <class 'ragas.dataset_schema.MultiTurnSample'>"
-        in error_message
-    )
+    assert "Sample at index 1 is of type <class 'ragas.dataset_schema.MultiTurnSample'>" in error_message
     assert "expected <class 'ragas.dataset_schema.SingleTurnSample'>" in error_message
 
 

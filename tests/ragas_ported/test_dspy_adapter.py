@@ -245,9 +245,7 @@ class TestRagasDatasetToDSPyExamples:
 
         with patch.dict("sys.modules", {"dspy": None}):
             with patch("builtins.__import__", side_effect=ImportError):
-                with pytest.raises(
-                    ImportError, match="DSPy optimizer requires dspy-ai"
-                ):
+                with pytest.raises(ImportError, match="DSPy optimizer requires dspy-ai"):
                     ragas_dataset_to_dspy_examples(dataset, "test_prompt")
 
 

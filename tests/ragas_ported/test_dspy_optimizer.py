@@ -110,9 +110,7 @@ class TestDSPyOptimizer:
         """Test validation for negative max_bootstrapped_demos."""
         from ragas.optimizers.dspy_optimizer import DSPyOptimizer
 
-        with pytest.raises(
-            ValueError, match="max_bootstrapped_demos must be non-negative"
-        ):
+        with pytest.raises(ValueError, match="max_bootstrapped_demos must be non-negative"):
             DSPyOptimizer(max_bootstrapped_demos=-1)
 
     @pytest.mark.skipif(not DSPY_AVAILABLE, reason="dspy-ai not installed")
@@ -160,14 +158,10 @@ class TestDSPyOptimizer:
         """Test validation for metric_threshold out of range."""
         from ragas.optimizers.dspy_optimizer import DSPyOptimizer
 
-        with pytest.raises(
-            ValueError, match="metric_threshold must be between 0 and 1"
-        ):
+        with pytest.raises(ValueError, match="metric_threshold must be between 0 and 1"):
             DSPyOptimizer(metric_threshold=1.5)
 
-        with pytest.raises(
-            ValueError, match="metric_threshold must be between 0 and 1"
-        ):
+        with pytest.raises(ValueError, match="metric_threshold must be between 0 and 1"):
             DSPyOptimizer(metric_threshold=-0.1)
 
     @pytest.mark.skipif(not DSPY_AVAILABLE, reason="dspy-ai not installed")
@@ -219,9 +213,7 @@ class TestDSPyOptimizer:
 
         mock_metric = Mock()
         mock_metric.name = "test_metric"
-        mock_metric.get_prompts.return_value = {
-            "test_prompt": Mock(instruction="Test instruction")
-        }
+        mock_metric.get_prompts.return_value = {"test_prompt": Mock(instruction="Test instruction")}
         optimizer.metric = mock_metric
         optimizer.llm = fake_llm
 
@@ -315,9 +307,7 @@ class TestDSPyOptimizer:
 
         mock_metric = Mock()
         mock_metric.name = "test_metric"
-        mock_metric.get_prompts.return_value = {
-            "test_prompt": Mock(instruction="Test instruction")
-        }
+        mock_metric.get_prompts.return_value = {"test_prompt": Mock(instruction="Test instruction")}
         optimizer.metric = mock_metric
         optimizer.llm = fake_llm
 
@@ -489,9 +479,7 @@ class TestDSPyOptimizer:
 
         mock_metric = Mock()
         mock_metric.name = "test_metric"
-        mock_metric.get_prompts.return_value = {
-            "test_prompt": Mock(instruction="Test instruction")
-        }
+        mock_metric.get_prompts.return_value = {"test_prompt": Mock(instruction="Test instruction")}
         optimizer.metric = mock_metric
         optimizer.llm = fake_llm
 
@@ -557,9 +545,7 @@ class TestDSPyOptimizer:
 
         mock_metric = Mock()
         mock_metric.name = "test_metric"
-        mock_metric.get_prompts.return_value = {
-            "test_prompt": Mock(instruction="Test instruction")
-        }
+        mock_metric.get_prompts.return_value = {"test_prompt": Mock(instruction="Test instruction")}
         optimizer.metric = mock_metric
         optimizer.llm = fake_llm
 

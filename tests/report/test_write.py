@@ -92,7 +92,7 @@ def test_the_small_data_caveat_sits_in_the_outcome_box(tmp_path):
     md, page = (small / "report.md").read_text(), (small / "report.html").read_text()
     outcome = _section(md, "Outcome")
     assert f"> **Caveat:** {note}." in outcome
-    assert outcome.index("Caveat") < outcome.index("The search ran")  # right under the verdict
+    assert outcome.index("Caveat") < outcome.index("Stopped after")  # right under the verdict
     assert note not in _section(md, "Run details") and md.count(note) == 1
     html_outcome = page.split("<h2>Outcome</h2>", 1)[1].split("</section>", 1)[0]
     assert '<p class="caveat"><strong>Caveat:</strong> small data' in html_outcome
@@ -116,9 +116,11 @@ def test_small_data_parts_are_named_for_what_they_are_to_the_best_candidate(tmp_
     result, md = result_of(small), (small / "report.md").read_text()
     assert result["split"]["regime"] == "out-of-bag"
     scores = _section(md, "Seed vs best")
-    assert "| train (learned from) |" in scores and "| validation (out of bag) |" in scores
+    assert "| train (every usable sample) |" in scores
+    assert "| validation (out of bag: never learned from) |" in scores
     assert "| train |" not in scores and "| validation |" not in scores
-    assert "Train (learned from): " in _section(md, "Where the best prompt still disagrees with the humans")
+    disagreements = _section(md, "Where the best prompt still disagrees with the humans")
+    assert "Train (every usable sample): " in disagreements
     assert "Validation is measured only for the finalists" not in md
     finalists = _section(md, "Finalists")
     why = result["final_choice"]["why"]
@@ -313,7 +315,7 @@ def test_html_is_self_contained(improved):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "@import" not in page and "url(" not in page
     images = re.findall(r'<img src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 2
+    assert len(images) == len(list((improved / "plots").iterdir())) >= 5  # fitness, calls and the three
     assert all(base64.b64decode(data).startswith(PNG_MAGIC) for data in images)
 
 
@@ -364,7 +366,8 @@ def test_a_real_browser_renders_the_report_with_its_images_decoded(improved, tmp
     assert "Seed vs best" in dom and "Confusion matrices (validation)" in dom
     assert f"candidate #{result_of(improved)['best_id']}" in dom
     sizes = re.findall(r'data-natural="(\d+)x(\d+)"', dom)
-    assert len(sizes) == 2 and all(int(w) > 300 and int(h) > 200 for w, h in sizes)
+    plots = len(list((improved / "plots").iterdir()))
+    assert len(sizes) == plots and all(int(w) > 300 and int(h) > 200 for w, h in sizes)
     shot = tmp_path / "report.png"
     _chromium(
         browser,

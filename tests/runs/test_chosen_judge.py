@@ -84,7 +84,8 @@ def test_every_file_of_the_chosen_judge_reads_as_one_record(kept):
     assert record.figures["train"] == result["scores"]["best"]["train"]
     assert record.figures["validation"] == result["scores"]["best"]["validation"]
     assert record.figures["candidate"] == result["best_id"]
-    assert record.model == {"provider": "simulated", "model": None} and record.dry_run
+    seed = result["random_seed"]
+    assert record.model == {"provider": "simulated", "model": None, "random_seed": seed} and record.dry_run
     assert OptimizationResult.from_dict(result).chosen_judge() == record
 
 
@@ -220,3 +221,29 @@ def test_the_printed_chosen_judge_is_the_record(kept):
     assert ("shown with teaching examples" in text) == (policy != "none")
     real = OptimizationResult.from_dict({**read_result(run), "simulated_llm": False, "notes": []})
     assert "DRY RUN" not in "\n".join(outcome_lines(real, run))
+
+
+def test_the_summary_figure_is_reproduced_whatever_seed_the_config_says(kept, tmp_path, capsys):
+    """A run made with --seed S, evaluated with a config whose random_seed is another (the
+    newcomer's seed-4 run): the simulated LLM the judge was verified on is the run's (its answers
+    are its seed's), so evaluate -i RUN, its exported file and assert_agreement give the figure of
+    the summary line, examples kept or not."""
+    _, run = kept
+    other = yaml.safe_load(_config_file(run).read_text())
+    other["random_seed"] = other["random_seed"] + 100
+    config = tmp_path / "other_seed.yaml"
+    config.write_text(yaml.safe_dump(other))
+    summary = result_of(run)["scores"]["best"]["validation"]
+    of_run, _ = _evaluate(capsys, config, run)
+    of_file, _ = _evaluate(capsys, config, run / "best_instructions.json")
+    assert of_run["accuracy"] == pytest.approx(summary) == of_file["accuracy"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert assert_agreement(config, instructions=run, at_least=0.0).value == pytest.approx(summary)
+
+
+def test_the_report_marks_the_instruction_it_shows_as_a_dry_run(kept):
+    _, run = kept
+    md = (run / "report.md").read_text()
+    wording = md.split("## What changed in the instruction", 1)[1].split("\n## ", 1)[0]
+    assert "DRY RUN: chosen on the simulated LLM" in wording

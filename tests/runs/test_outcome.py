@@ -143,3 +143,41 @@ def test_the_summary_line_says_when_the_simulated_llm_answered():
 def test_the_summary_line_names_the_loss_as_a_person_would_not_by_its_class(loss, name):
     line = _summary(loss=loss)
     assert line.startswith(f"m: {name} seed train 0.500") and "Loss" not in line
+
+
+# --- real runs of every strategy: the lines agree with the records --------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["auto", "distill", "examples", "genetic"])
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_choice_and_stop_lines_agree_with_what_was_chosen(tmp_path, strategy, seed):
+    """On any run: a result that is not the seed is never explained as "only the seed reached
+    the final choice", and a pipeline that ended after verification names the rungs it verified
+    (never "the distilled ladder" of 0 rungs) or says that only examples were chosen."""
+    from promptevolver.rundir import read_result
+
+    from ..conftest import AC_DEFINITION
+    from ..rundirs import optimize_into
+
+    config = {
+        "dataset": {"synthetic": {"n_samples": 24, "random_seed": seed}},
+        "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
+        "optimizer": {"strategy": strategy, "population_size": 4, "generations": 1},
+        "random_seed": seed,
+    }
+    result = OptimizationResult.from_dict(read_result(optimize_into(tmp_path / "run", config)))
+    choice, stop = choice_line(result), stop_line(result)
+    if result.improved:
+        assert choice.startswith(f"chosen: candidate {result.best_id} ")
+        assert "only the seed" not in choice and "kept the seed" not in choice
+    else:
+        assert choice.startswith("kept the seed")
+    if result.stop_reason == "distilled":
+        rungs = len(result.stages.get("distill", {}).get("produced", []))
+        assert "0 rungs" not in stop
+        if strategy == "examples":
+            assert "only teaching examples were chosen" in stop and "ladder" not in stop
+        elif rungs:
+            assert f"distilled ladder ({rungs} rung" in stop
+        else:
+            assert "made no rung" in stop

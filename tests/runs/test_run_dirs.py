@@ -78,7 +78,14 @@ def test_a_run_stopped_by_the_preflight_can_simply_be_run_again(tmp_path, capsys
     """Before: "holds an interrupted run; continue it with --resume", then --resume said
     "nothing to resume; start it again", and starting again was refused: a loop."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    closed = ["--set", "llm.provider=openai", "--set", "llm.model=m", "--set", "llm.base_url=http://127.0.0.1:9/v1"]
+    closed = [
+        "--set",
+        "llm.provider=openai",
+        "--set",
+        "llm.model=m",
+        "--set",
+        "llm.base_url=http://127.0.0.1:9/v1",
+    ]
     run = tmp_path / "pf"
     for _ in range(2):
         assert main(["optimize", str(AC_CONFIG), "-o", str(run), *closed]) == 1
@@ -155,7 +162,7 @@ def test_check_run_dir_names_a_run_that_never_checkpointed(tmp_path):
 
 
 def test_resume_point_counts_what_will_not_be_asked_again(tmp_path, synthetic_config):
-    directory = _interrupted(tmp_path, synthetic_config, 120)
+    directory = _interrupted(tmp_path, synthetic_config, 60)
     data = json.loads((directory / rundir.CHECKPOINT_FILE).read_text())
     lines = [json.loads(x) for x in (directory / rundir.JOURNAL_FILE).read_text().splitlines()]
     after = [x for x in lines[data["journal_entries"] :] if "text" in x]
@@ -170,7 +177,7 @@ def test_resume_point_counts_what_will_not_be_asked_again(tmp_path, synthetic_co
 def test_resume_prints_where_it_resumed_and_finishes_like_an_uninterrupted_run(
     tmp_path, synthetic_config, capsys
 ):
-    directory = _interrupted(tmp_path, synthetic_config, 120)
+    directory = _interrupted(tmp_path, synthetic_config, 60)
     point = resume_point(directory)
     assert main(["optimize", "--resume", str(directory)]) == 0
     err = capsys.readouterr().err
@@ -328,9 +335,7 @@ def pipeline_run(tmp_path_factory) -> tuple[Path, dict]:
 
 
 @pytest.mark.parametrize("stage", ["distill", "verify", "examples", "cross_fit"])
-def test_a_resumed_pipeline_counts_each_stages_calls_as_an_uninterrupted_run(
-    tmp_path, pipeline_run, stage
-):
+def test_a_resumed_pipeline_counts_each_stages_calls_as_an_uninterrupted_run(tmp_path, pipeline_run, stage):
     """Interrupted halfway through each stage: the interrupted step's answers are replayed from
     the journal, not sent again, and still count in the stage that made them (a newcomer found
     verify at 102 judge calls after a resume, 128 without one)."""

@@ -172,7 +172,8 @@ def test_the_oracle_beats_the_seed_and_pasting_everything_does_not(synth):
     llm = SimulatedJudgeLLM(dataset=synth, random_seed=1)
     seed = AC_DEFINITION
     oracle = writer.compose([seed], [], llm.world.generic(), llm.world, max_criteria=100)
-    everything = writer.compose([seed], [], llm.world.criteria.values(), llm.world, max_criteria=10_000)
+    clauses = [writer.clause(c, has_reference=llm.world.has_reference) for c in llm.world.criteria.values()]
+    everything = "\n".join([seed, *(f"- {c}" for c in clauses)])  # pasted, as no careful writer would
     assert len(llm.world.criteria) > 3 * len(llm.world.generic())
     seed_acc, oracle_acc, all_acc = (_accuracy(llm, synth, text) for text in (seed, oracle, everything))
     assert oracle_acc > seed_acc + 0.05
@@ -209,9 +210,8 @@ def test_no_leakage_a_criterion_is_named_only_if_a_shown_sample_carries_it(synth
         assert instruction is not None
         named = llm.named(instruction)
         assert named <= carried
-        assert named == set(
-            sorted(carried, key=lambda c: (llm.world.criteria[c].kind != "generic", c))[:16]
-        ) or (len(carried) > 16)
+        rules = [c for c in carried if writer.general(llm.world.criteria[c], llm.world)]  # careful
+        assert set(sorted(rules, key=lambda c: (llm.world.criteria[c].kind != "generic", c))[:16]) <= named
 
 
 def test_discovery_is_seeded_and_grows_with_evidence(synth):

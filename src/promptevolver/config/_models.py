@@ -7,13 +7,14 @@ relative to the config file.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -945,8 +946,9 @@ class RunConfig(_OnePlacePerSetting):
     def _one_metric(cls, data: Any) -> Any:
         if isinstance(data, dict) and "metrics" in data:
             raise ValueError(
-                "metrics: a config of several metrics (a job) runs with `promptevolver optimize` "
-                "only; here give one metric: (docs/many-metrics.md)"
+                "metrics: a config of several metrics (a job) is taken by `promptevolver optimize`, "
+                "`estimate` and `evaluate` (its run directory by `report` and `suggest`); here give "
+                "one metric: (docs/many-metrics.md)"
             )
         return data
 
@@ -1048,14 +1050,71 @@ def _portable(path: Path, folder: Path) -> str:
     return str(target) if common == Path(common.anchor) else os.path.relpath(target, base)
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem: ``source: key.path: message``."""
+def format_validation_error(
+    exc: ValidationError, source: str, *, model: type[BaseModel] | None = None
+) -> str:
+    """One line per problem: ``source: key.path: message``; an unknown key of ``model`` (the
+    validated model) names the closest known key (``did you mean 'optimizer'?``), as ``--set``
+    does."""
     lines = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "<root>"
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key" + (_key_hint(model, err["loc"]) if model is not None else "")
         lines.append(f"{source}: {where}: {msg}")
     return "\n".join(lines)
+
+
+def close_key(key: str, known: Collection[str]) -> str | None:
+    """The known key ``key`` is most likely a typo of (difflib), or None."""
+    found = difflib.get_close_matches(key, list(known), n=1)
+    return found[0] if found else None
+
+
+def _key_hint(model: type[BaseModel], loc: Sequence[str | int]) -> str:
+    """``; did you mean 'X'?`` for the unknown key at ``loc`` in ``model``, or ""."""
+    known = _keys_at(model, loc[:-1])
+    key = loc[-1] if loc else None
+    close = close_key(key, known) if isinstance(key, str) and known else None
+    return f"; did you mean {close!r}?" if close else ""
+
+
+def _keys_at(model: type[BaseModel], path: Sequence[str | int]) -> list[str]:
+    """The keys the config models allow under ``path`` (a pydantic error location: field names,
+    list indexes, mapping keys, union members' names); empty when it cannot tell."""
+    models: list[type[BaseModel]] = [model]
+    skip = False
+    for part in path:
+        if skip:  # a list index or a mapping key
+            skip = False
+            continue
+        fields = {name: f for m in models for name, f in m.model_fields.items()}
+        if isinstance(part, str) and part in fields:
+            models, skip = _inner_models(fields[part].annotation)
+        elif not any(m.__name__ == part for m in models):  # a union member's tag: stay
+            return []
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _inner_models(annotation: Any) -> tuple[list[type[BaseModel]], bool]:
+    """The config models a field holds, and whether they sit in a list or mapping (whose index
+    or key comes next in an error location)."""
+    found: list[type[BaseModel]] = []
+    contained = False
+    members = (annotation,) if get_origin(annotation) in (list, dict, tuple) else get_args(annotation)
+    for arg in members or (annotation,):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            found.append(arg)
+        elif get_origin(arg) in (list, dict, tuple):
+            inner = [a for a in get_args(arg) if isinstance(a, type) and issubclass(a, BaseModel)]
+            found += inner
+            contained = contained or bool(inner)
+        elif get_args(arg):
+            more, deeper = _inner_models(arg)
+            found += more
+            contained = contained or deeper
+    return found, contained
 
 
 def load_run_config(
@@ -1077,7 +1136,7 @@ def load_run_config(
     try:
         config = RunConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, str(p))) from exc
+        raise ConfigError(format_validation_error(exc, str(p), model=RunConfig)) from exc
     if isinstance(config.dataset, Path) and not config.dataset.is_absolute():
         config = config.model_copy(update={"dataset": (p.parent / config.dataset).resolve()})
     return config
@@ -1233,7 +1292,7 @@ def load_config(
     try:
         config = ManyConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, str(p))) from exc
+        raise ConfigError(format_validation_error(exc, str(p), model=ManyConfig)) from exc
     if not config.dataset.is_absolute():
         config = config.model_copy(update={"dataset": (p.parent / config.dataset).resolve()})
     return config

@@ -11,7 +11,6 @@ to the result. A relative ``dataset`` path given this way is relative to the wor
 from __future__ import annotations
 
 import copy
-import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from promptevolver.config._models import RUN_LEVEL_KEYS, RunConfig
+from promptevolver.config._models import RUN_LEVEL_KEYS, RunConfig, close_key
 from promptevolver.errors import ConfigError
 
 __all__ = ["OverrideError", "apply_overrides", "parse_override"]
@@ -73,8 +72,8 @@ def check_key(parts: Sequence[str], text: str) -> None:
             fields = {name: f for name, f in fields.items() if name not in RUN_LEVEL_KEYS}
         if part not in fields:
             where = ".".join(parts[:depth]) or "the config"
-            close = difflib.get_close_matches(part, list(fields), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = close_key(part, fields)
+            hint = f"did you mean {close!r}? " if close else ""
             raise OverrideError(
                 f"--set {text!r}: unknown key {part!r} in {where}; {hint}keys: {sorted(fields)}"
             )

@@ -44,7 +44,14 @@ from promptevolver.errors import AnnotationError
 from promptevolver.judge._aggregation import AGGREGATIONS, aggregate
 from promptevolver.judge._batch import BatchEvaluation, EvaluationItem, as_item, cancel
 from promptevolver.judge._prompts import Prompt
-from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest, Metric, label_scale_of
+from promptevolver.judge._protocol import (
+    Judge,
+    Judgement,
+    JudgeRequest,
+    Metric,
+    label_scale_of,
+    refuse_ragas_object,
+)
 
 __all__ = ["AGGREGATIONS", "EvaluationEvent", "EvaluationItem", "JudgeEnsemble", "as_item"]
 
@@ -111,6 +118,7 @@ class JudgeEnsemble(Judge, BatchEvaluation):
         callbacks: Sequence[Callback] = (),
     ) -> None:
         _check_ranges(num_judges, aggregation_method, max_concurrent_judges, timeout_s, temperature)
+        refuse_ragas_object(metric, "metric")
         self.metric = metric
         self.name = name if name is not None else metric.name
         if not self.name.strip():

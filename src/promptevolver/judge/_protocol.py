@@ -27,7 +27,56 @@ from promptevolver.rundir import ChosenJudge, as_chosen_judge
 if TYPE_CHECKING:
     from promptevolver.judge._examples import ExampleStore
 
-__all__ = ["OUTPUTS", "Judge", "JudgeRequest", "Judgement", "Metric", "label_entry", "label_scale_of"]
+__all__ = [
+    "OUTPUTS",
+    "Judge",
+    "JudgeRequest",
+    "Judgement",
+    "Metric",
+    "label_entry",
+    "label_scale_of",
+    "refuse_ragas_object",
+]
+
+#: What to pass instead of a Ragas object, by the argument it was given as.
+_INSTEAD_OF_RAGAS = {
+    "metric": (
+        "a Ragas metric object: wrap it in RagasMetric (from promptevolver.integrations.ragas import "
+        "RagasMetric; metric=RagasMetric(your_metric)), or call optimize_ragas_metric(your_metric, "
+        "dataset, llm=...), which also writes the result back into it"
+    ),
+    "loss": (
+        "a Ragas loss: use promptevolver's, of the same name (from promptevolver import "
+        "BinaryMetricLoss, MSELoss)"
+    ),
+    "dataset": (
+        "Ragas' annotation object: load the same file with promptevolver's "
+        "SingleMetricAnnotation.from_json(path) (or MetricAnnotation.from_json)"
+    ),
+    "llm": (
+        "a Ragas LLM wrapper: pass a client of ours (from promptevolver.llm import OpenAIClient: any "
+        "OpenAI-compatible server)"
+    ),
+}
+
+
+def refuse_ragas_object(value: Any, role: str) -> None:
+    """Refuse a Ragas object handed where ours is meant (a metric, loss, dataset or LLM), with
+    one line saying what to pass instead (``wrap it in RagasMetric``...), before it can fail
+    later with an ``AttributeError`` about a method it lacks.
+
+    Args:
+        role: ``metric``, ``loss``, ``dataset`` or ``llm`` (also ``reflection_llm``).
+
+    Raises:
+        TypeError: ``value``'s class comes from the ``ragas`` package.
+    """
+    kind = type(value)
+    if kind.__module__ != "ragas" and not kind.__module__.startswith("ragas."):
+        return
+    instead = _INSTEAD_OF_RAGAS["llm" if role.endswith("llm") else role]
+    raise TypeError(f"{role}: got {kind.__module__}.{kind.__name__}, {instead}")
+
 
 #: Key of ``Judgement.details`` under which a metric with several prompts puts each prompt's
 #: parsed output (prompt name → JSON-ready dict), e.g.

@@ -33,7 +33,7 @@ from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config._models import GeneticConfig
 from promptevolver.evaluation._losses import Loss, check_loss_fits
-from promptevolver.judge._protocol import Metric, label_scale_of
+from promptevolver.judge._protocol import Metric, label_scale_of, refuse_ragas_object
 from promptevolver.llm._base import LLMClient
 from promptevolver.llm._concurrency import InFlightLimit
 from promptevolver.llm._journal import Journal
@@ -94,6 +94,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         stop_conditions: Sequence[StopCondition] | None = None,
         limit: InFlightLimit | None = None,
     ) -> None:
+        for role, value in (("metric", metric), ("llm", llm), ("reflection_llm", reflection_llm)):
+            refuse_ragas_object(value, role)  # ours are meant: a Ragas metric is wrapped in RagasMetric
         super().__init__(metric=metric, llm=llm, reflection_llm=reflection_llm)
         self.progress = progress
         self.callbacks = list(callbacks)
@@ -126,7 +128,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         Raises:
             ValueError: "No metric provided for optimization" or "No llm provided for
                 optimization" (Ragas' messages, in that order), or ``resume`` without ``run_dir``.
-            TypeError: ``callbacks`` is not a list of functions.
+            TypeError: ``callbacks`` is not a list of functions; a Ragas metric, loss, dataset or
+                LLM object where ours is meant (the message says what to pass instead).
             RunDirError: ``run_dir`` is a folder promptevolver did not make, or another process
                 writes it (:func:`promptevolver.rundir.locked`, taken for the whole run).
             FileExistsError: ``run_dir`` holds a run (its checkpoint or journal) and ``resume``
@@ -144,6 +147,11 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         """
         if resume and run_dir is None:
             raise ValueError("resume=True needs run_dir")
+        parts = {"metric": self.metric, "llm": self.llm, "reflection_llm": self.reflection_llm}
+        for role, value in parts.items():
+            refuse_ragas_object(value, role)  # they may be set after construction
+        refuse_ragas_object(dataset, "dataset")
+        refuse_ragas_object(loss, "loss")
         extra = check_callbacks(callbacks)
         if run_dir is None:
             return await self._aoptimize(dataset, loss, config, None, resume, extra)

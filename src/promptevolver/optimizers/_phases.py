@@ -369,7 +369,9 @@ async def _verify_refit(
         saved_judge_calls=0,
         final_choice=run.final_choice,
     )
-    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id)
+    run.context.events.emit(
+        "stage_end", 0, stage="verify", chosen=best.id, figures=run.state.stages["verify"]
+    )
     return best
 
 
@@ -826,7 +828,7 @@ async def _examples_cross_validated(
             "why": f"{run.final_choice.get('why')}; {verdict}",
             "judged_by": {p: c.id for p, c in judged_by.items()},
         }
-    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id)
+    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id, figures=run.state.stages["examples"])
     return chosen
 
 

@@ -9,15 +9,18 @@ correction, the **refit** (:mod:`._distill`). The verification then judges:
    never learned from): together, every sample judged once by a candidate that never saw it — the
    **cross-validated** score of the recipe "climb the ladder until it stops" (Stone 1974; Hastie,
    Tibshirani and Friedman, *The Elements of Statistical Learning*, 7.10);
-2. the recipe is kept when its cross-validated figure is at least the seed's on those samples
-   (lessons learnt from human corrections stay on a tie; the paired bootstrap's probability is
-   reported beside). The issue that asked for this stage proposed keeping the recipe unless the
-   seed is better with probability ``confidence``; that returned judges whose own honest figure
-   was below the seed's (a statement-support run: cross-validated MSE 0.039 against the seed's
-   0.035), which no user should be handed, while in judgeworld the recipe's figure was never
-   below the seed's (106 recipes judged), so the stricter rule costs nothing there. When it
-   hurts, shallower recipes (the folds' rung k: "k rounds") are judged on their folds, deepest
-   first, and the deepest that does not hurt is kept; when every depth hurts, the seed;
+2. the recipe is kept unless the paired bootstrap over those samples says, with probability
+   :data:`HURT` (0.9, or ``confidence`` when higher), that the seed is better — the ladder's rule
+   (lessons learnt from human corrections stay unless the evidence says they hurt), with a
+   stricter bar than ``confidence`` (0.7), because on the 18–100 samples of small data one
+   judge-noise flip moves the figure by 0.01–0.05 and the folds learned from fewer corrections
+   than the refit. Measured in judgeworld (54 small held-back runs): 3 recipes fell 1–3 samples
+   below the seed (probability that the seed is better 0.72–0.85), and each time the refit of
+   the whole recipe scored at least as well on the test split as the shallower one a 0.7 bar, or
+   "not below the seed", would have chosen (0.903 / 0.903, 0.903 / 0.855, 0.781 / 0.725). The
+   figure is reported as measured, below the seed's when it is. When the recipe hurts, shallower
+   recipes (the folds' rung k: "k rounds") are judged on their folds, deepest first, and the
+   deepest that does not hurt is kept; when every depth hurts, the seed;
 3. the result is the refit ladder's rung of the chosen depth: distilled from **every**
    correction, as a model chosen by cross-validation is refit on all its data. Its honest figure
    is the recipe's cross-validated one (slightly pessimistic: each fold learned from fewer
@@ -42,10 +45,13 @@ from promptevolver.optimizers._run import RunContext, SearchRun
 from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.strategies._final_choice import final_choice_rng, paired
 
-__all__ = ["REGIME", "composite", "fold_positions", "has_refit", "verify"]
+__all__ = ["HURT", "REGIME", "composite", "fold_positions", "has_refit", "verify"]
 
 #: The final choice's regime when the result is a refit chosen by cross-validation.
 REGIME = "cross-validated"
+#: The probability that the seed is better, over the folds, from which a recipe hurts (see the
+#: module docstring; ``confidence`` when higher).
+HURT = 0.9
 
 
 def has_refit(ctx: RunContext, ladder_ids: Mapping[str, Sequence[int]]) -> bool:
@@ -135,8 +141,11 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         return cv, row
 
     def hurts(row: Mapping[str, Any]) -> bool:
-        """Below the seed's cross-validated figure, or not measured well enough."""
-        return row["delta"] is None or row["coverage"] < ctx.min_coverage or row["delta"] < 0
+        """The seed better with probability :data:`HURT` (or ``confidence``), or not measured
+        well enough."""
+        if row["delta"] is None or row["coverage"] < ctx.min_coverage:
+            return True
+        return 1.0 - row["p_better"] >= max(HURT, ctx.config.confidence)
 
     if not refit:  # every correction taught no general lesson: the seed, judged for its figure only
         stop = run.state.stages.get("distill", {}).get("stop", {}).get("all", "n/a")
@@ -164,8 +173,9 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         if depth == -1:
             why = (
                 f"the cross-validated recipe hurts: {rows[0]['delta']:+.3f} against the seed (the seed "
-                f"better with probability {1.0 - rows[0]['p_better']:.2f}), and so at every shallower "
-                "depth of the folds' ladders"
+                f"better with probability {1.0 - rows[0]['p_better']:.2f} >= "
+                f"{max(HURT, ctx.config.confidence):g}), and so at every shallower depth of the folds' "
+                "ladders"
                 if rows[0]["delta"] is not None
                 else "the folds' candidates were not measured (failed evaluations)"
             )
@@ -184,9 +194,9 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
     why = (
         f"refit on every correction with the recipe the {k} folds chose ({recipe}): cross-validated "
         f"{row['cross_validated']:.3f} against the seed's {seed.train.estimate(ctx.loss, weights):.3f} "
-        f"on {len(ctx.train)} samples ({row['delta']:+.3f}, not below it; the seed better with "
-        f"probability {1.0 - row['p_better']:.2f}; each sample judged by a fold's candidate that "
-        f"never learned from it); candidate {chosen.id} is the refit ladder's {rung}"
+        f"on {len(ctx.train)} samples ({row['delta']:+.3f}; the seed better with probability "
+        f"{1.0 - row['p_better']:.2f} < {max(HURT, ctx.config.confidence):g}; each sample judged by a "
+        f"fold's candidate that never learned from it); candidate {chosen.id} is the refit ladder's {rung}"
     )
     return chosen, {**_record(ctx, chosen, rows, row, why), "judged_by": judged_by}
 
@@ -204,7 +214,8 @@ def _record(
         "stage": "verify",
         "rule": (
             f"cross-validation over {len(set(ctx.folds.values()))} folds, then a refit on every "
-            "correction: the recipe is kept when its cross-validated figure is at least the seed's"
+            "correction: the recipe is kept unless the seed is better with probability "
+            f"{max(HURT, ctx.config.confidence):g}"
         ),
         "folds": len(set(ctx.folds.values())),
         "chosen": chosen.id,

@@ -296,9 +296,14 @@ def _simulated(ctx: RunContext) -> dict[str, Any]:
 
 def judge_model_of(client: object) -> dict[str, Any]:
     """``provider`` and ``model`` of the client under ``client``'s wrappers (the first layer
-    that names them); what a chosen judge records as the model it was verified on."""
+    that names them); what a chosen judge records as the model it was verified on. The simulated
+    LLM also records its ``random_seed``: its answers are its seed's (``evaluate`` of the chosen
+    judge asks the same simulator)."""
     provider = found_in_stack(client, "provider", str)
-    return {"provider": provider or "custom", "model": found_in_stack(client, "model", str)}
+    found: dict[str, Any] = {"provider": provider or "custom", "model": found_in_stack(client, "model", str)}
+    if provider == "simulated" and (seed := found_in_stack(client, "random_seed", int)) is not None:
+        found["random_seed"] = seed
+    return found
 
 
 def _examples_block(ctx: RunContext, best: Candidate) -> dict[str, Any]:

@@ -32,10 +32,11 @@ from promptevolver.evaluation._agreement import Agreement, agreement_of
 from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
 from promptevolver.evaluation._recorded import RecordedAgreement, recorded_agreement
 from promptevolver.judge._aspect_critic import AspectCritic
+from promptevolver.judge._examples import ExampleStore
 from promptevolver.judge._protocol import Judgement, label_scale_of
 from promptevolver.llm._base import LLMClient
 from promptevolver.optimizers._checkpoint import load_judgements
-from promptevolver.rundir import CHECKPOINT_FILE, read_config, read_result
+from promptevolver.rundir import CHECKPOINT_FILE, ChosenJudge, read_config, read_result
 
 __all__ = [
     "Disagreement",
@@ -264,6 +265,8 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
     if judged_by:  # a refit: its held-out picture is the cross-validated one, over every train sample
         validation = sorted(judged_by)
         train = [p for p in train if p not in judged_by]
+    elif not validation and _seed_kept_out_of_bag(result):
+        validation = list(train)  # small data, the seed kept: it learned from none (evaluate scores all)
     facts.positions = {"train": train, "validation": validation}
     missing: dict[tuple[str, str], list[int]] = {}
     for who, key in keys.items():
@@ -315,6 +318,11 @@ def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:
     return candidate_key(row["instructions"], examples)
 
 
+def _seed_kept_out_of_bag(result: Mapping[str, Any]) -> bool:
+    """Small data whose seed was kept: nothing is held out, and the seed learned from none."""
+    return (result.get("split") or {}).get("regime") == "out-of-bag" and not result.get("best_id")
+
+
 def _focus(result: Mapping[str, Any]) -> dict[str, dict[int, float]]:
     """The judged samples of each part and what each stands for (result.json ``split.focus``;
     empty for older results and for a part nothing was judged on)."""
@@ -354,8 +362,10 @@ def _train_positions(
 ) -> list[int]:
     """The train positions: those the seed was judged on (it is judged on all of train and, during
     the search, on nothing else); without a checkpoint, the usable samples outside validation when
-    that matches the recorded train size (no cap was applied)."""
-    held_out = set(validation)
+    that matches the recorded train size (no cap was applied). Out of bag (small data) train is
+    every usable sample, the validation ones included, as result.json's ``scores.train``."""
+    out_of_bag = (facts.result.get("split") or {}).get("regime") == "out-of-bag"
+    held_out = set() if out_of_bag else set(validation)
     judged = sorted({p for (key, p) in memo if key == seed} - held_out)
     if judged:
         return judged
@@ -381,6 +391,7 @@ def _rejudge_missing(
         return
     assert facts.dataset is not None
     instructions = {"seed": facts.result["seed_instructions"], "best": facts.result["best_instructions"]}
+    chosen = ChosenJudge.from_result(facts.result)  # the best is judged with its examples, as chosen
     renamable = config.metric.type != "statement_support"  # one prompt: it takes the file's name
     prompt = next(iter(instructions["seed"])) if renamable else None
     if llm is None:
@@ -392,8 +403,9 @@ def _rejudge_missing(
             scale=facts.scale,
         )
     for (who, split), positions in missing.items():
-        found = asyncio.run(_judge(config, facts.dataset, instructions[who], positions, llm, prompt))
-        facts.judgements[(who, split)].update(found)
+        examples = chosen.examples if who == "best" else None
+        judging = _judge(config, facts.dataset, instructions[who], positions, llm, prompt, examples)
+        facts.judgements[(who, split)].update(asyncio.run(judging))
 
 
 async def _judge(
@@ -403,10 +415,15 @@ async def _judge(
     positions: Sequence[int],
     llm: LLMClient,
     prompt: str | None,
+    examples: Mapping[str, Any] | None = None,
 ) -> dict[int, Judgement]:
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
-    evaluator = Evaluator(metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency)
-    return await evaluator.evaluate(instructions, positions)
+    policy = str((examples or {}).get("policy", "none"))
+    store = ExampleStore.from_dict(examples["store"]) if examples and policy != "none" else None
+    evaluator = Evaluator(
+        metric=metric, llm=llm, dataset=dataset, max_concurrency=config.llm.max_concurrency, examples=store
+    )
+    return await evaluator.evaluate(instructions, positions, policy if store is not None else "none")
 
 
 # --- lineage and wording -----------------------------------------------------------------------

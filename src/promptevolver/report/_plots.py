@@ -2,7 +2,12 @@
 
 * :func:`fitness_png` — best and mean train fitness per generation, with the seed's train score
   and the final validation scores for reference;
-* :func:`calls_png` — judge and meta calls spent by the end of each generation, and in all.
+* :func:`calls_png` — judge and meta calls spent by the end of each generation, and in all;
+* :func:`candidates_png` — the seed, the ladder's rungs or the finalists and the chosen judge on
+  validation, each with its 95% interval (drawn whether or not a search ran);
+* :func:`confusion_png` — the seed's and the chosen judge's confusion matrices on validation;
+* :func:`stage_cost_png` — calls and tokens per stage of the pipeline (per operation without
+  stages).
 """
 
 from __future__ import annotations
@@ -10,12 +15,13 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["calls_png", "fitness_png"]
+__all__ = ["Point", "calls_png", "candidates_png", "confusion_png", "fitness_png", "stage_cost_png"]
 
 _SIZE = (6.0, 4.0)
 _DPI = 110
@@ -103,6 +109,90 @@ def calls_png(history: Sequence[Mapping[str, Any]], *, judge_total: int, meta_to
     ax.set_xticks(list(xs), labels)
     ax.set(xlabel="generation", ylabel="LLM calls so far", title="Calls spent")
     ax.margins(y=0.12)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    return _png(fig)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One candidate's figure on validation: ``label``, ``value`` and its interval (``low``,
+    ``high``; None: no interval for this figure); ``chosen`` marks the chosen judge, ``seed`` the seed."""
+
+    label: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+    chosen: bool = False
+    seed: bool = False
+
+
+def candidates_png(
+    points: Sequence[Point], *, metric: str, higher_is_better: bool, samples: int | None
+) -> bytes:
+    """Each candidate's validation figure with its 95% interval, one row each (the seed first,
+    the chosen judge starred): whether a difference is larger than the noise of ``samples``
+    annotations is read off the overlap of the bars."""
+    fig = Figure(figsize=(6.5, max(2.2, 0.45 * len(points) + 1.2)))
+    ax = fig.subplots()
+    ys = list(range(len(points)))[::-1]
+    for y, pt in zip(ys, points):
+        colour = _BEST if pt.chosen else _SEED if pt.seed else _MEAN
+        if pt.low is not None and pt.high is not None:
+            ax.plot([pt.low, pt.high], [y, y], "-", color=colour, linewidth=2.5, alpha=0.6)
+        ax.plot([pt.value], [y], "*" if pt.chosen else "o", color=colour, markersize=13 if pt.chosen else 7)
+        ax.annotate(
+            f"{pt.value:.3f}",
+            (pt.value, y),
+            textcoords="offset points",
+            xytext=(0, 7),
+            ha="center",
+            fontsize=8,
+        )
+    ax.set_yticks(ys, [pt.label for pt in points])
+    direction = "higher is better" if higher_is_better else "lower is better"
+    on = f" on {samples} validation samples" if samples else ""
+    ax.set(xlabel=f"validation {metric} ({direction}), 95% interval", title=f"Candidates{on}")
+    ax.margins(x=0.1, y=0.25)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def confusion_png(matrices: Sequence[tuple[str, Sequence[Sequence[int]]]]) -> bytes:
+    """Confusion matrices (rows the human label 0/1, columns the judge's verdict), side by side,
+    each cell with its count; the diagonal is agreement."""
+    fig = Figure(figsize=(3.2 * len(matrices), 3.2))
+    axes = fig.subplots(1, len(matrices), squeeze=False)[0]
+    for index, (ax, (title, matrix)) in enumerate(zip(axes, matrices)):
+        ax.imshow(matrix, cmap="Blues", vmin=0)
+        peak = max(max(row) for row in matrix) or 1
+        for i, row in enumerate(matrix):
+            for j, count in enumerate(row):
+                ax.text(
+                    j, i, str(count), ha="center", va="center", color="white" if count > peak / 2 else "black"
+                )
+        ax.set_xticks([0, 1], ["judge 0", "judge 1"])
+        ax.set_yticks([0, 1], ["human 0", "human 1"] if index == 0 else ["", ""])
+        ax.set_title(title, fontsize=9)
+    return _png(fig)
+
+
+def stage_cost_png(rows: Sequence[tuple[str, int, int, int]], *, by: str = "stage") -> bytes:
+    """Judge and meta calls (bars) and tokens (labels) per stage, ``rows`` of (name, judge calls,
+    meta calls, tokens) in pipeline order."""
+    fig = Figure(figsize=_SIZE)
+    ax = fig.subplots()
+    names = [r[0] for r in rows]
+    judge = [r[1] for r in rows]
+    meta = [r[2] for r in rows]
+    xs = range(len(rows))
+    ax.bar(xs, judge, color=_BEST, label="judge calls")
+    ax.bar(xs, meta, bottom=judge, color=_META, label="meta calls")
+    for x, (j, m, tokens) in enumerate(zip(judge, meta, (r[3] for r in rows))):
+        ax.annotate(f"{j + m} calls\n{tokens:,} tokens", (x, j + m), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(xs), names)
+    ax.set(xlabel=by, ylabel="LLM calls", title=f"Cost per {by}")
+    ax.set_ylim(0, max([j + m for j, m in zip(judge, meta)] + [1]) * 1.3)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
     return _png(fig)

@@ -42,12 +42,14 @@ class Para:
 @dataclass(frozen=True)
 class Table:
     """A table of plain-text cells. ``heat``: colour numeric cells by their share of the table's
-    total (confusion matrices); ``caption`` is shown above it."""
+    total (confusion matrices); ``caption`` is shown above it; ``links``: per row, the relative
+    address its first cell links to (None: no link)."""
 
     headers: Sequence[str]
     rows: Sequence[Sequence[str]]
     caption: str = ""
     heat: bool = False
+    links: Sequence[str | None] = ()
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,12 @@ def _md_block(block: Block) -> str:
     if isinstance(block, Table):
         head = f"**{_md_text(block.caption)}**\n\n" if block.caption else ""
         lines = ["| " + " | ".join(map(_md_cell, block.headers)) + " |", "|" + "---|" * len(block.headers)]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in block.rows]
+        for n, row in enumerate(block.rows):
+            href = block.links[n] if n < len(block.links) else None
+            cells = [_md_cell(c) for c in row]
+            if href and cells:
+                cells[0] = f"[{cells[0]}]({href})"
+            lines.append("| " + " | ".join(cells) + " |")
         return head + "\n".join(lines)
     if isinstance(block, Image):
         return f"![{_md_text(block.alt)}](plots/{block.name})"
@@ -223,14 +230,16 @@ def _html_table(block: Table) -> str:
     numbers = [float(c) for row in block.rows for c in row if block.heat and _is_number(c)]
     total = sum(numbers) or 1.0
     rows = []
-    for row in block.rows:
+    for n, row in enumerate(block.rows):
         cells = []
+        href = block.links[n] if n < len(block.links) else None
         for i, c in enumerate(row):
             cls = "num" if _is_number(c) else ("long" if len(c) > 80 else "")
             style = ""
             if block.heat and i > 0 and _is_number(c):
                 style = f' style="background: rgba(9,105,218,{0.08 + 0.6 * float(c) / total:.2f})"'
-            cells.append(f'<td class="{cls}"{style}>{_esc(c)}</td>' if cls else f"<td{style}>{_esc(c)}</td>")
+            text = f'<a href="{_esc(href)}">{_esc(c)}</a>' if i == 0 and href else _esc(c)
+            cells.append(f'<td class="{cls}"{style}>{text}</td>' if cls else f"<td{style}>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     cls = ' class="heat"' if block.heat else ""
     caption = f'<div class="caption">{_esc(block.caption)}</div>' if block.caption else ""

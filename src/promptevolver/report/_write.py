@@ -18,6 +18,10 @@ Files written, each atomically (names and writer from :mod:`promptevolver.rundir
     DIR/plots/fitness.png    best and mean train fitness per generation
     DIR/plots/calls.png      LLM calls spent per generation
     DIR/plots/regression.png judge vs human scores on validation (numeric metrics)
+    DIR/plots/candidates.png the seed, the rungs or finalists and the chosen judge on validation,
+                             each with its 95% interval (every run, with or without a search)
+    DIR/plots/confusion.png  the seed's and the chosen judge's confusion matrices (binary metrics)
+    DIR/plots/cost.png       calls and tokens per stage (per operation without stages)
 
 A score the run did not measure (None or absent in result.json, e.g. when its evaluations
 failed) is shown as ``n/a`` with the reason, never as a number.
@@ -32,11 +36,20 @@ from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._agreement import agreement_of, order_swap_bias
+from promptevolver.evaluation._intervals import wilson_interval
 from promptevolver.evaluation._losses import loss_label
 from promptevolver.judge._pairwise import ORDER_SWAP
+from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
-from promptevolver.report._plots import calls_png, fitness_png
+from promptevolver.report._plots import (
+    Point,
+    calls_png,
+    candidates_png,
+    confusion_png,
+    fitness_png,
+    stage_cost_png,
+)
 from promptevolver.report._regression import regression_section
 from promptevolver.report._render import (
     Bullets,
@@ -51,6 +64,7 @@ from promptevolver.report._render import (
     to_markdown,
 )
 from promptevolver.rundir import (
+    DRY_RUN_NOTE,
     PLOTS_DIR,
     REPORT_HTML,
     REPORT_MD,
@@ -60,6 +74,7 @@ from promptevolver.rundir import (
     read_result,
     write_atomic,
 )
+from promptevolver.runs._outcome import stop_line
 
 __all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]  # file names: rundir's
 
@@ -92,6 +107,7 @@ def build_report(facts: RunFacts) -> Report:
         _summary(facts),
         _scores(facts),
         _recorded(facts),
+        _candidates(facts),
         _pipeline(facts),
         examples_section(facts),
         _progress(facts),
@@ -246,6 +262,16 @@ def _diagonal(confusion: list[list[int]]) -> int:
 
 
 def _stop_sentence(result: dict[str, Any]) -> str:
+    """Why the run stopped, in the summary's own words (:func:`promptevolver.runs._outcome.stop_line`,
+    one wording for the terminal and the report); a result too old to read as one: the search's."""
+    try:
+        line = stop_line(OptimizationResult.from_dict(result))
+    except (TypeError, KeyError, AttributeError):
+        return _old_stop_sentence(result)
+    return f"{line[0].upper()}{line[1:]}."
+
+
+def _old_stop_sentence(result: dict[str, Any]) -> str:
     cfg = result.get("config", {})
     template = _STOP_REASONS.get(result["stop_reason"], "stop reason: {reason}")
     gens = max(0, len(result.get("history", [])) - 1)
@@ -374,8 +400,9 @@ def _cross_validated(facts: RunFacts) -> bool:
 
 def _split_label(facts: RunFacts, split: str) -> str:
     """``train`` / ``validation``; small data (out of bag), what those parts are for the best
-    candidate: the samples it learned from and the ones it never saw; a refit: the
-    cross-validated verdicts (each sample judged by a fold's candidate that never learned from it)."""
+    candidate: every usable sample (result.json's ``scores.train``) and the ones it never learned
+    from; a refit: the cross-validated verdicts (each sample judged by a fold's candidate that
+    never learned from it)."""
     if _cross_validated(facts):
         return (
             "train (learned from)"
@@ -384,7 +411,9 @@ def _split_label(facts: RunFacts, split: str) -> str:
         )
     if not _out_of_bag(facts):
         return split
-    return "train (learned from)" if split == "train" else "validation (out of bag)"
+    if split == "train":
+        return "train (every usable sample)"
+    return "validation (out of bag: never learned from)"
 
 
 _ORDINAL_NOTE = (
@@ -469,7 +498,14 @@ def _confusion(facts: RunFacts) -> Section | None:
         if facts.failed.get(("best", "validation")):
             text = "No validation verdict was measured: every evaluation failed."
         return Section(f"Confusion matrices ({_held_out_name(facts)})", [Para(text)])
+    matrices = []
+    for who, label in (("seed", "Original (seed)"), ("best", "Optimized (best)")):
+        found = facts.agreements.get((who, "validation"))
+        if found is not None and found.confusion is not None:
+            matrices.append((label, found.confusion))
     tables.append(Para("Rows: the human label; columns: the judge's verdict. The diagonal is agreement."))
+    caption = f"Confusion matrices, {_held_out_name(facts)} (seed, chosen)"
+    tables.append(Image("confusion.png", confusion_png(matrices), caption))
     return Section(f"Confusion matrices ({_held_out_name(facts)})", tables, row=True)
 
 
@@ -529,6 +565,8 @@ def _recorded(facts: RunFacts) -> Section | None:
 def _wording(facts: RunFacts) -> Section:
     r = facts.result
     blocks: list[Any] = []
+    if _simulated(facts):  # wherever an instruction is shown: it was chosen on the simulator
+        blocks.append(Para(f"DRY RUN: {DRY_RUN_NOTE.removeprefix('dry run: ')}.", caveat=True))
     for prompt, best in r["best_instructions"].items():
         seed = r["seed_instructions"].get(prompt, "")
         if seed == best:
@@ -675,6 +713,49 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
     )
     headers = ["candidate", "operator", "Δ vs seed", "p better", "added to the original instruction"]
     return Section("Finalists", [intro, Table(headers, rows)])
+
+
+def _candidates(facts: RunFacts) -> Section | None:
+    """The candidates on validation with their 95% intervals: the seed, every candidate judged
+    there (the ladder's rungs, the finalists) and the chosen judge, drawn with or without a search."""
+    r = facts.result
+    n = (r.get("split") or {}).get("validation")
+    proportion = (r.get("loss") or {}).get("metric") == "accuracy" and isinstance(n, int) and n > 0
+    by_id = {c["id"]: c for c in r.get("lineage", [])}
+    best = r.get("best_id", 0)
+    values: dict[int, float] = {}
+    for c in r.get("lineage", []):
+        if isinstance(c.get("validation"), (int, float)) and r.get("split", {}).get("regime") != "out-of-bag":
+            values[c["id"]] = float(c["validation"])
+    for who, cid in (("seed", 0), ("best", best)):
+        if (value := _score(facts, who, "validation")) is not None:
+            values[cid] = value
+    if not values:
+        return None
+    points = []
+    for cid in sorted(values, key=lambda i: (i != 0, i)):
+        c = by_id.get(cid, {})
+        low = high = None
+        if proportion:
+            assert isinstance(n, int)
+            low, high = wilson_interval(round(values[cid] * n), n)
+        name = "seed" if cid == 0 else str(c.get("operator", "")).replace("_", " ")
+        policy = c.get("examples")
+        shown = f" + {policy} examples" if policy and policy != "none" else ""
+        points.append(Point(f"#{cid} {name}{shown}", values[cid], low, high, cid == best, cid == 0))
+    name = _metric_name(r)
+    png = candidates_png(
+        points, metric=name, higher_is_better=(r.get("loss") or {}).get("higher_is_better", True), samples=n
+    )
+    interval = (
+        "the Wilson 95% interval on" if proportion else f"no interval for {name} (only for accuracy); on"
+    )
+    caption = (
+        f"Validation {name} of the seed, of each candidate judged on validation and of the chosen judge "
+        f"(starred), with {interval} {n} samples: overlapping bars are differences this many annotations "
+        "cannot tell apart."
+    )
+    return Section("Candidates on validation", [Image("candidates.png", png, caption)])
 
 
 def _pipeline(facts: RunFacts) -> Section | None:
@@ -850,7 +931,36 @@ def _usage(facts: RunFacts) -> Section:
     blocks: list[Any] = [Table(headers, rows), totals]
     if not extra:
         blocks.append(Para("Tokens and cost are recorded for the whole run, not per operation."))
+    blocks.append(_cost_image(facts))
     return Section("Usage and cost by operation", blocks)
+
+
+def _cost_image(facts: RunFacts) -> Image:
+    """Calls and tokens per stage of the pipeline; a run without stages (``strategy: genetic``):
+    per operation, tokens for the whole run."""
+    r = facts.result
+    stages = r.get("stages") or {}
+    rows = [
+        (
+            name,
+            int(st.get("judge_calls", 0)),
+            int(st.get("meta_calls", 0)),
+            int(st.get("prompt_tokens", 0)) + int(st.get("completion_tokens", 0)),
+        )
+        for name in ("distill", "verify", "examples", "cross_fit", "search")
+        if (st := stages.get(name)) and st.get("ran") is not False
+    ]
+    if rows:
+        return Image("cost.png", stage_cost_png(rows), "Calls and tokens per stage of the pipeline")
+    u = r.get("usage") or {}
+    calls = u.get("calls_by_operation") or {}
+    meta = {"judge"}  # the judge's calls; every other operation writes instructions
+    ops = [(op, n if op in meta else 0, 0 if op in meta else n, 0) for op, n in sorted(calls.items())] or [
+        ("run", u.get("llm_calls", {}).get("judge", 0), u.get("llm_calls", {}).get("meta", 0), 0)
+    ]
+    return Image(
+        "cost.png", stage_cost_png(ops, by="operation"), "Calls per operation (this run has no stages)"
+    )
 
 
 def _details(facts: RunFacts) -> Section:
@@ -859,7 +969,7 @@ def _details(facts: RunFacts) -> Section:
     knobs = ("population_size", "generations", "patience", "minibatch_size", "finalists")
     items = [
         f"metric: {r['metric']}; loss: {(r.get('loss') or {}).get('name')} ({_metric_name(r)})",
-        f"split: {split['train']} train, {split['validation']} validation ({split.get('strategy', '')})",
+        _split_sentence(split),
         "; ".join(f"{k}: {cfg.get(k, '?')}" for k in knobs),
         f"random seed: {r.get('random_seed')}; stop reason: {r['stop_reason']}; "
         f"duration: {r.get('duration_s', 0):.1f} s",
@@ -871,6 +981,19 @@ def _details(facts: RunFacts) -> Section:
     if facts.notes:
         blocks += [Para("Notes:"), Bullets(facts.notes)]
     return Section("Run details", blocks)
+
+
+def _split_sentence(split: Mapping[str, Any]) -> str:
+    """How the samples were used: held out (train + validation = every usable sample), or out of
+    bag on small data (all of them to learn and to choose)."""
+    how = f" ({split['strategy']})" if split.get("strategy") else ""
+    if split.get("regime") == "out-of-bag":
+        return (
+            f"split: small data, out of bag: all {split['train']} usable annotations used to learn and to "
+            f"choose; the chosen candidate never learned from {split['validation']} of them, its validation "
+            f"figure{how}"
+        )
+    return f"split: {split['train']} train, {split['validation']} validation (held out){how}"
 
 
 def _operator_stats(result: dict[str, Any]) -> str:

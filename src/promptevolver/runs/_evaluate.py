@@ -264,29 +264,36 @@ def chosen_positions(
         run: the run whose validation samples to score; default: the run ``source`` is in
             (:func:`run_of`).
         split: ``validation`` or ``all``; default ``validation`` when a run is known (its train
-            samples were learned from), else ``all``.
+            samples were learned from), else ``all``; a run whose chosen instructions were refit
+            on every annotation (:func:`refit_on_every_sample`) has no held-out samples: ``all``,
+            with the note naming its cross-validated figure.
 
     Raises:
-        ValueError: ``split`` is neither, or ``validation`` with no run to take it from.
+        ValueError: ``split`` is neither; ``validation`` with no run to take it from, or of a run
+            refit on every annotation.
         ConfigError: as :func:`validation_positions` (a run of another metric or file).
     """
     run_dir = Path(run) if run is not None else (run_of(source) if source is not None else None)
     refit = refit_on_every_sample(run_dir, instructions) if run_dir is not None else None
-    if refit is not None:  # small data: nothing is held out from a refit: every sample, said so
-        if split == "validation":
-            raise ValueError(f"--split validation: {refit}; --split all scores every usable sample")
-        return None, [refit]
-    chosen_split = split or ("validation" if run_dir is not None else "all")
+    chosen_split = split or ("validation" if run_dir is not None and refit is None else "all")
     if chosen_split not in ("validation", "all"):
         raise ValueError(f"split must be 'validation' or 'all', got {split!r}")
     if run_dir is None:
         if chosen_split == "validation":
             raise ValueError("the validation split needs the run directory (--run DIR, run=)")
         return None, []
+    if refit is not None and chosen_split == "validation":
+        raise ValueError(f"the validation split: {refit}; the split all scores every usable sample")
     if chosen_split == "all":
         mismatch = other_metric(run_dir, config)
-        return None, [mismatch] if mismatch else []
+        return None, [n for n in (refit, mismatch) if n]
     positions = validation_positions(run_dir, dataset, config=config)
+    if not positions:  # small data whose seed was kept after cross-validation: nothing held out
+        note = (
+            f"the run in {run_dir} holds no sample out (small data, its seed kept: it learned from "
+            "none of them), so every usable sample is scored"
+        )
+        return None, [note]
     in_sample = learned_from_validation(run_dir, instructions)
     return positions, [in_sample] if in_sample else []
 
@@ -296,6 +303,15 @@ def _result_metric(run_dir: str | Path) -> str | None:
         return read_result(run_dir).get("metric")
     except RunDirError:
         return None
+
+
+def _simulator_seed(config: RunConfig, chosen: ChosenJudge, seed: int) -> int:
+    """The seed of the simulated LLM the chosen judge was verified on, when the config asks the
+    simulator too (its answers are its seed's: the same simulator, the same verdicts); else
+    ``seed``."""
+    recorded = (chosen.model or {}).get("random_seed")
+    simulated = (chosen.model or {}).get("provider") == "simulated" and config.llm.provider == "fake"
+    return int(recorded) if simulated and isinstance(recorded, int) else seed
 
 
 def _check_prompts(instructions: Mapping[str, str], known: Sequence[str]) -> None:
@@ -329,14 +345,15 @@ async def score_instructions(
             ``prompt_name``; an OpenAI config whose key is not set.
         AnnotationError: the annotations cannot be loaded.
     """
+    seed = config.effective_optimizer().random_seed
     if isinstance(instructions, ChosenJudge):
         examples = instructions.examples if examples is None else examples
+        seed = _simulator_seed(config, instructions, seed)
         instructions = instructions.instructions
     data = dataset if dataset is not None else load_dataset(config)
     prompt = resolve_prompt(config, data).rename
     metric = build_metric(config.metric, temperature=config.llm.temperature, prompt_name=prompt)
     _check_prompts(instructions, list(metric.get_prompts()))
-    seed = config.effective_optimizer().random_seed
     scale = label_scale_of(metric)
     llm = build_llm(config.llm, dataset=data, random_seed=seed, prompt_name=prompt, scale=scale)
     await preflight(llm)

@@ -30,11 +30,13 @@ def scorecard_lines(
     quiet: bool = False,
 ) -> list[str]:
     """The lines ``evaluate`` prints for ``card`` (instructions from ``instructions``; samples of
-    ``run_dir`` for the validation split); only the agreement summary when ``quiet``."""
+    ``run_dir`` for the validation split); only the agreement summary when ``quiet``. Each ends
+    its summary with ``simulated LLM`` when the simulator judged."""
     a = card.agreement
+    simulated = " | simulated LLM: no model judged" if card.simulated_llm else ""
     if quiet:
-        return [a.summary()]
-    lines = [f"{card.metric}: {instructions} on {_samples(card, run_dir)}", a.summary()]
+        return [a.summary() + simulated]
+    lines = [f"{card.metric}: {instructions} on {_samples(card, run_dir)}", a.summary() + simulated]
     if interval is not None:
         value = getattr(a, interval.figure)
         lines.append(f"{interval.figure} {value:.3f}, {interval.text()}, on {a.n} samples")

@@ -14,11 +14,17 @@ annotations (:mod:`promptevolver.runs._evaluate`) and apply :func:`check_gate`:
   figure could not be measured at all (``n/a``, with the causes);
 * every verdict carries the figure's confidence interval (:func:`interval_of`), because a
   score on a few dozen annotations is noisy: on 20 samples an accuracy of 0.85 has a 95%
-  interval of about 0.64-0.95.
+  interval of about 0.64-0.95;
+* a threshold is a figure in [0, 1] (:func:`check_threshold`): ``85`` (a percentage) or ``nan``
+  is refused before any call;
+* when the simulated LLM judged (``provider: fake``), the verdict says so
+  (:data:`SIMULATED_GATE`): it measured the simulator, not a model, so it cannot catch a
+  regression of a real judge.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -36,7 +42,10 @@ __all__ = [
     "ORDINAL_FIGURES",
     "GateResult",
     "Interval",
+    "SIMULATED_EVALUATE",
+    "SIMULATED_GATE",
     "check_gate",
+    "check_threshold",
     "interval_of",
 ]
 
@@ -47,6 +56,33 @@ ORDINAL_FIGURES = ("within_one", "exact", "weighted_kappa")
 #: Gate figures of named classes (higher-is-better; the first is the default).
 NOMINAL_FIGURES = ("accuracy", "cohen_kappa")
 FIGURES = BINARY_FIGURES + ORDINAL_FIGURES
+#: What a gate's verdict adds when the simulated LLM judged.
+SIMULATED_GATE = (
+    "the simulated LLM judged (llm.provider fake): this gate measures the simulator, not a model, "
+    "and cannot catch a regression of a real judge"
+)
+
+#: What ``evaluate`` says without a gate when the simulated LLM judged.
+SIMULATED_EVALUATE = (
+    "the simulated LLM judged (llm.provider fake): these figures show the simulator on your "
+    "annotations, not a model's agreement"
+)
+
+
+def check_threshold(value: float, *, name: str = "threshold", below_one: bool = False) -> float:
+    """``value`` when it is a figure in [0, 1] (``[0, 1)`` when ``below_one``); the gate's
+    figures and shares all are.
+
+    Raises:
+        ConfigError: nan, infinite or outside the range (``85`` is a percentage: the message
+            says to write ``0.85``).
+    """
+    high_ok = value < 1.0 if below_one else value <= 1.0
+    if math.isfinite(value) and value >= 0.0 and high_ok:
+        return value
+    span = "[0, 1)" if below_one else "[0, 1]"
+    hint = f" (a share, not a percentage: {value / 100:g} for {value:g} %)" if 1.0 < value <= 100.0 else ""
+    raise ConfigError(f"{name} must be a number in {span}{hint}, got {value:g}".strip())
 
 
 @dataclass(frozen=True)
@@ -141,7 +177,9 @@ class GateResult:
         figure, threshold: what was required; value: the measured figure (None: ``n/a``).
         interval: its confidence interval (None when not measured).
         n: samples measured; failures: evaluations that failed (left out of ``value``).
-        reason: one line saying why it passed or failed, with the interval.
+        reason: one line saying why it passed or failed, with the interval, and
+            :data:`SIMULATED_GATE` when the simulated LLM judged.
+        simulated_llm: True when the simulated LLM judged (the gate measured the simulator).
     """
 
     passed: bool
@@ -153,6 +191,7 @@ class GateResult:
     failures: int
     max_failure_rate: float
     reason: str
+    simulated_llm: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,6 +205,7 @@ def check_gate(
     figure: str | None = None,
     max_failure_rate: float = 0.0,
     rng: np.random.Generator,
+    simulated_llm: bool = False,
 ) -> GateResult:
     """Apply the gate (see the module docstring) to a measured ``agreement``.
 
@@ -176,20 +216,22 @@ def check_gate(
         figure: see :data:`FIGURES`; None: ``accuracy`` (binary) or ``within_one`` (ordinal).
         max_failure_rate: share of evaluations that may fail, in [0, 1).
         rng: draws of the bootstrap interval.
+        simulated_llm: the simulated LLM judged: the reason says so (:data:`SIMULATED_GATE`).
 
     Raises:
         ConfigError: continuous scores (no higher-is-better figure), a figure that does not apply,
-            or ``max_failure_rate`` outside [0, 1).
+            a ``threshold`` outside [0, 1] or nan, or ``max_failure_rate`` outside [0, 1).
     """
+    check_threshold(threshold, name="the gate's threshold")
+    check_threshold(max_failure_rate, name="max_failure_rate", below_one=True)
     chosen = figure or default_figure(agreement) or "accuracy"
     _check_figure(agreement, chosen)
-    if not 0.0 <= max_failure_rate < 1.0:
-        raise ConfigError(f"max_failure_rate must be in [0, 1), got {max_failure_rate}")
     value: float | None = getattr(agreement, chosen)
     interval = interval_of(agreement, chosen, pairs, rng=rng)
     passed, why = _verdict(agreement, chosen, value, threshold, max_failure_rate)
     ci = f" ({interval.text()})" if interval is not None else ""
     head = "judge gate passed" if passed else "judge gate failed"
+    simulated = f"; {SIMULATED_GATE}" if simulated_llm else ""
     return GateResult(
         passed=passed,
         figure=chosen,
@@ -199,7 +241,8 @@ def check_gate(
         n=agreement.n,
         failures=agreement.failures,
         max_failure_rate=max_failure_rate,
-        reason=f"{head}: {why.format(ci=ci, total=agreement.n + agreement.failures)}",
+        reason=f"{head}: {why.format(ci=ci, total=agreement.n + agreement.failures)}{simulated}",
+        simulated_llm=simulated_llm,
     )
 
 

@@ -101,7 +101,7 @@ def choice_line(result: OptimizationResult) -> str:
     lineage = result.lineage
     if not lineage:
         return "chosen: n/a (the result records no candidates)"
-    why = (result.final_choice or {}).get("why")
+    why = _why_chosen(result)
     if not why:
         return _from_lineage(result)
     seed, by_id = lineage[0], {c["id"]: c for c in lineage}
@@ -123,6 +123,17 @@ def choice_line(result: OptimizationResult) -> str:
         f"kept the seed: {why}; the best other finalist, {_who(top)}, had fitness {_f(top['train'])} on "
         f"{samples} (the seed {_f(seed['train'])}){on_validation}"
     )
+
+
+def _why_chosen(result: OptimizationResult) -> str | None:
+    """The reason the result was chosen: the final choice's, unless that choice was of another
+    candidate (the examples stage after it replaced the verified choice: its own reason)."""
+    final = result.final_choice or {}
+    examples = result.stages.get("examples", {})
+    replaced = final.get("chosen", result.best_id) != result.best_id
+    if replaced and result.produced_by == "examples" and examples.get("why"):
+        return str(examples["why"])
+    return str(final["why"]) if final.get("why") else None
 
 
 def _from_lineage(result: OptimizationResult) -> str:
@@ -204,11 +215,27 @@ def stop_line(result: OptimizationResult) -> str:
     reason = result.stop_reason
     patience = (result.config or {}).get("patience")
     words = _STOPS.get(reason, reason).format(patience=patience)
+    if reason == "distilled":
+        words = _pipeline_end(result)
     generations = max((h.get("generation", 0) for h in result.history), default=0)
     after = "after the initial population" if generations == 0 else f"after generation {generations}"
     if not result.history:
         after = "after verification"
     return f"stopped {after}: {words} ({reason})"
+
+
+def _pipeline_end(result: OptimizationResult) -> str:
+    """Why a pipeline ended after its verification (stop reason ``distilled``), in what ran."""
+    stages = result.stages
+    rungs = len(stages.get("distill", {}).get("produced", []))
+    no_search = stages.get("search", {}).get("why")
+    tail = f"; no search ({no_search})" if no_search else "; no search"
+    if result.strategy == "examples":
+        return "strategy examples: the instruction was kept as written, only teaching examples were chosen"
+    if rungs == 0:
+        return "the pipeline ended after verification: the distillation made no rung" + tail
+    ladder = f"{rungs} rung{'' if rungs == 1 else 's'}"
+    return f"the pipeline ended after verifying the distilled ladder ({ladder})" + tail
 
 
 def _best(candidates: Sequence[Mapping[str, Any]], higher: bool) -> Mapping[str, Any]:

@@ -23,14 +23,19 @@ How the metrics share the job (docs/many-metrics.md):
 * **Results**: each metric's result is what its own run with the same seed, config and budget
   gives (its answers do not depend on the order the calls are made in); a metric that fails
   (bad annotations, its LLM unusable, its budget share too small) is reported with its reason
-  while the others finish.
+  while the others finish. The job's result.json, summary and index page say when the simulated
+  LLM answered (``simulated_llm``).
+
+A job is also estimated (:func:`estimate_job`), gated (:func:`evaluate_job`), reported
+(:func:`report_job`) and suggested for (:func:`suggest_job`) as a whole: each metric as its own
+run, the job's figures beside them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +55,7 @@ from promptevolver.llm._base import BaseLLMClient, Completion, LLMClient, LLMReq
 from promptevolver.llm._cache import CachedLLM
 from promptevolver.llm._concurrency import InFlightLimit
 from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.optimizers._result import SIMULATED_NOTE, OptimizationResult
 from promptevolver.optimizers.events import Callback
 from promptevolver.report._data import load_run
 from promptevolver.report._write import write_report
@@ -60,12 +65,21 @@ from promptevolver.runs._resume import check_same_search, record_judgement
 
 __all__ = [
     "BUDGET_RULE",
+    "JobGate",
     "ManyResult",
     "MetricOutcome",
+    "estimate_job",
+    "evaluate_job",
     "execute_many",
     "index_html",
+    "is_job_dir",
+    "job_estimate_lines",
+    "job_metrics",
     "optimize_many",
+    "read_job",
+    "report_job",
     "split_budget",
+    "suggest_job",
     "summary_lines",
 ]
 
@@ -147,10 +161,17 @@ class ManyResult(Mapping[str, OptimizationResult]):
     def __len__(self) -> int:
         return sum(o.result is not None for o in self.outcomes.values())
 
+    @property
+    def simulated_llm(self) -> bool:
+        """True when the simulated LLM answered any metric's run (a dry run, not a judge)."""
+        return any(o.result is not None and o.result.simulated_llm for o in self.outcomes.values())
+
     def to_dict(self) -> dict[str, Any]:
         """The top-level result.json of a job."""
         return {
             "kind": "metrics",
+            "simulated_llm": self.simulated_llm,
+            "notes": [SIMULATED_NOTE] if self.simulated_llm else [],
             "budget_rule": self.budget_rule,
             "duration_s": round(self.duration_s, 3),
             "failed": sorted(self.failed),
@@ -719,8 +740,8 @@ _HEADER = ["metric", "status", "seed val", "best val", "judge calls", "meta call
 
 
 def summary_lines(many: ManyResult) -> list[str]:
-    """The job's summary table (one row per metric; ``n/a`` for what was not measured) and a
-    line saying which metrics failed."""
+    """The job's summary table (one row per metric; ``n/a`` for what was not measured), a line
+    saying which metrics failed, and one saying when the simulated LLM answered."""
     rows = [_HEADER, *_rows(many)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER) - 1)]
     lines = ["  ".join([*(c.ljust(w) for c, w in zip(r[:-1], widths)), r[-1]]).rstrip() for r in rows]
@@ -728,22 +749,302 @@ def summary_lines(many: ManyResult) -> list[str]:
     lines.append(f"{done} of {len(many.outcomes)} metrics done in {many.duration_s:.1f} s")
     if many.failed:
         lines.append(f"failed: {', '.join(many.failed)} (see result.json)")
+    if many.simulated_llm:
+        lines.append(
+            f"simulated LLM: no model was called; DRY RUN: {rundir.DRY_RUN_NOTE.removeprefix('dry run: ')}"
+        )
     return lines
 
 
 def index_html(many: ManyResult) -> str:
-    """The job's index page: one row per metric, linking its report (a failed metric: its reason)."""
-    body = []
-    for row, (n, o) in zip(_rows(many), many.outcomes.items()):
-        cells = [html.escape(c) for c in row]
-        if o.status == "done":
-            cells[0] = f'<a href="{html.escape(n)}/{rundir.REPORT_HTML}">{cells[0]}</a>'
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEADER)
-    return (
-        "<!doctype html>\n<html><head><meta charset='utf-8'><title>promptevolver: metrics</title>"
-        "<style>body{font-family:sans-serif}td,th{padding:4px 10px;text-align:left}</style></head>"
-        f"<body><h1>{len(many)} of {len(many.outcomes)} metrics done</h1>"
-        f"<table><tr>{head}</tr>{''.join(body)}</table>"
-        f"<p>Budget: {html.escape(BUDGET_RULE)}.</p></body></html>\n"
+    """The job's index page, styled as the reports: one row per metric, linking its report (a
+    failed metric: its reason), the simulated-LLM caveat when it answered, the budget rule."""
+    from promptevolver.report._render import Para, Section, Table, to_html
+
+    links = [f"{n}/{rundir.REPORT_HTML}" if o.status == "done" else None for n, o in many.outcomes.items()]
+    blocks: list[Any] = [
+        Para(f"{len(many)} of {len(many.outcomes)} metrics done in {many.duration_s:.1f} s.", lead=True)
+    ]
+    if many.simulated_llm:
+        blocks.append(Para(f"Simulated LLM: no language model was called. {SIMULATED_NOTE}.", caveat=True))
+    blocks += [Table(_HEADER, _rows(many), links=links), Para(f"Budget: {BUDGET_RULE}.")]
+    if many.failed:
+        blocks.append(Para("Failed: " + "; ".join(f"{n}: {why}" for n, why in many.failed.items())))
+    return to_html("promptevolver: a job of several metrics", [Section("Metrics", blocks)])
+
+
+# --- a job as a whole: read back, estimated, gated, reported, suggested for -------------------------
+
+
+def is_job_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a job's run directory (its result.json or config.yaml is a job's)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return False
+    result = folder / rundir.RESULT_FILE
+    if result.is_file():
+        try:
+            return rundir.read_json(result).get("kind") == "metrics"
+        except (RunDirError, AttributeError):
+            return False
+    config = folder / rundir.CONFIG_FILE
+    try:
+        return config.is_file() and "metrics" in (yaml.safe_load(config.read_text(encoding="utf-8")) or {})
+    except (OSError, yaml.YAMLError, TypeError):
+        return False
+
+
+def job_metrics(run_dir: str | Path) -> dict[str, Path]:
+    """Metric name → its folder in a job's run directory, in the job's order.
+
+    Raises:
+        RunDirError: not a job's run directory.
+    """
+    top = Path(run_dir)
+    if not is_job_dir(top):
+        raise RunDirError(f"{top}: not a job's run directory (its result.json lists no metrics)")
+    data = (
+        rundir.read_json(top / rundir.RESULT_FILE, what="result")
+        if (top / rundir.RESULT_FILE).is_file()
+        else {}
     )
+    names = list((data.get("metrics") or {}).keys())
+    if not names:
+        raw = yaml.safe_load((top / rundir.CONFIG_FILE).read_text(encoding="utf-8")) or {}
+        names = list(raw.get("metrics") or {})
+    return {n: top / n for n in names}
+
+
+def read_job(run_dir: str | Path) -> ManyResult:
+    """A finished job read back: each metric's result from its folder (a metric without one:
+    failed, with the reason the job's result.json recorded).
+
+    Raises:
+        RunDirError: not a job's run directory, or a metric's result.json unreadable.
+    """
+    top = Path(run_dir)
+    data = rundir.read_json(top / rundir.RESULT_FILE, what="result")
+    outcomes = {}
+    for n, folder in job_metrics(top).items():
+        entry = (data.get("metrics") or {}).get(n) or {}
+        budget = BudgetConfig.model_validate(entry.get("budget") or {})
+        usable = int(entry.get("usable_samples") or 0)
+        if rundir.run_status(folder) == "finished":
+            result = OptimizationResult.from_dict(rundir.read_result(folder))
+            outcomes[n] = MetricOutcome(n, "done", None, result, budget, usable)
+        else:
+            outcomes[n] = MetricOutcome(n, "failed", entry.get("reason") or "no result", None, budget, usable)
+    return ManyResult(
+        outcomes, float(data.get("duration_s") or 0.0), str(data.get("budget_rule") or BUDGET_RULE)
+    )
+
+
+def _metric_configs(config: ManyConfig) -> dict[str, RunConfig]:
+    """Each metric's run config, with its share of the job's budget (:func:`split_budget`)."""
+    usable = {n: len(load_dataset(config.for_metric(n, None)).usable_indices()) for n in config.metrics}
+    shares = split_budget(config.budget, usable) if config.budget is not None else {}
+    return {n: config.for_metric(n, shares.get(n)) for n in config.metrics}
+
+
+def estimate_job(config: ManyConfig) -> dict[str, Any]:
+    """Each metric's :class:`~promptevolver.runs._estimate.Estimate` (with its budget share), as
+    its own run would be estimated; no LLM is called.
+
+    Raises:
+        as :func:`promptevolver.runs._estimate.estimate` for any metric.
+    """
+    from promptevolver.runs._estimate import estimate
+
+    return {n: estimate(c) for n, c in _metric_configs(config).items()}
+
+
+def job_estimate_lines(
+    estimates: Mapping[str, Any], config: ManyConfig, *, source: Path, quiet: bool = False
+) -> list[str]:
+    """What ``estimate`` prints for a job: one line per metric and the job's total (``quiet``:
+    the total alone)."""
+    from promptevolver.runs._estimate_output import estimate_lines
+
+    total = {
+        k: sum(getattr(e, k) for e in estimates.values())
+        for k in ("judge_calls", "meta_calls", "prompt_tokens", "completion_tokens", "max_calls")
+    }
+    costs = [e.cost_usd for e in estimates.values()]
+    cost = (
+        "unknown (a metric's model has no price)"
+        if None in costs
+        else f"${sum(c for c in costs if c is not None):.4f}"
+    )
+    simulated = " (simulated LLM)" if config.llm.provider == "fake" else ""
+    calls = total["judge_calls"] + total["meta_calls"]
+    line = (
+        f"job of {len(estimates)} metrics: expected LLM calls: {calls:,} "
+        f"({total['judge_calls']:,} judge + {total['meta_calls']:,} meta); tokens: "
+        f"{total['prompt_tokens'] + total['completion_tokens']:,}; cost: {cost}{simulated}; at most "
+        f"{total['max_calls']:,} calls"
+    )
+    if quiet:
+        return [line]
+    lines = [f"estimate for {source}, a job of {len(estimates)} metrics (no LLM called)"]
+    for n, e in estimates.items():
+        lines.append(f"  {n}: " + estimate_lines(e, config.for_metric(n, None), source=source, quiet=True)[0])
+    return [*lines, line]
+
+
+@dataclass(frozen=True)
+class JobGate:
+    """A job's gate: each metric's scorecard and verdict; it passes when every metric does.
+
+    Attributes:
+        cards: metric name → its :class:`~promptevolver.runs._evaluate.Scorecard`.
+        gates: metric name → its :class:`~promptevolver.runs._gate.GateResult` (empty without a
+            threshold).
+        intervals: metric name → the interval of its gate figure (None when not measured).
+    """
+
+    cards: dict[str, Any]
+    gates: dict[str, Any]
+    intervals: dict[str, Any]
+
+    @property
+    def passed(self) -> bool:
+        return all(g.passed for g in self.gates.values())
+
+    @property
+    def simulated_llm(self) -> bool:
+        return any(c.simulated_llm for c in self.cards.values())
+
+    def reason(self) -> str:
+        """One line: which metrics passed and failed, and whether the simulator judged."""
+        from promptevolver.runs._gate import SIMULATED_GATE
+
+        failed = [n for n, g in self.gates.items() if not g.passed]
+        head = "job gate failed" if failed else "job gate passed"
+        said = "; ".join(
+            f"{n}: {g.reason.removesuffix(f'; {SIMULATED_GATE}')}" for n, g in self.gates.items()
+        )
+        simulated = f"; {SIMULATED_GATE}" if self.simulated_llm else ""
+        return (
+            f"{head} ({len(self.gates) - len(failed)} of {len(self.gates)} metrics passed): {said}{simulated}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "metrics",
+            "passed": self.passed if self.gates else None,
+            "simulated_llm": self.simulated_llm,
+            "metrics": {
+                n: {
+                    **card.to_dict(),
+                    "interval": self.intervals.get(n) and vars(self.intervals[n]),
+                    "gate": self.gates[n].to_dict() if n in self.gates else None,
+                }
+                for n, card in self.cards.items()
+            },
+        }
+
+
+def evaluate_job(
+    config: ManyConfig,
+    run_dir: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    threshold: float | None = None,
+    figure: str | None = None,
+    max_failure_rate: float = 0.0,
+) -> JobGate:
+    """Score each metric's chosen judge (``run_dir/<metric>``, :func:`promptevolver.rundir.read_chosen_judge`)
+    on its run's validation samples (``split="all"``: every usable sample), as ``evaluate`` does
+    one, and gate each at ``threshold`` when given.
+
+    Raises:
+        RunDirError: ``run_dir`` is not a job's, or a metric of the config has no folder in it.
+        ConfigError, AnnotationError: as ``evaluate`` for any metric.
+    """
+    import warnings
+
+    import numpy as np
+
+    from promptevolver.runs._evaluate import chosen_positions, score_instructions
+    from promptevolver.runs._gate import check_gate, default_figure, interval_of
+
+    folders = job_metrics(Path(run_dir))
+    missing = [n for n in config.metrics if n not in folders]
+    if missing:
+        raise RunDirError(f"{run_dir}: no folder of metric(s) {missing} (the job has {sorted(folders)})")
+    cards, gates, intervals = {}, {}, {}
+    for n in config.metrics:
+        metric_config = config.for_metric(n, None)
+        chosen = rundir.read_chosen_judge(folders[n])
+        dataset = load_dataset(metric_config)
+        positions, notes = chosen_positions(
+            metric_config, dataset, source=folders[n], instructions=chosen.instructions, split=split
+        )
+        for note in notes:
+            warnings.warn(f"{n}: {note}", stacklevel=2)
+        card = asyncio.run(score_instructions(metric_config, chosen, positions=positions, dataset=dataset))
+        rng = np.random.default_rng(metric_config.effective_optimizer().random_seed)
+        cards[n] = card
+        if threshold is not None:
+            gates[n] = check_gate(
+                card.agreement,
+                card.pairs,
+                threshold=threshold,
+                figure=figure,
+                max_failure_rate=max_failure_rate,
+                rng=rng,
+                simulated_llm=card.simulated_llm,
+            )
+            intervals[n] = gates[n].interval
+        elif (shown := figure or default_figure(card.agreement)) is not None:
+            intervals[n] = interval_of(card.agreement, shown, card.pairs, rng=rng)
+    return JobGate(cards, gates, intervals)
+
+
+def report_job(run_dir: str | Path) -> list[Path]:
+    """Rewrite each metric's report and samples.jsonl, then the job's index.html; return the paths
+    (the index first).
+
+    Raises:
+        RunDirError: not a job's run directory, a metric's result unreadable, a link at a name
+            the job writes, or another process writing the job (the job's lock and each metric
+            folder's are held, as a running job holds them).
+    """
+    top = Path(run_dir)
+    rundir.check_links(top)  # before anything of it is read through a link
+    with rundir.locked(top):  # one writer at a time: refused while the job runs or resumes
+        many = read_job(top)
+        paths = [rundir.write_atomic(top / rundir.INDEX_HTML, index_html(many))]
+        for n in many:
+            rundir.check_links(top / n)
+            with rundir.locked(top / n):  # a resume of this metric alone is refused meanwhile
+                facts = load_run(top / n)
+                paths += write_report(top / n, facts=facts)
+                paths.append(write_samples(top / n, facts))
+    return paths
+
+
+def suggest_job(
+    run_dir: str | Path, pool: str | Path, *, n: int, **options: Any
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Which traces of ``pool`` to annotate next for the job as a whole: each metric's suggestions
+    (:func:`promptevolver.runs.suggest.suggest`, ``max_calls`` split evenly), each row with its
+    ``metric``, best score first, ``n`` in all; and each metric's summary line.
+
+    Raises:
+        RunDirError: not a job's run directory; as ``suggest`` for any metric.
+    """
+    from promptevolver.runs.suggest import suggest
+
+    folders = {name: f for name, f in job_metrics(run_dir).items() if rundir.run_status(f) == "finished"}
+    if not folders:
+        raise RunDirError(f"{run_dir}: no metric of the job finished: nothing to suggest from")
+    bound = options.pop("max_calls", None)
+    share = None if bound is None else max(1, bound // len(folders))
+    rows, summaries = [], []
+    for name, folder in folders.items():
+        found = suggest(folder, pool, n=n, max_calls=share, **options)
+        rows += [{"metric": name, **s.to_dict()} for s in found.suggestions]
+        summaries.append(f"{name}: {found.summary()}")
+    rows.sort(key=lambda r: -float(r["score"]))
+    return rows[:n], summaries

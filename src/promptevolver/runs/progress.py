@@ -5,9 +5,13 @@ counts the run's LLM calls from the ``llm_call`` events, against the cost model'
 on the run's calls (``bound``, never below the count), through every phase: the seed's
 evaluation and the initial population, each generation, and the final choice on validation.
 
-* On a terminal (``bar=True``): a tqdm bar whose total is that bound, its label the phase, the
-  best fitness so far beside it (the loss on the judged train samples, what the search ranks by).
-* Elsewhere (a log file, CI): one plain line per phase, per finished generation, and every
+* On a terminal (``bar=True``): a tqdm bar whose total is the calls the cost model *expects*
+  (``expected``, what ``promptevolver estimate`` says; the bound when not given), so its rate and
+  ETA are drawn against the real count, not an 8× bound; past the expected count the total
+  grows a quarter at a time, never beyond the bound. Its label is the phase, the best fitness so
+  far beside it (the loss on the judged train samples, what the search ranks by), and the bound.
+* Elsewhere (a log file, CI), and on a terminal of 0 columns (a pseudo-terminal nobody sized,
+  where tqdm draws nothing): one plain line per phase, per finished generation, and every
   ``interval_s`` seconds while calls go on; nothing that redraws.
 
 While calls wait in a long retry backoff (a 429 storm, a server failing), a ``waiting`` event
@@ -22,6 +26,7 @@ that stops early makes fewer), so it ends full.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -54,6 +59,8 @@ class CallProgress:
         generations: the run's ``optimizer.generations``, shown as "generation 2 of 4".
         verbose: on a bar, also write a line per finished generation.
         label: put before the phase on the bar (e.g. ``"helpfulness seed 3"`` in a benchmark).
+        expected: the calls the run is expected to make (``estimate``'s ``total_calls``): the
+            bar's total and the lines' "~N expected"; None: the bound alone.
         clock: monotonic seconds (injected by tests).
 
     Raises:
@@ -69,11 +76,14 @@ class CallProgress:
         generations: int | None = None,
         verbose: bool = False,
         label: str = "",
+        expected: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self.bar, self.write, self.interval_s = bar, write, interval_s
+        self.bar = bar and _columns() != 0  # a 0-column terminal shows no bar: plain lines
+        self.write, self.interval_s = write, interval_s
+        self.expected = expected if expected is not None and expected > 0 else None
         self.generations, self.verbose, self.clock, self.label = generations, verbose, clock, label
         self.phase = _FIRST_PHASE
         self.calls, self.bound = 0, 0
@@ -158,7 +168,7 @@ class CallProgress:
             "(judged train samples)"
         )
         if self._tqdm is not None:
-            self._tqdm.set_postfix_str(f"best fitness {_f(d.get('best_train'))}")
+            self._tqdm.set_postfix_str(f"best fitness {_f(d.get('best_train'))}, at most {self.bound:,}")
         if not self.bar:
             self.write(f"{line}; {self._count()}")
         elif self.verbose:
@@ -198,22 +208,43 @@ class CallProgress:
         self.close()
 
     # --- output ---------------------------------------------------------------------------------
+    def total(self) -> int:
+        """The bar's total: the expected calls while the run is within them, then a quarter more
+        at a time; never beyond the bound, never below the count (the bound without ``expected``)."""
+        if self.expected is None:
+            return max(self.bound, self.calls)
+        target = self.expected
+        while target <= self.calls:
+            target += max(1, self.expected // 4)
+        return max(self.calls, min(target, self.bound) if self.bound else target)
+
     def _draw(self) -> None:
         desc = f"{self.label}: {self.phase}" if self.label else self.phase
+        total = self.total()
         if self._tqdm is None:
-            self._tqdm = tqdm(total=self.bound, initial=self.calls, unit="call", desc=desc, leave=False)
+            self._tqdm = tqdm(total=total, initial=self.calls, unit="call", desc=desc, leave=False)
+            self._tqdm.set_postfix_str(f"at most {self.bound:,}", refresh=False)
             return
-        if self._tqdm.total != self.bound:
-            self._tqdm.total = self.bound
+        if self._tqdm.total != total:
+            self._tqdm.total = total
         if self._tqdm.desc != desc:
             self._tqdm.set_description_str(desc, refresh=False)
         self._tqdm.update(self.calls - self._tqdm.n)
 
     def _count(self) -> str:
-        return f"{self.calls:,} of at most {self.bound:,} LLM calls ({self._elapsed()})"
+        expected = f"~{self.expected:,} expected, " if self.expected is not None else ""
+        return f"{self.calls:,} of {expected}at most {self.bound:,} LLM calls ({self._elapsed()})"
 
     def _elapsed(self) -> str:
         return f"{self.clock() - self._started:.0f} s"
+
+
+def _columns() -> int | None:
+    """The width of the terminal stderr is, in columns; None when it is not one."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _f(value: float | None) -> str:

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -127,6 +127,9 @@ class World:
     #: Named classes (a pairwise a / b / tie, a classification; a pairwise b / a without ties):
     #: the name of each verdict code; empty for yes / no verdicts and scores.
     labels: tuple[str, ...] = ()
+    #: Topic words: keys in the inputs of over a third of the samples (at least 3), what the
+    #: samples are about rather than how they are judged (a writer's rule never rests on one).
+    topic: frozenset[str] = field(default=frozenset())
 
     def generic(self) -> list[Criterion]:
         return [c for c in self.criteria.values() if c.kind == "generic"]
@@ -197,7 +200,17 @@ def mine_world(
     has_reference = sum(bool(s.metric_input.get("reference")) for s in dataset.samples) * 2 >= len(dataset)
     names = tuple(c.name for c in space or ())  # by code: a binary space is sorted by value (0, 1)
     labels = names if nominal or (space and names != ("no", "yes")) else ()
-    return World(samples, criteria, has_reference, stop, labels=labels)
+    return World(samples, criteria, has_reference, stop, labels=labels, topic=_topic(rows.values(), stop))
+
+
+def _topic(rows: Sequence[_Row] | Any, stop: frozenset[str]) -> frozenset[str]:
+    """Keys in the input text of over a third of the samples (at least 3 of them)."""
+    rows = list(rows)
+    counts: Counter[str] = Counter()
+    for row in rows:
+        counts.update(set(ph.key_sequence(row.input_text)) - stop)
+    floor = max(3, len(rows) / 3)
+    return frozenset(k for k, n in counts.items() if n > floor)
 
 
 class _Codes:

@@ -181,9 +181,7 @@ class SimulatedEngineer:
         b = writer.parse(parts.get(ops.CROSSOVER_PARENT_B, ""), self.coverage)
         return json.dumps({"instruction": self._compose(a, a.lines + b.lines, [])})
 
-    def _compose(
-        self, parsed: writer.Parsed, lines: Sequence[tuple[str, frozenset[str]]], added: list[Criterion]
-    ) -> str:
+    def _compose(self, parsed: writer.Parsed, lines: Sequence[writer.Line], added: list[Criterion]) -> str:
         return writer.compose(parsed.base, lines, added, self.world, max_criteria=self.max_terms)
 
 

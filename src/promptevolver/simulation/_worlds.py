@@ -274,7 +274,7 @@ def _prefixed(world: World, prefix: str) -> World:
         key: dataclasses.replace(t, criteria=tuple(prefix + c for c in t.criteria))
         for key, t in world.samples.items()
     }
-    return World(samples, criteria, world.has_reference, world.stop)
+    return World(samples, criteria, world.has_reference, world.stop, labels=world.labels, topic=world.topic)
 
 
 def criteria_world(
@@ -300,7 +300,10 @@ def criteria_world(
             )
     criteria = {cid: c for world in worlds for cid, c in world.criteria.items()}
     stop = frozenset().union(*(w.stop for w in worlds))
-    return World(samples, criteria, worlds[0].has_reference, stop, scored)
+    topic = frozenset().union(*(w.topic for w in worlds))
+    return World(
+        samples, criteria, worlds[0].has_reference, stop, scored, labels=worlds[0].labels, topic=topic
+    )
 
 
 def world_digest(*worlds: object) -> str:

@@ -19,11 +19,19 @@ Each bullet names one criterion with a clause chosen by the criterion's role (se
 predicate (``anything the response says is wrong``), a verb phrase (``the response wrongly
 mentions something``) or a noun phrase (``the response shows a missing step``).
 
-Reading an instruction back (:func:`parse`) keeps every line that names no criterion as base text
-and every line or bullet that does as a criterion line, so parents written by anyone merge.
+It writes what a careful person would (:func:`general`): rules worded as rules, never a quote of
+one response, whose words of content are neither the task's, vague fillers such as "just" or
+"saying", nor topic words of the inputs; and it never touches the base text: the seed's "Criteria
+Definition" line stays as written, where it was written.
+
+Reading an instruction back (:func:`parse`) keeps as criterion lines only the rules under a
+verdict header (``Give verdict 0 (no) when:`` and its bullets, or one sentence ``Give verdict 1
+when ...``), each with the verdict it was written under; every other line is base text, kept as
+written even when it names a criterion, so parents written by anyone merge.
 
 Limits: English templates; one clause per criterion; a criterion whose phrase a line merely
-mentions (even negated) counts as named, as in the judge.
+mentions (even negated) counts as named, as in the judge; "vague" and "topic" are word lists and
+frequencies, not meaning.
 """
 
 from __future__ import annotations
@@ -35,7 +43,26 @@ from dataclasses import dataclass
 from promptevolver.simulation import _phrases as ph
 from promptevolver.simulation._criteria import Criterion, World
 
-__all__ = ["Coverage", "Parsed", "clause", "compose", "feedback_item", "parse", "task_line"]
+__all__ = [
+    "Coverage",
+    "Line",
+    "Parsed",
+    "clause",
+    "compose",
+    "feedback_item",
+    "general",
+    "parse",
+    "task_line",
+]
+
+#: Words with no content of their own: a rule made only of them (and grammar) says nothing.
+VAGUE = frozenset(
+    (
+        "just only also very really simply even still quite rather actually basically merely mostly "
+        "generally usually thing things stuff way lot lots number numbers saying said say word words "
+        "part parts kind sort bit"
+    ).split()
+)
 
 _HEADER = re.compile(r"^(?:give verdict [\w'-]+\b.*\bwhen|score (?:lower|higher) when):?\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -84,6 +111,23 @@ def feedback_item(
     return f"{lead} {clause(criterion, has_reference=has_reference)}."
 
 
+def general(criterion: Criterion, world: World) -> bool:
+    """Whether a careful person would write ``criterion`` as a rule: never a quote of one
+    response (a name, a number, a sentence of one sample; a wording several responses share is a
+    pattern, and may be), and with words of content that are not
+    the task's own (``world.stop``), vague fillers (:data:`VAGUE`) or topic words of the inputs
+    (``world.topic``): one for a criterion several corrections carry, two for one carried by a
+    single correction (a bare word of one human's reason, "year", is no rule)."""
+    if criterion.role == "quote" and criterion.kind == "specific":
+        return False
+    content = [
+        w
+        for w in ph.key_sequence(criterion.phrase)
+        if w not in world.stop and w not in VAGUE and w not in world.topic and len(w) > 2
+    ]
+    return len(content) >= (1 if criterion.kind == "generic" else 2)
+
+
 class Coverage:
     """Which criteria of a world a text names: phrase keys matched on the text's word keys."""
 
@@ -104,53 +148,82 @@ class Coverage:
         return frozenset(found)
 
 
+#: A criterion line: its text, the criteria it names, and the verdict it was written under.
+Line = tuple[str, frozenset[str], int]
+
+
 @dataclass(frozen=True)
 class Parsed:
-    """An instruction split into base lines and criterion lines (with the criteria each names)."""
+    """An instruction split into base lines and criterion lines (with the criteria each names
+    and the verdict it was written under)."""
 
     base: tuple[str, ...]
-    lines: tuple[tuple[str, frozenset[str]], ...]
+    lines: tuple[Line, ...]
 
     def named(self) -> frozenset[str]:
-        return frozenset(c for _, ids in self.lines for c in ids)
+        return frozenset(c for _, ids, _ in self.lines for c in ids)
+
+
+_RULE = re.compile(r"^(?:give verdict ([01])|score (lower|higher))\b.*\bwhen\b", re.IGNORECASE)
 
 
 def parse(instruction: str, coverage: Coverage) -> Parsed:
-    """Base text and criterion lines of ``instruction`` (verdict headers are dropped: rebuilt)."""
+    """Base text and criterion lines of ``instruction``: a rule is a bullet under a verdict header
+    or a one-sentence ``Give verdict N when ...`` (headers are dropped: rebuilt); every other line
+    is base text, as written, even one that names a criterion (the seed's definition)."""
     base: list[str] = []
-    lines: list[tuple[str, frozenset[str]]] = []
+    lines: list[Line] = []
+    under: int | None = None  # the verdict of the header above, while its bullets last
     for raw in instruction.strip().splitlines():
         line = raw.rstrip()
-        if _HEADER.match(line.strip()):
+        stripped = line.strip()
+        if _HEADER.match(stripped):
+            under = _header_verdict(stripped)
             continue
         ids = coverage.named(line)
-        if ids:
-            lines.append((_BULLET.sub("", line).strip(), ids))
-        elif line.strip() or base:
+        rule = _RULE.match(stripped)
+        if under is not None and _BULLET.match(line) and ids:
+            lines.append((_BULLET.sub("", line).strip(), ids, under))
+            continue
+        if rule is not None and ids:
+            lines.append((stripped, ids, _header_verdict(stripped)))
+            continue
+        if not (under is not None and _BULLET.match(line)):
+            under = None
+        if stripped or base:
             base.append(line)
     while base and not base[-1].strip():
         base.pop()
     return Parsed(tuple(base), tuple(lines))
 
 
+def _header_verdict(text: str) -> int:
+    """The verdict a header or rule sentence argues for: 1 for ``verdict 1`` and ``score higher``."""
+    lowered = text.lower()
+    return 1 if lowered.startswith(("give verdict 1", "score higher")) else 0
+
+
 def compose(
     base: Sequence[str],
-    lines: Iterable[tuple[str, frozenset[str]]],
+    lines: Iterable[Line],
     added: Iterable[Criterion],
     world: World,
     *,
     max_criteria: int,
 ) -> str:
-    """``base`` plus the criterion ``lines`` kept (in order, skipping lines that name nothing new)
-    plus a bullet per ``added`` criterion not named yet, grouped under a header per verdict; at most
-    ``max_criteria`` criterion lines."""
+    """``base`` as written, plus the criterion ``lines`` kept (in order, each under the verdict it
+    was written under, skipping lines that name nothing new) plus a bullet per ``added`` criterion
+    not named yet that a careful person writes (:func:`general`), grouped under a header per
+    verdict; at most ``max_criteria`` criterion lines."""
     kept: list[tuple[str, int]] = []
     named: set[str] = set()
-    for text, ids in lines:
+    for text, ids, verdict in lines:
         if ids - named and len(kept) < max_criteria:
-            kept.append((text, _verdict(ids, world)))
+            kept.append((text, verdict))
             named |= ids
     for crit in added:
+        if not general(crit, world):
+            continue
         if crit.id not in named and len(kept) < max_criteria:
             kept.append((clause(crit, has_reference=world.has_reference), crit.verdict))
             named.add(crit.id)
@@ -159,11 +232,6 @@ def compose(
         bullets = [f"- {_bare(text)}" for text, v in kept if v == verdict]
         out += [header(verdict, scored=world.scored, labels=world.labels), *bullets]
     return "\n".join(out).strip()
-
-
-def _verdict(ids: frozenset[str], world: World) -> int:
-    votes = [world.criteria[c].verdict for c in sorted(ids)]
-    return max(set(votes), key=votes.count)
 
 
 def _bare(text: str) -> str:

@@ -23,17 +23,18 @@ from pathlib import Path
 import numpy as np
 
 from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import RunConfig, load_run_config
+from promptevolver.config._models import ManyConfig, RunConfig, load_config
 from promptevolver.config._overrides import apply_overrides
 from promptevolver.rundir import ChosenJudge, as_chosen_judge
 from promptevolver.runs._evaluate import chosen_positions, score_instructions
-from promptevolver.runs._gate import GateResult, check_gate
+from promptevolver.runs._gate import SIMULATED_GATE, GateResult, check_gate, check_threshold
+from promptevolver.runs.many import evaluate_job
 
 __all__ = ["assert_agreement"]
 
 
 def assert_agreement(
-    config: str | Path | RunConfig,
+    config: str | Path | RunConfig | ManyConfig,
     *,
     at_least: float,
     instructions: str | Path | Mapping[str, str] | ChosenJudge | None = None,
@@ -42,11 +43,14 @@ def assert_agreement(
     split: str | None = None,
     max_failure_rate: float = 0.0,
     overrides: Sequence[str] = (),
-) -> GateResult:
+) -> GateResult | dict[str, GateResult]:
     """Measure the judge's agreement with the config's annotations; fail below ``at_least``.
 
     Args:
-        config: a run config file (or a loaded :class:`RunConfig`): annotations, judge, LLM.
+        config: a run config file (or a loaded :class:`RunConfig`): annotations, judge, LLM. A
+            job's config (``metrics:``, or a loaded ``ManyConfig``) gates every metric of the job
+            whose run directory ``instructions`` is: each metric's chosen judge, as ``evaluate``
+            does; it fails when one metric fails, naming each.
         at_least: the least acceptable ``figure``.
         instructions: the chosen judge (:func:`promptevolver.rundir.read_chosen_judge`): a run
             directory, a result.json, a best_instructions.json, a JSON file of prompt name →
@@ -65,14 +69,25 @@ def assert_agreement(
             ``llm.model=gpt-4o-mini``).
 
     Returns:
-        The gate's :class:`~promptevolver.runs._gate.GateResult` (it passed).
+        The gate's :class:`~promptevolver.runs._gate.GateResult` (it passed); for a job, metric
+        name → its GateResult. When the simulated
+        LLM judged (``provider: fake``), its ``simulated_llm`` is True, its reason says so and a
+        warning is issued: the gate measured the simulator, not a model.
 
     Raises:
+        ConfigError: ``at_least`` or ``max_failure_rate`` is not a share (nan, ``85``...), before
+            anything is judged.
         AssertionError: the gate failed; the message is its one-line reason with the interval.
         ConfigError, AnnotationError, RunDirError: the config, annotations or files are unusable.
+        ValueError: ``split="validation"`` with no run to take it from.
         RuntimeError: called from a running event loop (call it from a plain, synchronous test).
     """
-    cfg = _config(config, overrides)
+    check_threshold(at_least, name="at_least")  # before anything is loaded or judged
+    check_threshold(max_failure_rate, name="max_failure_rate", below_one=True)
+    loaded = _config(config, overrides)
+    if isinstance(loaded, ManyConfig):
+        return _assert_job(loaded, instructions, at_least, figure, split, max_failure_rate)
+    cfg = loaded
     dataset = load_dataset(cfg)
     chosen = _chosen(cfg, instructions, resolve_prompt(cfg, dataset).rename)
     source = instructions if isinstance(instructions, str | os.PathLike) else None
@@ -90,19 +105,47 @@ def assert_agreement(
         figure=figure,
         max_failure_rate=max_failure_rate,
         rng=rng,
+        simulated_llm=card.simulated_llm,
     )
     if not result.passed:
         raise AssertionError(f"{cfg.metric.name}: {result.reason}")
+    if result.simulated_llm:
+        warnings.warn(f"{cfg.metric.name}: {SIMULATED_GATE}", stacklevel=2)
     return result
 
 
-def _config(config: str | Path | RunConfig, overrides: Sequence[str]) -> RunConfig:
-    if isinstance(config, RunConfig):
+def _assert_job(
+    config: ManyConfig,
+    instructions: object,
+    at_least: float,
+    figure: str | None,
+    split: str | None,
+    max_failure_rate: float,
+) -> dict[str, GateResult]:
+    if not isinstance(instructions, str | os.PathLike):
+        raise TypeError("a job's gate takes the job's run directory as instructions")
+    job = evaluate_job(
+        config,
+        instructions,
+        split=split,
+        threshold=at_least,
+        figure=figure,
+        max_failure_rate=max_failure_rate,
+    )
+    if not job.passed:
+        raise AssertionError(job.reason())
+    if job.simulated_llm:
+        warnings.warn(f"the job's metrics: {SIMULATED_GATE}", stacklevel=3)
+    return dict(job.gates)
+
+
+def _config(config: str | Path | RunConfig | ManyConfig, overrides: Sequence[str]) -> RunConfig | ManyConfig:
+    if isinstance(config, RunConfig | ManyConfig):
         if overrides:
             raise ValueError("overrides apply to a config file; change a RunConfig with model_copy")
         return config
     edit = (lambda raw: apply_overrides(raw, list(overrides))) if overrides else None
-    return load_run_config(config, edit=edit)
+    return load_config(config, edit=edit)
 
 
 def _chosen(
