@@ -284,6 +284,22 @@ def test_suggest_exits_1_and_writes_nothing_when_every_evaluation_failed(
     assert len(said) == 1 and "evaluations failed (cause parse)" in said[0] and not out.exists()
 
 
+def test_evaluate_of_a_job_exits_1_naming_each_metric_whose_every_evaluation_failed(
+    tmp_path: Path, broken_judge: LocalOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = Path(__file__).parents[2] / "configs" / "two_metrics.yaml"
+    job = tmp_path / "job"
+    assert main(["optimize", str(config), "-o", str(job), "-q", "--set", "optimizer.generations=1"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(config), "-i", str(job), "-q", *_openai(broken_judge)]) == 1
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("promptevolver")]
+    names = list(yaml.safe_load(config.read_text())["metrics"])
+    assert len(said) == len(names), said
+    for name, line in zip(names, said):
+        assert line.startswith(f"promptevolver: error: {name}: every one of the ")
+        assert line.endswith("evaluations failed (cause parse): nothing was measured")
+
+
 # -- examples --add: caps, and a no-op costs nothing --------------------------------------------------
 
 

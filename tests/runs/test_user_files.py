@@ -319,3 +319,55 @@ def test_the_python_api_takes_the_lock_of_its_run_dir(tmp_path: Path) -> None:
         with pytest.raises(RunDirError, match="another promptevolver process"):
             optimizer.optimize(dataset=dataset, loss=BinaryMetricLoss(), run_dir=run)
         assert sorted(p.name for p in run.iterdir()) == [rundir.LOCK_FILE, rundir.OWNER_FILE]  # the holder's
+
+
+# -- a job's report: the job's lock and each metric folder's, no link followed -----------------------
+
+
+@pytest.fixture(scope="module")
+def finished_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("user-files-job") / "job"
+    config = Path(__file__).parents[2] / "configs" / "two_metrics.yaml"
+    assert main(["optimize", str(config), "-o", str(run), "-q", "--set", "optimizer.generations=1"]) == 0
+    return run
+
+
+def _job_metric(run: Path) -> Path:
+    names = list(rundir.read_json(run / rundir.RESULT_FILE)["metrics"])
+    assert len(names) == 2
+    return run / names[-1]
+
+
+@pytest.mark.parametrize("held", ["job", "metric"])
+def test_the_report_of_a_job_is_refused_while_another_process_writes_the_job_or_one_metric(
+    tmp_path: Path, finished_job: Path, capsys: pytest.CaptureFixture[str], held: str
+) -> None:
+    """``report JOB`` rewrites every metric's report and the job's index: it holds the locks a
+    running job holds, so it is refused, changing nothing, while the job or one metric's resume
+    runs."""
+    run = tmp_path / "job"
+    shutil.copytree(finished_job, run)
+    with _Holder(run if held == "job" else _job_metric(run)) as holder:
+        before = _snapshot(run)
+        assert main(["report", str(run), "-q"]) == 1
+        line = _one_error_line(capsys.readouterr().err)
+        assert f"pid {holder.proc.pid}" in line and "another promptevolver process" in line, line
+        assert _snapshot(run) == before
+    assert main(["report", str(run), "-q"]) == 0  # free again: written
+
+
+@pytest.mark.parametrize("where", ["job", "metric"])
+def test_the_report_of_a_job_writes_through_no_link(
+    tmp_path: Path, finished_job: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    victim = tmp_path / "thesis.txt"
+    victim.write_text("years of work\n")
+    run = tmp_path / "job"
+    shutil.copytree(finished_job, run)
+    entry = run / rundir.INDEX_HTML if where == "job" else _job_metric(run) / rundir.REPORT_MD
+    entry.unlink()
+    entry.symlink_to(victim)
+    before = _snapshot(run)
+    assert main(["report", str(run), "-q"]) == 1
+    assert f"{entry} is a symbolic link" in _one_error_line(capsys.readouterr().err)
+    assert victim.read_text() == "years of work\n" and _snapshot(run) == before
