@@ -57,13 +57,30 @@ from typing import Any
 
 import yaml
 
-from benchmarks.chaos.hostile import KEY, _wait, run_cli
+from benchmarks.chaos.hostile import KEY, _wait
 from promptevolver import rundir
 from promptevolver.llm import SimulatedJudgeLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 from promptevolver.testing import Fault, LocalOpenAIServer, simulated_handler
 
 CLI = [sys.executable, "-m", "promptevolver.cli"]
+#: A small process between the benchmark and a measured command: a child's peak RSS
+#: (``ru_maxrss``) counts the pages it shared with its parent when it was forked or spawned, so a
+#: command started from this process (grown to ~340 MiB by the in-process cases) reported the
+#: benchmark's own size as its peak. The launcher, a bare interpreter, spawns the command, passes
+#: SIGINT and SIGTERM on to it, writes its peak (KiB) to the file named first and exits with its code.
+_LAUNCHER = r"""
+import os, signal, sys
+out, command = sys.argv[1], sys.argv[2:]
+pid = os.posix_spawn(command[0], command, os.environ, setsigdef=(signal.SIGINT, signal.SIGTERM))
+for sig in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(sig, lambda number, _frame: os.kill(pid, number))
+_, status, usage = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 SECTION = "## Round three: user files, concurrent writers, hangs, memory (issue 31)"
 ROOT = Path(__file__).resolve().parents[2]
 DEFINITION = (
@@ -707,6 +724,41 @@ def _in_process(*argv: str) -> InProcess:
     return InProcess(rc, [line for line in err.getvalue().splitlines() if line.strip()])
 
 
+def measured(command: list[str], peak: Path) -> list[str]:
+    """``command`` run through :data:`_LAUNCHER`, its own peak RSS written to ``peak``."""
+    return [sys.executable, "-c", _LAUNCHER, str(peak), *command]
+
+
+def peak_mib(peak: Path) -> float | None:
+    """The peak RSS (MiB) :func:`measured` wrote; None when the command left none."""
+    try:
+        return int(peak.read_text()) / 1024
+    except (OSError, ValueError):
+        return None
+
+
+def run_measured(args: list[str], *, timeout_s: float, work: Path) -> tuple[int, float | None]:
+    """``promptevolver ARGS`` in a child of :data:`_LAUNCHER`: its exit code and own peak RSS."""
+    peak = work / f"peak-{time.monotonic_ns()}.txt"
+    proc = subprocess.Popen(
+        measured([*CLI, *args], peak),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OPENAI_API_KEY": KEY},
+        start_new_session=True,
+    )
+    status, _ = _wait(proc, time.monotonic(), timeout_s)
+    end_group(proc)
+    return os.waitstatus_to_exitcode(status), peak_mib(peak)
+
+
+def end_group(proc: subprocess.Popen[Any]) -> None:
+    """Kill what is left of a measured command's process group (a launcher killed at its timeout
+    leaves the command running)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def hangs(work: Path) -> list[Row]:
     rows = []
     for label, fault, timeout in (
@@ -736,13 +788,14 @@ def hangs(work: Path) -> list[Row]:
             path = write_config(work / "emb.yaml", config)
             out = work / f"emb-{len(rows)}"
             began = time.monotonic()
+            peak_file = work / f"emb-{len(rows)}.peak"
             with tempfile.TemporaryFile("w+") as errors:
                 proc = subprocess.Popen(
-                    [*CLI, "optimize", str(path), "-o", str(out), "-q"],
+                    measured([*CLI, "optimize", str(path), "-o", str(out), "-q"], peak_file),
                     stderr=errors,
                     text=True,
                     env={**os.environ, "OPENAI_API_KEY": KEY},
-                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                    start_new_session=True,  # the launcher and the command: one group to end
                 )
                 interrupted = fault.kind == "slow_body"
                 if interrupted:
@@ -751,11 +804,13 @@ def hangs(work: Path) -> list[Row]:
                     time.sleep(0.5)
                     proc.send_signal(signal.SIGINT)
                 sigint_at = time.monotonic()
-                _, usage = _wait(proc, began, max(120, 30 * timeout))  # its own peak memory
+                _wait(proc, began, max(120, 30 * timeout))
+                end_group(proc)
                 stop_s = time.monotonic() - (sigint_at if interrupted else began)
                 errors.seek(0)
                 err = errors.read()
-        peak = f"{usage.ru_maxrss / 1024:.0f} MiB"
+        found = peak_mib(peak_file)  # its own peak memory
+        peak = "n/a" if found is None else f"{found:.0f} MiB"
         bound = 3 * timeout if interrupted else 3 * timeout * 2 + 10
         ok = proc.returncode in (1, 130) and stop_s <= bound and "Traceback" not in err
         rows.append(
@@ -1135,8 +1190,10 @@ def memory(work: Path) -> list[Row]:
         config = yaml.safe_load((ROOT / "configs" / "synthetic_20000.yaml").read_text())
         config["dataset"]["synthetic"]["n_samples"] = n
         path = write_config(work / f"m{n}.yaml", config)
-        proc = run_cli(["optimize", str(path), "-o", str(work / f"m{n}"), "-q"], timeout_s=1200)
-        peaks[n] = proc.peak_mb if proc.rc == 0 else None
+        rc, peak = run_measured(
+            ["optimize", str(path), "-o", str(work / f"m{n}"), "-q"], timeout_s=1200, work=work
+        )
+        peaks[n] = peak if rc == 0 else None
     slope = (peaks[20_000] - peaks[5_000]) / 15 if all(peaks.values()) else None
     ok = peaks[20_000] is not None and peaks[20_000] <= 400
     rows.append(
