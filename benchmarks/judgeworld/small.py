@@ -64,7 +64,7 @@ def world_row(judgeworld: Path, out: Path, world: str) -> dict[str, Any]:
     ours = [r for r in ours if r.get("status") == "ok"]
     cv = []
     for r in ours:
-        seed = r["params"].get("seed", r.get("seed"))
+        seed = r.get("opt_seed", r["params"].get("seed"))
         path = out / "runs" / world / "ours_auto" / f"s{seed}" / "out" / "result.json"
         result = _load(path) if path.exists() else {}
         figure = ((result.get("scores") or {}).get("best") or {}).get("cross_validated")

@@ -136,3 +136,30 @@ def test_the_chosen_judge_records_the_figures_result_json_holds(run):
     best = result["scores"]["best"]
     for key in ("train", "validation", "cross_validated"):
         assert figures.get(key) == best.get(key), key
+
+
+def test_the_ladder_table_pairs_each_rung_with_its_own_ladder_and_round(run):
+    """Each row of the ladder table is a rung of the ladder its fold column names (result.json's
+    stages.distill.ladders, in rung order) and lists the lessons recorded as applied by that
+    ladder in that round; a rung two ladders wrote word for word is shown in both."""
+    _, directory, result = run
+    md = (directory / "report.md").read_text()
+    ladders = result["stages"].get("distill", {}).get("ladders") or {}
+    if "The ladder:" not in md:
+        assert not any(x.get("applied_round") for x in result.get("lessons") or [])
+        return
+    table = md.split("The ladder:", 1)[1].split("\n\n", 2)[1]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    shown: dict[str, list[int]] = {}
+    for rung, fold, round_, _, lessons in rows:
+        shown.setdefault(fold, []).append(int(rung.lstrip("#").split()[0]))
+        applied = [
+            x["text"]
+            for x in result["lessons"]
+            if x.get("applied_round") == int(round_)
+            and x.get("fold") == (None if fold == "all" else int(fold))
+        ]
+        assert applied, (fold, round_)
+        assert lessons.count("(evidence ") == len(applied), (fold, round_)
+        assert all(text[:40] in lessons for text in applied), (fold, round_)
+    assert shown == {name: ids for name, ids in ladders.items() if ids}

@@ -809,20 +809,27 @@ def _pipeline(facts: RunFacts) -> Section | None:
             by_round.setdefault((x.get("fold"), x["applied_round"]), []).append(
                 f"{_short(x['text'], 160)} (evidence {x['evidence']})"
             )
-    rungs = [c for c in result.get("lineage", []) if c.get("operator") == "distill"]
+    lineage = {c["id"]: c for c in result.get("lineage", []) if c.get("operator") == "distill"}
     ladder_rows = []
-    keys = sorted(by_round, key=lambda k: (-1 if k[0] is None else k[0], k[1]))
-    for rung, key in zip(rungs, keys):
-        chosen = " (chosen)" if rung["id"] == result.get("best_id") else ""
-        ladder_rows.append(
-            [
-                f"#{rung['id']}{chosen}",
-                "all" if key[0] is None else str(key[0]),
-                str(key[1]),
-                _f(rung.get("validation")),
-                "; ".join(by_round[key]),
-            ]
-        )
+    # each ladder's rungs by candidate id (stages.distill.ladders: "0", "1", ... and "all", the refit),
+    # rung k made by the ladder's k-th round that applied lessons; a rung two ladders wrote word for
+    # word is one candidate, shown in both
+    ladders = (stages.get("distill") or {}).get("ladders") or {"all": sorted(lineage)}
+    for name in sorted(ladders, key=lambda k: (k == "all", k)):
+        fold = None if name == "all" else int(name)
+        rounds = sorted(r for f, r in by_round if f == fold)
+        for cid, round_ in zip(ladders[name], rounds):
+            rung = lineage.get(cid, {"id": cid})
+            chosen = " (chosen)" if cid == result.get("best_id") else ""
+            ladder_rows.append(
+                [
+                    f"#{cid}{chosen}",
+                    "all" if fold is None else str(fold),
+                    str(round_),
+                    _f(rung.get("validation")),
+                    "; ".join(by_round[(fold, round_)]),
+                ]
+            )
     if ladder_rows:
         blocks += [
             Para(
