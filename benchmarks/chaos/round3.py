@@ -21,7 +21,8 @@ sent one byte a second or without end, with SIGINT twice), ``answers`` (1e15-tok
 true``, refusals, damaged cache rows), ``report`` (hostile text in every field, rendered by
 python-markdown), ``inputs`` (``.nan``/``.inf`` in every number of a config, fifos and
 ``/dev/zero``, read-only folders, SIGTERM, ``examples --add`` of 20,000 samples), ``memory``
-(peak RSS at 5,000 to 20,000 annotations, goal 400 MiB).
+(peak RSS at 5,000 to 20,000 annotations, goal 400 MiB), ``secrets`` (the canary key in every
+file the cases wrote).
 
 ``disk`` and the read-only folders need ``mount`` (root, as in CI's container); without it those
 rows say n/a.
@@ -1216,6 +1217,31 @@ def memory(work: Path) -> list[Row]:
     return rows
 
 
+def secrets(work: Path) -> list[Row]:
+    """The canary key every command was given (``OPENAI_API_KEY``) searched in every file the
+    cases before this one left (run directories, journals, caches, reports, exports)."""
+    start = time.monotonic()
+    files = [p for p in work.parent.rglob("*") if p.is_file() and not p.is_symlink()]
+    holding = []
+    for path in files:
+        with contextlib.suppress(OSError):
+            if KEY.encode() in path.read_bytes():
+                holding.append(path.relative_to(work.parent))
+    return [
+        Row(
+            "the canary API key searched in every file the cases wrote",
+            f"{len(files):,} files",
+            0,
+            0,
+            0,
+            0,
+            len(holding),
+            round(time.monotonic() - start, 1),
+            "files holding it: " + (", ".join(map(str, holding[:5])) or "none"),
+        )
+    ]
+
+
 CASES: list[Callable[[Path], list[Row]]] = [
     links,
     foreign,
@@ -1227,6 +1253,7 @@ CASES: list[Callable[[Path], list[Row]]] = [
     report,
     inputs,
     memory,
+    secrets,
 ]
 
 
@@ -1235,8 +1262,8 @@ FINDINGS = """
 Found while building it, and fixed: on a full disk the calls still in flight wrote to the journal
 after the run had closed it ("I/O operation on closed file" tracebacks after the one error line);
 the first failed write now stops the journal and later answers are asked again on resume (0 to 35
-per stop over the runs so far, as calls in flight at a kill). Answers that arrive while nothing can be written are
-the one cost of a full disk: every run resumed to the result of an uninterrupted run.
+per stop over the runs so far, as calls in flight at a kill). Answers that arrive while nothing can
+be written are the one cost of a full disk: every run resumed to the result of an uninterrupted run.
 
 Memory: a command's peak RSS is its own, read through a small launcher (a child's `ru_maxrss`
 counts the pages it shared with the benchmark when it was forked, so rows measured before
