@@ -111,7 +111,7 @@ def interrupted(tmp_path: Path) -> Path:
     config.write_text(yaml.safe_dump(SYNTHETIC))
     directory = tmp_path / "interrupted"
     with pytest.raises(KeyboardInterrupt):
-        execute(load_run_config(config), directory, callbacks=[_interrupt_after(120)])
+        execute(load_run_config(config), directory, callbacks=[_interrupt_after(40)])  # of the run's 95 calls
     return directory
 
 
