@@ -1268,9 +1268,15 @@ be written are the one cost of a full disk: every run resumed to the result of a
 Memory: a command's peak RSS is its own, read through a small launcher (a child's `ru_maxrss`
 counts the pages it shared with the benchmark when it was forked, so rows measured before
 2026-12-05 could show the benchmark's own size). Where pandas is installed (the `ragas` and
-`mlflow` extras bring it, as in this run), scikit-learn imports it and pandas imports pyarrow:
-about 80 MiB more at every size, hence 402 MiB at 20,000 annotations here. In a base install
-(`pip install -e .`, `/usr/bin/time`) the same runs peak at 236 / 262 / 321 MiB.
+`mlflow` extras bring it, as in these runs), scikit-learn imports it and pandas imports pyarrow:
+about 80 MiB more at every size; three runs on 2026-12-05 gave 402, 402 and 388 MiB at 20,000
+annotations, so the goal is at its edge there. In a base install (`pip install -e .`,
+`/usr/bin/time`) the same runs peak at 236 / 262 / 321 MiB.
+
+Open (2026-12-05): the embeddings-trickle case failed once in three full runs: the command
+stopped 0.6 s after the first SIGINT with exit 130, but its stderr ended in a `KeyboardInterrupt`
+traceback (the second SIGINT came 0.5 s after the first, as the command finished). 18 reruns of
+the case with the second SIGINT 0.05 to 0.7 s after the first did not reproduce it.
 """
 
 
