@@ -1138,5 +1138,8 @@ def _instructions_file(path: Path) -> Path:
                 return path / name
         raise RunDirError(f"{path}: no {RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
     if not path.is_file():
-        raise RunDirError(f"{path}: instructions file {not_a_file(path)}")
+        said = not_a_file(path)  # a fifo or a device is said so; nothing there, as main says it
+        if said == "not found":
+            said = "not found (no run directory or judge file there)"
+        raise RunDirError(f"{path}: instructions file {said}")
     return path

@@ -66,3 +66,21 @@ def test_a_job_of_several_metrics_says_where_tracking_is_and_its_metric_folders_
     capsys.readouterr()
     assert main(["export", str(tmp_path / "job" / "helpfulness"), "--to", "json", "-q"]) == 0
     assert '"metric": "helpfulness"' in capsys.readouterr().out
+
+
+def test_export_to_mlflow_without_mlflow_is_one_line(tmp_path):
+    from ..conftest import ROOT
+
+    run, config = tmp_path / "run", ROOT / "configs" / "answer_correctness.yaml"
+    blocked = (
+        "import sys; sys.modules['mlflow'] = None\n"
+        "from promptevolver.cli import main\n"
+        f"assert main(['optimize', r'{config}', '-o', r'{run}', '-q']) == 0\n"
+        f"sys.exit(main(['export', r'{run}', '--to', 'mlflow', '--tracking-uri', 'http://127.0.0.1:9',"
+        " '--prompt-name', 'p']))"
+    )
+    out = _python(blocked)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        'promptevolver: error: the MLflow integration needs MLflow: pip install "promptevolver[mlflow]"'
+    )

@@ -208,6 +208,8 @@ def test_a_recipe_a_sample_below_the_seed_is_kept_and_its_figure_shown_as_measur
     scores = result.scores
     assert scores["best"]["cross_validated"] < scores["seed"]["cross_validated"]
     assert 1.0 - result.final_choice["p_better"] < 0.9 and "< 0.9" in result.final_choice["why"]
+    assert result.final_choice["hurt_threshold"] == 0.9 and result.final_choice["confidence"] == 0.7
+    assert "probability 0.9" in result.final_choice["rule"]  # the record says the threshold it used
 
 
 def test_a_shallower_recipe_is_chosen_when_the_full_ladder_hurts():

@@ -68,7 +68,16 @@ def test_seed_vs_best_shows_result_jsons_scores(run):
     lines = table.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith(("| original", "| optimized"))]
     assert rows
-    keys = {"train": "train", "validation": "validation", "cross-validated": "cross_validated"}
+    keys = {
+        "train": "train",
+        "validation": "validation",
+        "cross-validated": "cross_validated",
+        "every usable sample": "validation",  # the seed kept on small data: all of them held out
+    }
+    split = result["split"]
+    if result["best_id"] == 0 and split["regime"] == "out-of-bag":  # nothing learned: one picture
+        assert [r[1] for r in rows] == ["every usable sample (the kept seed learned from none)"] * 2
+        assert all(r[2] == f"{split['train']} of {split['train']}" for r in rows), rows
     for row in rows:
         who = "seed" if row[0].startswith("| original") else "best"
         key = next(k for label, k in keys.items() if row[1].startswith(label))
@@ -163,3 +172,34 @@ def test_the_ladder_table_pairs_each_rung_with_its_own_ladder_and_round(run):
         assert lessons.count("(evidence ") == len(applied), (fold, round_)
         assert all(text[:40] in lessons for text in applied), (fold, round_)
     assert shown == {name: ids for name, ids in ladders.items() if ids}
+
+
+def test_the_summary_line_names_only_figures_the_run_measured(run, tmp_path):
+    """optimize's first line: a refit's cross-validated figure; a seed kept on small data, its one
+    figure on every usable sample (it learned from none); never a validation figure of a run
+    that held nothing out."""
+    from promptevolver.runs._outcome import outcome_lines
+
+    _, directory, result = run
+    (first,) = outcome_lines(OptimizationResult.from_dict(result), directory, quiet=True)
+    split, best = result["split"], result["scores"]["best"]
+    if "cross_validated" in best:
+        assert f"best cross-validated {best['cross_validated']:.3f}" in first
+    elif split["regime"] == "out-of-bag" and result["best_id"] == 0:
+        assert f"seed kept: {best['validation']:.3f} on all {split['train']} usable annotations" in first
+        assert "validation" not in first
+    else:
+        shown = ["n/a" if best[k] is None else f"{best[k]:.3f}" for k in ("train", "validation")]
+        assert f"best train {shown[0]} validation {shown[1]}" in first
+
+
+def test_no_report_describes_a_part_the_run_did_not_have(run):
+    """Small data holds nothing out: no caption, split line or table counts '0' samples of a
+    validation part, and a refit's candidates are shown as cross-validated on every sample."""
+    _, directory, result = run
+    md = (directory / "report.md").read_text()
+    assert not re.search(r"\bon 0 samples|\bfrom 0 of them|\b\d+ of 0\b", md)
+    if "cross_validated" in result["scores"]["best"]:
+        section = _section(md, "Candidates, cross-validated")
+        assert f"on {result['split']['train']} samples" in section
+        assert "## Candidates on validation" not in md

@@ -512,6 +512,7 @@ def log_judge(
         TrackingError: the server cannot be reached or refuses a request (credentials masked).
         ImportError: MLflow is not installed.
     """
+    _mlflow()  # MLflow missing: the one line naming the extra, before any other import of it
     from mlflow.entities import Metric, Param, RunTag
 
     client = _client(tracking_uri)

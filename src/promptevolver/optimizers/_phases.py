@@ -348,7 +348,12 @@ async def _verify_refit(
 ) -> Candidate:
     """:func:`verify` on small data with a refit: the recipe cross-validated over the folds
     (:mod:`._refit`)."""
-    run.context.events.emit("stage_start", 0, stage="verify")
+    run.context.events.emit(
+        "stage_start",
+        0,
+        stage="verify",
+        phase="cross-validation: each fold's candidate on the samples it never learned from",
+    )
     run.begin_step("the cross-validation of the distillation recipe", count_parse=True)
     run.context.meter.release_reserve()
     best, choice = await refit.verify(run, ladder_ids)
@@ -768,7 +773,9 @@ async def _examples_cross_validated(
             )
         return out
 
-    ctx.events.emit("stage_start", 0, stage="examples")
+    ctx.events.emit(
+        "stage_start", 0, stage="examples", phase="teaching examples, cross-validated on the folds"
+    )
     run.begin_step("the examples' cross-validation on the folds", count_parse=True)
     race = Race(looks=4 if ctx.config.racing else 1, futility=base.id)
     weights = ctx.train_focus.weight_array(ctx.train)

@@ -224,6 +224,9 @@ def _record(
         "delta": None if row is None else row["delta"],
         "p_better": None if row is None else row["p_better"],
         "confidence": ctx.config.confidence,
+        # the probability that the seed is better from which the recipe hurts: HURT, or confidence
+        # when higher (the rule above says it in words)
+        "hurt_threshold": max(HURT, ctx.config.confidence),
     }
 
 

@@ -80,7 +80,16 @@ def split_report(ctx: RunContext, best: Candidate) -> dict[str, Any]:
     ``validation_keys`` identify those samples by content (:func:`sample_key`, first 16 hex
     digits), so ``evaluate`` finds them in any file, never by position alone."""
     report = ctx.split.to_dict(ctx.dataset)
-    if ctx.split.regime == "out-of-bag" and best.cross_validated is not None:
+    if ctx.split.regime == "out-of-bag" and best.is_seed and best.cross_validated is not None:
+        # small data, the seed kept after cross-validation: it learned from no annotation, so every
+        # usable one is held out for it (validation_positions below: all of them)
+        report["note"] = (
+            f"small data: {ctx.split.n_usable} usable annotations: the seed instruction was kept "
+            "(the cross-validated recipe learned nothing general, or the folds said it hurts), so "
+            "nothing was refit; it learned from none of them, so its figure on every usable "
+            "annotation is a held-out one"
+        )
+    if ctx.split.regime == "out-of-bag" and best.cross_validated is not None and not best.is_seed:
         k = len(set(ctx.folds.values()))
         report["validation_positions"], report["validation"] = [], 0
         report["note"] = (

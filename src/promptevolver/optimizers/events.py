@@ -17,7 +17,8 @@ Kinds and their ``data``:
   ``prompt_tokens``, ``completion_tokens`` and ``cost_usd`` (USD; 0.0 without prices) of the run
   so far; only emitted when there is a callback
 * ``stage_start`` — ``stage`` (``distill``, ``verify``, ``examples``, ``cross_fit``) — the distill-first
-  pipeline (``strategy: auto``/``distill``)
+  pipeline (``strategy: auto``/``distill``); ``phase``, when the stage says what it does in words
+  (small data: ``verify`` cross-validates on the folds instead of judging held-out samples)
 * ``stage_end`` — ``stage``, ``candidates`` (the distilled rungs' ids) or ``chosen`` (the verified
   choice's id, after ``verify``), and ``figures``: the stage's record as ``result.json``'s
   ``stages`` holds it (``judge_calls``, ``meta_calls``, ``prompt_tokens``, ``completion_tokens``,

@@ -128,9 +128,15 @@ class Point:
 
 
 def candidates_png(
-    points: Sequence[Point], *, metric: str, higher_is_better: bool, samples: int | None
+    points: Sequence[Point],
+    *,
+    metric: str,
+    higher_is_better: bool,
+    samples: int | None,
+    figure: str = "validation",
 ) -> bytes:
-    """Each candidate's validation figure with its 95% interval, one row each (the seed first,
+    """Each candidate's ``figure`` (validation, or cross-validated for a refit) with its 95%
+    interval when one was drawn, one row each (the seed first,
     the chosen judge starred): whether a difference is larger than the noise of ``samples``
     annotations is read off the overlap of the bars."""
     fig = Figure(figsize=(6.5, max(2.2, 0.45 * len(points) + 1.2)))
@@ -151,8 +157,9 @@ def candidates_png(
         )
     ax.set_yticks(ys, [pt.label for pt in points])
     direction = "higher is better" if higher_is_better else "lower is better"
-    on = f" on {samples} validation samples" if samples else ""
-    ax.set(xlabel=f"validation {metric} ({direction}), 95% interval", title=f"Candidates{on}")
+    on = f" on {samples} samples ({figure})" if samples else ""
+    drawn = ", 95% interval" if any(pt.low is not None for pt in points) else ""
+    ax.set(xlabel=f"{figure} {metric} ({direction}){drawn}", title=f"Candidates{on}")
     ax.margins(x=0.1, y=0.25)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)

@@ -313,7 +313,14 @@ def _summary(facts: RunFacts) -> Section:
             Para(
                 "Simulated LLM: no language model was called. The judge and the prompt engineer were the "
                 "built-in simulation (llm.provider fake, the default of a config without llm:), so these "
-                "figures show the search on these annotations, not how a real judge agrees with the humans.",
+                "figures show the search on these annotations, not how a real judge agrees with the humans."
+                + (
+                    " Nor is the simulator the judge that recorded the file's verdicts: the seed's figure "
+                    "here is the simulator's; how the recorded verdicts agree with the humans is in 'The "
+                    "recorded judge' below."
+                    if _recorded(facts) is not None
+                    else ""
+                ),
                 caveat=True,
             )
         )
@@ -333,7 +340,8 @@ def _scores(facts: RunFacts) -> Section:
     elif ordinal:
         figures += ["exact", "within one", "weighted kappa"]
     headers = ["instruction", "split", "samples judged", *figures, "failed"]
-    splits = ("validation",) if _cross_validated(facts) else ("train", "validation")  # a refit: one picture
+    # a refit, or a seed kept with nothing learned (every usable sample held out): one picture
+    splits = ("validation",) if _cross_validated(facts) or _kept_whole(facts) else ("train", "validation")
     rows = [_score_row(facts, who, split) for who in ("seed", "best") for split in splits]
     blocks: list[Any] = [Table(headers, rows)]
     if any(_score(facts, who, split) is None for who in ("seed", "best") for split in splits):
@@ -393,6 +401,17 @@ def _held_out_name(facts: RunFacts) -> str:
     return "cross-validated" if _cross_validated(facts) else "validation"
 
 
+def _kept_whole(facts: RunFacts) -> bool:
+    """Small data, the seed kept: it learned from no annotation, so every usable one is held out
+    for it (result.json's split: as many validation samples as train)."""
+    split = facts.result.get("split") or {}
+    return (
+        _out_of_bag(facts)
+        and facts.result.get("best_id") == 0
+        and split.get("validation") == split.get("train")
+    )
+
+
 def _cross_validated(facts: RunFacts) -> bool:
     """A refit chosen by cross-validation (small data): its figure is ``cross_validated``."""
     return "cross_validated" in ((facts.result.get("scores") or {}).get("best") or {})
@@ -413,6 +432,8 @@ def _split_label(facts: RunFacts, split: str) -> str:
         return split
     if split == "train":
         return "train (every usable sample)"
+    if _kept_whole(facts):
+        return "every usable sample (the kept seed learned from none)"
     return "validation (out of bag: never learned from)"
 
 
@@ -719,7 +740,8 @@ def _candidates(facts: RunFacts) -> Section | None:
     """The candidates on validation with their 95% intervals: the seed, every candidate judged
     there (the ladder's rungs, the finalists) and the chosen judge, drawn with or without a search."""
     r = facts.result
-    n = (r.get("split") or {}).get("validation")
+    cv = _cross_validated(facts)  # a refit: every usable sample, each judged by a fold's candidate
+    n = (r.get("split") or {}).get("train" if cv else "validation")
     proportion = (r.get("loss") or {}).get("metric") == "accuracy" and isinstance(n, int) and n > 0
     by_id = {c["id"]: c for c in r.get("lineage", [])}
     best = r.get("best_id", 0)
@@ -744,18 +766,29 @@ def _candidates(facts: RunFacts) -> Section | None:
         shown = f" + {policy} examples" if policy and policy != "none" else ""
         points.append(Point(f"#{cid} {name}{shown}", values[cid], low, high, cid == best, cid == 0))
     name = _metric_name(r)
+    figure = "cross-validated" if cv else "validation"
     png = candidates_png(
-        points, metric=name, higher_is_better=(r.get("loss") or {}).get("higher_is_better", True), samples=n
+        points,
+        metric=name,
+        higher_is_better=(r.get("loss") or {}).get("higher_is_better", True),
+        samples=n,
+        figure=figure,
     )
-    interval = (
-        "the Wilson 95% interval on" if proportion else f"no interval for {name} (only for accuracy); on"
+    if proportion:
+        interval = (
+            f"with the Wilson 95% interval on {n} samples: overlapping bars are differences this many "
+            "annotations cannot tell apart"
+        )
+    else:
+        interval = f"on {n} samples, without an interval (drawn for accuracy only)"
+    judged = (
+        "the chosen refit, each sample judged by a fold's candidate that never learned from it"
+        if cv
+        else "each candidate judged on validation and the chosen judge"
     )
-    caption = (
-        f"Validation {name} of the seed, of each candidate judged on validation and of the chosen judge "
-        f"(starred), with {interval} {n} samples: overlapping bars are differences this many annotations "
-        "cannot tell apart."
-    )
-    return Section("Candidates on validation", [Image("candidates.png", png, caption)])
+    caption = f"{figure.capitalize()} {name} of the seed and of {judged} (starred), {interval}."
+    title = "Candidates, cross-validated" if cv else "Candidates on validation"
+    return Section(title, [Image("candidates.png", png, caption)])
 
 
 def _pipeline(facts: RunFacts) -> Section | None:
@@ -994,6 +1027,17 @@ def _split_sentence(split: Mapping[str, Any]) -> str:
     """How the samples were used: held out (train + validation = every usable sample), or out of
     bag on small data (all of them to learn and to choose)."""
     how = f" ({split['strategy']})" if split.get("strategy") else ""
+    if split.get("regime") == "out-of-bag" and split.get("validation") == 0:  # a refit
+        return (
+            f"split: small data: all {split['train']} usable annotations used to learn and to choose; "
+            "the recipe cross-validated over its folds (each sample judged by a fold's candidate that "
+            f"never learned from it), then refit on all of them{how}"
+        )
+    if split.get("regime") == "out-of-bag" and split.get("validation") == split.get("train"):
+        return (
+            f"split: small data: all {split['train']} usable annotations; the seed was kept and learned "
+            f"from none of them, so all of them are its held-out figure{how}"
+        )
     if split.get("regime") == "out-of-bag":
         return (
             f"split: small data, out of bag: all {split['train']} usable annotations used to learn and to "

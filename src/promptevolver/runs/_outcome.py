@@ -45,6 +45,11 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
             f"{_f(s['best'].get('cross_validated'))} ({folds} folds; refit on every annotation, so no "
             "train or validation figure of its own)"
         )
+    elif _kept_whole(result):
+        figures = (
+            f"seed kept: {_f(s['seed'].get('validation'))} on all {result.split['train']} usable "
+            "annotations (it learned from none of them: a held-out figure)"
+        )
     else:
         figures = (
             f"seed train {_f(s['seed'].get('train'))} validation {_f(s['seed'].get('validation'))} | "
@@ -64,6 +69,18 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     if note:
         lines.append(f"note: {note}")
     return lines + _files(run_dir) + chosen_lines(result.chosen_judge(), run_dir)
+
+
+def _kept_whole(result: OptimizationResult) -> bool:
+    """Small data, the seed kept: every usable annotation is held out for it (as many validation
+    samples as train, nothing learned)."""
+    split = result.split or {}
+    return (
+        split.get("regime") == "out-of-bag"
+        and result.best_id == 0
+        and bool(split.get("train"))
+        and split.get("validation") == split.get("train")
+    )
 
 
 def chosen_lines(chosen: rundir.ChosenJudge, run_dir: Path) -> list[str]:

@@ -176,7 +176,8 @@ class CallProgress:
         self.phase = _FINAL_PHASE  # until the next generation starts
 
     def _on_stage_start(self, event: Event) -> None:
-        self.phase = _STAGES.get(str(event.data.get("stage")), self.phase)
+        # a stage may name its phase (small data cross-validates instead of holding samples out)
+        self.phase = str(event.data.get("phase") or _STAGES.get(str(event.data.get("stage")), self.phase))
 
     def _on_stage_end(self, event: Event) -> None:
         d = event.data
