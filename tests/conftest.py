@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,20 @@ HELP_FILE = DATA / "annotated_data.json"
 AC_DEFINITION = (
     "Given the user_input, reference and response. Is the response correct compared with the reference"
 )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def user_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's cache folder (``$XDG_CACHE_HOME``: the default response cache) in a temporary
+    folder for the whole session, for this process and the commands it starts: the suite never
+    writes into the home of whoever runs it."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
 
 
 @pytest.fixture(autouse=True)

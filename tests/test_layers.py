@@ -12,8 +12,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "promptevolver"
 #: Lowest first; a module may import from its own layer and the ones before it.
 LAYERS: list[list[str]] = [
     ["errors", "_lazy"],
-    ["annotations", "config", "config._models", "config._overrides", "llm"],
-    ["rundir", "judge"],
+    ["annotations", "config", "config._models", "config._overrides", "rundir", "llm"],
+    ["judge"],
     ["evaluation", "simulation"],
     ["optimizers"],
     ["config._build"],

@@ -37,6 +37,26 @@ def test_write_atomic_replaces_the_file_and_leaves_nothing_else(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["result.json"]
 
 
+def test_text_written_in_pieces_is_the_joined_text_and_a_failure_midway_keeps_the_old_file(tmp_path):
+    """write_jsonl streams its lines (a large samples.jsonl is never whole in memory): the file is
+    the lines joined, and rows that fail half way leave the old file and no temporary one."""
+    target = tmp_path / "samples.jsonl"
+    rows = [{"i": i, "text": "日本語 ✓ \u2028"} for i in range(3)]
+    rundir.write_jsonl(target, rows)
+    assert target.read_text(encoding="utf-8") == "".join(
+        json.dumps(r, ensure_ascii=False) + "\n" for r in rows
+    )
+    before = target.read_bytes()
+
+    def broken():
+        yield {"i": 0}
+        raise KeyboardInterrupt  # Ctrl-C (or a row that cannot be encoded) half way
+
+    with pytest.raises(KeyboardInterrupt):
+        rundir.write_jsonl(target, broken())
+    assert target.read_bytes() == before and _leftovers(tmp_path) == []
+
+
 def test_a_failed_rename_leaves_the_old_file_and_no_temporary_file(tmp_path, monkeypatch):
     target = tmp_path / "result.json"
     target.write_text('{"old": true}')

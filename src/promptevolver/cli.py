@@ -508,6 +508,7 @@ def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path,
         raise UsageError("--force starts a run afresh; it does not go with --resume")
     if args.resume is not None:
         run_dir = _directory(args.resume, "--resume")
+        rundir.check_links(run_dir)  # before its config.yaml is read through a link
         path = args.config if args.config is not None else run_dir / rundir.CONFIG_FILE
         if args.config is None and not path.is_file():
             rundir.read_config(run_dir)  # says the directory is not a run directory
@@ -548,7 +549,7 @@ def _optimize(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         progress.close()
-        print(_interrupted(Path(run_dir)), file=sys.stderr)
+        _say_stopped(_interrupted(Path(run_dir)))
         return 130
     except LLMUnusableError as exc:
         progress.close()
@@ -594,12 +595,16 @@ def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, 
             **_run_options(args, source),
         )
     except KeyboardInterrupt:
-        print(
+        _say_stopped(
             f"promptevolver: interrupted; each metric's last checkpoint is in {run_dir}/<metric>; "
-            f"continue with: promptevolver optimize --resume {run_dir}",
-            file=sys.stderr,
+            f"continue with: promptevolver optimize --resume {run_dir}"
         )
         return 130
+    except OSError as exc:  # the job's own files (its result.json, index.html)
+        if args.debug or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"promptevolver: error: {_disk_full(exc, Path(run_dir), job=True)}", file=sys.stderr)
+        return 1
     finally:
         for p in progress:
             p.close()
@@ -616,10 +621,16 @@ def _optimize_many(args: argparse.Namespace, config: ManyConfig, run_dir: Path, 
     return 0
 
 
-def _disk_full(exc: OSError, run_dir: Path) -> str:
-    """The line for a full disk (or quota): which file, and whether the run can be resumed."""
+def _disk_full(exc: OSError, run_dir: Path, *, job: bool = False) -> str:
+    """The line for a full disk (or quota): which file, and whether the run (or ``job``) can be
+    resumed."""
     where = f"writing {exc.filename}" if exc.filename else f"writing into {run_dir}"
     said = f"{exc.strerror or 'no space left on device'} while {where}"
+    if job:
+        return (
+            f"{said}; each metric's files written before are intact. Free some space, then continue with: "
+            f"promptevolver optimize --resume {run_dir}"
+        )
     if (run_dir / rundir.CHECKPOINT_FILE).is_file():
         return (
             f"{said}; every file written before is intact. Free some space, then continue with: "
@@ -704,6 +715,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
     instructions = dict(chosen.instructions)
+    if args.samples_out is not None:
+        rundir.check_writable(args.samples_out)  # before any call is spent on what it would hold
     run_dir = run_of(args.instructions, args.run)
     if args.split == "validation" and run_dir is None:
         raise UsageError("--split validation needs the run directory: pass --run DIR")
@@ -757,6 +770,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     if gate is not None:
         print(f"promptevolver: {gate.reason}", file=sys.stderr)
         return 0 if gate.passed else 1
+    if (failed := _nothing_measured(card)) is not None:  # the scorecard says n/a, the exit says so
+        print(f"promptevolver: error: {failed}", file=sys.stderr)
+        return 1
     if card.simulated_llm and not args.quiet:
         print(f"promptevolver: note: {SIMULATED_EVALUATE}", file=sys.stderr)
     return 0
@@ -789,9 +805,25 @@ def _evaluate_job(args: argparse.Namespace, config: ManyConfig) -> int:
     if job.gates:
         print(f"promptevolver: {job.reason()}", file=sys.stderr)
         return 0 if job.passed else 1
+    failed = {n: said for n, c in job.cards.items() if (said := _nothing_measured(c)) is not None}
+    for name, said in failed.items():
+        print(f"promptevolver: error: {name}: {said}", file=sys.stderr)
+    if failed:
+        return 1
     if job.simulated_llm and not args.quiet:
         print(f"promptevolver: note: {SIMULATED_EVALUATE}", file=sys.stderr)
     return 0
+
+
+def _nothing_measured(card: Any) -> str | None:
+    """Why a scorecard measured nothing (every evaluation of its samples failed), else None."""
+    if not card.positions or card.pairs:
+        return None
+    causes = sorted({j.cause or "llm" for j in card.judged.values() if j.failed}) or ["unknown"]
+    return (
+        f"every one of the {len(card.positions)} evaluations failed (cause {', '.join(causes)}): "
+        "nothing was measured"
+    )
 
 
 # --- estimate --------------------------------------------------------------------------------------
@@ -854,9 +886,12 @@ def _report(args: argparse.Namespace) -> int:
         _say(args, "also wrote " + ", ".join(str(p) for p in paths[1:]))
         return 0
 
-    facts = load_run(args.run_dir)
-    paths = write_report(args.run_dir, facts=facts)
-    paths.append(write_samples(args.run_dir, facts))
+    rundir.check_links(args.run_dir)  # before anything of it is read through a link
+    rundir.read_result(args.run_dir)  # a run directory: the lock creates nothing elsewhere
+    with rundir.locked(args.run_dir):  # one writer at a time: refused while a run writes it
+        facts = load_run(args.run_dir)
+        paths = write_report(args.run_dir, facts=facts)
+        paths.append(write_samples(args.run_dir, facts))
     print(paths[1])
     _say(args, "also wrote " + ", ".join(str(p) for p in [paths[0], *paths[2:]]))
     return 0
@@ -889,6 +924,8 @@ def _suggest(args: argparse.Namespace) -> int:
     from promptevolver.runs.many import is_job_dir, suggest_job
     from promptevolver.runs.suggest import suggest
 
+    if args.out is not None:
+        rundir.check_writable(args.out)  # before any call is spent on what it would hold
     if is_job_dir(args.run_dir):  # a job: every metric's suggestions, best first, each with its metric
         rows, summaries = suggest_job(
             args.run_dir, args.pool, n=args.n, max_calls=args.max_calls, reasks=args.reasks, edit=_edit(args)
@@ -948,6 +985,12 @@ def _examples(args: argparse.Namespace) -> int:
     record = asyncio.run(update_examples(args.run_dir, add=args.add, remove=args.remove, config=config))
     if args.json:
         print(json.dumps(record))
+        return 0
+    if not record["changed"]:
+        print(
+            f"examples ({record['policy']}): nothing changed: the {record['already_in_the_pool']} samples "
+            f"given are already in the pool; 0 judge calls; {rundir.result_path(args.run_dir)} left as it was"
+        )
         return 0
     held = record["held_out"]
     figure = held["figure"] or "agreement"
@@ -1093,21 +1136,54 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     An interrupt (Ctrl-C) at any point gives exit 130 and one ``interrupted`` line; run as the
     program (``argv`` None), one arriving after the command has finished (its files written, its
-    outcome printed) is ignored rather than ending the process by the signal.
+    outcome printed) is ignored rather than ending the process by the signal. SIGTERM, run as the
+    program, does the same with exit 143 and a line naming it.
 
     Raises:
         SystemExit: from argparse, for ``--help``/``--version`` (0) and malformed command lines (2).
     """
+    as_program = argv is None and threading.current_thread() is threading.main_thread()
+    _TERMINATED.clear()
+    if as_program:
+        signal.signal(signal.SIGTERM, _terminate)
     if argv is None and not isinstance(sys.stdout, _ReaderMayLeave):
         sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
-        return _main(argv)
+        code = _main(argv)
     except KeyboardInterrupt:  # between the command's own handlers, e.g. while restoring the console
-        print("promptevolver: interrupted", file=sys.stderr)
-        return 130
+        _say_stopped("promptevolver: interrupted")
+        code = 130
     finally:
-        if argv is None and threading.current_thread() is threading.main_thread():
+        if as_program:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exit code is decided
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _TERMINATED and code == 130:
+        return 128 + signal.SIGTERM
+    return code
+
+
+#: The SIGTERM this process received (see :func:`_terminate`).
+_TERMINATED: list[int] = []
+
+
+def _say_stopped(line: str) -> None:
+    """The one line of an interrupted command on stderr; after SIGTERM it says so."""
+    if _TERMINATED:
+        line = line.replace("promptevolver: interrupted", "promptevolver: stopped by SIGTERM", 1)
+    print(line, file=sys.stderr)
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    """SIGTERM (a ``kill``, a CI runner's cancel, a container stopping) stops the command as Ctrl-C
+    does: the interrupted step's files are left as they were, one line says how to continue, and
+    the exit code is 143 (128 + 15, as a process ended by the signal). A second SIGTERM ends the
+    process at once."""
+    _TERMINATED.append(signum)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if callable(signal.getsignal(signal.SIGINT)):  # Python's or asyncio.run's: stop exactly as Ctrl-C
+        signal.raise_signal(signal.SIGINT)  # (asyncio cancels the run's tasks, then raises)
+        return
+    raise KeyboardInterrupt  # SIGINT ignored (a background job): stop here
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -1124,7 +1200,7 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"promptevolver: error: {_one_line(exc)}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            print("promptevolver: interrupted", file=sys.stderr)
+            _say_stopped("promptevolver: interrupted")
             return 130
         except Exception as exc:
             if args.debug:

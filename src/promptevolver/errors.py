@@ -19,7 +19,8 @@
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
     │   │   ├── ContextLengthExceededError  the prompt does not fit the model's context window
-    │   │   └── AnswerTooLongError     an answer far beyond the requested tokens (cause ``too long``)
+    │   │   ├── AnswerTooLongError     an answer far beyond the requested tokens (cause ``too long``)
+    │   │   └── RefusalError           the model refused to answer (its ``refusal``; cause ``refused``)
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     ├── TrackingError                  an MLflow tracking server cannot be reached or refused a request
@@ -54,6 +55,7 @@ __all__ = [
     "OutputParseError",
     "PermanentLLMError",
     "PromptEvolverError",
+    "RefusalError",
     "RunDirError",
     "TrackingError",
     "TransientLLMError",
@@ -233,6 +235,24 @@ class AnswerTooLongError(PermanentLLMError):
     @property
     def cause(self) -> str:
         return "too long"
+
+
+class RefusalError(PermanentLLMError):
+    """The model declined to answer: its message holds a ``refusal`` (OpenAI's structured
+    outputs) instead of content. A failed call with its words, cause ``refused``; not retried
+    (the same request is refused again) and never read as an unparseable answer.
+
+    Attributes:
+        refusal: what the model said (cut to 200 characters).
+    """
+
+    def __init__(self, message: str, *, refusal: str):
+        super().__init__(message)
+        self.refusal = refusal
+
+    @property
+    def cause(self) -> str:
+        return "refused"
 
 
 class OutputParseError(LLMError):

@@ -12,6 +12,15 @@ An ``optimize`` run leaves::
     DIR/apply_best.py             a snippet that applies them
     DIR/samples.jsonl             one line per usable annotation: seed and best verdicts, reasons
     DIR/.lock                     held (flock) by the process writing the run: pid, host, start
+    DIR/.promptevolver-run        the ownership marker: this folder was made by promptevolver
+
+Nothing is written into, or removed from, a folder promptevolver did not make: :func:`locked`, which
+every writer takes, first checks :func:`check_ours` (the marker; or a new or empty folder, which it
+then marks; or a run written before the marker existed, which holds nothing but run files). A
+folder holding anything else is refused naming what it holds, ``--force`` included, and
+:func:`clear_run` removes only the run files of a marked folder. No file is written through or
+over a symbolic link: :func:`write_atomic` refuses a link at the target's name, the lock file and
+the journal are opened with ``O_NOFOLLOW``, and the plots folder must be a real folder.
 
 Every file is written atomically (:func:`write_atomic`: a temporary file in the same folder,
 fsync, rename), so an interruption or a full disk never leaves a half-written file, and no
@@ -20,7 +29,9 @@ file carries one and raise :class:`~promptevolver.errors.RunDirError` naming the
 
 One process at a time writes a run directory: :func:`locked` takes an exclusive lock
 (``fcntl.flock`` on ``DIR/.lock``, released by the kernel when the process ends, however it ends)
-and a second process is refused with a line naming the holder's pid, host and start time;
+and a second process is refused with a line naming the holder's pid, host and start time. Every
+writer takes it: ``optimize`` (and a job, on its folder and each metric's), the optimizer given a
+``run_dir``, ``report``, ``examples`` and ``bench``; a process that holds it may take it again.
 :func:`locked_file` does the same for one file outside a run directory (``.NAME.lock`` beside it).
 
 Readers: :func:`read_result` (the one parser of ``result.json``), :func:`read_config`,
@@ -39,6 +50,7 @@ so any layer (the judge's ``from_result`` included) may read a run directory thr
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -46,6 +58,7 @@ import secrets
 import shutil
 import socket
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +83,7 @@ __all__ = [
     "JOURNAL_FILE",
     "FORMAT_VERSION_KEY",
     "LOCK_FILE",
+    "OWNER_FILE",
     "PLOTS_DIR",
     "REPORT_HTML",
     "REPORT_MD",
@@ -79,8 +93,13 @@ __all__ = [
     "as_chosen_judge",
     "as_instructions",
     "check_format_version",
+    "check_links",
+    "check_ours",
     "check_unlocked",
+    "check_writable",
     "clear_run",
+    "own_folder",
+    "read_owner",
     "remove_leftovers",
     "file_lock_path",
     "load_instructions",
@@ -91,9 +110,13 @@ __all__ = [
     "read_chosen_judge",
     "read_config",
     "read_json",
+    "read_regular",
+    "not_a_file",
     "read_result",
+    "refuse_link",
     "result_path",
     "run_status",
+    "update_owner",
     "write_atomic",
     "write_json",
     "write_jsonl",
@@ -115,6 +138,9 @@ SAMPLES_FILE = "samples.jsonl"
 INDEX_HTML = "index.html"
 #: The lock file of the process writing the run (:func:`locked`), there while it runs.
 LOCK_FILE = ".lock"
+#: The ownership marker (JSON: who made the folder, when; the judgement keys of the config a run
+#: wrote): a folder holding it was made by promptevolver, which writes only into such folders.
+OWNER_FILE = ".promptevolver-run"
 #: Version of the run-directory formats written by this release (result.json, checkpoint.json).
 FORMAT_VERSION = 2
 #: The key of :data:`FORMAT_VERSION` in result.json; a file without it is a release-0.1 result (version 1).
@@ -151,8 +177,9 @@ _RESULT_KEYS: dict[str, type] = {
 # --- writing -------------------------------------------------------------------------------------
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` (text is UTF-8 encoded) to ``path`` atomically; return the path.
+def write_atomic(path: str | Path, data: str | bytes | Iterable[str]) -> Path:
+    """Write ``data`` (text is UTF-8 encoded; pieces of text are written as they come, so a large
+    file is never whole in memory) to ``path`` atomically; return the path.
 
     The bytes go to a temporary file in the same folder, are flushed to disk (fsync) and renamed
     over ``path``: readers see the old file or the new one, never a mix. On any failure (a full
@@ -162,22 +189,28 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     keeps its mode.
 
     Raises:
+        RunDirError: ``path`` is a symbolic link (never written through or over: it may point
+            at any file of the user's).
         OSError: the folder cannot be created or the file cannot be written.
     """
     target = Path(path)
+    refuse_link(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    pieces = [data] if isinstance(data, (str, bytes)) else data
     fd, tmp = _create_temporary(target)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            for piece in pieces:
+                fh.write(piece.encode("utf-8") if isinstance(piece, str) else piece)
             fh.flush()
             _keep_mode(fh.fileno(), target)
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(target)  # a full disk's message names the file
         raise
     return target
 
@@ -212,9 +245,9 @@ def write_json(path: str | Path, data: Any, *, indent: int | None = None) -> Pat
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
-    """Write ``rows`` as JSON Lines (one compact UTF-8 object per line) atomically; return the path."""
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    return write_atomic(path, text)
+    """Write ``rows`` as JSON Lines (one compact UTF-8 object per line) atomically, line by line
+    (20,000 annotations' samples.jsonl was joined whole in memory: the run's peak); return the path."""
+    return write_atomic(path, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def write_result(path: str | Path, result: Mapping[str, Any]) -> Path:
@@ -231,11 +264,16 @@ def clear_run(directory: str | Path) -> list[Path]:
     """Remove the run files (:data:`RUN_FILES`) of ``directory``; return what was removed.
 
     Other files in the folder are left alone. Used by ``optimize --force``, so that a new run
-    never leaves a stale result.json or report next to its own files.
+    never leaves a stale result.json or report next to its own files. A symbolic link at a run
+    file's name is removed as a link (its target is never touched).
 
     Raises:
+        RunDirError: ``directory`` is not marked as made by promptevolver (:data:`OWNER_FILE`):
+            nothing is removed from a folder it did not make.
         OSError: a file cannot be removed.
     """
+    if Path(directory).exists() and not _marked(Path(directory)):
+        raise RunDirError(f"{directory}: not a folder promptevolver made (no {OWNER_FILE}); nothing removed")
     removed = remove_leftovers(directory)
     for name in RUN_FILES:
         path = Path(directory) / name
@@ -259,10 +297,15 @@ def remove_leftovers(directory: str | Path) -> list[Path]:
     """
     folder, plots = Path(directory), Path(directory) / PLOTS_DIR
     ours = [p for p in folder.glob(".*.tmp") if any(p.name.startswith(f".{n}.") for n in RUN_FILES)]
-    ours += list(plots.glob(".*.tmp")) if plots.is_dir() else []  # the plots folder is all ours
+    ours += list(plots.glob(".*.tmp")) if _real_folder(plots) else []  # the plots folder is all ours
     for path in ours:
         path.unlink()
     return ours
+
+
+#: Run directories this process holds the lock of (real path -> depth): :func:`locked` is re-entrant.
+_HELD: dict[str, int] = {}
+_HELD_GUARD = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -270,19 +313,45 @@ def locked(directory: str | Path) -> Iterator[Path]:
     """Hold an exclusive lock on the run directory ``directory`` (created if needed) for the
     duration of the ``with`` block; yields the lock file's path.
 
-    The lock is ``fcntl.flock`` on :data:`LOCK_FILE`, which records the holder (pid, host, start
-    time, UTC); the kernel releases it when the process ends, so a killed run leaves no stale
-    lock (only its file, taken over by the next run). The file is removed at the end of the block;
-    a lock taken on a file removed meanwhile is dropped and taken again on the new one.
+    The folder must be ours first (:func:`check_ours`, before anything is created in it); a new
+    or empty one is marked (:data:`OWNER_FILE`) once the lock is held. The lock is
+    ``fcntl.flock`` on :data:`LOCK_FILE` (opened with ``O_NOFOLLOW``), which records the holder
+    (pid, host, start time, UTC); the kernel releases it when the process ends, so a killed run
+    leaves no stale lock (only its file, taken over by the next run). The file is removed at the
+    end of the block; a lock taken on a file removed meanwhile is dropped and taken again on the
+    new one. A process already holding the lock takes it again at once (the optimizer writing a
+    run directory inside ``optimize``'s lock); the lock is released when the outermost block ends.
 
     Raises:
-        RunDirError: another process holds the lock (the message names its pid, host and start).
+        RunDirError: the folder is not ours (:func:`check_ours`), its lock file is a symbolic link,
+            or another process holds the lock (the message names its pid, host and start).
         OSError: the folder or the lock file cannot be created.
     """
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    with _held(d / LOCK_FILE, lambda path: _in_use(d, path)) as path:
-        yield path
+    key = os.path.realpath(d)
+    with _HELD_GUARD:
+        held = key in _HELD
+        if held:
+            _HELD[key] += 1
+    if held:
+        try:
+            yield d / LOCK_FILE
+        finally:
+            _release(key)
+        return
+    check_ours(d)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(d, exc) from None
+    with _held(d / LOCK_FILE, lambda path: _in_use(d, path), folder=d) as path:
+        _mark(d)
+        with _HELD_GUARD:
+            _HELD[key] = 1
+        try:
+            yield path
+        finally:
+            _release(key)
 
 
 def file_lock_path(path: str | Path) -> Path:
@@ -305,7 +374,8 @@ def locked_file(path: str | Path, *, use: str = "written") -> Iterator[Path]:
         use: what the holder does with the file, for the refusal (``written``, ``reviewed``).
 
     Raises:
-        RunDirError: another process holds the lock (the message names its pid, host and start).
+        RunDirError: another process holds the lock (the message names its pid, host and start),
+            or the lock file's name is a symbolic link.
         OSError: the lock file cannot be created (a missing or read-only folder).
     """
     target = Path(path)
@@ -321,10 +391,22 @@ def locked_file(path: str | Path, *, use: str = "written") -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def _held(path: Path, refused: Callable[[Path], RunDirError]) -> Iterator[Path]:
-    """The exclusive ``flock`` on the lock file ``path`` (see :func:`locked`), holder recorded."""
+def _held(
+    path: Path, refused: Callable[[Path], RunDirError], *, folder: Path | None = None
+) -> Iterator[Path]:
+    """The exclusive ``flock`` on the lock file ``path`` (see :func:`locked`), holder recorded;
+    opened with ``O_NOFOLLOW`` (a link at its name is refused). ``folder``: the run directory,
+    named when the file cannot be created there (read-only, no rights)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as exc:
+            if path.is_symlink():
+                raise _link_error(path) from None
+            if folder is not None and (_denied(exc) or exc.errno == errno.EROFS):
+                raise _unwritable(folder, exc) from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -345,6 +427,179 @@ def _held(path: Path, refused: Callable[[Path], RunDirError]) -> Iterator[Path]:
         os.close(fd)  # releases the lock
 
 
+def _denied(exc: OSError) -> bool:
+    return isinstance(exc, PermissionError | FileNotFoundError | NotADirectoryError)
+
+
+def _unwritable(d: Path, exc: OSError) -> RunDirError:
+    return RunDirError(
+        f"{d}: cannot be written ({exc.strerror or exc}); nothing was done and no LLM call was made. "
+        "Make it writable, or choose another folder"
+    )
+
+
+def check_writable(path: str | Path) -> None:
+    """Refuse at once an output file that cannot be written (its folder read-only or missing
+    rights; a link at its name), before any LLM call is spent on what it would hold. The folder
+    is created if missing; a temporary file is made in it and removed.
+
+    Raises:
+        RunDirError: naming the file and why.
+    """
+    target = Path(path)
+    refuse_link(target)
+    if target.is_dir():
+        raise RunDirError(f"{target}: is a folder, not a file to write")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _create_temporary(target)
+    except OSError as exc:
+        raise RunDirError(
+            f"{target}: cannot be written ({exc.strerror or exc}); nothing was done and no LLM call "
+            "was made. Choose a writable place"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _release(key: str) -> None:
+    with _HELD_GUARD:
+        _HELD[key] -= 1
+        if not _HELD[key]:
+            del _HELD[key]
+
+
+def check_ours(directory: str | Path) -> None:
+    """Refuse a folder promptevolver did not make, before anything is written into it.
+
+    Ours: a folder that does not exist yet, an empty one (its stale lock file aside), one holding
+    :data:`OWNER_FILE`, or a run written before the marker existed (a result.json or
+    checkpoint.json of ours, and nothing but run files and run folders beside it).
+
+    Raises:
+        RunDirError: naming the folder and (some of) what it holds, or a link at a name a run
+            writes (:func:`check_links`); nothing is changed.
+    """
+    d = Path(directory)
+    if not d.exists():
+        return
+    if not d.is_dir():
+        raise RunDirError(f"{d}: is a file, not a folder")
+    check_links(d)
+    if _marked(d) or _unmarked_but_ours(d):
+        return
+    names = sorted(p.name for p in d.iterdir() if p.name != LOCK_FILE)
+    names = [n for n in names if n not in RUN_FILES] + [n for n in names if n in RUN_FILES]  # others first
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    raise RunDirError(
+        f"{d} holds files promptevolver did not write ({shown}); nothing was changed. promptevolver "
+        f"writes only into a new or empty folder, or one it made (marked by {OWNER_FILE}): choose another "
+        "folder, e.g. a new one inside it"
+    )
+
+
+def check_links(directory: str | Path) -> None:
+    """Refuse a run directory holding a symbolic link at a name a run writes (before anything of
+    it is read or written: the link may point at any file of the user's).
+
+    Raises:
+        RunDirError: naming the link.
+    """
+    d = Path(directory)
+    for name in (OWNER_FILE, LOCK_FILE, *RUN_FILES):
+        if (d / name).is_symlink():
+            raise _link_error(d / name)
+
+
+def _marked(d: Path) -> bool:
+    marker = d / OWNER_FILE
+    return marker.is_file() and not marker.is_symlink()
+
+
+def _unmarked_but_ours(d: Path, depth: int = 2) -> bool:
+    """An empty folder, or a run (or job) written before :data:`OWNER_FILE` existed: nothing in it
+    but run files (and their leftovers) and run folders (``depth`` levels down at most: a job's
+    metric folders), and a result.json or checkpoint.json of ours in it or in one of its folders."""
+    entries = [p for p in d.iterdir() if p.name != LOCK_FILE]
+    if not entries:
+        return True
+    known = {*RUN_FILES, OWNER_FILE}
+    for p in entries:
+        leftover = p.name.endswith(".tmp") and any(p.name.startswith(f".{n}.") for n in RUN_FILES)
+        folder = p.is_dir() and depth > 0 and (_marked(p) or _unmarked_but_ours(p, depth - 1))
+        if p.is_symlink() or not (p.name in known or leftover or folder):
+            return False
+    return _holds_a_run(d) or any(p.is_dir() and _holds_a_run(p) for p in entries)
+
+
+def _holds_a_run(d: Path) -> bool:
+    """A result.json or checkpoint.json of ours in ``d``."""
+    signs = {RESULT_FILE: (FORMAT_VERSION_KEY, "metric", "kind"), CHECKPOINT_FILE: ("fingerprint",)}
+    for name, keys in signs.items():
+        try:
+            data = read_json(d / name)
+        except RunDirError:
+            continue
+        if isinstance(data, dict) and any(k in data for k in keys):
+            return True
+    return False
+
+
+def _mark(d: Path) -> None:
+    """Write :data:`OWNER_FILE` into ``d`` unless it is there."""
+    if not _marked(d):
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        write_json(d / OWNER_FILE, {"written_by": "promptevolver", "created": created}, indent=2)
+
+
+def read_owner(directory: str | Path) -> dict[str, Any]:
+    """What the ownership marker of ``directory`` records (empty: no marker, or an unreadable one)."""
+    try:
+        data = read_json(Path(directory) / OWNER_FILE)
+    except RunDirError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def update_owner(directory: str | Path, **fields: Any) -> None:
+    """Record ``fields`` in the ownership marker of ``directory`` (a folder of ours, locked)."""
+    d = Path(directory)
+    if not _marked(d):
+        raise RunDirError(f"{d}: not a folder promptevolver made (no {OWNER_FILE})")
+    write_json(d / OWNER_FILE, {**read_owner(d), **fields}, indent=2)
+
+
+def own_folder(path: str | Path) -> Path:
+    """``path`` as a folder of a run directory (the plots folder), created if missing.
+
+    Raises:
+        RunDirError: ``path`` is a symbolic link or not a folder (never written through).
+    """
+    p = Path(path)
+    refuse_link(p)
+    p.mkdir(parents=True, exist_ok=True)
+    if not _real_folder(p):
+        raise RunDirError(f"{p}: is not a folder")
+    return p
+
+
+def _real_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def refuse_link(path: str | Path) -> None:
+    """Raise :class:`RunDirError` when ``path`` is a symbolic link (see :func:`write_atomic`)."""
+    if Path(path).is_symlink():
+        raise _link_error(Path(path))
+
+
+def _link_error(path: Path) -> RunDirError:
+    return RunDirError(
+        f"{path} is a symbolic link; nothing was written: promptevolver never writes through or over a "
+        "link (it may point at any file of yours). Remove the link, or choose another folder"
+    )
+
+
 def check_unlocked(directory: str | Path) -> None:
     """Refuse at once a run directory another process is writing (before reading what it holds:
     its files are that process's, mid-run).
@@ -353,10 +608,12 @@ def check_unlocked(directory: str | Path) -> None:
         RunDirError: another process holds the lock of :func:`locked` (naming it).
     """
     path = Path(directory) / LOCK_FILE
+    if os.path.realpath(directory) in _HELD:
+        return  # this process writes it
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
-        return  # no lock file: nobody is writing
+        return  # no lock file (or a link, refused by locked()): nobody is writing
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -382,7 +639,7 @@ def _same_file(fd: int, path: Path) -> bool:
 def _holder(path: Path) -> str:
     """``pid N on host H, started T`` from a lock file, or what is known of it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path, limit=4096).decode("utf-8"))
         return f"pid {data['pid']} on host {data['host']}, started {data['started']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "its pid is not recorded yet"
@@ -402,14 +659,51 @@ def run_status(directory: str | Path) -> RunStatus:
 
 
 def _journal_has_entries(path: Path) -> bool:
-    """Whether the journal at ``path`` records any call (its first line is enough to tell)."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return bool(fh.readline().strip())
-    except (FileNotFoundError, IsADirectoryError):
+    """Whether the journal at ``path`` records any call (its first bytes are enough to tell)."""
+    if not path.exists() and not path.is_symlink():
         return False
-    except (OSError, UnicodeDecodeError):
-        return True  # unreadable: keep it rather than overwrite it
+    try:
+        return bool(read_regular(path, limit=64).strip())
+    except RunDirError:
+        return not path.is_dir()  # unreadable or not a file: keep it rather than overwrite it
+
+
+def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (at most ``limit`` of them; None: all). A fifo,
+    a device (``/dev/zero``) or a socket is refused before anything is read, so that a reader
+    never blocks or reads without end.
+
+    Raises:
+        RunDirError: missing (the message says ``not found``), not a regular file, unreadable.
+    """
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise RunDirError(f"{p}: not found") from None
+    except OSError as exc:
+        raise RunDirError(f"{p}: cannot be read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RunDirError(f"{p}: {not_a_file(p)}")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read() if limit is None else fh.read(limit)
+    except OSError as exc:
+        raise RunDirError(f"{p}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def not_a_file(path: str | Path) -> str:
+    """What ``path`` is when it is not a regular file (for messages): a folder, a fifo, a device..."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "not found"
+    kinds = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket")]
+    kinds += [(stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")]
+    kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return f"is {kind}, not a regular file" if kind != "not a regular file" else kind
 
 
 def read_json(path: str | Path, *, what: str = "file") -> Any:
@@ -422,14 +716,20 @@ def read_json(path: str | Path, *, what: str = "file") -> Any:
         RunDirError: missing, unreadable or invalid JSON; the message names the file.
     """
     p = Path(path)
+    if not p.exists():
+        raise RunDirError(f"{p}: no {what} here")
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise RunDirError(f"{p}: no {what} here") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+        return json.loads(read_regular(p).decode("utf-8"))
+    except RunDirError as exc:
+        raise RunDirError(f"{p}: cannot read the {what} ({str(exc).removeprefix(f'{p}: ')})") from None
+    except UnicodeDecodeError as exc:
         raise RunDirError(f"{p}: cannot read the {what} ({exc})") from exc
+    except RecursionError:
+        raise RunDirError(f"{p}: the {what} is nested too deeply to read") from None
     except json.JSONDecodeError as exc:
         raise RunDirError(f"{p}: the {what} is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise RunDirError(f"{p}: the {what} is not valid JSON ({exc})") from exc
 
 
 def check_format_version(data: Mapping[str, Any], path: str | Path) -> int:
@@ -482,6 +782,8 @@ def read_result(path: str | Path) -> dict[str, Any]:
 
 def _no_result(given: Path, file: Path) -> str:
     """Why ``file`` (the result.json of ``given``, a run directory or a file) cannot be read."""
+    if file.exists():
+        return f"{file}: {not_a_file(file)}"
     if not given.exists():
         return f"{given}: not found (a run directory holds the {RESULT_FILE} that optimize writes)"
     if (file.parent / CHECKPOINT_FILE).is_file():
@@ -836,5 +1138,8 @@ def _instructions_file(path: Path) -> Path:
                 return path / name
         raise RunDirError(f"{path}: no {RESULT_FILE} or {BEST_INSTRUCTIONS_FILE} in this directory")
     if not path.is_file():
-        raise RunDirError(f"{path}: instructions file not found (no run directory or judge file there)")
+        said = not_a_file(path)  # a fifo or a device is said so; nothing there, as main says it
+        if said == "not found":
+            said = "not found (no run directory or judge file there)"
+        raise RunDirError(f"{path}: instructions file {said}")
     return path

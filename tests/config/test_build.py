@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from promptevolver.config._build import build_llm
-from promptevolver.config._models import DEFAULT_CACHE, LLMConfig, load_run_config
+from promptevolver.config._models import LLMConfig, default_cache, load_run_config
 from promptevolver.errors import ConfigError
 from promptevolver.llm import CachedLLM, CacheError, OpenAIClient, Price, SimulatedJudgeLLM
 from promptevolver.llm.pricing import PRICE_TABLE, PRICE_TABLE_DATE, PRICE_TABLE_SOURCES, table_price
@@ -20,15 +20,33 @@ def openai_config(**kwargs: object) -> LLMConfig:
     return LLMConfig.model_validate({"provider": "openai", "model": "gpt-4o-mini", "cache": None, **kwargs})
 
 
-def test_openai_configs_cache_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ac_dataset) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_openai_configs_cache_by_default_in_the_users_cache_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ac_dataset
+) -> None:
+    """Issue 31, item 12: never in the folder the command runs from (a checkout got a
+    .promptevolver/ folder), but in $XDG_CACHE_HOME (else ~/.cache)."""
+    monkeypatch.chdir(tmp_path / "..")
+    here = sorted(p.name for p in Path.cwd().iterdir())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-config")
     config = LLMConfig.model_validate({"provider": "openai", "model": "gpt-4o-mini"})
-    assert config.cache == DEFAULT_CACHE
+    assert config.cache == default_cache() == tmp_path / "xdg" / "promptevolver" / "cache.sqlite"
     client = build_llm(config, dataset=ac_dataset, random_seed=1)
     assert isinstance(client, CachedLLM) and isinstance(client.inner, OpenAIClient)
-    assert (tmp_path / DEFAULT_CACHE).is_file()
+    assert config.cache.is_file() and sorted(p.name for p in Path.cwd().iterdir()) == here
     assert LLMConfig().cache is None  # the simulated judge is free: no cache unless asked
+
+
+@pytest.mark.parametrize("value", [None, "", "relative/cache"])
+def test_without_an_absolute_xdg_cache_home_the_cache_is_in_the_home_cache_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str | None
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if value is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", value)  # the spec: a relative path is ignored
+    assert default_cache() == tmp_path / ".cache" / "promptevolver" / "cache.sqlite"
 
 
 def test_openai_client_gets_rate_limits_and_its_price(monkeypatch: pytest.MonkeyPatch, ac_dataset) -> None:

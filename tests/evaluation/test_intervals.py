@@ -74,3 +74,41 @@ def test_bootstrap_is_none_when_the_statistic_is_mostly_undefined():
 def test_bootstrap_refuses_unequal_inputs():
     with pytest.raises(ValueError, match="equal"):
         bootstrap_interval(_accuracy, [1.0], [1.0, 0.0], rng=np.random.default_rng(0))
+
+
+def _whole(statistic, t, p, rng, resamples):
+    """The interval of every resample drawn at once, as one (resamples, n) block."""
+    draws = rng.integers(0, len(t), size=(resamples, len(t)))
+    found = np.asarray(statistic(np.asarray(t)[draws], np.asarray(p)[draws]), dtype=np.float64)
+    defined = found[~np.isnan(found)]
+    tail = (1.0 - 0.95) / 2 * 100  # as the bootstrap computes it (2.5 plus a rounding residue)
+    low, high = np.percentile(defined, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize("figure", ["f1", "cohen_kappa", "weighted_kappa"])
+@pytest.mark.parametrize("seen", [1, 7, 250, 10_000, 250_000])
+def test_the_statistic_sees_bounded_blocks_and_every_figure_stays_bitwise_the_same(figure, seen, monkeypatch):
+    """Memory on large sets (issue 31: 20,000 annotations peaked at 433 MiB in the recorded judge's
+    kappa interval): the resamples are drawn and scored ``_SEEN`` cells at a time, and the
+    interval of every figure is exactly that of every resample drawn at once (the Generator's
+    draws do not depend on the blocks; a rare class absent from most blocks included)."""
+    from promptevolver.evaluation import _intervals
+    from promptevolver.evaluation._agreement import RESAMPLED
+
+    rng = np.random.default_rng(3)
+    n = 40
+    labels = [0.0, 1.0, 2.0] if figure == "weighted_kappa" else [0.0, 1.0, 2.0, 3.0]
+    t = rng.choice(labels, size=n, p=[0.45, 0.45, 0.1] if len(labels) == 3 else [0.45, 0.4, 0.1, 0.05])
+    p = np.where(rng.random(n) < 0.8, t, rng.choice(labels, size=n))
+    shapes: list[tuple[int, int]] = []
+
+    def watched(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        shapes.append(a.shape)
+        return RESAMPLED[figure](a, b)
+
+    monkeypatch.setattr(_intervals, "_SEEN", seen)
+    got = bootstrap_interval(watched, t.tolist(), p.tolist(), rng=np.random.default_rng(11), resamples=300)
+    assert got == _whole(RESAMPLED[figure], t, p, np.random.default_rng(11), 300)
+    assert sum(rows for rows, _ in shapes) == 300
+    assert all(rows * cols <= max(seen, n) for rows, cols in shapes)  # one resample at least

@@ -16,7 +16,7 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, SingleMetricAnnotation
 from promptevolver.cli import main
-from promptevolver.config._models import DEFAULT_CACHE
+from promptevolver.config._models import default_cache
 from promptevolver.llm import CachedLLM, OpenAIClient, Price, SimulatedJudgeLLM
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.testing import Fault, LocalOpenAIServer, simulated_handler
@@ -136,7 +136,7 @@ def test_rerun_of_the_same_config_makes_no_new_calls(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # the default cache lives under the working directory
+    monkeypatch.chdir(tmp_path)  # the cache is not written here: it is the user's (XDG)
     monkeypatch.setenv("PE_TEST_KEY", KEY)
     config = tmp_path / "run.yaml"
     config.write_text(
@@ -152,6 +152,6 @@ def test_rerun_of_the_same_config_makes_no_new_calls(
     first, second = (json.loads((tmp_path / d / "result.json").read_text()) for d in ("first", "second"))
     assert second["best_instructions"] == first["best_instructions"]
     assert second["usage"]["cache_hits"] == sent and second["usage"]["llm_calls"] == {"judge": 0, "meta": 0}
-    assert (tmp_path / DEFAULT_CACHE).is_file()
+    assert default_cache().is_file() and not (tmp_path / ".promptevolver").exists()
     written = (tmp_path / "second" / "config.yaml").read_text() + capsys.readouterr().out
     assert KEY not in written and "PE_TEST_KEY" in written

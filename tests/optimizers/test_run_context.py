@@ -192,3 +192,27 @@ def test_the_helpers_that_read_only_the_fixed_part_take_the_context():
     ):
         first = next(iter(inspect.signature(fn).parameters.values()))
         assert first.annotation == "RunContext", f"{fn.__qualname__} takes {first.annotation}"
+
+
+def _one_shot_fingerprint(run: SearchRun) -> str:
+    """A checkpoint's fingerprint as it was first computed: sha256 of one sorted-key json.dumps."""
+    import hashlib
+    import json
+
+    payload = json.dumps(
+        [run.context.dataset.model_dump(mode="json"), run.context.loss.describe()], sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("text", ["plain", '日本語の回答 ✓ \u2028 "quoted" \\ back', "x" * 5000])
+def test_the_fingerprint_is_the_one_shot_json_digest_so_older_checkpoints_still_resume(text):
+    """The fingerprint is hashed as it is encoded (no second copy of the annotations in memory);
+    its digest is that of the whole text at once, for any text a sample can hold."""
+    run = _run()
+    samples = run.context.dataset.samples
+    samples[0].metric_input["response"] = text  # a field of every kind: text, numbers, None, NaN
+    samples[1].metric_input["score"] = 0.1 + 0.2
+    samples[2].metric_input["nothing"] = None
+    samples[3].metric_output = float("nan")
+    assert run.context.fingerprint() == _one_shot_fingerprint(run)

@@ -8,6 +8,7 @@ import json
 
 import yaml
 
+from promptevolver import rundir
 from promptevolver.judge._examples import ExampleStore
 from promptevolver.report._data import load_run
 from promptevolver.report._write import build_report
@@ -76,8 +77,11 @@ def test_no_example_kept_says_why_and_later_changes_are_listed(tmp_path):
     _run(tmp_path / "none", helps=False)
     part = _section(build_report(load_run(tmp_path / "none")).markdown, "Teaching examples")
     assert "shown no teaching example" in part and "no example policy beat" in part
-    _run(tmp_path)
-    pool = json.loads((tmp_path / "result.json").read_text())["examples"]["store"]["positions"]
-    asyncio.run(update_examples(tmp_path, remove=pool[:3]))
-    part = _section(build_report(load_run(tmp_path)).markdown, "Teaching examples")
+    run = tmp_path / "with"
+    with rundir.locked(run):  # a run directory (marked as ours) before its files are written
+        pass
+    _run(run)
+    pool = json.loads((run / "result.json").read_text())["examples"]["store"]["positions"]
+    asyncio.run(update_examples(run, remove=pool[:3]))
+    part = _section(build_report(load_run(run)).markdown, "Teaching examples")
     assert "+0 / -3" in part and f"{len(pool)} → {len(pool) - 3}" in part

@@ -20,7 +20,7 @@ SECTIONS = [
 def test_markdown_caveat_and_fold():
     md = to_markdown("T", SECTIONS)
     assert "The verdict.\n\n> **Caveat:** small data: 5 validation samples.\n\n**Train: 1 of 13" in md
-    assert "(show)" not in md and "details <b>" in md
+    assert "(show)" not in md and "details &lt;b>" in md  # the text's HTML inert (issue 31)
 
 
 def test_html_caveat_and_fold():

@@ -19,6 +19,7 @@ from promptevolver.cli import main
 from promptevolver.errors import RunDirError
 from promptevolver.report import _data as data
 from promptevolver.report._data import load_judgements, load_run
+from promptevolver.report._render import _md_text
 from promptevolver.report._write import build_report, write_report
 
 from ..rundirs import ac_run, copy_run, leftovers, result_of, rewrite_result
@@ -140,7 +141,7 @@ def test_finalists_show_the_candidate_that_lost(kept_seed):
     finalists = result["final_choice"]["finalists"]
     assert result["best_id"] == 0 and finalists  # the seed kept over measured finalists
     section = _section((kept_seed / "report.md").read_text(), "Finalists")
-    assert "#0 (seed) (chosen)" in section and result["final_choice"]["why"] in section
+    assert "#0 (seed) (chosen)" in section and _md_text(result["final_choice"]["why"]) in section
     for f in finalists:
         assert (
             f"#{f['id']}" in section and f"{f['delta']:+.3f}" in section and f"{f['p_better']:.2f}" in section

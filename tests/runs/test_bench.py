@@ -8,6 +8,7 @@ import os
 import pytest
 import yaml
 
+from promptevolver import rundir
 from promptevolver.cli import main
 from promptevolver.errors import RunDirError
 from promptevolver.optimizers._result import OptimizationResult
@@ -56,6 +57,8 @@ def test_nothing_measured_is_na_not_zero():
 
 
 def test_the_summary_is_written_atomically(tmp_path, monkeypatch):
+    with rundir.locked(tmp_path):  # a benchmark's folder (marked as ours) from an earlier run
+        pass
     (tmp_path / "summary.json").write_text("{}")
 
     def full_disk(src, dst):
@@ -69,6 +72,8 @@ def test_the_summary_is_written_atomically(tmp_path, monkeypatch):
 
 
 def test_a_rerun_into_taken_run_directories_is_refused_before_any_run(tmp_path, monkeypatch):
+    with rundir.locked(tmp_path):  # a benchmark's folder (marked as ours) from an earlier run
+        pass
     taken = tmp_path / "answer_correctness" / "seed-3"
     taken.mkdir(parents=True)
     (taken / "result.json").write_text("{}")

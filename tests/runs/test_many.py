@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MetricAnnotation
+from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, MetricAnnotation, rundir
 from promptevolver.cli import main
 from promptevolver.config._models import BudgetConfig, load_config
 from promptevolver.errors import AnnotationKeyError, ConfigError
@@ -92,7 +92,8 @@ def test_a_new_job_into_a_directory_holding_one_is_refused_naming_what_it_holds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = tmp_path / "run"
-    (run / "helpfulness").mkdir(parents=True)
+    with rundir.locked(run), rundir.locked(run / "helpfulness"):  # folders a job made
+        pass
     (run / "helpfulness" / "checkpoint.json").write_text("{}")
     assert main(["optimize", str(_config(tmp_path)), "-o", str(run), "-q"]) == 1
     assert f"{run} holds a job (helpfulness/): continue it with promptevolver optimize --resume" in (

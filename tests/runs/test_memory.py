@@ -10,7 +10,7 @@ import warnings
 import pytest
 import yaml
 
-from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning
+from promptevolver import SingleMetricAnnotation, UnusableSamplesWarning, rundir
 from promptevolver.cli import main
 from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.judge._examples import ExampleStore
@@ -33,6 +33,8 @@ def run_dir(ds, tmp_path):
         ds, _llm(ds, examples_help=True), strategy="examples", examples={"policy": "retrieval"}
     )
     assert result.example_policy == "retrieval"
+    with rundir.locked(tmp_path):  # made a run directory (marked as ours) before its files
+        pass
     ds.to_json(tmp_path / "annotations.json")
     config = {
         "metric": {"name": ds.name, "definition": DEFINITION},
@@ -68,9 +70,11 @@ def test_adding_annotations_grows_the_store_and_records_held_out_figures(run_dir
     assert held["before"]["n"] == held["after"]["n"] == len(validation)
     assert record["meta_calls"] == 0 and record["judge_calls"] == 2 * len(validation)
     assert after["updates"] == [record]
+    written = (run_dir / "result.json").read_bytes()
     again = asyncio.run(update_examples(run_dir, add=tmp_path / "more.json"))  # the same file twice
     assert again["added"] == 0 and again["already_in_the_pool"] == 4
-    assert len(load_examples(run_dir)["updates"]) == 2
+    assert not again["changed"] and again["judge_calls"] == 0  # a no-op costs nothing (issue 31)
+    assert (run_dir / "result.json").read_bytes() == written
 
 
 def test_removing_every_example_leaves_the_judge_without_and_its_prompts_shorter(run_dir):

@@ -18,7 +18,7 @@ import pytest
 from promptevolver import rundir
 from promptevolver.cli import main
 from promptevolver.config._models import BudgetConfig
-from promptevolver.errors import CheckpointError, RunDirError
+from promptevolver.errors import CheckpointError
 from promptevolver.runs._resume import check_same_search
 
 from ..rundirs import SYNTHETIC, optimize_into
@@ -115,7 +115,10 @@ def test_a_second_process_on_one_directory_is_refused_naming_the_holder(tmp_path
         line = _one_line(capsys.readouterr().err)
         assert f"pid {holder.pid} on host {socket.gethostname()}, started 20" in line
         assert "another promptevolver process" in line and "another --output" in line
-        assert sorted(p.name for p in directory.iterdir()) == [rundir.LOCK_FILE]  # nothing written
+        assert sorted(p.name for p in directory.iterdir()) == [
+            rundir.LOCK_FILE,
+            rundir.OWNER_FILE,
+        ]  # the holder's
     finally:
         holder.kill()
         holder.wait()
@@ -131,9 +134,11 @@ def test_the_lock_of_a_killed_process_is_free_and_a_resume_also_takes_it(tmp_pat
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    # the kernel released it with the process; a second lock, even in this process, is refused
-    with rundir.locked(copy), pytest.raises(RunDirError, match=f"pid {os.getpid()}"), rundir.locked(copy):
-        pass
+    # the kernel released it with the process; taken here, another process is refused
+    with rundir.locked(copy), rundir.locked(copy):  # re-entrant in the process that holds it
+        refused = subprocess.run([sys.executable, "-c", _HOLD, str(copy)], capture_output=True, text=True)
+        assert refused.returncode == 1 and f"pid {os.getpid()}" in refused.stderr
+        assert (copy / rundir.LOCK_FILE).exists()  # the inner block's end does not release it
     assert not (copy / rundir.LOCK_FILE).exists()  # removed when the run ends
 
 

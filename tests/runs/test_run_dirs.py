@@ -100,7 +100,7 @@ def test_clear_run_removes_run_files_only(tmp_path, kept_seed):
     (copy / "notes.txt").write_text("mine")
     removed = rundir.clear_run(copy)
     assert {p.name for p in removed} >= {rundir.RESULT_FILE, rundir.CHECKPOINT_FILE, rundir.PLOTS_DIR}
-    assert [p.name for p in copy.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in copy.iterdir()) == [rundir.OWNER_FILE, "notes.txt"]  # still ours
 
 
 # --- a new run ------------------------------------------------------------------------------------

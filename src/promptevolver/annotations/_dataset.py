@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_
 
 from promptevolver.annotations._io import _located, _write_jsonl, read_file
 from promptevolver.annotations._models import _normalized
+from promptevolver.rundir import write_atomic
 
 
 class BaseSample(BaseModel):
@@ -155,11 +157,12 @@ class EvaluationDataset(BaseModel):
         rows = self.to_list()
         if not rows:
             return
-        with Path(path).open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=self.features())
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: _cell(v) for k, v in row.items()})
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=self.features())
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+        write_atomic(path, text.getvalue())  # atomically, never through a symbolic link
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame, one row a sample (needs pandas)."""

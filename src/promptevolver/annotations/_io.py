@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from promptevolver.annotations._labels import LABEL_KINDS, LabelKind, check_label_values
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import AnnotationError, AnnotationFileNotFoundError
+from promptevolver.rundir import not_a_file, write_atomic
 
 _SAMPLES: TypeAdapter[list[SampleAnnotation]] = TypeAdapter(list[SampleAnnotation])
 
@@ -95,6 +96,8 @@ def read_file(path: Path, *, jsonl: bool | None = None) -> Any:
     """
     if path.is_dir():
         raise AnnotationError("is a directory, not an annotation file", path=path)
+    if path.exists() and not path.is_file():  # a fifo or a device (/dev/zero): never opened
+        raise AnnotationError(not_a_file(path), path=path)
     if not path.is_file():
         raise AnnotationFileNotFoundError("file not found", path=path)
     if jsonl is None:
@@ -305,12 +308,11 @@ def _dump_samples(samples: list[SampleAnnotation]) -> list[dict[str, Any]]:
 
 
 def _write_json(path: str | Path, data: Any) -> None:
-    with Path(path).open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, ensure_ascii=False, indent=2)
+    """``data`` as indented UTF-8 JSON, written atomically, never through a symbolic link
+    (:func:`promptevolver.rundir.write_atomic`)."""
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _write_jsonl(path: str | Path, records: list[dict[str, Any]]) -> None:
-    """One JSON record a line (UTF-8, non-ASCII kept)."""
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """One JSON record a line (UTF-8, non-ASCII kept), written as :func:`_write_json` writes."""
+    write_atomic(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))

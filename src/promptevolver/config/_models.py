@@ -8,6 +8,7 @@ relative to the config file.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import warnings
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from promptevolver.llm.openai import OpenAIEmbeddings
 
 __all__ = [
-    "DEFAULT_CACHE",
     "AnnotatorsConfig",
     "BudgetConfig",
     "EmbeddingsConfig",
@@ -60,6 +60,7 @@ __all__ = [
     "SyntheticSource",
     "TrackingConfig",
     "MlflowTrackingConfig",
+    "default_cache",
     "embedder_from_record",
     "expand_base_url",
     "format_validation_error",
@@ -74,12 +75,39 @@ class _Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """``generations: true`` is no number (pydantic's lax mode would read it as 1)."""
+        """``generations: true`` is no number (pydantic's lax mode would read it as 1), and
+        ``.nan`` or ``.inf`` is no value of any setting (a NaN compares false with every bound,
+        so pydantic said ``should be less than 1`` of ``confidence: .nan``)."""
         if isinstance(value, bool) and info.field_name not in (None, "random_seed", "seeds"):  # seeds: Seed
             annotation = cls.model_fields[info.field_name].annotation
             if annotation is not bool and bool not in get_args(annotation) and _numeric(annotation):
                 raise ValueError(f"expected a number, got {str(value).lower()}")
+        if info.field_name is not None and _not_finite(
+            value, _holds_model(cls.model_fields[info.field_name].annotation)
+        ):
+            raise ValueError(f"Input should be a finite number, got {value}")
         return value
+
+
+def _not_finite(value: Any, shallow: bool = False) -> bool:
+    """Whether ``value`` is a NaN or an infinity, or (unless ``shallow``: a section, whose own
+    fields say it naming themselves) holds one in a list, tuple or mapping."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if shallow:
+        return False
+    if isinstance(value, list | tuple):
+        return any(_not_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_not_finite(k) or _not_finite(v) for k, v in value.items())
+    return False
+
+
+def _holds_model(annotation: Any) -> bool:
+    """Whether a field's type is (or includes) a config section (a pydantic model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_model(a) for a in get_args(annotation))
 
 
 def _numeric(annotation: Any) -> bool:
@@ -117,9 +145,22 @@ def _not_blank(text: str) -> str:
     return text
 
 
-#: The response cache of a ``provider: openai`` config without a ``cache`` key (relative to the
-#: working directory).
-DEFAULT_CACHE = Path(".promptevolver/cache.sqlite")
+def default_cache() -> Path:
+    """The response cache of a ``provider: openai`` config without a ``cache`` key (and of an
+    embeddings endpoint without one): ``promptevolver/cache.sqlite`` in the user's cache folder,
+    ``$XDG_CACHE_HOME`` (when set to an absolute path) else ``~/.cache``, as the XDG Base
+    Directory specification says. Read when a config is validated, so the environment of the run
+    decides; the run's config.yaml records the resolved path.
+
+    Why there, not in the working directory (a run started from a checkout wrote
+    ``.promptevolver/`` into it) nor in the run directory: the cache's worth is reuse across runs
+    and commands (a config run again, the seeds of a benchmark, ``evaluate`` and ``suggest``
+    after ``optimize``), keyed by what was asked; a run's own answers are already kept in its
+    directory by the journal, which a resume replays.
+    """
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "promptevolver" / "cache.sqlite"
 
 
 class BudgetConfig(_Strict):
@@ -153,7 +194,7 @@ class EmbeddingsConfig(_Strict):
             policy of :mod:`promptevolver.llm._retry`).
         batch_size: texts per request. dimensions: asked of the server (null: the model's own).
         cache: SQLite cache file of vectors by model and text (relative to the working
-            directory; null: memory only); default the response cache's file.
+            directory; null: memory only); default the response cache's file (:func:`default_cache`).
         on_failure: ``stop`` (default): an endpoint that cannot embed the pool stops the run
             with one line before any judge call; ``tfidf``: retrieve by TF-IDF instead, recorded
             in the store's ``similarity.fallback``.
@@ -166,7 +207,7 @@ class EmbeddingsConfig(_Strict):
     max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
     batch_size: int = Field(64, ge=1, le=2048)
     dimensions: int | None = Field(None, ge=1)
-    cache: Path | None = DEFAULT_CACHE
+    cache: Annotated[Path, AfterValidator(Path.expanduser)] | None = Field(default_factory=default_cache)
     on_failure: Literal["stop", "tfidf"] = "stop"
 
     @field_serializer("base_url")
@@ -458,7 +499,7 @@ class MetricConfig(_Strict):
     type: Literal["aspect_critic", "rubric", "statement_support", "pairwise", "classification"] = (
         "aspect_critic"
     )
-    name: Annotated[str, AfterValidator(_not_blank)]
+    name: Annotated[str, AfterValidator(_not_blank), AfterValidator(_metric_name)]
     definition: Annotated[str, AfterValidator(_not_blank)]
     num_judges: int = Field(1, ge=1)
     aggregation_method: Literal["majority", "mean", "median", "min", "max"] | None = None
@@ -585,8 +626,8 @@ class LLMConfig(_Strict):
 
     ``cache``: a SQLite response-cache file (relative paths are relative to the working
     directory, not the config file); a re-run answers repeated requests from it. ``null``: no
-    cache. Default: :data:`DEFAULT_CACHE` for ``provider: openai`` (re-runs cost nothing), none
-    for ``fake`` (its answers are free).
+    cache. Default: :func:`default_cache` (the user's cache folder) for ``provider: openai``
+    (re-runs cost nothing), none for ``fake`` (its answers are free).
     ``max_concurrency``: LLM requests in flight at once, for the whole run (judge and meta calls
     together; also the optimizer's ``max_concurrency``).
     ``requests_per_minute`` / ``tokens_per_minute`` (openai only): client-side rate limits.
@@ -611,7 +652,7 @@ class LLMConfig(_Strict):
     max_concurrency: int = Field(16, ge=1)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     noise: float = Field(0.02, ge=0.0, le=0.5)
-    cache: Path | None = None
+    cache: Annotated[Path, AfterValidator(Path.expanduser)] | None = None  # ~ is the user's home
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
@@ -624,7 +665,7 @@ class LLMConfig(_Strict):
     @classmethod
     def _cache_on_by_default(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("provider") == "openai" and "cache" not in data:
-            return {**data, "cache": DEFAULT_CACHE}
+            return {**data, "cache": default_cache()}
         return data
 
     def client_arguments(self) -> dict[str, Any]:
@@ -1148,11 +1189,7 @@ class ManyConfig(_OnePlacePerSetting):
     @classmethod
     def _folder_names(cls, value: dict[str, MetricConfig]) -> dict[str, MetricConfig]:
         for key in value:
-            if not METRIC_FOLDER.fullmatch(key):
-                raise ValueError(
-                    f"{key!r}: a metric's name is its run folder's name: letters, digits, '_', '-', '.'"
-                    ", not starting with '.'"
-                )
+            _metric_name(key)
         return value
 
     @model_validator(mode="after")
@@ -1208,8 +1245,27 @@ class ManyConfig(_OnePlacePerSetting):
         return data
 
 
-#: What a metric's name in ``metrics:`` may be: it names the metric's folder in the run directory.
+#: What a metric's name may be: it names the metric's folder in a job's run directory, and it is
+#: written into the run's files (report.md, report.html, apply_best.py): letters, digits, ``_``,
+#: ``-`` and ``.``, not first, and none of the names a run directory's own files have.
 METRIC_FOLDER = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+
+def _metric_name(name: str) -> str:
+    """``name`` if it can name a metric (:data:`METRIC_FOLDER`); raises ValueError otherwise."""
+    from promptevolver import rundir
+
+    if not METRIC_FOLDER.fullmatch(name):
+        raise ValueError(
+            f"{name!r}: a metric's name is also a folder's name and is written into the run's files: "
+            "letters, digits, '_', '-', '.', not starting with '.'"
+        )
+    if name.lower() in {n.lower() for n in (*rundir.RUN_FILES, rundir.LOCK_FILE, rundir.OWNER_FILE)}:
+        raise ValueError(
+            f"{name!r}: a metric's name is its folder's name in a job's run directory, and {name} is "
+            "one of the run directory's own files; rename the metric"
+        )
+    return name
 
 
 def load_config(

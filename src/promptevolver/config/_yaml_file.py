@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from promptevolver.errors import ConfigError
+from promptevolver.rundir import not_a_file
 
 __all__ = ["DuplicateKeyError", "UniqueKeyLoader", "read_yaml_mapping"]
 
@@ -72,8 +73,8 @@ def read_yaml_mapping(path: Path, *, what: str = "config file") -> dict[str, Any
     """
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory, not a {what}")
-    if not path.is_file():
-        raise ConfigError(f"{path}: {what} not found")
+    if not path.is_file():  # a fifo or a device (/dev/zero) is refused before it is opened
+        raise ConfigError(f"{path}: {not_a_file(path) if path.exists() else what + ' not found'}")
     try:
         with path.open(encoding="utf-8") as fh:
             raw = yaml.load(fh, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass

@@ -114,6 +114,24 @@ class Embedder(Protocol):
 EmbedderSource = Embedder | Callable[[], Embedder]
 
 
+#: Rows of the similarity matrix computed at a time (:func:`_support`): memory stays linear in
+#: the corrections (a 6,000-correction run held a 288 MB dense matrix, most of its peak).
+_SUPPORT_ROWS = 128
+
+
+def _support(matrix: Any, ids: Sequence[int]) -> np.ndarray:
+    """For each row ``i`` of ``ids``: how many of ``ids`` are at least :data:`GROUP_SIMILARITY`
+    similar to it (cosine of the TF-IDF rows of ``matrix``), plus 1e-3 × its mean similarity to
+    them (a tie-break), computed :data:`_SUPPORT_ROWS` rows at a time; each row's figures are the
+    ones the whole ``ids × ids`` matrix gives."""
+    sub = matrix[ids]
+    out = np.empty(len(ids))
+    for start in range(0, len(ids), _SUPPORT_ROWS):
+        block = np.asarray((sub[start : start + _SUPPORT_ROWS] @ sub.T).todense())
+        out[start : start + len(block)] = (block >= GROUP_SIMILARITY).sum(axis=1) + block.mean(axis=1) * 1e-3
+    return out
+
+
 def _unit(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix, dtype=np.float64), where=norms > 0)
@@ -264,7 +282,13 @@ class ExampleStore:
         if embedder is None:
             return
         texts = [*self._texts, *(_compared(m) for m in metric_inputs)]
-        await asyncio.to_thread(embedder.embed, texts)
+        try:
+            await asyncio.to_thread(embedder.embed, texts)
+        except asyncio.CancelledError:  # interrupted: the worker thread's requests stop too
+            cancel = getattr(embedder, "cancel", None)
+            if cancel is not None:
+                cancel()
+            raise
 
     def _similarities(self, text: str) -> np.ndarray | None:
         """Cosine of ``text`` with each pool sample (None: nothing to compare)."""
@@ -337,17 +361,16 @@ class ExampleStore:
         texts = [self._reason(self.samples[i]) or self._texts[i] for i in corrections]
         if not any(t.strip() for t in texts):
             return corrections[: self.k]
-        matrix = TfidfVectorizer(sublinear_tf=True).fit_transform(texts)
-        sims = np.asarray((matrix @ matrix.T).todense())
+        matrix = TfidfVectorizer(sublinear_tf=True).fit_transform(texts).tocsr()
         left = set(range(len(corrections)))
         out: list[int] = []
         while left and len(out) < self.k:
             ids = sorted(left)
-            sub = sims[np.ix_(ids, ids)]
-            support = (sub >= GROUP_SIMILARITY).sum(axis=1) + sub.mean(axis=1) * 1e-3
+            support = _support(matrix, ids)
             j = ids[int(np.argmax(support))]
             out.append(corrections[j])
-            left -= {ids[t] for t in np.nonzero(sims[j, ids] >= GROUP_SIMILARITY)[0]} | {j}
+            row = np.asarray((matrix[j] @ matrix[ids].T).todense()).ravel()
+            left -= {ids[t] for t in np.nonzero(row >= GROUP_SIMILARITY)[0]} | {j}
         return out
 
     def _reason(self, sample: SampleAnnotation) -> str:

@@ -114,6 +114,18 @@ class Prompt(Generic[OutputT]):
         messages.append(ChatMessage("user", _input_text(inputs)))
         return tuple(messages)
 
+    def _validated(self, data: Any) -> OutputT:
+        """``data`` as ``output_model``; a ``true``/``false`` where a number is asked is refused
+        (raised as pydantic's ValidationError, like any other wrong value)."""
+        schema = self.json_schema()
+        where = _no_bool_numbers(data, schema, schema.get("$defs", {}))
+        if where is not None:
+            raise ValidationError.from_exception_data(
+                self.output_model.__name__,
+                [{"type": "int_type", "loc": tuple(where.split(".")), "input": data}],
+            )
+        return self.output_model.model_validate(data)
+
     def parse(self, text: str) -> OutputT:
         """The answer as ``output_model``.
 
@@ -122,16 +134,39 @@ class Prompt(Generic[OutputT]):
         """
         data = extract_json_object(text)
         try:
-            return self.output_model.model_validate(data)
+            return self._validated(data)
         except ValidationError as exc:
             for later in _later_objects(text):  # e.g. a small model echoes the schema, then answers
                 try:
-                    return self.output_model.model_validate(later)
+                    return self._validated(later)
                 except ValidationError:
                     continue
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "<root>"
             raise OutputParseError(f"output field {where!r}: {first['msg']}", raw=text) from exc
+
+
+def _no_bool_numbers(data: Any, schema: dict[str, Any], defs: dict[str, Any]) -> str | None:
+    """The path of the first ``true``/``false`` given where ``schema`` asks for a number (pydantic
+    would read it as 1 or 0: ``verdict: true`` became a verdict of 1, where an annotation file's
+    ``true`` is refused), else None."""
+    if "$ref" in schema:
+        schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    if isinstance(data, bool):
+        kinds = {schema.get("type")} | {s.get("type") for s in schema.get("anyOf", [])}
+        values = [*schema.get("enum", []), *([schema["const"]] if "const" in schema else [])]
+        return "" if "boolean" not in kinds and not any(isinstance(v, bool) for v in values) else None
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found = _no_bool_numbers(value, schema.get("properties", {}).get(key, {}), defs)
+            if found is not None:
+                return f"{key}.{found}".rstrip(".")
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            found = _no_bool_numbers(item, schema.get("items", {}), defs)
+            if found is not None:
+                return f"{i}.{found}".rstrip(".")
+    return None
 
 
 def _input_text(inputs: dict[str, Any]) -> str:

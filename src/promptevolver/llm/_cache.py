@@ -113,17 +113,33 @@ class ResponseStore:
         self.path = Path(path)
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
+        self._warned = False
         self._conn = _open(self.path, timeout_s)
 
     def get(self, key: str) -> Completion | None:
-        """The stored answer for ``key``, or None. Raises ``sqlite3.Error`` on a failing file."""
+        """The stored answer for ``key``, or None (also for a damaged row: text that is not text,
+        token counts that are not whole numbers >= 0; SQLite keeps any value in any column, and
+        such a row is asked again, never replayed). Raises ``sqlite3.Error`` on a failing file."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT text, prompt_tokens, completion_tokens FROM responses WHERE key = ?", (key,)
             ).fetchone()
         if row is None:
             return None
-        return Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2])
+        text, prompt, completion = row
+        if not isinstance(text, str) or not all(_count(n) for n in (prompt, completion)):
+            self._damaged(key)
+            return None
+        return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
+
+    def _damaged(self, key: str) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "response cache %s holds a damaged row (key %s...): it is asked again, not replayed",
+                self.path,
+                key[:12],
+            )
 
     def put(self, key: str, completion: Completion) -> None:
         """Store ``completion`` under ``key`` (the first answer stored for a key wins)."""
@@ -138,6 +154,10 @@ class ResponseStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _open(path: Path, timeout_s: float) -> sqlite3.Connection:

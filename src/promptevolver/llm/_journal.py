@@ -11,18 +11,24 @@ and so are requests whose answer lacked the requested JSON (the evaluation they 
 as the response cache never stores such an answer either).
 
 Keys are :func:`~promptevolver.llm._cache.cache_key` of the client's identity and the request. A
-line cut off by a kill is ignored on load. Lines are flushed as written (the operating system
-keeps them if the process dies) and synced to disk with each checkpoint (:meth:`Journal.sync`).
+line cut off by a kill or a full disk (also in the middle of a UTF-8 character) is skipped on
+load, and only that line: the lines after it are read, and a complete line appended to a torn one
+is recovered. Lines are flushed as written (the operating system keeps them if the process dies)
+and synced to disk with each checkpoint (:meth:`Journal.sync`). The file is never written through
+a symbolic link: a resume rewrites it atomically with the lines it read (a link at its name is
+refused), then appends with ``O_NOFOLLOW``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from promptevolver import rundir
 from promptevolver.errors import LLMError, NotSentError
 from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
 from promptevolver.llm._cache import cache_key, usable_answer
@@ -45,16 +51,19 @@ class Journal:
 
     def __init__(self, path: str | Path, *, fresh: bool) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        rundir.refuse_link(self.path)  # before reading: a link may point at anything
         self._answers: dict[str, Completion] = {}
         self._lines: list[dict[str, Any]] = [] if fresh else read_lines(self.path)
         for line in self._lines:
             if "text" in line and not line.get("unusable"):  # an unusable answer is asked again
                 self._answers[line["key"]] = Completion(line["text"], line["pt"], line["ct"])
-        self._file: IO[str] = self.path.open("w", encoding="utf-8")
-        for line in self._lines:  # rewritten whole: a line torn by a kill is dropped, not appended to
-            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self._file.flush()
+        # rewritten whole, atomically: a line torn by a kill is dropped, not appended to
+        rundir.write_atomic(
+            self.path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in self._lines)
+        )
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        self._file: IO[str] = os.fdopen(fd, "w", encoding="utf-8")
+        self._failed = False  # a write failed (a full disk): nothing more is written
         self.replayed = 0
 
     @property
@@ -124,12 +133,23 @@ class Journal:
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Close the file. A write it fails to flush (a full disk) is not raised again: the error
+        that stopped the run was; those calls are asked again on resume."""
         if not self._file.closed:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
 
     def _write(self, line: dict[str, Any]) -> None:
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self._file.flush()
+        if self._failed or self._file.closed:
+            return  # the run stops on the first error, raised once; calls still in flight are asked again
+        try:
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk: the message names the file (a torn line is skipped on load)
+            self._failed = True
+            if exc.filename is None:
+                exc.filename = str(self.path)
+            raise
         self._lines.append(line)
 
 
@@ -163,17 +183,59 @@ class _Journaled(ClientWrapper):
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """The journal's lines at ``path`` (none when there is no file), each a dict with ``key`` and
-    ``op`` and either ``text`` (an answer) or ``failed`` (a call that gave up); a torn or
-    unreadable line (a kill mid-write) ends the read."""
-    if not path.is_file():
+    ``op`` and either ``text`` (an answer) or ``failed`` (a call that gave up). A torn, garbled or
+    undecodable line (a kill or a full disk mid-write) is skipped and the read goes on; a
+    complete line written after a torn one, on the same line, is recovered.
+
+    Raises:
+        RunDirError: the journal is not a regular file, or cannot be read.
+    """
+    if not path.exists() and not path.is_symlink():
         return []
-    lines = []
-    with path.open(encoding="utf-8") as fh:
-        for raw in fh:
-            try:
-                line = json.loads(raw)
-            except json.JSONDecodeError:
-                break
-            if isinstance(line, dict) and "key" in line and "op" in line:
-                lines.append(line)
-    return lines
+    return [line for line in map(_parse_line, rundir.read_regular(path).split(b"\n")) if line is not None]
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    """A journal line's record, else None; from a torn line, the complete record at its end."""
+    for start in _record_starts(raw):
+        try:
+            line = json.loads(raw[start:].decode("utf-8"))
+        except ValueError:  # torn JSON, or UTF-8 cut in a character (UnicodeDecodeError)
+            continue
+        if _valid(line):
+            return line
+    return None
+
+
+def _record_starts(raw: bytes) -> Iterator[int]:
+    """Where a record may start in ``raw``: its start, then each later ``{"key": `` from the last."""
+    yield 0
+    found = [i for i in range(1, len(raw)) if raw.startswith(_RECORD_START, i)]
+    yield from reversed(found)
+
+
+_RECORD_START = b'{"key": '
+
+
+def _valid(line: Any) -> bool:
+    """A record of :meth:`Journal.record` or :meth:`Journal.record_failure`, its fields typed."""
+    if (
+        not isinstance(line, dict)
+        or not isinstance(line.get("key"), str)
+        or not isinstance(line.get("op"), str)
+    ):
+        return False
+    if "failed" in line:
+        return isinstance(line["failed"], str) and _count(line.get("retries", 0))
+    return (
+        isinstance(line.get("text"), str)
+        and _count(line.get("pt"))
+        and _count(line.get("ct"))
+        and _count(line.get("retries", 0))
+        and isinstance(line.get("usd", 0.0), int | float)
+        and not isinstance(line.get("usd", 0.0), bool)
+    )
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

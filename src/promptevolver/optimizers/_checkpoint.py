@@ -16,10 +16,13 @@ change to extend a run.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, cast
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from typing_extensions import NotRequired, TypedDict
 
 from promptevolver import rundir
 from promptevolver.config import GeneticConfig
@@ -27,7 +30,7 @@ from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.evaluation import CandidateKey
 from promptevolver.judge import Judgement
 from promptevolver.optimizers._run import SearchRun
-from promptevolver.optimizers._state import SearchState
+from promptevolver.optimizers._state import SearchState, check_state_dict
 from promptevolver.optimizers.strategies._selection import rank
 
 __all__ = ["VERSION", "load", "load_judgements", "restore", "save"]
@@ -96,14 +99,61 @@ def load(directory: str | Path) -> dict[str, Any]:
             f"{path}: checkpoint format version {found!r}, this release reads {VERSION}; "
             "resume it with the release that wrote it, or start the run again"
         )
+    for key, kind in _SHAPE.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            what = "missing" if key not in data else f"not a {_KIND_WORDS[kind]}"
+            raise CheckpointError(
+                f"{path}: the checkpoint is damaged ({key} is {what}); restore it, or start the run again"
+            )
+    try:  # every field, before any call: a hand-edited or damaged file is named, not run
+        check_state_dict(data["state"])
+        _MEMO.validate_python(data["memo"])
+    except ValidationError as exc:
+        raise CheckpointError(_damaged(path, exc)) from None
+    except ValueError as exc:
+        raise CheckpointError(
+            f"{path}: the checkpoint is damaged ({exc}); restore it, or start the run again"
+        ) from None
     return data
+
+
+def _damaged(path: str | Path, exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in ("memo", *error["loc"]))
+    said = error["msg"].lower()
+    return f"{path}: the checkpoint is damaged ({where}: {said}); restore it, or start the run again"
+
+
+class _JudgementDict(TypedDict):
+    __pydantic_config__ = ConfigDict(strict=True)  # type: ignore[misc]
+    score: float | int | None
+    reason: NotRequired[str | None]
+    raw: NotRequired[str | None]
+    error: NotRequired[str | None]
+    cause: NotRequired[str | None]
+    details: NotRequired[dict[str, Any] | None]
+
+
+#: The memo's entries: [[[prompt name, instruction], ...], sample position >= 0, judgement].
+_MEMO = TypeAdapter(list[tuple[list[tuple[str, str]], Annotated[int, Field(ge=0)], _JudgementDict]])
+
+#: The top-level fields of checkpoint.json and their JSON types.
+_SHAPE: dict[str, type] = {
+    "fingerprint": str,
+    "config": dict,
+    "state": dict,
+    "memo": list,
+    "journal_entries": int,
+}
+_KIND_WORDS = {str: "string", dict: "JSON object", list: "list", int: "whole number"}
 
 
 def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the checkpoint") -> None:
     """Put a loaded checkpoint into a freshly built ``run`` of the same search.
 
     Raises:
-        CheckpointError: the dataset/loss or the config differ from the checkpoint's.
+        CheckpointError: the dataset/loss or the config differ from the checkpoint's, or a field
+            of it is missing or of the wrong kind (a damaged or hand-edited file; naming the field).
     """
     if data["fingerprint"] != run.context.fingerprint():
         raise CheckpointError(f"{source}: it belongs to another dataset or loss")
@@ -112,12 +162,34 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
     changed = sorted(k for k in ours if ours[k] != theirs.get(k))
     if changed:
         raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")
-    run.state = SearchState.from_dict(data["state"], run.state.rng)
-    if run.context.journal is not None:  # calls of the step that was interrupted, answered or failed
-        run.replayed = run.context.journal.usage_since(data["journal_entries"])
-        run.state.usage_before = run.state.usage_before + run.replayed
-    for key, pos, judgement in data["memo"]:
-        run.context.evaluator.remember({name: text for name, text in key}, pos, Judgement(**judgement))
+    with _naming_damage(source):  # every field was checked by load(); what is left says its field too
+        run.state = SearchState.from_dict(data["state"], run.state.rng)
+        if run.context.journal is not None:  # calls of the step that was interrupted, answered or failed
+            run.replayed = run.context.journal.usage_since(data["journal_entries"])
+            run.state.usage_before = run.state.usage_before + run.replayed
+        for key, pos, judgement in _MEMO.validate_python(data["memo"]):
+            found = Judgement(**cast(dict[str, Any], judgement))
+            run.context.evaluator.remember({name: text for name, text in key}, pos, found)
+
+
+@contextlib.contextmanager
+def _naming_damage(source: str | Path) -> Iterator[None]:
+    """A damaged checkpoint's error, raised in the block, as one :class:`CheckpointError` line."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise CheckpointError(_damaged(source, exc)) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        raise CheckpointError(
+            f"{source}: the checkpoint is damaged ({_damage(exc)}); it was not written by this run as it "
+            "is: restore it, or start the run again"
+        ) from None
+
+
+def _damage(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"no field {exc.args[0]!r}" if exc.args else "a field is missing"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _with_todays_defaults(config: dict[str, Any]) -> dict[str, Any]:

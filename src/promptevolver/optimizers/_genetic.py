@@ -132,6 +132,8 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
                 optimization" (Ragas' messages, in that order), or ``resume`` without ``run_dir``.
             TypeError: ``callbacks`` is not a list of functions; a Ragas metric, loss, dataset or
                 LLM object where ours is meant (the message says what to pass instead).
+            RunDirError: ``run_dir`` is a folder promptevolver did not make, or another process
+                writes it (:func:`promptevolver.rundir.locked`, taken for the whole run).
             FileExistsError: ``run_dir`` holds a run (its checkpoint or journal) and ``resume``
                 is False: nothing is overwritten; resume it, or choose or empty the directory.
             InsufficientDataError: fewer than :data:`MIN_USABLE_SAMPLES` usable annotations.
@@ -153,6 +155,22 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         refuse_ragas_object(dataset, "dataset")
         refuse_ragas_object(loss, "loss")
         extra = check_callbacks(callbacks)
+        if run_dir is None:
+            return await self._aoptimize(dataset, loss, config, None, resume, extra)
+        if resume and not (Path(run_dir) / rundir.CHECKPOINT_FILE).is_file():
+            checkpoint.load(run_dir)  # nothing to resume: said before the lock marks the folder
+        with rundir.locked(run_dir):  # every writer of a run directory takes its lock (re-entrant)
+            return await self._aoptimize(dataset, loss, config, Path(run_dir), resume, extra)
+
+    async def _aoptimize(
+        self,
+        dataset: SingleMetricAnnotation,
+        loss: Loss,
+        config: Mapping[str, Any] | GeneticConfig | None,
+        run_dir: Path | None,
+        resume: bool,
+        extra: Sequence[Callback],
+    ) -> OptimizationResult:
         if not resume and run_dir is not None:
             _refuse_to_overwrite(Path(run_dir))
         saved = checkpoint.load(run_dir) if resume and run_dir is not None else None  # before any write

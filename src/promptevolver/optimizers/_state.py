@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
+from typing_extensions import NotRequired, TypedDict
 
 from promptevolver.evaluation import CandidateKey, Score, candidate_key
 from promptevolver.llm import Usage
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._records import Stages
 
-__all__ = ["PlanKey", "SearchState"]
+__all__ = ["PlanKey", "SearchState", "check_state_dict"]
 
 #: Identity of an operator plan: (operator, parent ids, shown sample positions).
 PlanKey = tuple[str, tuple[int, ...], tuple[int, ...]]
@@ -129,7 +131,13 @@ class SearchState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], rng: np.random.Generator) -> SearchState:
-        """Rebuild a state from :meth:`to_dict`; ``rng`` gets the saved generator state."""
+        """Rebuild a state from :meth:`to_dict`; ``rng`` gets the saved generator state.
+
+        Raises:
+            ValueError: a field missing, of the wrong type, or pointing nowhere (a damaged or
+                hand-edited checkpoint; the message names the field).
+        """
+        check_state_dict(data)
         rng.bit_generator.state = data["rng"]
         state = cls(rng=rng, best_so_far=data["best_so_far"])
         for d in data["candidates"]:
@@ -215,3 +223,103 @@ def _uncandidate(d: dict[str, Any]) -> Candidate:
         examples=d.get("examples", "none"),
         cross_validated=_unscore(d.get("cross_validated")),
     )
+
+
+# --- the checkpoint form's types (what to_dict writes; a damaged file is refused naming the field) ---
+
+_STRICT = ConfigDict(strict=True, extra="allow")
+_Number = int | float
+_Cell = float | int | None
+
+
+class _ScoreDict(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    value: _Number | None
+    correct: list[_Cell]
+    failures: int
+    y_true: list[_Cell]
+    y_pred: list[_Cell]
+
+
+class _CandidateDict(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    id: int
+    instructions: dict[str, str]
+    generation: int
+    operator: str
+    parents: list[int]
+    feedback: list[str]
+    screened_out: bool
+    seen: NotRequired[list[int]]
+    fold: NotRequired[int | None]
+    examples: NotRequired[str]
+    train: _ScoreDict | None
+    minibatch: _ScoreDict | None
+    validation: NotRequired[_ScoreDict | None]
+
+
+class _UsageDict(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    calls_by_operation: dict[str, int]
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hits: int
+    retries: int
+    failures: int
+    cost_usd: _Number
+
+
+class _StateDict(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    rng: dict[str, Any]
+    candidates: list[_CandidateDict]
+    population: list[int]
+    generation: int
+    history: list[dict[str, Any]]
+    best_so_far: _Number
+    since_improvement: int
+    duplicates: int
+    exhausted: bool
+    rejections: dict[str, int]
+    tried: list[Annotated[tuple[str, list[int], list[int]], Strict(False)]]  # JSON has no tuples
+    slots: int
+    usage_before: _UsageDict
+    elapsed_before: _Number
+    stop_reason: str | None
+    stages: NotRequired[dict[str, dict[str, Any]]]
+    lessons: NotRequired[list[dict[str, Any]]]
+    race: NotRequired[dict[str, Any]]
+    chosen: NotRequired[int | None]
+
+
+_STATE = TypeAdapter(_StateDict)
+
+
+def check_state_dict(data: Any) -> None:
+    """Refuse a state dict that :meth:`SearchState.to_dict` could not have written: a field
+    missing or of the wrong JSON type, a candidate id out of order, the seed not first, a
+    population or choice naming no candidate, a count below 0.
+
+    Raises:
+        ValueError: naming the first bad field (``state.candidates.3.train``...).
+    """
+    try:
+        _STATE.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise ValueError(f"state.{where}: {error['msg'].lower()}") from None
+    ids = [c["id"] for c in data["candidates"]]
+    if ids != list(range(len(ids))):
+        raise ValueError("state.candidates: ids are not 0, 1, 2... in order")
+    if ids and data["candidates"][0]["operator"] != "seed":
+        raise ValueError("state.candidates.0: the first candidate is not the seed")
+    named = [*data["population"], *([data["chosen"]] if data.get("chosen") is not None else [])]
+    named += [p for c in data["candidates"] for p in c["parents"]]
+    if any(not 0 <= i < len(ids) for i in named):
+        raise ValueError("state: a population member, parent or choice names no candidate")
+    if any(data["candidates"][i]["train"] is None for i in data["population"]):
+        raise ValueError("state.population: a member has no train score")
+    counts = ("generation", "since_improvement", "duplicates", "slots")
+    if any(data[k] < 0 for k in counts) or data["elapsed_before"] < 0:
+        raise ValueError(f"state: one of {', '.join(counts)}, elapsed_before is below 0")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -105,15 +106,39 @@ class Section:
 # --- Markdown ----------------------------------------------------------------------------------
 
 
+def _md_text(text: str) -> str:
+    """``text`` (a sample's, a model's, a file's: anyone's) inert in Markdown: HTML is escaped
+    (``<script>``, ``<img onerror>`` run where a renderer passes HTML through: python-markdown,
+    many wikis) and the brackets of links and images (``[x](javascript:...)``, a tracking
+    ``![](...)``) are backslash-escaped. Emphasis and code spans are left alone: they only style."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;")  # no tag, comment or autolink can open
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+
+
+#: Markdown's characters that make links and images, and the escape itself (escaped in text).
+_MD_SPECIAL = re.compile(r"[\\\[\]]")
+
+
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "<br>")
+    return _md_text(text).replace("|", "\\|").replace("\n", "<br>")
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text`` (it cannot close the block early)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _md_code(caption: str, text: str) -> str:
+    fence = _fence(text)
+    return f"{_md_text(caption)}\n\n{fence}text\n{text}\n{fence}"
 
 
 def _md_block(block: Block) -> str:
     if isinstance(block, Para):
-        return f"> **Caveat:** {block.text}" if block.caveat else block.text
+        return f"> **Caveat:** {_md_text(block.text)}" if block.caveat else _md_text(block.text)
     if isinstance(block, Table):
-        head = f"**{block.caption}**\n\n" if block.caption else ""
+        head = f"**{_md_text(block.caption)}**\n\n" if block.caption else ""
         lines = ["| " + " | ".join(map(_md_cell, block.headers)) + " |", "|" + "---|" * len(block.headers)]
         for n, row in enumerate(block.rows):
             href = block.links[n] if n < len(block.links) else None
@@ -123,15 +148,15 @@ def _md_block(block: Block) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         return head + "\n".join(lines)
     if isinstance(block, Image):
-        return f"![{block.alt}](plots/{block.name})"
+        return f"![{_md_text(block.alt)}](plots/{block.name})"
     if isinstance(block, Diff):
         marked = "".join(_md_run(op, text) for op, text in block.runs)
-        return f"{block.caption}\n\n```text\n{marked.strip()}\n```"
+        return _md_code(block.caption, marked.strip())
     if isinstance(block, Pre):
-        return f"{block.caption}\n\n```text\n{block.text}\n```"
+        return _md_code(block.caption, block.text)
     if isinstance(block, Fold):
-        return "\n\n".join([f"**{block.summary}**", *(_md_block(b) for b in block.blocks)])
-    return "\n".join(f"- {item}" for item in block.items)
+        return "\n\n".join([f"**{_md_text(block.summary)}**", *(_md_block(b) for b in block.blocks)])
+    return "\n".join(f"- {_md_text(item)}" for item in block.items)
 
 
 def _md_run(op: str, text: str) -> str:
@@ -144,9 +169,9 @@ def _md_run(op: str, text: str) -> str:
 
 def to_markdown(title: str, sections: Sequence[Section]) -> str:
     """The report as GitHub-flavoured Markdown (images as ``plots/NAME`` links)."""
-    parts = [f"# {title}"]
+    parts = [f"# {_md_text(title)}"]
     for s in sections:
-        parts.append(f"## {s.title}")
+        parts.append(f"## {_md_text(s.title)}")
         parts.extend(_md_block(b) for b in s.blocks)
     return "\n\n".join(parts) + "\n"
 

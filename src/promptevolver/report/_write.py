@@ -62,7 +62,17 @@ from promptevolver.report._render import (
     to_html,
     to_markdown,
 )
-from promptevolver.rundir import DRY_RUN_NOTE, PLOTS_DIR, REPORT_HTML, REPORT_MD, write_atomic
+from promptevolver.rundir import (
+    DRY_RUN_NOTE,
+    PLOTS_DIR,
+    REPORT_HTML,
+    REPORT_MD,
+    check_links,
+    locked,
+    own_folder,
+    read_result,
+    write_atomic,
+)
 from promptevolver.runs import stop_line
 
 __all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]  # file names: rundir's
@@ -117,14 +127,22 @@ def write_report(
         facts: the run's facts, when already gathered (:func:`~promptevolver.report._data.load_run`).
 
     Raises:
-        RunDirError: no readable result.json in ``run_dir``, or one of a newer format.
+        RunDirError: no readable result.json in ``run_dir``, or one of a newer format; a folder
+            promptevolver did not make, or another process writing it (the run directory's lock,
+            :func:`promptevolver.rundir.locked`, is held while the files are written); a plots
+            folder or a file name that is a symbolic link.
         OSError: a file cannot be written (written atomically: an existing one is left intact).
     """
     directory = Path(run_dir)
-    report = build_report(facts if facts is not None else load_run(directory, dataset=dataset))
-    paths = [write_atomic(directory / REPORT_MD, report.markdown)]
-    paths.append(write_atomic(directory / REPORT_HTML, report.html))
-    paths += [write_atomic(directory / PLOTS_DIR / name, png) for name, png in report.images.items()]
+    check_links(directory)  # before anything of it is read through a link
+    read_result(directory)  # a run directory (nothing is created where there is none)
+    with locked(directory):
+        report = build_report(facts if facts is not None else load_run(directory, dataset=dataset))
+        paths = [write_atomic(directory / REPORT_MD, report.markdown)]
+        paths.append(write_atomic(directory / REPORT_HTML, report.html))
+        if report.images:
+            plots = own_folder(directory / PLOTS_DIR)
+            paths += [write_atomic(plots / name, png) for name, png in report.images.items()]
     return paths
 
 

@@ -33,7 +33,7 @@ from promptevolver.config import RunConfig, load_run_config
 from promptevolver.errors import RunDirError
 from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.rundir import run_status, write_atomic, write_json
+from promptevolver.rundir import check_ours, locked, run_status, write_atomic, write_json
 from promptevolver.runs._optimize import execute
 
 __all__ = ["machine", "run_benchmarks", "summarize_config"]
@@ -97,15 +97,30 @@ def run_benchmarks(
     each run's optimizer callbacks (``label``: ``"<config> seed <s>"``; e.g. progress).
 
     Raises:
-        RunDirError: without ``force``, some run directories already hold a run (before any run).
+        RunDirError: without ``force``, some run directories already hold a run (before any run);
+            ``output`` is a folder promptevolver did not make, or another process writes it.
         ConfigError, AnnotationError, BudgetExceededError: as for one run (the first failure stops).
     """
     out = Path(output)
     plan = [(Path(path).stem, load_run_config(path, edit=edit)) for path in configs]
     dirs = {(name, seed): out / name / f"seed-{seed}" for name, config in plan for seed in _seeds(config)}
+    check_ours(out)
     taken = [str(d) for d in dirs.values() if run_status(d) != "new"]
     if taken and not force:
         raise RunDirError(_taken(taken))
+    with locked(out):  # the benchmark's folder: one benchmark at a time writes its summary
+        return _run_all(plan, dirs, out, log=log, force=force, callbacks=callbacks)
+
+
+def _run_all(
+    plan: Sequence[tuple[str, RunConfig]],
+    dirs: dict[tuple[str, int], Path],
+    out: Path,
+    *,
+    log: Callable[[str], None],
+    force: bool,
+    callbacks: Callable[[str, RunConfig], Sequence[Callback]] | None,
+) -> dict[str, Any]:
     rows = []
     for name, config in plan:
         runs = []

@@ -35,6 +35,7 @@ from promptevolver.rundir import (
     SAMPLES_FILE,
     ChosenJudge,
     load_instructions,
+    locked,
     metric_config_near,
     write_atomic,
     write_json,
@@ -124,11 +125,13 @@ def write_exports(directory: str | Path, chosen: ChosenJudge, metric: MetricConf
     their paths.
 
     Raises:
+        RunDirError: a folder promptevolver did not make, or another process writing it.
         OSError: a file cannot be written (an existing one is left intact).
     """
     out = Path(directory)
-    as_json = write_json(out / BEST_INSTRUCTIONS_FILE, chosen.to_dict(), indent=2)
-    snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(chosen, metric))
+    with locked(out):  # the run directory's lock (re-entrant: optimize holds it already)
+        as_json = write_json(out / BEST_INSTRUCTIONS_FILE, chosen.to_dict(), indent=2)
+        snippet = write_atomic(out / APPLY_SNIPPET_FILE, apply_snippet(chosen, metric))
     return [as_json, snippet]
 
 
@@ -162,9 +165,11 @@ def write_samples(directory: str | Path, facts: RunFacts) -> Path:
     """Write DIR/samples.jsonl (:func:`sample_rows`) atomically; return its path.
 
     Raises:
+        RunDirError: a folder promptevolver did not make, or another process writing it.
         OSError: the file cannot be written (an existing one is left intact).
     """
-    return write_jsonl(Path(directory) / SAMPLES_FILE, sample_rows(facts))
+    with locked(directory):  # the run directory's lock (re-entrant: optimize holds it already)
+        return write_jsonl(Path(directory) / SAMPLES_FILE, sample_rows(facts))
 
 
 def scorecard_rows(

@@ -33,7 +33,7 @@ from promptevolver.rundir import (
     write_atomic,
 )
 from promptevolver.runs._export import write_exports, write_samples
-from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point
+from promptevolver.runs._resume import check_run_dir, check_same_search, record_judgement, resume_point
 
 if TYPE_CHECKING:
     from promptevolver.integrations.mlflow import MlflowTracker
@@ -130,6 +130,7 @@ def execute(
             clear_run(directory)
         previous = (directory / CONFIG_FILE).read_text(encoding="utf-8") if resume else None
         write_config(directory, config)
+        record_judgement(directory, config)
         tracker = None if tracking is None else _tracker(config, directory, tracking[0])
         optimizer = GeneticOptimizer(
             metric=metric,

@@ -40,6 +40,7 @@ __all__ = [
     "ResumePoint",
     "check_run_dir",
     "check_same_search",
+    "record_judgement",
     "resume_point",
 ]
 
@@ -71,13 +72,16 @@ def check_run_dir(run_dir: str | Path, *, resume: bool, force: bool = False) -> 
             by the caller, :func:`promptevolver.rundir.clear_run`).
 
     Raises:
-        RunDirError: one line saying what ``run_dir`` holds and the command that continues it.
+        RunDirError: one line saying what ``run_dir`` holds and the command that continues it; a
+            folder promptevolver did not make (:func:`promptevolver.rundir.check_ours`).
     """
     d = Path(run_dir)
     if resume:
         if not (d / rundir.CHECKPOINT_FILE).is_file():
             raise RunDirError(_not_resumable(d))
+        rundir.check_ours(d)
         return
+    rundir.check_ours(d)
     status = rundir.run_status(d)
     if force or status == "new":
         return
@@ -106,9 +110,9 @@ def _not_resumable(d: Path) -> str:
 def _where(d: Path) -> str:
     try:
         data = load_checkpoint(d)
-    except CheckpointError:
+        return f" (its checkpoint: {_step(data['state'], data['config'].get('generations'))})"
+    except (CheckpointError, KeyError, TypeError, ValueError, AttributeError):
         return ""
-    return f" (its checkpoint: {_step(data['state'], data['config'].get('generations'))})"
 
 
 def check_same_search(run_dir: str | Path, config: RunConfig, *, source: str | Path) -> None:
@@ -126,12 +130,45 @@ def check_same_search(run_dir: str | Path, config: RunConfig, *, source: str | P
         for key, value in ours.items()
         if key not in RESUMABLE_CHANGES and theirs.get(key) != value
     ]
-    changed += _judgement_changes(rundir.read_config(run_dir), config)
+    own = rundir.read_config(run_dir)
+    _check_config_file_kept(Path(run_dir), own)
+    changed += _judgement_changes(own, config)
     if changed:
         raise CheckpointError(
             f"{path}: {source} changes the search ({', '.join(changed)}); only "
             f"{', '.join(sorted(RESUMABLE_CHANGES))} may change on --resume. Resume with the run's "
             f"own {rundir.CONFIG_FILE} (promptevolver optimize --resume {run_dir}) or start a new run"
+        )
+
+
+def record_judgement(run_dir: str | Path, config: RunConfig) -> None:
+    """Note in the run directory's ownership marker what a judgement means in ``config`` (the
+    config.yaml just written): a resume compares the config.yaml it finds with it."""
+    rundir.update_owner(run_dir, judgement=_judgement_view(config))
+
+
+def _check_config_file_kept(run_dir: Path, found: RunConfig) -> None:
+    """Refuse a run directory whose config.yaml was edited since the run wrote it in a way that
+    changes what a judgement means (its answers, kept in the checkpoint and the journal, would be
+    replayed beside the new judge's).
+
+    Raises:
+        CheckpointError: naming the file and each changed key.
+    """
+    recorded = rundir.read_owner(run_dir).get("judgement")
+    if not isinstance(recorded, dict):
+        return  # a run written before the record existed
+    now = _judgement_view(found)
+    changed = [
+        f"{key} {_show(recorded.get(key))} -> {_show(now.get(key))}"
+        for key in sorted(recorded.keys() | now.keys())
+        if recorded.get(key) != now.get(key)
+    ]
+    if changed:
+        raise CheckpointError(
+            f"{run_dir / rundir.CONFIG_FILE} was edited after the run wrote it ({', '.join(changed)}): its "
+            "kept answers are the old judge's, so a resume would mix two judges. Put the file back as "
+            "it was, or start a new run with the new settings"
         )
 
 
@@ -262,6 +299,16 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
         CheckpointError: no checkpoint, or one of another format version.
     """
     data = load_checkpoint(run_dir)
+    try:
+        return _resume_point(run_dir, data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        raise CheckpointError(
+            f"{Path(run_dir) / rundir.CHECKPOINT_FILE}: the checkpoint is damaged ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); restore it, or start the run again"
+        ) from None
+
+
+def _resume_point(run_dir: str | Path, data: dict[str, Any]) -> ResumePoint:
     state = data["state"]
     return ResumePoint(
         run_dir=Path(run_dir),

@@ -34,6 +34,7 @@ run, the job's figures beside them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -73,7 +74,7 @@ from promptevolver.optimizers.events import Callback
 from promptevolver.report import load_run, write_report
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._optimize import write_config, write_result
-from promptevolver.runs._resume import check_same_search
+from promptevolver.runs._resume import check_same_search, record_judgement
 
 __all__ = [
     "BUDGET_RULE",
@@ -279,7 +280,16 @@ async def _run_one(plan: _Plan) -> MetricOutcome:
         )
     except PromptEvolverError as exc:  # its LLM unusable, its budget, its checkpoint
         return plan.failed(_one_line(exc))
+    except OSError as exc:  # its folder's disk full, or unwritable: this metric stops, the others go on
+        return plan.failed(_disk_error(exc, plan.run_dir))
     return MetricOutcome(plan.name, "done", None, result, plan.config.budget, plan.usable)
+
+
+def _disk_error(exc: OSError, folder: Path | None) -> str:
+    """One line for a file error of one metric: what, where, and that its run can be resumed."""
+    where = exc.filename or folder or "its folder"
+    said = exc.strerror or type(exc).__name__
+    return f"{said} while writing {where}; its last checkpoint is kept: free some space and resume the job"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -576,7 +586,10 @@ def execute_many(
     _share_rate_limits_and_cache(reflections)
     clients = judges + reflections
     started = time.perf_counter()
-    with rundir.locked(top):
+    with rundir.locked(top), contextlib.ExitStack() as folders:
+        for n in names:  # each metric's folder too: a resume of one metric alone is refused meanwhile
+            if n in run_configs or (top / n).exists():
+                folders.enter_context(rundir.locked(top / n))
         if force and not resume:
             for n in names:
                 rundir.clear_run(top / n)
@@ -585,6 +598,7 @@ def execute_many(
         rundir.write_atomic(top / rundir.CONFIG_FILE, text)
         for n, run_config in run_configs.items():
             write_config(top / n, run_config)
+            record_judgement(top / n, run_config)
 
         async def job() -> dict[str, MetricOutcome]:
             try:
@@ -596,7 +610,12 @@ def execute_many(
         for n, outcome in outcomes.items():
             if outcome.result is not None and n not in kept:
                 step(f"writing result.json, the exports and the report to {top / n}")
-                _write_metric(top / n, outcome.result, run_configs[n], datasets[n])
+                try:
+                    _write_metric(top / n, outcome.result, run_configs[n], datasets[n])
+                except OSError as exc:  # this metric's files: it is reported failed, the others written
+                    outcomes[n] = MetricOutcome(
+                        n, "failed", _disk_error(exc, top / n), None, outcome.budget, outcome.usable
+                    )
         many = ManyResult(outcomes, time.perf_counter() - started)
         rundir.write_result(top / rundir.RESULT_FILE, many.to_dict())
         rundir.write_atomic(top / rundir.INDEX_HTML, index_html(many))
@@ -604,6 +623,7 @@ def execute_many(
 
 
 def _check_job_dir(top: Path, *, resume: bool, force: bool) -> None:
+    rundir.check_ours(top)
     if resume:
         if not (top / rundir.CONFIG_FILE).is_file():
             raise RunDirError(f"{top}: not a job's run directory (no {rundir.CONFIG_FILE} in it)")
@@ -999,15 +1019,21 @@ def report_job(run_dir: str | Path) -> list[Path]:
     (the index first).
 
     Raises:
-        RunDirError: not a job's run directory, or a metric's result unreadable.
+        RunDirError: not a job's run directory, a metric's result unreadable, a link at a name
+            the job writes, or another process writing the job (the job's lock and each metric
+            folder's are held, as a running job holds them).
     """
     top = Path(run_dir)
-    many = read_job(top)
-    paths = [rundir.write_atomic(top / rundir.INDEX_HTML, index_html(many))]
-    for n in many:
-        facts = load_run(top / n)
-        paths += write_report(top / n, facts=facts)
-        paths.append(write_samples(top / n, facts))
+    rundir.check_links(top)  # before anything of it is read through a link
+    with rundir.locked(top):  # one writer at a time: refused while the job runs or resumes
+        many = read_job(top)
+        paths = [rundir.write_atomic(top / rundir.INDEX_HTML, index_html(many))]
+        for n in many:
+            rundir.check_links(top / n)
+            with rundir.locked(top / n):  # a resume of this metric alone is refused meanwhile
+                facts = load_run(top / n)
+                paths += write_report(top / n, facts=facts)
+                paths.append(write_samples(top / n, facts))
     return paths
 
 

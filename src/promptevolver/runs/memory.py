@@ -22,17 +22,19 @@ them too, and retrieval never shows a sample its own text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation, sample_key
 from promptevolver.config import RunConfig, load_dataset
-from promptevolver.errors import AnnotationError, ConfigError
+from promptevolver.errors import AnnotationError, ConfigError, LLMUnusableError
 from promptevolver.judge import ExampleStore
 from promptevolver.rundir import (
     FORMAT_VERSION_KEY,
+    check_links,
     load_examples,
+    locked,
     read_config,
     read_result,
     result_path,
@@ -40,7 +42,7 @@ from promptevolver.rundir import (
 )
 from promptevolver.runs._evaluate import Scorecard, score_instructions, validation_positions
 
-__all__ = ["changed_store", "update_examples"]
+__all__ = ["MAX_FIELD_CHARS", "MAX_POOL", "changed_store", "update_examples"]
 
 
 def changed_store(
@@ -146,17 +148,34 @@ async def update_examples(
             ``llm`` to re-verify elsewhere).
 
     Returns:
-        The record: what changed (:func:`changed_store`), ``held_out`` (``before``/``after``
+        The record: what changed (:func:`changed_store`), ``changed`` (False when every added
+        sample was already in the pool and nothing was removed: then nothing is judged or
+        written, ``held_out`` is None and ``judge_calls`` 0), ``held_out`` (``before``/``after``
         agreement figures on ``n`` samples, ``delta`` of the default figure), ``judge_calls``,
         ``meta_calls`` (0), ``prompt_tokens_per_judge_call`` before and after.
 
     Raises:
         ConfigError: the run's judge shows no teaching examples, nothing to change, an unknown
             position, no validation samples, or a file of another metric (before any LLM call).
-        AnnotationError: the added file cannot be read, or a sample without a human label.
-        RunDirError: no readable result.json.
+        AnnotationError: the added file cannot be read, a sample without a human label, or a
+            text field longer than :data:`MAX_FIELD_CHARS` (naming file, sample and field).
+        ConfigError: the store would hold more than :data:`MAX_POOL` samples.
+        LLMUnusableError: every held-out evaluation failed, before or after (nothing written).
+        RunDirError: no readable result.json; another process writing the run directory (its
+            lock is held from the first read to the last write, so two updates never lose one);
+            a folder that cannot be written (before any LLM call).
     """
     path = result_path(run_dir)
+    check_links(Path(path).parent)  # before anything of it is read through a link
+    read_result(run_dir)  # a run directory: the lock creates nothing elsewhere
+    with locked(Path(path).parent):  # one writer at a time: a second add waits for no one, it is refused
+        return await _update(path, add=add, remove=remove, config=config)
+
+
+async def _update(
+    path: Path, *, add: str | Path | None, remove: Sequence[int], config: RunConfig | None
+) -> dict[str, Any]:
+    run_dir = path.parent
     result = read_result(run_dir)
     block = load_examples(run_dir)
     if block["policy"] == "none":
@@ -171,6 +190,9 @@ async def update_examples(
     store = ExampleStore.from_dict(block["store"])
     first = max([len(dataset.samples) - 1, *store.positions]) + 1
     new_store, record = changed_store(store, block["policy"], add=added, remove=remove, first_position=first)
+    if not record["added"] and not record["removed"]:  # every added sample already in the pool
+        return {**record, "changed": False, "held_out": None, "judge_calls": 0, "meta_calls": 0}
+    _check_pool_size(len(new_store), add)
     positions = validation_positions(run_dir, dataset, config=config)
     new_block = {**block, "key": new_store.key(block["policy"]), "store": new_store.to_dict()}
     instructions = result["best_instructions"]
@@ -178,10 +200,66 @@ async def update_examples(
         await score_instructions(config, instructions, positions=positions, dataset=dataset, examples=b)
         for b in (block, new_block)
     ]
-    record.update(_figures(before, after))
+    _check_measured(before, after, path)
+    record.update({"changed": True, **_figures(before, after)})
     result["examples"] = {**new_block, "updates": [*block.get("updates", []), record]}
     write_result(path, {k: v for k, v in result.items() if k != FORMAT_VERSION_KEY})
     return record
+
+
+#: The most samples an example store may hold after an update (a retrieval pool of the run's size
+#: is hundreds; every one is in result.json and, for retrieval, embedded).
+MAX_POOL = 5_000
+#: The most characters one text field of an added sample may hold: a teaching example is shown in
+#: the judge's prompt, and one longer than this fits no model's context beside the judged sample.
+MAX_FIELD_CHARS = 20_000
+
+
+def _check_pool_size(size: int, add: str | Path | None) -> None:
+    if size > MAX_POOL:
+        raise ConfigError(
+            f"{add}: the example store would hold {size} samples, more than {MAX_POOL}; nothing was "
+            "changed. Add fewer (the most informative: promptevolver suggest), or run optimize on them"
+        )
+
+
+def _check_fields(added: SingleMetricAnnotation) -> None:
+    """Refuse an added sample with a text field longer than :data:`MAX_FIELD_CHARS` (naming the
+    file, sample and field), before any call."""
+    for i, sample in enumerate(added.samples):
+        for field, text in _texts(sample.model_dump(mode="json"), ""):
+            if len(text) > MAX_FIELD_CHARS:
+                raise AnnotationError(
+                    f"{len(text):,} characters, more than a teaching example may show ({MAX_FIELD_CHARS:,})",
+                    path=added.source,
+                    sample_index=i,
+                    field=field,
+                )
+
+
+def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _texts(item, f"{path}.{i}")
+
+
+def _check_measured(before: Scorecard, after: Scorecard, path: Path) -> None:
+    """Refuse an update whose held-out figures could not be measured: every evaluation failed."""
+    for side, card in (("before", before), ("after", after)):
+        if card.positions and not card.pairs:
+            causes = sorted({j.cause or "llm" for j in card.judged.values() if j.failed})
+            raise LLMUnusableError(
+                f"every held-out evaluation {side} the change failed ({len(card.positions)} of "
+                f"{len(card.positions)}; cause {', '.join(causes) or 'unknown'}); {path} was not changed",
+                cause=causes[0] if causes else "llm",
+                failures=len(card.positions),
+                attempted=len(card.positions),
+            )
 
 
 def _read_added(add: str | Path, metric: str, dataset: SingleMetricAnnotation) -> SingleMetricAnnotation:
@@ -190,6 +268,8 @@ def _read_added(add: str | Path, metric: str, dataset: SingleMetricAnnotation) -
     added = SingleMetricAnnotation.from_json(add, metric, kind=dataset.kind)
     if added.name != metric:
         raise ConfigError(f"{add}: annotations of metric {added.name!r}, but the run optimized {metric!r}")
+    _check_pool_size(len(added.samples), add)
+    _check_fields(added)
     return added
 
 

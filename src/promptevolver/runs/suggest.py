@@ -53,7 +53,7 @@ from promptevolver.config import (
     load_dataset,
     resolve_prompt,
 )
-from promptevolver.errors import AnnotationError, CheckpointError
+from promptevolver.errors import AnnotationError, CheckpointError, LLMUnusableError
 from promptevolver.evaluation import candidate_key
 from promptevolver.judge import Judgement, Metric, label_scale_of
 from promptevolver.llm import InFlightLimit, LLMClient, preflight
@@ -242,7 +242,7 @@ async def asuggest(
         ConfigError: its config.yaml is invalid, or its OpenAI key is not set.
         AnnotationError: the pool or the run's annotations are malformed, or a trace lacks a field
             the judge needs (naming the file, trace index and field), before any LLM call.
-        LLMUnusableError: the LLM fails its preflight.
+        LLMUnusableError: the LLM fails its preflight, or every evaluation failed.
     """
     _check_args(n, max_calls, reasks, committee_size, diversity)
     if calibration < 0:
@@ -276,6 +276,15 @@ async def asuggest(
     )
     steps = _Steps(judge, checker, committee, against, reasks, reask_temperature, binary=binary, scale=scale)
     votes, model = await steps.vote([data.labels()[p] for p in positions], _prior_error(result))
+    if judge.done and judge.failed == len(judge.done):
+        causes = sorted({j.cause or "llm" for j in judge.done.values()})
+        raise LLMUnusableError(
+            f"every one of the {judge.failed} evaluations failed (cause {', '.join(causes)}): the traces "
+            "cannot be ranked and nothing was written; fix the LLM, then suggest again",
+            cause=causes[0],
+            failures=judge.failed,
+            attempted=len(judge.done),
+        )
     signals = [
         _signals(v, 1.0 - _max(against[i]), model, binary=binary, scale=scale) for i, v in enumerate(votes)
     ]

@@ -137,14 +137,15 @@ class Fault:
 
     @classmethod
     def slow_body(cls, seconds_per_byte: float) -> Fault:
-        """Answer a normal 200 chat completion, sending its body one byte every
-        ``seconds_per_byte`` seconds (each read is quick; the whole takes minutes)."""
+        """Answer normally (a chat completion, or the embeddings of ``POST /embeddings``), sending
+        the body one byte every ``seconds_per_byte`` seconds (each read is quick; the whole takes
+        minutes)."""
         return cls("slow_body", seconds=seconds_per_byte)
 
     @classmethod
     def endless_body(cls) -> Fault:
-        """Answer 200 with a JSON body that never ends (an answer text growing until the client
-        hangs up or the server stops)."""
+        """Answer 200 with a JSON body that never ends (an answer text growing, or for
+        ``POST /embeddings`` a vector, until the client hangs up or the server stops)."""
         return cls("endless_body")
 
     @classmethod
@@ -432,6 +433,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
     # client's delayed ACK (~40 ms on Linux) and every answer would take that long.
     disable_nagle_algorithm = True
     owner: LocalOpenAIServer
+    _embedding = False  # the request being answered is POST /embeddings
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -460,6 +462,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             return
         fault = self.owner._record(body, self.headers.get("Authorization"))
         self.owner._sleep(self.owner.latency_s)
+        self._embedding = path == EMBEDDINGS_PATH  # a fault's body is the endpoint's own
         if fault is not None and self._apply(fault, body):
             return
         refusal = self._auth_refusal() or self._dialect_refusal(body)
@@ -508,9 +511,10 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 completion["usage"] = fault.usage
             self._send_json(200, completion)
         elif fault.kind == "slow_body":
-            self._send_slowly(json.dumps(self.owner._completion(body)).encode(), fault.seconds)
+            answer = self.owner._embeddings(body) if self._embedding else self.owner._completion(body)
+            self._send_slowly(json.dumps(answer).encode(), fault.seconds)
         elif fault.kind == "endless_body":
-            self._send_endless()
+            self._send_endless(embedding=self._embedding)
         elif fault.kind == "echo_authorization":
             said = f"Unauthorized request with header Authorization: {self.headers.get('Authorization')}"
             self._send_json(fault.status, error_body(fault.status, said))
@@ -565,16 +569,19 @@ class _ChatHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _send_endless(self) -> None:
+    def _send_endless(self, *, embedding: bool = False) -> None:
         self.close_connection = True
         head = b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", '
+        head += b'"content": "'
+        chunk = b"x" * 65536
+        if embedding:  # a vector that never ends
+            head, chunk = b'{"object": "list", "data": [{"index": 0, "embedding": [', b"0.125, " * 9362
         try:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            chunk = b"x" * 65536
-            for part in itertools.chain([head + b'"content": "'], itertools.repeat(chunk)):
+            for part in itertools.chain([head], itertools.repeat(chunk)):
                 if self.owner._stopping.is_set():
                     return
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))

@@ -44,11 +44,11 @@ from promptevolver.llm.openai._wire import (
     too_long,
 )
 
-__all__ = ["LoopSDK", "NegotiatedChat", "read_bounded"]
+__all__ = ["STREAMED", "LoopSDK", "NegotiatedChat", "read_bounded"]
 
 #: The SDK's switch for an unread (streamed) raw response, as its ``with_streaming_response`` sets
 #: it: the body is then read here, chunk by chunk, up to a bound.
-_STREAMED = {"X-Stainless-Raw-Response": "stream"}
+STREAMED = {"X-Stainless-Raw-Response": "stream"}
 
 
 class LoopSDK:
@@ -194,7 +194,7 @@ class NegotiatedChat:
         sdk = self.sdk.current()  # built outside the deadline: making one takes a while
 
         async def exchange() -> bytes:
-            response = await sdk.post(CHAT_PATH, cast_to=bytes, body=params, options={"headers": _STREAMED})
+            response = await sdk.post(CHAT_PATH, cast_to=bytes, body=params, options={"headers": STREAMED})
             try:
                 body = await read_bounded(response, limit)
             except Exception as exc:  # the HTTP library's error for a body cut off or dropped

@@ -7,6 +7,15 @@
   <promptevolver.optimizers._result.OptimizationResult.examples_for>`, Ragas'
   ``example_store.get_examples``); async code calls :meth:`OpenAIEmbeddings.embed` in a worker
   thread. Texts go ``batch_size`` to a request, in order; the SDK's own retries are off.
+* **Bounds**: ``timeout_s`` is a deadline for each request's whole exchange, checked between
+  the chunks of the body (a server sending one byte a second fails the request as a timeout
+  within about two ``timeout_s``; one that sends nothing, at ``timeout_s``), and a body is read
+  up to :func:`body_limit` bytes (a longer one is closed unread: an endless or 300 MB body never
+  fills the memory). :meth:`OpenAIEmbeddings.cancel` (the run being interrupted) stops the
+  requests in progress at the next chunk or backoff.
+* **Vectors**: one per text, each finite, not zero, not huge (every component within
+  ±:data:`MAX_COMPONENT`, the length at least :data:`MIN_NORM`), of one length; a body whose
+  ``index`` fields disagree with its order, or leave a text out, is refused, never reassigned.
 * **Retries**: the project's policy (:mod:`promptevolver.llm._retry`, :meth:`RetryPolicy.call
   <promptevolver.llm._retry.RetryPolicy.call>`): 429, 408, 409, 5xx, timeouts, dropped
   connections and a 200 body that is not a list of embeddings are retried with backoff, anything
@@ -44,7 +53,7 @@ import numpy as np
 import openai
 from openai import OpenAI
 
-from promptevolver.errors import ConfigError, LLMError, TransientLLMError
+from promptevolver.errors import AnswerTooLongError, ConfigError, LLMError, NotSentError, TransientLLMError
 from promptevolver.llm._base import Completion
 from promptevolver.llm._cache import ResponseStore
 from promptevolver.llm._redaction import redact_text, redact_url
@@ -54,10 +63,11 @@ from promptevolver.llm._retry import (
     DEFAULT_RETRY_MAX_S,
     RetryPolicy,
 )
+from promptevolver.llm.openai._chat import STREAMED
 from promptevolver.llm.openai._errors import translate
 from promptevolver.llm.openai._wire import split_query
 
-__all__ = ["EMBEDDINGS_PATH", "EmbeddingUsage", "OpenAIEmbeddings", "embedding_key"]
+__all__ = ["EMBEDDINGS_PATH", "EmbeddingUsage", "OpenAIEmbeddings", "body_limit", "embedding_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +75,21 @@ logger = logging.getLogger(__name__)
 EMBEDDINGS_PATH = "/embeddings"
 #: Version of the key recipe.
 KEY_VERSION = 1
+#: A component of an embedding beyond this (in absolute value) makes the vector unusable: cosine
+#: similarities of such vectors overflow float32 (real models' components are below 10).
+MAX_COMPONENT = 1e4
+#: A vector shorter than this (Euclidean length) is taken for zero: its direction is noise.
+MIN_NORM = 1e-6
+#: Dimensions assumed for the body bound when neither the request nor an earlier answer says.
+_ASSUMED_DIMENSIONS = 8192
+#: Bytes of JSON per component at most (``-0.0123456789012345,`` and whitespace).
+_BYTES_PER_COMPONENT = 32
+
+
+def body_limit(texts: int, dimensions: int | None) -> int:
+    """Bytes of an embeddings response body read at most for ``texts`` vectors of ``dimensions``
+    (None: :data:`_ASSUMED_DIMENSIONS`), plus 64 KiB for the rest of the body."""
+    return 64 * 1024 + texts * (dimensions or _ASSUMED_DIMENSIONS) * _BYTES_PER_COMPONENT
 
 
 def embedding_key(model: str, dimensions: int | None, text: str) -> str:
@@ -174,6 +199,7 @@ class OpenAIEmbeddings:
         self._memory: dict[str, np.ndarray] = {}
         self._dim: int | None = None
         self._lock = threading.Lock()
+        self._cancels = 0  # bumped by cancel(): requests begun before it stop
         self._jitter = np.random.default_rng()  # spreads retries in time only, never a result
 
     def __repr__(self) -> str:
@@ -200,15 +226,22 @@ class OpenAIEmbeddings:
                 URL and cause), or the server answered vectors of differing lengths (also
                 against the cache file's: a model changed behind its name).
         """
+        epoch = self._cancels
         with self._lock:  # one text is asked once, also with several threads asking
             missing = [t for t in dict.fromkeys(texts) if t.strip() and t not in self._memory]
             missing = [t for t in missing if not self._from_cache(t)]
             for start in range(0, len(missing), self.batch_size):
                 batch = missing[start : start + self.batch_size]
-                for text, vector in zip(batch, self._request(batch)):
+                for text, vector in zip(batch, self._request(batch, epoch)):
                     self._remember(text, vector)
                     self._to_cache(text, vector)
             return self._stack(texts)
+
+    def cancel(self) -> None:
+        """Stop the requests in progress (in any thread) at their next body chunk or backoff:
+        each raises :class:`~promptevolver.errors.NotSentError`. Later calls of :meth:`embed`
+        are made as usual. Called when the run waiting for them is interrupted."""
+        self._cancels += 1
 
     def _stack(self, texts: Sequence[str]) -> np.ndarray:
         dim = self._dim or 1
@@ -227,16 +260,23 @@ class OpenAIEmbeddings:
 
     # -- the wire --------------------------------------------------------------------------------
 
-    def _request(self, batch: list[str]) -> list[np.ndarray]:
+    def _request(self, batch: list[str], epoch: int) -> list[np.ndarray]:
+        def backoff(seconds: float) -> None:
+            self._check_cancelled(epoch)
+            self.sleep(seconds)
+            self._check_cancelled(epoch)
+
         try:
             return self.policy.call(
-                lambda: self._send(batch),
+                lambda: self._send(batch, epoch),
                 transient=lambda exc: isinstance(exc, TransientLLMError),
                 retry_after=lambda exc: getattr(exc, "retry_after", None),
                 jitter=self._jitter,
-                sleep=self.sleep,
+                sleep=backoff,
                 on_retry=lambda _exc: self._count_retry(),
             )
+        except NotSentError:
+            raise
         except LLMError as exc:
             self.usage.failures += 1
             self.usage.failures_by_cause[exc.cause] = self.usage.failures_by_cause.get(exc.cause, 0) + 1
@@ -245,13 +285,23 @@ class OpenAIEmbeddings:
     def _count_retry(self) -> None:
         self.usage.retries += 1
 
-    def _send(self, batch: list[str]) -> list[np.ndarray]:
-        """One request for ``batch``. Raises TransientLLMError / PermanentLLMError (translated)."""
+    def _check_cancelled(self, epoch: int) -> None:
+        if self._cancels != epoch:
+            raise NotSentError(f"{self.where}: stopped (the run was interrupted)")
+
+    def _send(self, batch: list[str], epoch: int) -> list[np.ndarray]:
+        """One request for ``batch``, its body read within the deadline and the bound. Raises
+        TransientLLMError / PermanentLLMError (translated), AnswerTooLongError, NotSentError."""
         body: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.dimensions is not None:
             body["dimensions"] = self.dimensions
+        deadline = time.monotonic() + self.timeout_s
+        limit = body_limit(len(batch), self.dimensions or self._dim)
         try:
-            raw = self._sdk.post(EMBEDDINGS_PATH, cast_to=bytes, body=body)
+            response = self._sdk.post(
+                EMBEDDINGS_PATH, cast_to=bytes, body=body, options={"headers": STREAMED}
+            )
+            raw = self._read(response, limit=limit, deadline=deadline, epoch=epoch)
         except openai.OpenAIError as exc:
             raise translate(exc, where=self.where, redact=self._redact, timeout_s=self.timeout_s) from None
         vectors, tokens = self._parse(raw, batch)
@@ -260,21 +310,56 @@ class OpenAIEmbeddings:
         self.usage.prompt_tokens += tokens
         return vectors
 
+    def _read(self, response: Any, *, limit: int, deadline: float, epoch: int) -> bytes:
+        """The body of a streamed SDK response, chunk by chunk, within ``deadline`` (monotonic
+        seconds) and ``limit`` bytes; the response is closed whatever happens."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_bytes():
+                self._check_cancelled(epoch)
+                size += len(chunk)
+                if size > limit:
+                    raise AnswerTooLongError(f"{self.where}: answer too long (a body over {limit} bytes)")
+                if time.monotonic() > deadline:
+                    raise TransientLLMError(
+                        f"{self.where}: no complete answer within timeout_s={self.timeout_s:g} s (timeout)"
+                    )
+                chunks.append(chunk)
+        except (LLMError, openai.OpenAIError):
+            raise
+        except Exception as exc:  # the HTTP library's error for a body cut off, dropped or stalled
+            said = self._redact(str(exc) or type(exc).__name__)
+            raise TransientLLMError(f"{self.where}: the response body was cut off ({said})") from None
+        finally:
+            response.close()
+        return b"".join(chunks)
+
     def _parse(self, raw: bytes, batch: Sequence[str]) -> tuple[list[np.ndarray], int]:
-        """The vectors of ``batch`` (in input order, by ``index``) and the prompt tokens of a
-        response body (the server's count, else ⌈characters / 4⌉). Raises TransientLLMError for
-        a body that is not one finite numeric vector per text."""
+        """The vectors of ``batch`` (in input order) and the prompt tokens of a response body
+        (the server's count, else ⌈characters / 4⌉). Raises TransientLLMError for a body that is
+        not one usable vector per text (see the module docstring), or whose ``index`` fields are
+        not 0, 1, 2... in its order (a vector is never given to another text)."""
         n = len(batch)
         try:
             data = json.loads(raw)
-            items = sorted(data["data"], key=lambda item: int(item.get("index", 0)))
-            vectors = [np.asarray(item["embedding"], dtype=np.float32) for item in items]
-        except (ValueError, TypeError, KeyError, AttributeError):
+            items = data["data"]
+            indices = [item.get("index", i) for i, item in enumerate(items)]
+            vectors = [np.asarray(item["embedding"], dtype=np.float64) for item in items]
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
             raise TransientLLMError(f"{self.where}: the response is not a list of embeddings") from None
-        if len(vectors) != n or any(v.ndim != 1 or not v.size or not np.isfinite(v).all() for v in vectors):
+        if len(vectors) != n:
+            raise TransientLLMError(f"{self.where}: the response holds {len(vectors)} vectors for {n} texts")
+        if indices != list(range(n)):
             raise TransientLLMError(
-                f"{self.where}: the response holds {len(vectors)} usable vectors for {n} texts"
+                f"{self.where}: the response's index fields {_shown(indices)} are not 0..{n - 1} in order; "
+                "its vectors cannot be matched to the texts"
             )
+        for i, vector in enumerate(vectors):
+            problem = _unusable(vector)
+            if problem is not None:
+                raise TransientLLMError(f"{self.where}: the vector of text {i} is {problem}")
+        vectors = [v.astype(np.float32) for v in vectors]
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         tokens = usage.get("prompt_tokens")
         if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
@@ -293,7 +378,13 @@ class OpenAIEmbeddings:
             return False
         if hit is None:
             return False
-        self._remember(text, np.frombuffer(base64.b64decode(hit.text), dtype="<f4").astype(np.float32))
+        try:
+            vector = np.frombuffer(base64.b64decode(hit.text, validate=True), dtype="<f4").astype(np.float64)
+        except (ValueError, TypeError):  # not base64 of float32s: a damaged row, asked again
+            return False
+        if _unusable(vector) is not None or (self._dim is not None and len(vector) != self._dim):
+            return False  # a damaged row (or another model's length): asked again, never compared
+        self._remember(text, vector.astype(np.float32))
         self.usage.cache_hits += 1  # a text answered by the file: no call
         return True
 
@@ -322,6 +413,23 @@ class OpenAIEmbeddings:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _unusable(vector: np.ndarray) -> str | None:
+    """Why ``vector`` (float64) cannot be compared with others, or None."""
+    if vector.ndim != 1 or not vector.size:
+        return "not a list of numbers"
+    if not np.isfinite(vector).all():
+        return "not finite (NaN or infinity)"
+    if np.abs(vector).max() > MAX_COMPONENT:
+        return f"huge (a component beyond ±{MAX_COMPONENT:g})"
+    if float(np.linalg.norm(vector)) < MIN_NORM:
+        return "zero (or too short to have a direction)"
+    return None
+
+
+def _shown(values: Sequence[Any]) -> str:
+    return str(list(values[:6]))[:-1] + (", ...]" if len(values) > 6 else "]")
 
 
 def _no_userinfo(url: str | None) -> None:

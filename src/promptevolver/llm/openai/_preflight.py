@@ -25,6 +25,7 @@ from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, PermanentLLMError
 from promptevolver.llm._retry import RetryPolicy, transient_status
+from promptevolver.llm.openai._chat import STREAMED, read_bounded
 from promptevolver.llm.openai._errors import (
     body_text,
     cause_of_connection_error,
@@ -34,7 +35,7 @@ from promptevolver.llm.openai._errors import (
     server_message,
 )
 from promptevolver.llm.openai._negotiation import Negotiation, TokenParam, rejects_token_param
-from promptevolver.llm.openai._wire import CHAT_PATH, MODELS_PATH
+from promptevolver.llm.openai._wire import CHAT_PATH, MAX_BODY_BYTES, MODELS_PATH
 
 __all__ = [
     "PREFLIGHT_TIMEOUT_S",
@@ -112,10 +113,15 @@ async def listed_models(server: Server) -> list[str] | None:
     Raises:
         PermanentLLMError: the server is unreachable, or refuses the key (401/403).
     """
+
+    async def fetch() -> bytes:  # streamed and read bounded: a huge or endless list is no list
+        options: Any = {**_options(server), "headers": STREAMED}
+        response = await server.sdk.get(MODELS_PATH, cast_to=bytes, options=options)
+        body = await read_bounded(response, MAX_BODY_BYTES)
+        return b"" if body is None else body
+
     try:
-        body = await _retried(
-            server, lambda: server.sdk.get(MODELS_PATH, cast_to=bytes, options=_options(server)), chat=False
-        )
+        body = await _retried(server, fetch, chat=False)
     except openai.APIStatusError as exc:
         if exc.status_code in (401, 403):
             raise preflight_error(server, exc) from None

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from promptevolver.errors import AnswerTooLongError, TransientLLMError
+from promptevolver.errors import AnswerTooLongError, RefusalError, TransientLLMError
 from promptevolver.llm._base import JUDGE_OPERATION, ChatMessage, Completion, LLMRequest
 from promptevolver.llm._ratelimit import CHARS_PER_TOKEN
 from promptevolver.llm.openai._negotiation import Mode, TokenParam, response_format
@@ -118,8 +119,9 @@ def parse_completion(
     """The answer in a chat-completion response body.
 
     Token counts are the server's ``usage`` where it reports a positive whole number; where it
-    reports none, zero, a negative or an unreadable count they are counted locally: ⌈characters /
-    4⌉ of ``messages`` (the prompt) and of the answer.
+    reports none, zero, a negative, an unreadable or an impossible count (beyond what the prompt
+    and the answer can hold: :data:`_PLAUSIBLE`; said once in a warning) they are counted
+    locally: ⌈characters / 4⌉ of ``messages`` (the prompt) and of the answer.
 
     Args:
         where: the call's description, the start of an error message (no secret in it).
@@ -142,17 +144,60 @@ def parse_completion(
     if not isinstance(message, dict):
         raise TransientLLMError(f"{where}: the response is not a chat completion")
     text = str(message.get("content") or "")
+    refusal = message.get("refusal")
+    if not text.strip() and isinstance(refusal, str) and refusal.strip():
+        said = refusal.strip()[:200]
+        raise RefusalError(f"{where}: the model refused to answer ({said!r})", refusal=said)
     answer_tokens = _local_tokens(len(text))
     if cap is not None and answer_tokens > ANSWER_TOKEN_MULTIPLE * cap:
         raise too_long(where, f"about {answer_tokens} tokens", cap)
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     prompt = _reported(usage.get("prompt_tokens"))
     completion = _reported(usage.get("completion_tokens"))
+    prompt_bytes = sum(len(m.content.encode("utf-8")) for m in messages)
+    if prompt is not None and prompt > _PLAUSIBLE * prompt_bytes + _UNSEEN_TOKENS:
+        prompt = _outlier(where, "prompt", prompt)
+    if completion is not None and completion > _completion_bound(text, cap):
+        completion = _outlier(where, "completion", completion)
     return Completion(
         text=text,
         prompt_tokens=prompt if prompt is not None else _local_tokens(sum(len(m.content) for m in messages)),
         completion_tokens=completion if completion is not None else answer_tokens,
     )
+
+
+#: The kinds of impossible token counts already said in this process (``prompt``, ``completion``).
+_SAID: set[str] = set()
+#: A token covers at least one byte of text; a server's count up to this many tokens a byte (and
+#: :data:`_UNSEEN_TOKENS` more: chat templates, a structured-output schema shown to the model) is
+#: plausible. Counts beyond are impossible, not merely high.
+_PLAUSIBLE = 4
+_UNSEEN_TOKENS = 16_384
+#: Completion tokens allowed without a cap (hidden reasoning included).
+_UNCAPPED_COMPLETION_TOKENS = 1_000_000
+
+
+def _completion_bound(text: str, cap: int | None) -> int:
+    """The most completion tokens an answer ``text`` can have cost: see :data:`_PLAUSIBLE`, or
+    what was asked (``cap``, twice over, for hidden reasoning), whichever is more."""
+    allowed = 2 * cap if cap is not None else _UNCAPPED_COMPLETION_TOKENS
+    return max(_PLAUSIBLE * len(text.encode("utf-8")) + _UNSEEN_TOKENS, allowed)
+
+
+def _outlier(where: str, kind: str, value: int) -> int | None:
+    """None (count locally), saying once per process and kind that a server reported an
+    impossible token count (a 1e15-token usage made a $34 billion cost)."""
+    if kind in _SAID:
+        return None
+    _SAID.add(kind)
+    warnings.warn(
+        f"the server reported {kind} token counts beyond what the request and its answer can hold "
+        f"(e.g. {value:.3g} in {where.split(' (')[0]}); they are counted locally instead (characters / "
+        f"{CHARS_PER_TOKEN}), so the usage, cost and budget stay true",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return None
 
 
 def _reported(value: Any) -> int | None:
