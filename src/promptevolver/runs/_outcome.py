@@ -137,10 +137,10 @@ def _why_chosen(result: OptimizationResult) -> str | None:
     """The reason the result was chosen: the final choice's, unless that choice was of another
     candidate (the examples stage after it replaced the verified choice: its own reason)."""
     final = result.final_choice or {}
-    examples = result.stages.get("examples", {})
+    examples = result.stage_records.examples
     replaced = final.get("chosen", result.best_id) != result.best_id
-    if replaced and result.produced_by == "examples" and examples.get("why"):
-        return str(examples["why"])
+    if replaced and result.produced_by == "examples" and examples is not None and examples.why:
+        return str(examples.why)
     return str(final["why"]) if final.get("why") else None
 
 
@@ -229,9 +229,9 @@ def stop_line(result: OptimizationResult) -> str:
 
 def _pipeline_end(result: OptimizationResult) -> str:
     """Why a pipeline ended after its verification (stop reason ``distilled``), in what ran."""
-    stages = result.stages
-    rungs = len(stages.get("distill", {}).get("produced", []))
-    no_search = stages.get("search", {}).get("why")
+    distilled, search = result.stage_records.distill, result.stage_records.search
+    rungs = 0 if distilled is None else len(distilled.produced)
+    no_search = None if search is None else search.why
     tail = f"; no search ({no_search})" if no_search else "; no search"
     if result.strategy == "examples":
         return "strategy examples: the instruction was kept as written, only teaching examples were chosen"
