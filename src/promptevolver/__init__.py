@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from promptevolver.annotations import SingleMetricAnnotation as SingleMetricAnnotation
     from promptevolver.annotations import SingleTurnSample as SingleTurnSample
     from promptevolver.annotations import UnusableSamplesWarning as UnusableSamplesWarning
-    from promptevolver.config._models import GeneticConfig as GeneticConfig
+    from promptevolver.config import GeneticConfig as GeneticConfig
     from promptevolver.errors import AnnotationError as AnnotationError
     from promptevolver.errors import AnnotationKeyError as AnnotationKeyError
     from promptevolver.errors import BudgetExceededError as BudgetExceededError
@@ -28,20 +28,20 @@ if TYPE_CHECKING:
     from promptevolver.errors import InsufficientDataError as InsufficientDataError
     from promptevolver.errors import LLMError as LLMError
     from promptevolver.errors import PromptEvolverError as PromptEvolverError
-    from promptevolver.evaluation._losses import BinaryMetricLoss as BinaryMetricLoss
-    from promptevolver.evaluation._losses import ClassificationLoss as ClassificationLoss
-    from promptevolver.evaluation._losses import Loss as Loss
-    from promptevolver.evaluation._losses import MSELoss as MSELoss
-    from promptevolver.judge._aspect_critic import AspectCritic as AspectCritic
-    from promptevolver.judge._classification import ClassificationJudge as ClassificationJudge
-    from promptevolver.judge._ensemble import EvaluationItem as EvaluationItem
-    from promptevolver.judge._ensemble import JudgeEnsemble as JudgeEnsemble
-    from promptevolver.judge._pairwise import PairwiseJudge as PairwiseJudge
-    from promptevolver.judge._protocol import Judgement as Judgement
-    from promptevolver.judge._rubric import RubricJudge as RubricJudge
-    from promptevolver.judge._statements import StatementSupport as StatementSupport
-    from promptevolver.optimizers._genetic import GeneticOptimizer as GeneticOptimizer
-    from promptevolver.optimizers._result import OptimizationResult as OptimizationResult
+    from promptevolver.evaluation import BinaryMetricLoss as BinaryMetricLoss
+    from promptevolver.evaluation import ClassificationLoss as ClassificationLoss
+    from promptevolver.evaluation import Loss as Loss
+    from promptevolver.evaluation import MSELoss as MSELoss
+    from promptevolver.judge import AspectCritic as AspectCritic
+    from promptevolver.judge import ClassificationJudge as ClassificationJudge
+    from promptevolver.judge import EvaluationItem as EvaluationItem
+    from promptevolver.judge import JudgeEnsemble as JudgeEnsemble
+    from promptevolver.judge import Judgement as Judgement
+    from promptevolver.judge import PairwiseJudge as PairwiseJudge
+    from promptevolver.judge import RubricJudge as RubricJudge
+    from promptevolver.judge import StatementSupport as StatementSupport
+    from promptevolver.optimizers import GeneticOptimizer as GeneticOptimizer
+    from promptevolver.optimizers import OptimizationResult as OptimizationResult
     from promptevolver.runs.many import ManyResult as ManyResult
     from promptevolver.runs.many import optimize_many as optimize_many
     from promptevolver.runs.suggest import Suggestion as Suggestion

@@ -38,7 +38,7 @@ from promptevolver.errors import LLMUnusableError, PromptEvolverError
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
-    from promptevolver.config._models import ManyConfig, RunConfig
+    from promptevolver.config import ManyConfig, RunConfig
 
 __all__ = ["main"]
 
@@ -152,7 +152,7 @@ def _share(*, below_one: bool = False) -> Callable[[str], float]:
     """An argparse type: a number in [0, 1] (``[0, 1)``), else a usage error (``85`` names 0.85)."""
 
     def parse(text: str) -> float:
-        from promptevolver.runs._gate import check_threshold
+        from promptevolver.runs import check_threshold
 
         try:
             return check_threshold(float(text), name="", below_one=below_one)
@@ -463,7 +463,7 @@ def _say(args: argparse.Namespace, line: str, *, verbose_only: bool = False) -> 
 
 def _edit(args: argparse.Namespace) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """The ``--set`` overrides as an edit of the raw config mapping (None without any)."""
-    from promptevolver.config._overrides import apply_overrides
+    from promptevolver.config import apply_overrides
 
     overrides = list(getattr(args, "overrides", []))
     return (lambda raw: apply_overrides(raw, overrides)) if overrides else None
@@ -477,20 +477,20 @@ def _with_seed(config: _Config, args: argparse.Namespace) -> _Config:
 
 
 def _load_config(path: Path, args: argparse.Namespace) -> RunConfig:
-    from promptevolver.config._models import load_run_config
+    from promptevolver.config import load_run_config
 
     return _with_seed(load_run_config(path, edit=_edit(args)), args)
 
 
 def _is_job(config: RunConfig | ManyConfig) -> TypeIs[ManyConfig]:
-    from promptevolver.config._models import ManyConfig
+    from promptevolver.config import ManyConfig
 
     return isinstance(config, ManyConfig)
 
 
 def _load_any_config(path: Path, args: argparse.Namespace) -> RunConfig | ManyConfig:
     """One metric's config, or a job's (``metrics:``): estimate and evaluate take both."""
-    from promptevolver.config._models import load_config
+    from promptevolver.config import load_config
 
     return _with_seed(load_config(path, edit=_edit(args)), args)
 
@@ -501,7 +501,7 @@ def _load_any_config(path: Path, args: argparse.Namespace) -> RunConfig | ManyCo
 def _run_config(args: argparse.Namespace) -> tuple[RunConfig | ManyConfig, Path, str]:
     """The config (one metric, or several: a job), the run directory, and where the config came
     from (for messages)."""
-    from promptevolver.config._models import load_config
+    from promptevolver.config import load_config
 
     sets = "".join(f" --set {o}" for o in getattr(args, "overrides", []))
     if args.force and args.resume is not None:
@@ -532,11 +532,11 @@ def _run_options(args: argparse.Namespace, source: str) -> dict[str, Any]:
 
 def _optimize(args: argparse.Namespace) -> int:
     config, run_dir, source = _run_config(args)  # a bad config fails before the heavy imports below
-    from promptevolver.config._models import ManyConfig
+    from promptevolver.config import ManyConfig
 
     if isinstance(config, ManyConfig):
         return _optimize_many(args, config, run_dir, source)
-    from promptevolver.runs._optimize import execute
+    from promptevolver.runs import execute
 
     progress = _progress(args, config)
     try:
@@ -671,7 +671,7 @@ def _progress(
 def _expected_calls(config: RunConfig | ManyConfig, metric: str) -> int | None:
     """The calls ``estimate`` expects of the run (of ``metric``'s in a job); None when it cannot
     say (the run itself then reports why)."""
-    from promptevolver.runs._estimate import estimate
+    from promptevolver.runs import estimate
 
     one = config.for_metric(metric, None) if _is_job(config) and metric in config.metrics else config
     if _is_job(one):
@@ -683,7 +683,7 @@ def _expected_calls(config: RunConfig | ManyConfig, metric: str) -> int | None:
 
 
 def _print_outcome(result: Any, run_dir: Path, *, quiet: bool) -> None:
-    from promptevolver.runs._outcome import outcome_lines
+    from promptevolver.runs import outcome_lines
 
     print("\n".join(outcome_lines(result, run_dir, quiet=quiet)))
 
@@ -699,11 +699,19 @@ def _evaluate(args: argparse.Namespace) -> int:
         return _evaluate_job(args, config)
     import numpy as np
 
-    from promptevolver.config._build import load_dataset
-    from promptevolver.runs._evaluate import chosen_positions, run_of, score_instructions
-    from promptevolver.runs._evaluate_output import scorecard_json, scorecard_lines
-    from promptevolver.runs._export import scorecard_rows
-    from promptevolver.runs._gate import SIMULATED_EVALUATE, check_gate, default_figure, interval_of
+    from promptevolver.config import load_dataset
+    from promptevolver.runs import (
+        SIMULATED_EVALUATE,
+        check_gate,
+        chosen_positions,
+        default_figure,
+        interval_of,
+        run_of,
+        score_instructions,
+        scorecard_json,
+        scorecard_lines,
+        scorecard_rows,
+    )
 
     chosen = rundir.read_chosen_judge(args.instructions)  # instructions AND examples: one record
     instructions = dict(chosen.instructions)
@@ -773,8 +781,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _evaluate_job(args: argparse.Namespace, config: ManyConfig) -> int:
     """``evaluate`` of a job (docs/many-metrics.md): every metric's chosen judge in the job's run
     directory, each gated; exit 1 when one fails."""
-    from promptevolver.runs._evaluate_output import scorecard_lines
-    from promptevolver.runs._gate import SIMULATED_EVALUATE
+    from promptevolver.runs import SIMULATED_EVALUATE, scorecard_lines
     from promptevolver.runs.many import evaluate_job
 
     job = evaluate_job(
@@ -833,8 +840,7 @@ def _estimate(args: argparse.Namespace) -> int:
         else:
             print("\n".join(job_estimate_lines(found, config, source=args.config, quiet=args.quiet)))
         return 0
-    from promptevolver.runs._estimate import estimate
-    from promptevolver.runs._estimate_output import estimate_lines
+    from promptevolver.runs import estimate, estimate_lines
 
     e = estimate(config)
     if args.json:
@@ -849,7 +855,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _agreement(args: argparse.Namespace) -> int:
     from promptevolver.evaluation import recorded_agreement
-    from promptevolver.runs._agreement import load_recorded
+    from promptevolver.runs import load_recorded
 
     classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
     if classes is not None and (len(classes) < 2 or not all(classes)):
@@ -870,9 +876,8 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from promptevolver.report._data import load_run
-    from promptevolver.report._write import write_report
-    from promptevolver.runs._export import write_samples
+    from promptevolver.report import load_run, write_report
+    from promptevolver.runs import write_samples
     from promptevolver.runs.many import is_job_dir, report_job
 
     if is_job_dir(args.run_dir):  # a job: every metric's report, then its index
@@ -893,7 +898,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from promptevolver.runs._bench import run_benchmarks, to_markdown
+    from promptevolver.runs import run_benchmarks, to_markdown
 
     def progress(label: str, config: RunConfig) -> list[Any]:
         if args.quiet:
@@ -955,7 +960,7 @@ def _suggest(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from promptevolver.runs._review import review
+    from promptevolver.runs import review
 
     return review(
         args.file,
@@ -1004,7 +1009,7 @@ def _examples(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from promptevolver.runs._import import run_import
+    from promptevolver.runs import run_import
 
     try:
         lines = run_import(args)
@@ -1019,7 +1024,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from promptevolver.runs._export_to import run_export
+    from promptevolver.runs import run_export
 
     try:
         done = run_export(args)
@@ -1117,7 +1122,7 @@ def _is_usage_error(exc: BaseException) -> bool:
     malformed ``--set`` (the overrides module, and pydantic with it, is imported only here)."""
     if isinstance(exc, UsageError):
         return True
-    from promptevolver.config._overrides import OverrideError
+    from promptevolver.config import OverrideError
 
     return isinstance(exc, OverrideError)
 

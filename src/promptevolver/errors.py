@@ -8,10 +8,14 @@
     │   ├── AnnotationFileNotFoundError  no such annotation file (also a FileNotFoundError)
     │   └── InsufficientDataError      too few usable annotations to optimize
     ├── ConfigError                    invalid config (file, key path)
+    │   └── OverrideError              a bad ``--set`` override (config/_overrides.py)
     ├── CacheError                     the response cache file cannot be used (path)
     ├── RunDirError                    a run directory's file is missing, unreadable or of another format
     │   └── CheckpointError            a checkpoint is missing, unreadable or of another run
     ├── LLMError                       an LLM call could not be completed
+    │   ├── NotSentError               not sent by the run's decision: never a failed call (usage.failures)
+    │   │   ├── BudgetSpentError       the budget is spent (optimizers/strategies/_budget.py)
+    │   │   └── StoppedError           the run is stopping (optimizers/_run.py)
     │   ├── TransientLLMError          retryable: 429, 5xx, timeout, connection (status, retry_after)
     │   ├── PermanentLLMError          not retryable: 4xx other than 429, auth
     │   │   ├── ContextLengthExceededError  the prompt does not fit the model's context window
@@ -20,9 +24,11 @@
     │   └── OutputParseError           the model's text is not the requested JSON (raw text kept)
     ├── LLMUnusableError               too many evaluations failed: the run stops (cause, server message)
     ├── TrackingError                  an MLflow tracking server cannot be reached or refused a request
+    ├── ReviewError                    a label the review queue refuses (runs/_review_queue.py)
     └── BudgetExceededError            a call would exceed the configured budget
 
-Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai/_errors.py``, at
+The subclasses named with a module are defined beside what raises them; every other class is
+here. Provider errors (the ``openai`` SDK's) are translated into these in ``llm/openai/_errors.py``, at
 the boundary of the OpenAI client (``llm/openai/``, the only package that imports the SDK).
 Messages never contain API keys.
 """

@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from promptevolver.errors import ConfigError, RunDirError
 
 if TYPE_CHECKING:  # imported where used: the file names and JSON readers load no pydantic or YAML
-    from promptevolver.config._models import MetricConfig, RunConfig
+    from promptevolver.config import MetricConfig, RunConfig
 
 __all__ = [
     "APPLY_SNIPPET_FILE",
@@ -806,7 +806,7 @@ def read_config(
         RunDirError: ``run_dir`` has no config.yaml (it is not a run directory).
         ConfigError: the config.yaml is not valid (naming file and key path).
     """
-    from promptevolver.config._models import load_run_config
+    from promptevolver.config import load_run_config
 
     directory = Path(run_dir)
     if not (directory / CONFIG_FILE).is_file():
@@ -823,7 +823,7 @@ def metric_config_near(path: str | Path) -> MetricConfig | None:
     """
     from pydantic import ValidationError
 
-    from promptevolver.config._models import MetricConfig, format_validation_error
+    from promptevolver.config import MetricConfig, format_validation_error
 
     found = _config_near(path)
     if found is None:

@@ -80,12 +80,12 @@ def test_the_commands_synopsis_names_every_command():
 
 
 def test_the_run_directory_reference_names_every_file_and_stop_reason():
+    from promptevolver.optimizers.strategies import STOP_REASONS
     from promptevolver.rundir import RUN_FILES
-    from promptevolver.runs._outcome import _STOPS
 
     text = (ROOT / "docs" / "run-directory.md").read_text(encoding="utf-8")
     assert sorted(n for n in RUN_FILES if f"`{n}" not in text) == []
-    assert sorted(r for r in _STOPS if f"`{r}`" not in text) == []
+    assert sorted(r for r in STOP_REASONS if f"`{r}`" not in text) == []
 
 
 def test_a_cost_budget_takes_the_price_tables_price_as_the_docs_say(tmp_path, monkeypatch):

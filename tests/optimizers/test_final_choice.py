@@ -163,3 +163,59 @@ def test_why_only_the_seed_is_left_names_what_became_of_each_candidate(stage_ops
     why = _why_alone(state)
     assert all(s in why for s in says), why
     assert not any(s in why for s in never), why
+
+
+# --- the one decision rule ------------------------------------------------------------------------
+
+
+def _paired(delta, p, coverage=1.0):
+    from promptevolver.optimizers.strategies._final_choice import Paired
+
+    return Paired(delta, p, coverage)
+
+
+def test_the_rule_answers_each_question_from_delta_p_and_coverage():
+    from promptevolver.optimizers.strategies._final_choice import PairedRule
+
+    rule = PairedRule(confidence=0.7, min_coverage=0.9)
+    assert rule.beats(_paired(0.1, 0.7)) and not rule.beats(_paired(0.1, 0.69))
+    assert not rule.beats(_paired(0.0, 0.9)) and not rule.beats(_paired(None, 0.9))
+    assert rule.likely_better(_paired(0.0, 0.7)) and not rule.likely_better(_paired(None, 0.9))
+    # the reference better with probability 0.7 (p 0.3): shown worse; p 0.31: not shown worse
+    assert not rule.not_shown_worse(_paired(-0.1, 0.3)) and rule.not_shown_worse(_paired(-0.1, 0.31))
+    # a stricter bar (small data's refit): the reference better with probability 0.85 is not
+    # shown worse at 0.9, is at 0.7; a bar below the rule's own leaves it
+    strict = rule.at_confidence(0.9)
+    assert strict.confidence == 0.9 and strict.min_coverage == 0.9
+    assert strict.not_shown_worse(_paired(-0.1, 0.15)) and not rule.not_shown_worse(_paired(-0.1, 0.15))
+    assert not strict.not_shown_worse(_paired(-0.1, 0.1))
+    assert rule.at_confidence(0.6) == rule
+    assert rule.eligible(_paired(0.0, 0.5, 0.9)) and not rule.eligible(_paired(None, 0.0))
+    with pytest.raises(ValueError, match="confidence"):
+        PairedRule(confidence=1.0)
+
+
+def test_the_final_choice_applies_the_rule_and_keeps_each_comparison():
+    choice = PairedChoice(finalists=2, confidence=0.7)
+    weights = np.ones(N)
+    best = choice.choose([SEED, NOISY, BETTER], held_out(SEED, weights), np.random.default_rng(0))
+    assert best is BETTER and choice.rule.beats(choice.compared[BETTER.id])
+    assert choice.compared[BETTER.id].delta > choice.compared[NOISY.id].delta  # the largest Δ wins
+    assert [r["delta"] for r in choice.report["finalists"]] == [choice.compared[c].delta for c in (4, 3)]
+
+
+def test_the_regime_is_one_type_compared_nowhere_as_a_string():
+    """The held-out / out-of-bag / cross-validated switch is :class:`Regime`: no module compares
+    its values as strings."""
+    import re
+
+    from ..conftest import ROOT
+
+    value = r"""["'](held-out|out-of-bag|cross-validated)["']"""
+    compared = re.compile(rf"""(==|!=|\bin)\s*\(?[^#]*{value}|{value}\s*(==|!=|\bin\b)""")
+    found = []
+    for path in sorted((ROOT / "src" / "promptevolver").rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if compared.search(line):
+                found.append(f"{path.name}:{n}: {line.strip()}")
+    assert [f for f in found if not f.startswith("_split.py")] == []

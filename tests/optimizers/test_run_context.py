@@ -64,7 +64,7 @@ def test_the_run_holds_a_context_a_state_the_step_tally_and_the_final_choice_onl
     with pytest.raises((AttributeError, TypeError)):
         run.context.population = []  # type: ignore[attr-defined]
     assert not hasattr(run.context, "population")
-    assert set(SearchRun.__slots__) == {"context", "state", "tally", "final_choice", "replayed"}
+    assert set(SearchRun.__slots__) == {"context", "state", "tally", "replayed"}
 
 
 def test_the_state_stays_the_mutable_part_a_resume_may_replace():
@@ -144,25 +144,27 @@ def test_no_strategy_or_operator_takes_the_run_or_the_context_whole(package):
         assert "optimizers._run import" not in source, f"{path.name} imports the run"
 
 
-#: The functions outside the pipeline's own steps (_phases.py, _genetic.py) that take the whole run:
-#: each also changes or reads the state, the step's tally, the final choice or the run's totals.
+#: The only functions that take the whole run: each changes or reads the state, the step's tally
+#: or the run's totals, or builds a view of the run. The pipeline's stages (_stages.py, their work
+#: in _phases.py and _refit.py) and the generation loop work on a StageView.
 WHOLE_RUN = {
     "_adoption.py": {"adopt"},  # the state and the step's failure tally
     "_checkpoint.py": {"save", "restore"},  # the state (restore replaces it) and the usage so far
     "_history.py": {"record_generation"},  # the state's history and the usage so far
     "_result.py": {"from_run"},  # the state, the final choice, the usage and elapsed time
-    "_views.py": {"screening_view", "budget_view", "search_view"},  # the run's judging, usage, checks
+    "_views.py": {"screening_view", "budget_view", "search_view", "stage_view"},  # views of the run
     "_run.py": {"__init__"},  # the announcer
-    "_refit.py": {"verify", "judge_policy"},  # the pipeline's small-data steps: the run's judging
+    "_genetic.py": {"_check_budget"},  # the budget's checks before the first call
 }
 
 
-def test_outside_the_pipelines_steps_only_these_functions_take_the_whole_run():
-    for path in sorted(OPTIMIZERS.glob("*.py")):
-        if path.name in ("_phases.py", "_genetic.py"):
-            continue
+def test_only_these_functions_take_the_whole_run():
+    takers = {}
+    for path in sorted(OPTIMIZERS.parent.rglob("*.py")):  # the whole package
         takes_run = {name for name, kinds in _takers(path).items() if "SearchRun" in kinds}
         assert takes_run == WHOLE_RUN.get(path.name, set()), path.name
+        takers.update({f"{path.name}::{name}": path for name in takes_run})
+    assert len(takers) <= 12  # issue 32: 34 before the stages became objects over a view
 
 
 def test_the_helpers_that_read_only_the_fixed_part_take_the_context():

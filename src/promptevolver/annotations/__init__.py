@@ -58,7 +58,21 @@ another that imports it back (``tests/test_import_circles.py``).
 """
 
 from promptevolver.annotations._dataset import BaseSample, EvaluationDataset, SingleTurnSample
+from promptevolver.annotations._io import read_file as read_file
+from promptevolver.annotations._labelling import AnnotationDocument as AnnotationDocument
+from promptevolver.annotations._labelling import HumanLabel as HumanLabel
+from promptevolver.annotations._labelling import LabelTarget as LabelTarget
+from promptevolver.annotations._labelling import labelled_sample as labelled_sample
+from promptevolver.annotations._labelling import new_sample as new_sample
+from promptevolver.annotations._labelling import recorded_label as recorded_label
+from promptevolver.annotations._labels import PAIRWISE as PAIRWISE
+from promptevolver.annotations._labels import PAIRWISE_BINARY as PAIRWISE_BINARY
 from promptevolver.annotations._labels import LabelChoice, LabelScale
+from promptevolver.annotations._labels import LabelKind as LabelKind
+from promptevolver.annotations._labels import check_annotator_labels as check_annotator_labels
+from promptevolver.annotations._labels import check_inputs as check_inputs
+from promptevolver.annotations._labels import check_recorded_verdicts as check_recorded_verdicts
+from promptevolver.annotations._labels import infer_kind as infer_kind
 from promptevolver.annotations._models import (
     FIELD_ALIASES,
     PromptAnnotation,
@@ -67,20 +81,31 @@ from promptevolver.annotations._models import (
     UnusableSamplesWarning,
 )
 from promptevolver.annotations._models import normalize_metric_input as normalize_metric_input
+from promptevolver.annotations._models import sample_key as sample_key
 from promptevolver.annotations._multi import MetricAnnotation
+from promptevolver.annotations._pool import read_pool as read_pool
 from promptevolver.annotations._sampling import conflicting_duplicates, group_keys, stratified_group_kfold
+from promptevolver.annotations._sampling import stratified_batches as stratified_batches
+from promptevolver.annotations._sampling import stratified_sample as stratified_sample
+from promptevolver.annotations._sampling import stratified_split as stratified_split
 from promptevolver.annotations._single import SingleMetricAnnotation
 from promptevolver.annotations._single import usable_label_array as usable_label_array
 from promptevolver.errors import AnnotationFileNotFoundError, AnnotationKeyError
 
 __all__ = [
     "FIELD_ALIASES",
+    "PAIRWISE",
+    "PAIRWISE_BINARY",
+    "AnnotationDocument",
     "AnnotationFileNotFoundError",
     "AnnotationKeyError",
     "BaseSample",
     "EvaluationDataset",
+    "HumanLabel",
     "LabelChoice",
+    "LabelKind",
     "LabelScale",
+    "LabelTarget",
     "MetricAnnotation",
     "PromptAnnotation",
     "SampleAnnotation",
@@ -88,7 +113,21 @@ __all__ = [
     "SingleTurnSample",
     "UnusableSample",
     "UnusableSamplesWarning",
+    "check_annotator_labels",
+    "check_inputs",
+    "check_recorded_verdicts",
     "conflicting_duplicates",
     "group_keys",
+    "infer_kind",
+    "labelled_sample",
+    "new_sample",
+    "normalize_metric_input",
+    "read_file",
+    "read_pool",
+    "recorded_label",
+    "sample_key",
+    "stratified_batches",
     "stratified_group_kfold",
+    "stratified_sample",
+    "stratified_split",
 ]

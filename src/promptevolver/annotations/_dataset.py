@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from promptevolver.annotations._io import _located, _read, _write_jsonl
+from promptevolver.annotations._io import _located, _write_jsonl, read_file
 from promptevolver.annotations._models import _normalized
 from promptevolver.rundir import write_atomic
 
@@ -148,7 +148,7 @@ class EvaluationDataset(BaseModel):
                 sample (names the sample and field).
         """
         path = Path(path)
-        return cls(samples=_validate_turns(_read(path, jsonl=True), path=path, metric=None))
+        return cls(samples=_validate_turns(read_file(path, jsonl=True), path=path, metric=None))
 
     def to_csv(self, path: str | Path) -> None:
         """Write a CSV file (UTF-8) with a header of :meth:`features`, one sample a row; a list or

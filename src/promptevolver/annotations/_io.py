@@ -86,7 +86,7 @@ def _parse(text: str, path: Path, *, line: int | None = None, sample_index: int 
         ) from None
 
 
-def _read(path: Path, *, jsonl: bool | None = None) -> Any:
+def read_file(path: Path, *, jsonl: bool | None = None) -> Any:
     """The parsed file: its JSON value, or for JSONL (``jsonl``; None: a ``.jsonl`` suffix) the
     list of its lines' values.
 
@@ -229,7 +229,7 @@ def _load(path: Path, metric_name: str | None, *, single: bool, kind: KindOption
     metric. The kind of a metric: ``kind`` (for it), else the file's, else inferred
     (:func:`~promptevolver.annotations._labels.check_labels`)."""
     with _gc_paused():
-        groups = _metric_groups(_read(path), path, metric_name)
+        groups = _metric_groups(read_file(path), path, metric_name)
         if isinstance(kind, dict) and not kind.keys() <= groups.keys():
             raise AnnotationError(
                 f"kind names metrics not in the file: {sorted(kind.keys() - groups.keys())}; "

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from promptevolver.annotations._io import _SAMPLES, _is_named, _located, _read
+from promptevolver.annotations._io import _SAMPLES, _is_named, _located, read_file
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import AnnotationError
 
@@ -196,7 +196,7 @@ class AnnotationDocument:
             if metric_name is None:
                 raise AnnotationError("a new annotation file needs its metric's name", path=file)
             return cls(file, metric_name, {metric_name: []}, "metrics", [])
-        raw = _read(file)
+        raw = read_file(file)
         shape: Shape
         if file.suffix.lower() == ".jsonl":
             shape, name, samples = "jsonl", metric_name or file.stem, raw

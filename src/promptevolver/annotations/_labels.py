@@ -63,6 +63,7 @@ __all__ = [
     "unusable_samples",
 ]
 
+#: What a metric's labels are: 0/1 verdicts, scores, or named classes.
 LabelKind = Literal["binary", "numeric", "nominal"]
 #: The label kinds, as accepted by ``kind`` arguments.
 LABEL_KINDS: tuple[LabelKind, ...] = get_args(LabelKind)

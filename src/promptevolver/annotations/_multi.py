@@ -8,7 +8,14 @@ from pathlib import Path
 from pydantic import PrivateAttr, model_validator
 
 from promptevolver.annotations._dataset import EvaluationDataset
-from promptevolver.annotations._io import KindOption, _dump_samples, _load, _metric_groups, _read, _write_json
+from promptevolver.annotations._io import (
+    KindOption,
+    _dump_samples,
+    _load,
+    _metric_groups,
+    _write_json,
+    read_file,
+)
 from promptevolver.annotations._labels import LabelKind, check_labels
 from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.annotations._single import SingleMetricAnnotation, _Sourced, _trusted, _warn_unusable
@@ -77,7 +84,7 @@ class MetricAnnotation(_Sourced):
         Raises:
             AnnotationError: a missing or malformed file (not a JSON object of metric → samples).
         """
-        return list(_metric_groups(_read(Path(path)), Path(path), None))
+        return list(_metric_groups(read_file(Path(path)), Path(path), None))
 
     def to_json(self, path: str | Path) -> None:
         """Write Ragas' multi-metric format; :meth:`from_json` reads back an equal object, and a

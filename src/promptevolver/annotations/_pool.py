@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from promptevolver.annotations._io import _metric_groups, _read
+from promptevolver.annotations._io import _metric_groups, read_file
 from promptevolver.annotations._models import normalize_metric_input
 from promptevolver.errors import AnnotationError
 
@@ -42,7 +42,7 @@ def read_pool(path: str | Path, *, metric_name: str | None = None) -> list[dict[
             annotation file without the metric (the message names file, sample index and field).
     """
     file = Path(path)
-    raw = _read(file)
+    raw = read_file(file)
     rows = raw if isinstance(raw, list) else _annotation_rows(raw, file, metric_name)
     traces = [_trace(row, file, i) for i, row in enumerate(rows)]
     if not traces:

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from promptevolver.annotations import LabelScale, SingleMetricAnnotation
-from promptevolver.annotations._labels import check_annotator_labels, check_inputs, check_recorded_verdicts
+from promptevolver.annotations import (
+    LabelScale,
+    SingleMetricAnnotation,
+    check_annotator_labels,
+    check_inputs,
+    check_recorded_verdicts,
+)
 from promptevolver.config._models import (
     LLMConfig,
     LossConfig,
@@ -19,22 +24,23 @@ from promptevolver.config._models import (
 )
 from promptevolver.config._prompt_match import PromptMatch, match_prompt
 from promptevolver.errors import AnnotationError, ConfigError
-from promptevolver.evaluation._losses import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
-from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.judge._classification import ClassificationJudge
-from promptevolver.judge._ensemble import JudgeEnsemble
-from promptevolver.judge._pairwise import PairwiseJudge
-from promptevolver.judge._protocol import Metric, label_scale_of
-from promptevolver.judge._rubric import RubricJudge
-from promptevolver.judge._statements import StatementSupport
-from promptevolver.llm._base import BaseLLMClient, LLMClient
-from promptevolver.llm._cache import CachedLLM
+from promptevolver.evaluation import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
+from promptevolver.judge import (
+    AspectCritic,
+    ClassificationJudge,
+    JudgeEnsemble,
+    Metric,
+    PairwiseJudge,
+    RubricJudge,
+    StatementSupport,
+    label_scale_of,
+)
+from promptevolver.llm import BaseLLMClient, CachedLLM, LLMClient
 from promptevolver.llm.context import context_tokens_for
 from promptevolver.llm.openai import OpenAIClient
 from promptevolver.llm.pricing import Price
-from promptevolver.optimizers._split import check_inputs as check_fields
-from promptevolver.simulation._synthetic_rubric import RubricSpec, generate_rubric
-from promptevolver.simulation._synthetic_statements import StatementsSpec, generate_statements
+from promptevolver.optimizers import check_inputs as check_fields
+from promptevolver.simulation import RubricSpec, StatementsSpec, generate_rubric, generate_statements
 from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 

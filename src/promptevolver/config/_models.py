@@ -34,12 +34,11 @@ from pydantic import (
 
 from promptevolver.config._yaml_file import read_yaml_mapping
 from promptevolver.errors import ConfigError
-from promptevolver.llm._redaction import MASK, redact_url
-from promptevolver.llm._retry import DEFAULT_MAX_ATTEMPTS
+from promptevolver.llm import DEFAULT_MAX_ATTEMPTS, MASK, redact_url
 from promptevolver.llm.pricing import PRICE_TABLE_DATE, Price, table_price
 
 if TYPE_CHECKING:
-    from promptevolver.llm.openai._embeddings import OpenAIEmbeddings
+    from promptevolver.llm.openai import OpenAIEmbeddings
 
 __all__ = [
     "AnnotatorsConfig",
@@ -231,7 +230,7 @@ class EmbeddingsConfig(_Strict):
                 URL's secret was masked when a result stored it.
             CacheError: the cache file cannot be opened.
         """
-        from promptevolver.llm.openai._embeddings import OpenAIEmbeddings  # the SDK, only when used
+        from promptevolver.llm.openai import OpenAIEmbeddings  # the SDK, only when used
 
         missing = (
             f"{where}: retrieval by embeddings needs an API key in the environment variable "

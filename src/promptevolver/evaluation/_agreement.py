@@ -46,7 +46,7 @@ from sklearn.metrics import (
 )
 
 from promptevolver.annotations import LabelChoice, LabelScale
-from promptevolver.judge._protocol import Judgement
+from promptevolver.judge import Judgement
 
 __all__ = [
     "PROPORTIONS",
@@ -539,7 +539,7 @@ def order_swap_bias(judgements: Sequence[Judgement]) -> PositionBias | None:
     """:class:`PositionBias` of a pairwise judge's order-swapped judgements (their
     ``details["order_swap"]``, :class:`~promptevolver.judge._pairwise.PairwiseJudge`); failed and
     other judgements left out; None without any."""
-    from promptevolver.judge._pairwise import ORDER_SWAP
+    from promptevolver.judge import ORDER_SWAP
 
     values = {"a": 1.0, "b": 0.0, "tie": 0.5}
     pairs = [j.details[ORDER_SWAP] for j in judgements if j.details and ORDER_SWAP in j.details]

@@ -23,10 +23,8 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._examples import ExampleStore
-from promptevolver.judge._protocol import Judgement, Metric
-from promptevolver.llm._base import JUDGE_OPERATION, LLMClient, Usage
-from promptevolver.llm._concurrency import InFlightLimit
+from promptevolver.judge import ExampleStore, Judgement, Metric
+from promptevolver.llm import JUDGE_OPERATION, InFlightLimit, LLMClient, Usage
 
 __all__ = ["EVALUATION_CAUSES", "EXAMPLES_KEY", "Evaluator", "Observer", "Score", "candidate_key", "score"]
 

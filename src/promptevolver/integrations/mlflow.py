@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.errors import TrackingError
-from promptevolver.llm._redaction import redact_url
+from promptevolver.llm import redact_url
 
 if TYPE_CHECKING:
     from promptevolver.optimizers.events import Event
@@ -244,7 +244,7 @@ def run_figures(result: Mapping[str, Any]) -> dict[str, float]:
     (``seed_validation_accuracy``, ``chosen_train_f1``, ``chosen_validation_mse``, ...), the LLM
     calls and tokens, the cost in USD when the run had prices, and its seconds. A figure the run
     did not measure (``n/a``: e.g. a cross-fitted choice's validation) is left out, never 0."""
-    from promptevolver.evaluation._losses import loss_label
+    from promptevolver.evaluation import loss_label
 
     name = loss_label(result.get("loss") or {}).lower().replace(" ", "_")  # accuracy, f1, mse...
     figures: dict[str, float] = {}

@@ -52,19 +52,13 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations._labels import LabelScale
-from promptevolver.annotations._models import PromptAnnotation, SampleAnnotation
-from promptevolver.config._models import GeneticConfig
+from promptevolver.annotations import LabelScale, PromptAnnotation, SampleAnnotation, SingleMetricAnnotation
+from promptevolver.config import GeneticConfig
 from promptevolver.errors import AnnotationError
-from promptevolver.evaluation._losses import BinaryMetricLoss, Loss, MSELoss
-from promptevolver.judge._asking import UnusableAnswer
-from promptevolver.judge._examples import ExampleStore
-from promptevolver.judge._prompt_set import PromptSet
-from promptevolver.judge._prompts import Prompt
-from promptevolver.llm._base import LLMClient
-from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.evaluation import BinaryMetricLoss, Loss, MSELoss
+from promptevolver.judge import ExampleStore, Prompt, PromptSet, UnusableAnswer
+from promptevolver.llm import LLMClient
+from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
 from promptevolver.rundir import as_instructions, load_examples
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any, Generic
 from promptevolver.errors import LLMError, OutputParseError
 from promptevolver.judge._prompts import OutputT, Prompt
 from promptevolver.judge._protocol import Judgement
-from promptevolver.llm._base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.llm import ChatMessage, LLMClient, LLMRequest
 
 __all__ = ["Answer", "UnusableAnswer", "ask", "output_dict"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from promptevolver.annotations._labels import LabelScale
+from promptevolver.annotations import LabelScale
 from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge._prompts import Prompt
 

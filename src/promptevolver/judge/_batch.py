@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 
 from promptevolver.errors import AnnotationError
 from promptevolver.judge._protocol import Judgement, Metric
-from promptevolver.llm._base import LLMClient
+from promptevolver.llm import LLMClient
 
 __all__ = ["BatchEvaluation", "EvaluationItem", "ItemLike", "as_item", "cancel", "gather_or_cancel"]
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from promptevolver.annotations._labels import LabelChoice, LabelScale
+from promptevolver.annotations import LabelChoice, LabelScale
 from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge._prompts import Prompt
 

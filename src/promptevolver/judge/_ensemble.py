@@ -38,8 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from promptevolver.annotations import FIELD_ALIASES, SampleAnnotation, normalize_metric_input
-from promptevolver.annotations._labels import LabelScale
+from promptevolver.annotations import FIELD_ALIASES, LabelScale, SampleAnnotation, normalize_metric_input
 from promptevolver.errors import AnnotationError
 from promptevolver.judge._aggregation import AGGREGATIONS, aggregate
 from promptevolver.judge._batch import BatchEvaluation, EvaluationItem, as_item, cancel

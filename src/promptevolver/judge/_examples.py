@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.annotations import SampleAnnotation
 from promptevolver.errors import LLMError, PermanentLLMError
 
 __all__ = [
@@ -447,7 +447,7 @@ def _builder(record: Mapping[str, Any]) -> Callable[[], Embedder]:
     """A function building the embedder a store's ``similarity`` record names."""
 
     def build() -> Embedder:
-        from promptevolver.config._models import embedder_from_record  # settings become a client there
+        from promptevolver.config import embedder_from_record  # settings become a client there
 
         return embedder_from_record(record)
 

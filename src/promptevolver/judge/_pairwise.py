@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from promptevolver.annotations._labels import PAIRWISE, PAIRWISE_BINARY
+from promptevolver.annotations import PAIRWISE, PAIRWISE_BINARY
 from promptevolver.errors import AnnotationError
 from promptevolver.judge._classification import NamedLabelJudge, named_output_model
 from promptevolver.judge._prompt_set import JudgeOptions, pick_inputs

@@ -16,7 +16,7 @@ from promptevolver.errors import AnnotationError, ConfigError
 from promptevolver.judge._asking import Answer, ask
 from promptevolver.judge._prompts import OutputT, Prompt
 from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest
-from promptevolver.llm._base import ChatMessage, LLMClient
+from promptevolver.llm import ChatMessage, LLMClient
 from promptevolver.rundir import (
     as_chosen_judge,
     as_instructions,
@@ -28,7 +28,7 @@ from promptevolver.rundir import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from promptevolver.annotations._models import SampleAnnotation
+    from promptevolver.annotations import SampleAnnotation
 
 __all__ = ["JudgeOptions", "PromptSet", "pick_inputs"]
 

@@ -40,7 +40,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from promptevolver.errors import OutputParseError
-from promptevolver.llm._base import ChatMessage
+from promptevolver.llm import ChatMessage
 
 __all__ = [
     "ANSWER",
@@ -62,7 +62,7 @@ __all__ = [
 OUTPUT_HEADER = "## Output format"
 INPUT_HEADER = "## Input"
 
-# Section headings of the optimizer's meta-prompts (see optimizers/operators.py); every
+# Section headings of the optimizer's meta-prompts (see optimizers/operators/_meta_prompts.py); every
 # meta-prompt ends with an ANSWER section, so a section's body runs to the next "\n\n## ".
 EXAMPLES = "## Examples"
 CURRENT_INSTRUCTION = "## Current instruction"

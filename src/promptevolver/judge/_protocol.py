@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from promptevolver.annotations._labels import LabelScale
-from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.annotations import LabelScale, SampleAnnotation
 from promptevolver.judge._prompts import Prompt
-from promptevolver.llm._base import LLMClient
+from promptevolver.llm import LLMClient
 from promptevolver.rundir import ChosenJudge, as_chosen_judge
 
 if TYPE_CHECKING:

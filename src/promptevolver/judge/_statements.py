@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from promptevolver.annotations._labels import LabelScale
-from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.annotations import LabelScale, SampleAnnotation
 from promptevolver.judge._asking import UnusableAnswer, output_dict
 from promptevolver.judge._prompt_set import JudgeOptions, PromptSet
 from promptevolver.judge._prompts import Prompt

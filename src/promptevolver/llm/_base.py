@@ -49,6 +49,7 @@ __all__ = [
     "is_simulated",
 ]
 
+#: A chat message's role (OpenAI's chat roles).
 Role = Literal["system", "user", "assistant"]
 
 #: The operation name of a call that scores a sample.

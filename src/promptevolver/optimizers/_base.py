@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._protocol import Metric
-from promptevolver.llm._base import LLMClient
+from promptevolver.evaluation import Loss
+from promptevolver.judge import Metric
+from promptevolver.llm import LLMClient
 from promptevolver.optimizers.events import Callback, check_callbacks
 
 __all__ = ["Optimizer"]

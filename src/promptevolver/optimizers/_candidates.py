@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation import Score
 
 __all__ = ["Candidate"]
 
@@ -34,7 +34,7 @@ class Candidate:
         examples: its example policy (:mod:`promptevolver.judge._examples`): ``none`` (judged on
             its instructions alone), ``static`` or ``retrieval`` (teaching examples from the
             run's store of annotated train samples shown with every judged input).
-        cross_validated: small data with a refit (:mod:`.._refit`): the cross-validated score of
+        cross_validated: small data with a refit (:mod:`._refit`): the cross-validated score of
             the recipe that made it, aligned with the train part — each sample judged by the fold's
             candidate that never learned from it (the seed: its own train judgements); None
             otherwise.

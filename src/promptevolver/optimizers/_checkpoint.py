@@ -25,10 +25,10 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from promptevolver import rundir
-from promptevolver.config._models import GeneticConfig
+from promptevolver.config import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.evaluation._evaluator import CandidateKey
-from promptevolver.judge._protocol import Judgement
+from promptevolver.evaluation import CandidateKey
+from promptevolver.judge import Judgement
 from promptevolver.optimizers._run import SearchRun
 from promptevolver.optimizers._state import SearchState, check_state_dict
 from promptevolver.optimizers.strategies._selection import rank
@@ -37,7 +37,7 @@ __all__ = ["VERSION", "load", "load_judgements", "restore", "save"]
 
 #: Format version of checkpoint.json (release 0.1 wrote 1).
 VERSION = 2
-_MAY_CHANGE = {"generations", "patience", "budget"}
+RESUMABLE_CHANGES = {"generations", "patience", "budget"}
 
 
 def save(run: SearchRun, directory: str | Path) -> None:
@@ -71,8 +71,8 @@ def save(run: SearchRun, directory: str | Path) -> None:
             "best_instructions": best.instructions,
         }
         rundir.write_json(out / rundir.BEST_SO_FAR_FILE, best_so_far)
-    elif "verify" in run.state.stages:  # the pipeline before (or without) a search: the verified choice
-        chosen = run.state.candidates[run.state.stages["verify"]["produced"][0]]
+    elif run.state.stages.verify is not None:  # the pipeline before (or without) a search: its choice
+        chosen = run.state.candidates[run.state.stages.verify.choice]
         verified: dict[str, object] = {
             "stage": "verify",
             "candidate": chosen.id,
@@ -157,8 +157,8 @@ def restore(run: SearchRun, data: dict[str, Any], *, source: str | Path = "the c
     """
     if data["fingerprint"] != run.context.fingerprint():
         raise CheckpointError(f"{source}: it belongs to another dataset or loss")
-    ours = {k: v for k, v in run.context.config.model_dump(mode="json").items() if k not in _MAY_CHANGE}
-    theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in _MAY_CHANGE}
+    ours = {k: v for k, v in run.context.config.model_dump(mode="json").items() if k not in RESUMABLE_CHANGES}
+    theirs = {k: v for k, v in _with_todays_defaults(data["config"]).items() if k not in RESUMABLE_CHANGES}
     changed = sorted(k for k in ours if ours[k] != theirs.get(k))
     if changed:
         raise CheckpointError(f"{source}: the config differs from the checkpoint's in {changed}")

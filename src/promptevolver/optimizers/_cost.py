@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from promptevolver.config._models import GeneticConfig
+from promptevolver.config import GeneticConfig
 
 __all__ = ["PhaseCalls", "example_candidates", "minibatch_size", "offspring_count", "phase_calls"]
 

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.errors import ContextLengthExceededError
-from promptevolver.llm._ratelimit import CHARS_PER_TOKEN
+from promptevolver.llm import CHARS_PER_TOKEN
 from promptevolver.llm.context import context_window
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._evidence import Evidence

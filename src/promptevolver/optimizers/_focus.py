@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from promptevolver.annotations import _sampling as sampling
+from promptevolver.annotations import stratified_sample
 from promptevolver.optimizers._evidence import Evidence
 
 __all__ = ["VERDICT_SHARE", "Focus", "make_focus"]
@@ -80,5 +80,5 @@ def make_focus(
 def _draw(
     positions: Sequence[int], n: int, labels: Sequence[float | None], rng: np.random.Generator
 ) -> list[int]:
-    keep = sampling.stratified_sample([labels[p] for p in positions], n, rng)
+    keep = stratified_sample([labels[p] for p in positions], n, rng)
     return sorted(positions[i] for i in keep)

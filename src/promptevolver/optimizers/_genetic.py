@@ -31,23 +31,20 @@ from tqdm.auto import tqdm
 
 from promptevolver import rundir
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config._models import GeneticConfig
-from promptevolver.evaluation._losses import Loss, check_loss_fits
-from promptevolver.judge._protocol import Metric, label_scale_of, refuse_ragas_object
-from promptevolver.llm._base import LLMClient
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.llm._journal import Journal
-from promptevolver.llm._preflight import preflight
-from promptevolver.optimizers import _adoption as adoption
+from promptevolver.config import GeneticConfig
+from promptevolver.evaluation import Loss, check_loss_fits
+from promptevolver.judge import Metric, label_scale_of, refuse_ragas_object
+from promptevolver.llm import InFlightLimit, Journal, LLMClient, preflight
 from promptevolver.optimizers import _checkpoint as checkpoint
-from promptevolver.optimizers import _history as history
 from promptevolver.optimizers import _phases as phases
+from promptevolver.optimizers import _stages
 from promptevolver.optimizers import _views as views
 from promptevolver.optimizers._base import Optimizer
 from promptevolver.optimizers._cost import offspring_count
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers._run import SearchRun, prepare_examples
 from promptevolver.optimizers._split import MIN_USABLE_SAMPLES
+from promptevolver.optimizers._stages import Stage
 from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.events import Callback, EventBus, check_callbacks
 from promptevolver.optimizers.operators._base import Operator
@@ -79,7 +76,10 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             :data:`~promptevolver.optimizers.strategies._stopping.DEFAULT_STOP_CONDITIONS`).
         limit: the cap on requests in flight this run sends through, shared with other runs of
             a job (:meth:`InFlightLimit.share <promptevolver.llm._concurrency.InFlightLimit.share>`;
-            :mod:`promptevolver.optimizers.many`); None: the config's ``max_concurrency``, its own.
+            :mod:`promptevolver.runs.many`); None: the config's ``max_concurrency``, its own.
+        stages: the run's stages, in order (:class:`~promptevolver.optimizers.Stage` objects; the
+            last returns the final choice's record); None: those of the config's ``strategy``
+            (:data:`~promptevolver.optimizers._stages.STRATEGIES`).
     """
 
     def __init__(
@@ -93,6 +93,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         operators: Sequence[Operator] | None = None,
         stop_conditions: Sequence[StopCondition] | None = None,
         limit: InFlightLimit | None = None,
+        stages: Sequence[Stage] | None = None,
     ) -> None:
         for role, value in (("metric", metric), ("llm", llm), ("reflection_llm", reflection_llm)):
             refuse_ragas_object(value, role)  # ours are meant: a Ragas metric is wrapped in RagasMetric
@@ -102,6 +103,7 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         self.operators = None if operators is None else list(operators)
         self.stop_conditions = list(DEFAULT_STOP_CONDITIONS if stop_conditions is None else stop_conditions)
         self.limit = limit
+        self.stages = None if stages is None else list(stages)
 
     async def aoptimize(
         self,
@@ -182,20 +184,18 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             if saved is not None:
                 assert run_dir is not None
                 checkpoint.restore(run, saved, source=Path(run_dir) / rundir.CHECKPOINT_FILE)
+            save = (lambda: None) if run_dir is None else (lambda: checkpoint.save(run, run_dir))
+            view = views.stage_view(run, save, self._evolve)
+            if saved is not None:
                 self._check_budget(run, upfront=False)
-                await phases.repair(run)
+                await phases.repair(view)
             else:
                 self._check_budget(run)
-                self._checkpoint(run, run_dir)  # a start to resume from, before the first call
-            if run.context.config.strategy == "genetic":
-                if not run.state.candidates:
-                    assert self.metric is not None
-                    await phases.initial_population(run, self.metric.get_instructions())
-                    self._checkpoint(run, run_dir)
-                result = await phases.finish(run, await self._evolve(run, run_dir))
-            else:
-                result = await self._pipeline(run, run_dir)
-            self._checkpoint(run, run_dir)  # now with the validation judgements, for reports
+                view.checkpoint()  # a start to resume from, before the first call
+            stages = self.stages if self.stages is not None else _stages.strategy(run.context.config.strategy)
+            chosen = await self._run_stages(view, stages)
+            result = OptimizationResult.from_run(run, run.state.candidates[chosen.choice])
+            view.checkpoint()  # now with the validation judgements, for reports
         finally:
             if journal is not None:
                 journal.close()
@@ -252,64 +252,38 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         else:
             budget.calibrate_reserve(views.budget_view(run))
 
-    async def _pipeline(self, run: SearchRun, run_dir: str | Path | None) -> OptimizationResult:
-        """distill → verify → examples → cross-fit, or search when warranted (``strategy: auto``; ``distill``
-        stops after the examples; ``examples`` skips the distillation). Each stage is
-        checkpointed once done, so a resume starts at the next one."""
-        state = run.state
-        if not state.candidates:
-            assert self.metric is not None
-            phases.register_seed(run, self.metric.get_instructions())
-        if "distill" not in state.stages:  # the verification's minimum is reserved (reserve_upfront)
-            if run.context.config.strategy == "examples":
-                phases.skip_distill(run)
-            else:
-                await phases.distill(run)
-            self._checkpoint(run, run_dir)
-        if "verify" not in state.stages:
-            await phases.verify(run, [c for c in state.candidates if c.operator == "distill"])
-            self._checkpoint(run, run_dir)
-        verified = state.candidates[state.stages["verify"]["produced"][0]]
-        if "examples" not in state.stages:
-            await phases.choose_examples(run, verified)
-            self._checkpoint(run, run_dir)
-        chosen = state.candidates[state.stages["examples"]["produced"][0]]
-        if "search" not in state.stages:
-            run_it, why = phases.search_warranted(run, verified)
-            if not run_it:
-                if "cross_fit" not in state.stages:
-                    await phases.cross_fit(run, chosen)
-                    self._checkpoint(run, run_dir)
-                chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
-                return phases.finish_verified(run, chosen, "distilled", why)
-            await phases.start_search(run, verified, why, chosen)
-            if not chosen.is_seed:  # the examples stage's choice, when it beat the verified rung
-                state.chosen = chosen.id
-            self._checkpoint(run, run_dir)
-        elif not state.stages["search"].get("ran"):
-            if "cross_fit" in state.stages:
-                chosen = state.candidates[state.stages["cross_fit"]["produced"][0]]
-            return phases.finish_verified(run, chosen, "distilled", state.stages["search"]["why"])
-        reason = await self._evolve(run, run_dir)
-        phases.end_search(run)
-        return await phases.finish(run, reason)
+    @staticmethod
+    async def _run_stages(view: views.StageView, stages: Sequence[Stage]) -> _stages.FinalChoiceRecord:
+        """Run ``stages`` in order (each skips itself when its record is there: a resumed run
+        starts at the first stage not done); the last returns the final choice's record.
 
-    async def _evolve(self, run: SearchRun, run_dir: str | Path | None) -> str:
-        """Run generations until a stop condition holds; return its reason."""
+        Raises:
+            TypeError: the last stage returned no :class:`~._stages.FinalChoiceRecord`.
+        """
+        record = None
+        for stage in stages:
+            record = await stage.run(view)
+        if not isinstance(record, _stages.FinalChoiceRecord):
+            raise TypeError(f"the last stage must return a FinalChoiceRecord, got {type(record).__name__}")
+        return record
+
+    async def _evolve(self, run: views.StageView) -> str:
+        """Run generations until a stop condition holds (each checkpointed); return its reason."""
         with tqdm(
             total=run.context.config.generations,
             initial=run.state.generation,
             disable=not self.progress,
             desc="generations",
         ) as bar:
-            while (reason := first_reason(self.stop_conditions, views.search_view(run))) is None:
+            while (reason := first_reason(self.stop_conditions, run.search())) is None:
                 await self._generation(run)
-                self._checkpoint(run, run_dir)
+                run.checkpoint()
                 bar.update(1)
                 bar.set_postfix(_progress_fields(run.state))
         return reason
 
-    async def _generation(self, run: SearchRun) -> None:
+    @staticmethod
+    async def _generation(run: views.StageView) -> None:
         """select → make offspring → screen → evaluate → choose survivors → record."""
         state = run.state
         state.generation += 1
@@ -326,24 +300,19 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         )
         state.exhausted, state.slots = not plans, state.slots + len(plans)
         state.tried.update(p.key for p in plans)
-        children = adoption.adopt(
-            run, await run.context.breeder.run(plans, views.meta_context(run.context, population))
+        children = run.adopt(
+            await run.context.breeder.run(plans, views.meta_context(run.context, population))
         )
         by_id = {c.id: c for c in state.candidates}
         parents_of = {c.id: [by_id[p] for p in c.parents] for c in children}
-        passed = await screening.screen(views.screening_view(run), children, parents_of)
+        passed = await screening.screen(run.screening(), children, parents_of)
         await run.judge_train(passed)
         size, elites = run.context.config.population_size, run.context.config.elite_count
         run.end_step()
         state.population = selection.survivors(
             population + passed, run.context.loss, size, elites, min_coverage=run.context.min_coverage
         )
-        history.record_generation(run, offspring=len(children))
-
-    @staticmethod
-    def _checkpoint(run: SearchRun, run_dir: str | Path | None) -> None:
-        if run_dir is not None:
-            checkpoint.save(run, run_dir)
+        run.record_generation(len(children))
 
 
 def _progress_fields(state: SearchState) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from promptevolver.llm._concurrency import waves
+from promptevolver.llm import waves
 from promptevolver.optimizers.strategies import _selection as selection
 
 if TYPE_CHECKING:

@@ -2,24 +2,25 @@
 initial population, the repair after a resume, and the final choice. The generation loop itself
 is :mod:`._genetic`, which composes them by ``strategy``.
 
-Each phase is one failure-policy step (:meth:`SearchRun.begin_step` … :meth:`SearchRun.end_step`):
+Each phase is one failure-policy step (:meth:`SearchRun.begin_step
+<._run.SearchRun.begin_step>` … ``end_step``, through the stage's :class:`~._views.StageView`):
 too many failed evaluations in it stop the run with :class:`~promptevolver.errors.LLMUnusableError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from promptevolver.judge._batch import gather_or_cancel
-from promptevolver.llm._base import Usage
-from promptevolver.llm._concurrency import waves
+from promptevolver.evaluation import Score
+from promptevolver.judge import gather_or_cancel
+from promptevolver.llm import Usage, waves
 from promptevolver.optimizers import _adoption as adoption
-from promptevolver.optimizers import _history as history
 from promptevolver.optimizers import _refit as refit
 from promptevolver.optimizers import _reporting as reporting
 from promptevolver.optimizers import _views as views
@@ -32,18 +33,29 @@ from promptevolver.optimizers._distill import (
     Distiller,
     DistillView,
 )
-from promptevolver.optimizers._result import OptimizationResult
-from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._records import (
+    BudgetStop,
+    CrossFitRecord,
+    DistillRecord,
+    ExamplesRecord,
+    SearchRecord,
+    StageCost,
+    VerifyRecord,
+)
+from promptevolver.optimizers._run import RunContext
 from promptevolver.optimizers._state import SearchState
+from promptevolver.optimizers._views import StageView
 from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.strategies import _budget as budget
 from promptevolver.optimizers.strategies import _screening as screening
 from promptevolver.optimizers.strategies._final_choice import (
+    Comparison,
+    Paired,
     PairedChoice,
+    PairedRule,
     final_choice_rng,
     held_out,
     out_of_bag,
-    paired,
 )
 from promptevolver.optimizers.strategies._racing import Race
 
@@ -76,7 +88,7 @@ CROSS_FIT_ROUNDS = 3
 CROSS_FIT_CHECK = 32
 
 
-async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str]) -> None:
+async def initial_population(run: StageView, seed_instructions: Mapping[str, str]) -> None:
     """The seed (``seed_instructions``: prompt name → instruction), judged on train while its
     first offspring are made from the annotations' corrections (the two are independent); the
     offspring screened against it, then judged; recorded as generation 0.
@@ -95,17 +107,17 @@ async def initial_population(run: SearchRun, seed_instructions: Mapping[str, str
     breeding = run.context.breeder.run(plans, views.meta_context(run.context, [seed]))
     made = (await gather_or_cancel([breeding, _judged(run, seed)]))[0]
     run.end_step()
-    budget.after_seed(views.budget_view(run), seed)
+    budget.after_seed(run.budget(), seed)
     run.begin_step("the initial population")
-    children = adoption.adopt(run, made)
-    passed = await screening.screen(views.screening_view(run), children, {c.id: [seed] for c in children})
+    children = run.adopt(made)
+    passed = await screening.screen(run.screening(), children, {c.id: [seed] for c in children})
     await run.judge_train(passed)
     run.end_step()
     run.state.population = [seed, *passed]
-    history.record_generation(run, offspring=len(children))
+    run.record_generation(len(children))
 
 
-async def repair(run: SearchRun) -> None:
+async def repair(run: StageView) -> None:
     """After a resume: judge again the population's train evaluations that had failed (the
     checkpoint keeps no failed answer), so their scores cover what the LLM can answer now."""
     damaged = [c for c in run.state.population if c.train is not None and c.train.failures]
@@ -115,7 +127,7 @@ async def repair(run: SearchRun) -> None:
         run.end_step()
 
 
-async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
+async def finish(run: StageView, stop_reason: str) -> Candidate:
     """Judge the seed and the finalists on validation (held out; out of bag: compare them on
     the samples each never learned from); the paired choice there is the result
     (:class:`~.strategies.final_choice.PairedChoice`). An extended run's earlier choice stays a
@@ -131,20 +143,17 @@ async def finish(run: SearchRun, stop_reason: str) -> OptimizationResult:
     incumbent = None if state.chosen is None else state.candidates[state.chosen]
     finalists = choice.candidates(state.seed, state.population, run.context.loss, incumbent)
     run.context.meter.release_reserve()
-    if run.context.split.regime == "out-of-bag":
-        compare = out_of_bag(run.state.seed, run.context.train)
-    else:
+    if run.context.split.regime.held_out:
         run.begin_step("the final choice on validation")
         await run.judge_validation(finalists)
         run.end_step()
-        focus = run.context.validation_focus
-        compare = held_out(run.state.seed, focus.weight_array(focus.positions))
+    compare = _against(run.context, run.state.seed)
     rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(finalists, compare, rng, incumbent=incumbent, alone=_why_alone(state))
     state.chosen = best.id
-    run.final_choice = {"regime": run.context.split.regime, **choice.report}
+    run.state.final_choice = {"regime": run.context.split.regime.value, **choice.report}
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
-    return OptimizationResult.from_run(run, best)
+    return best
 
 
 def _why_alone(state: SearchState) -> str:
@@ -191,10 +200,10 @@ def _why_offspring_alone(state: SearchState) -> str:
     return f"of the {len(made)} offspring, " + ", ".join(parts)
 
 
-async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
+async def _judged(run: StageView, seed: Candidate) -> list[Child]:
     """The seed's evaluations, typed to run beside the breeder (it makes no child): on train, and
     on validation too (the seed is always a finalist), so the final choice waits for fewer calls."""
-    if run.context.split.regime == "held-out":
+    if run.context.split.regime.held_out:
         await asyncio.gather(run.judge_train([seed]), run.judge_validation([seed]))
     else:
         await run.judge_train([seed])
@@ -204,14 +213,14 @@ async def _judged(run: SearchRun, seed: Candidate) -> list[Child]:
 # --- the distill-first pipeline (strategy auto and distill) ---------------------------------------
 
 
-def register_seed(run: SearchRun, seed_instructions: Mapping[str, str]) -> Candidate:
+def register_seed(run: StageView, seed_instructions: Mapping[str, str]) -> Candidate:
     """The seed as candidate 0, not judged yet (the pipeline judges it where it needs to)."""
     seed = adoption.new_candidate(run.state, dict(seed_instructions), "seed")
     assert seed is not None
     return seed
 
 
-async def distill(run: SearchRun) -> list[Candidate]:
+async def distill(run: StageView) -> list[Candidate]:
     """Stage 1: the ladders of :mod:`._distill`, adopted as candidates (operator ``distill``; rung
     k's parent is rung k − 1, the first rung's the seed); meta calls only.
 
@@ -243,7 +252,7 @@ async def distill(run: SearchRun) -> list[Candidate]:
     for ladder in ladders:
         parent, ids = seed, ladder_ids.setdefault(_ladder_key(ladder.fold), [])
         for child in ladder.rungs:
-            adopted = adoption.adopt(run, [child])
+            adopted = run.adopt([child])
             for c in adopted:
                 c.parents, c.seen = (parent.id,), c.seen | parent.seen
                 rungs.append(c)
@@ -254,21 +263,23 @@ async def distill(run: SearchRun) -> list[Candidate]:
                 ids.append(same.id)
     run.end_step()
     run.state.lessons = [x.to_dict() for ladder in ladders if ladder.pool for x in ladder.pool.lessons]
-    run.state.stages["distill"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[c.id for c in rungs],
-        stop={_ladder_key(ladder.fold): ladder.stop for ladder in ladders},
-        ladders=ladder_ids,
-        context_splits=sum(ladder.context_splits for ladder in ladders),
-        corrections=len(run.context.evidence_pool),
-        unshown=len(set(run.context.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
-        lessons=len(run.state.lessons),
-        sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
+    stops = {_ladder_key(ladder.fold): ladder.stop for ladder in ladders}
+    run.state.stages.add(
+        DistillRecord(
+            cost=_cost(run, before, started),
+            produced=tuple(c.id for c in rungs),
+            stop=stops,
+            ladders={k: tuple(v) for k, v in ladder_ids.items()},
+            context_splits=sum(ladder.context_splits for ladder in ladders),
+            corrections=len(run.context.evidence_pool),
+            unshown=len(set(run.context.evidence_pool) - set().union(*(ladder.shown for ladder in ladders))),
+            lessons=len(run.state.lessons),
+            sample_facts=sum(1 for x in run.state.lessons if x["sample_fact"]),
+            budget_stop=BudgetStop.LADDER in stops.values(),
+        )
     )
     run.context.events.emit(
-        "stage_end", 0, stage="distill", candidates=[c.id for c in rungs], figures=run.state.stages["distill"]
+        "stage_end", 0, stage="distill", candidates=[c.id for c in rungs], figures=_figures(run, "distill")
     )
     return rungs
 
@@ -279,7 +290,7 @@ def _ladder_key(fold: int | None) -> str:
     return "all" if fold is None else str(fold)
 
 
-async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
+async def verify(run: StageView, candidates: Sequence[Candidate]) -> Candidate:
     """Stage 2: the seed and the ladder judged on held-out samples (validation; out of bag, each
     candidate on the samples its lineage never learned from), then the paired final choice
     against the seed. Returns the verified choice (the seed when nothing beat it).
@@ -295,7 +306,8 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         LLMUnusableError: too many of the stage's judge calls failed.
     """
     started, before = time.perf_counter(), run.stage_start()
-    ladder_ids = run.state.stages.get("distill", {}).get("ladders", {})
+    distilled = run.state.stages.distill
+    ladder_ids = {} if distilled is None else distilled.ladders
     if refit.has_refit(run.context, ladder_ids):
         return await _verify_refit(run, ladder_ids, started, before)
     seed = run.state.seed
@@ -304,11 +316,7 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
     run.context.events.emit("stage_start", 0, stage="verify")
     run.begin_step("the verification on held-out samples", count_parse=True)
     run.context.meter.release_reserve()
-    n_eval = len(
-        run.context.validation_focus.positions
-        if run.context.split.regime == "held-out"
-        else run.context.train
-    )
+    n_eval = len(_held_out_samples(run.context))
     per_rung = n_eval * run.context.metric.calls_per_evaluation
     field = await _held_out(run, [seed, *tops], keep=())
     best, report = _choose(run, field)
@@ -327,24 +335,22 @@ async def verify(run: SearchRun, candidates: Sequence[Candidate]) -> Candidate:
         run.state.race["saved_judge_calls"] = len(lower) * per_rung
         run.state.race["lower_rungs"] = f"not judged: a top rung beat the seed ({len(lower)} rungs)"
     run.end_step()
-    run.final_choice = {"regime": run.context.split.regime, "stage": "verify", **report}
-    run.state.stages["verify"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[best.id],
-        judged=[c.id for c in field],
-        saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
-        final_choice=run.final_choice,
+    run.state.final_choice = {"regime": run.context.split.regime.value, "stage": "verify", **report}
+    run.state.stages.add(
+        VerifyRecord(
+            cost=_cost(run, before, started),
+            produced=(best.id,),
+            judged=tuple(c.id for c in field),
+            saved_judge_calls=run.state.race.get("saved_judge_calls", 0),
+            final_choice=run.state.final_choice,
+        )
     )
-    run.context.events.emit(
-        "stage_end", 0, stage="verify", chosen=best.id, figures=run.state.stages["verify"]
-    )
+    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id, figures=_figures(run, "verify"))
     return best
 
 
 async def _verify_refit(
-    run: SearchRun, ladder_ids: Mapping[str, Sequence[int]], started: float, before: Usage
+    run: StageView, ladder_ids: Mapping[str, Sequence[int]], started: float, before: Usage
 ) -> Candidate:
     """:func:`verify` on small data with a refit: the recipe cross-validated over the folds
     (:mod:`._refit`)."""
@@ -358,34 +364,32 @@ async def _verify_refit(
     run.context.meter.release_reserve()
     best, choice = await refit.verify(run, ladder_ids)
     run.end_step()
-    run.final_choice = choice
+    run.state.final_choice = choice
     run.state.race = {
         "rule": "cross-validation: the seed on every train sample, each fold's top rung on its fold",
         "dropped": [],
         "saved_judge_calls": 0,
         "lower_rungs": "judged on their folds only when the top rungs hurt",
     }
-    run.state.stages["verify"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[best.id],
-        judged=sorted({int(i) for row in choice["depths"] for i in row["rungs"].values()} | {0}),
-        saved_judge_calls=0,
-        final_choice=run.final_choice,
+    run.state.stages.add(
+        VerifyRecord(
+            cost=_cost(run, before, started),
+            produced=(best.id,),
+            judged=tuple(sorted({int(i) for row in choice["depths"] for i in row["rungs"].values()} | {0})),
+            saved_judge_calls=0,
+            final_choice=run.state.final_choice,
+        )
     )
-    run.context.events.emit(
-        "stage_end", 0, stage="verify", chosen=best.id, figures=run.state.stages["verify"]
-    )
+    run.context.events.emit("stage_end", 0, stage="verify", chosen=best.id, figures=_figures(run, "verify"))
     return best
 
 
 async def _held_out(
-    run: SearchRun, field: list[Candidate], *, keep: Any, race: Race | None = None
+    run: StageView, field: list[Candidate], *, keep: Any, race: Race | None = None
 ) -> list[Candidate]:
     """Judge ``field`` on its held-out samples (racing with ``race`` when given, never dropping
     the ids in ``keep``); returns those judged on all of them, with their scores set."""
-    if run.context.split.regime != "held-out":
+    if not run.context.split.regime.held_out:
         await run.judge_train(field)
         return field
     focus = run.context.validation_focus
@@ -409,14 +413,30 @@ async def _held_out(
     return field
 
 
-def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
+def _held_out_samples(ctx: RunContext) -> list[int]:
+    """The samples held out for the run's candidates: the validation focus set; out of bag, the
+    train focus set (each candidate's unseen ones among them)."""
+    return ctx.validation_focus.positions if ctx.split.regime.held_out else ctx.train
+
+
+def _held_out_score(ctx: RunContext, candidate: Candidate) -> Score | None:
+    """``candidate``'s score on :func:`_held_out_samples` (None: not judged there)."""
+    return candidate.validation if ctx.split.regime.held_out else candidate.train
+
+
+def _against(ctx: RunContext, reference: Candidate) -> Comparison:
+    """The paired comparison with ``reference`` on the samples the regime holds out: the
+    validation part (its focus weights); out of bag, each candidate's unseen train samples."""
+    if ctx.split.regime.held_out:
+        focus = ctx.validation_focus
+        return held_out(reference, focus.weight_array(focus.positions))
+    return out_of_bag(reference, ctx.train)
+
+
+def _choose(run: StageView, field: Sequence[Candidate]) -> tuple[Candidate, dict[str, Any]]:
     """The paired choice against the seed among ``field``, then the ladder's higher-rung rule."""
     seed = run.state.seed
-    if run.context.split.regime == "held-out":
-        focus = run.context.validation_focus
-        compare = held_out(seed, focus.weight_array(focus.positions))
-    else:
-        compare = out_of_bag(seed, run.context.train)
+    compare = _against(run.context, seed)
     choice = PairedChoice(
         finalists=max(1, len(field) - 1),
         confidence=run.context.config.confidence,
@@ -425,8 +445,8 @@ def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict
     rng = final_choice_rng(run.context.config.random_seed)
     best = choice.choose(field, compare, rng)
     report = dict(choice.report)
-    higher = _higher_rung(run, best, field, report, compare, rng)
-    higher = higher or _nothing_to_beat(run, best, field, report)
+    higher = _higher_rung(run, best, field, choice.compared, compare, rng)
+    higher = higher or _nothing_to_beat(run, best, field, choice.compared, report)
     if higher is not None:
         best, report["chosen"] = higher[0], higher[0].id
         report["why"] = higher[1]
@@ -434,7 +454,11 @@ def _choose(run: SearchRun, field: Sequence[Candidate]) -> tuple[Candidate, dict
 
 
 def _nothing_to_beat(
-    run: SearchRun, best: Candidate, field: Sequence[Candidate], report: dict[str, Any]
+    run: StageView,
+    best: Candidate,
+    field: Sequence[Candidate],
+    compared: Mapping[int, Paired],
+    report: dict[str, Any],
 ) -> tuple[Candidate, str] | None:
     """When the seed makes no error on its held-out samples, no candidate can be shown better
     there, and the paired rule would keep the seed whatever the corrections taught. Then the
@@ -450,37 +474,38 @@ def _nothing_to_beat(
     seed = run.state.seed
     if not best.is_seed:
         return None
-    score = seed.validation if run.context.split.regime == "held-out" else seed.train
+    score = _held_out_score(run.context, seed)
     if score is None or not score.measured.any() or (score.correct[score.measured] < 1.0).any():
         return None
-    rows = {row["id"]: row for row in report.get("finalists", [])}
+    rule = run.context.rule
     ok = [
         c
         for c in field
         if c.operator == "distill"
-        and rows.get(c.id, {}).get("eligible")
-        and 1.0 - rows[c.id]["p_better"] < run.context.config.confidence
+        and c.id in compared
+        and rule.eligible(compared[c.id])
+        and rule.not_shown_worse(compared[c.id])
     ]
     if not ok:
         return None
-    top = max(ok, key=lambda c: (rows[c.id]["delta"], _lessons_learnt(run.state.candidates, c), c.id))
+    top = max(ok, key=lambda c: (compared[c.id].delta, _lessons_learnt(run.state.candidates, c), c.id))
     n = int(score.measured.sum())
-    row = rows[top.id]
+    x = compared[top.id]
     report["rule"] = f"{report['rule']}; nothing to beat: the ladder's rule"
     return top, (
         f"the seed makes no error on its {n} held-out samples, so no candidate can be shown better "
         f"there; candidate {top.id}, a rung of the distilled ladder, is kept: it does no worse "
-        f"(Δ {row['delta']:+.3f}; probability that the seed is better {1.0 - row['p_better']:.2f} < "
-        f"{run.context.config.confidence:g}) and its lessons come from the human corrections"
+        f"(Δ {x.delta:+.3f}; probability that the seed is better {1.0 - x.p_better:.2f} < "
+        f"{rule.confidence:g}) and its lessons come from the human corrections"
     )
 
 
 def _higher_rung(
-    run: SearchRun,
+    run: StageView,
     best: Candidate,
     field: Sequence[Candidate],
-    report: dict[str, Any],
-    compare: Any,
+    compared: Mapping[int, Paired],
+    compare: Comparison,
     rng: np.random.Generator,
 ) -> tuple[Candidate, str] | None:
     """The ladder's rule for nested candidates: a higher rung above the chosen one (it holds
@@ -490,28 +515,28 @@ def _higher_rung(
     the evidence says they hurt. None when no such rung exists."""
     if best.is_seed or best.operator != "distill":
         return None
-    rows = {row["id"]: row for row in report.get("finalists", [])}
+    rule = run.context.rule
     ok = [
         c
         for c in field
         if _descends(run.state.candidates, c, best)
-        and rows.get(c.id, {}).get("eligible")
-        and (rows[c.id]["delta"] or 0) > 0
-        and rows[c.id]["p_better"] >= run.context.config.confidence
+        and c.id in compared
+        and rule.eligible(compared[c.id])
+        and rule.beats(compared[c.id])
     ]
     if not ok:
         return None
     top = max(ok, key=lambda c: c.id)
     mine, _, mask, weights = compare(best)
     theirs, _, mask_top, _ = compare(top)
-    delta, p = paired(mine, theirs, mask & mask_top, weights, rng)
-    if delta is not None and p >= run.context.config.confidence:
+    lower = rule.compare(mine, theirs, mask & mask_top, weights, rng)
+    if rule.likely_better(lower):
         return None
     return top, (
         f"a higher rung of the ladder than candidate {best.id}: it beats the seed on validation by "
-        f"{rows[top.id]['delta']:+.3f} with probability {rows[top.id]['p_better']:.2f}, and candidate "
-        f"{best.id} is not better than it with probability {run.context.config.confidence:g} "
-        f"({p:.2f}): its extra lessons are kept"
+        f"{compared[top.id].delta:+.3f} with probability {compared[top.id].p_better:.2f}, and candidate "
+        f"{best.id} is not better than it with probability {rule.confidence:g} "
+        f"({lower.p_better:.2f}): its extra lessons are kept"
     )
 
 
@@ -536,18 +561,9 @@ def _descends(candidates: Sequence[Candidate], c: Candidate, ancestor: Candidate
     return False
 
 
-def skip_distill(run: SearchRun) -> None:
+def skip_distill(run: StageView) -> None:
     """``strategy: examples``: no distillation (the instruction is kept as it is; 0 meta calls)."""
-    run.state.stages["distill"] = {
-        "ran": False,
-        "why": "strategy examples: the instruction is kept as it is",
-        "judge_calls": 0,
-        "meta_calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "seconds": 0.0,
-        "produced": [],
-    }
+    run.state.stages.add(DistillRecord.skipped("strategy examples: the instruction is kept as it is"))
 
 
 def example_policies(ctx: RunContext) -> tuple[list[str], str]:
@@ -568,7 +584,7 @@ def example_policies(ctx: RunContext) -> tuple[list[str], str]:
     return policies, f"policy {policy}"
 
 
-async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
+async def choose_examples(run: StageView, base: Candidate) -> Candidate:
     """Stage 2b: the verified candidate ``base`` with teaching examples (one candidate per policy
     of :func:`example_policies`, operator ``examples``, its parent ``base``), judged on the same
     held-out samples as ``base`` and kept only when the paired bootstrap says, with probability
@@ -581,22 +597,18 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     """
     started, before = time.perf_counter(), run.stage_start()
     policies, why = example_policies(run.context)
-    if base.cross_validated is not None and run.context.split.regime == "out-of-bag":
+    if base.cross_validated is not None and not run.context.split.regime.held_out:
         return await _examples_cross_validated(run, base, policies, why, started, before)
     if policies:
         policies, why = _gate(run.context, policies, why, _wrong(run.context, base))
-    n_eval = len(
-        run.context.validation_focus.positions
-        if run.context.split.regime == "held-out"
-        else run.context.train
-    )
+    n_eval = len(_held_out_samples(run.context))
     calls = len(policies) * n_eval * run.context.metric.calls_per_evaluation
-    if policies and not run.context.meter.allows(calls, reserve=0):
-        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
+    refused = bool(policies) and not run.context.meter.allows(calls, reserve=0)
+    if refused:
+        policies, why = [], BudgetStop.examples(calls)
     if not policies:
-        run.state.stages["examples"] = _stage_report(
-            run, before, started, produced=[base.id], tried=[], why=why
-        )
+        cost = _cost(run, before, started)
+        run.state.stages.add(ExamplesRecord(cost=cost, produced=(base.id,), why=why, budget_stop=refused))
         return base
     store = run.context.examples
     assert store is not None
@@ -623,59 +635,76 @@ async def choose_examples(run: SearchRun, base: Candidate) -> Candidate:
     for c in candidates:  # stopped for futility: not measured on every held-out sample
         if c not in judged:
             c.validation = None
-    if run.context.split.regime == "held-out":
-        focus = run.context.validation_focus
-        compare = held_out(base, focus.weight_array(focus.positions))
-    else:
-        compare = out_of_bag(base, run.context.train)
-    rng = final_choice_rng(run.context.config.random_seed)
-    rows, chosen = [], base
-    best_delta = 0.0
-    for c in candidates:
-        if run.context.split.regime == "held-out" and c.validation is None:  # stopped by the race
-            rows.append(
-                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
-            )
-            continue
-        mine, theirs, mask, weights = compare(c)
-        delta, p = paired(mine, theirs, mask, weights, rng)
-        eligible = delta is not None and mine.coverage >= run.context.min_coverage
-        rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
-        if eligible and delta is not None and delta > best_delta and p >= run.context.config.confidence:
-            chosen, best_delta = c, delta
+    compare = _against(run.context, base)
+    stopped = run.context.split.regime.held_out  # a policy the race stopped has no validation score
+    rows, chosen, best_delta = _policy_rows(
+        run.context.rule,
+        base,
+        candidates,
+        lambda c: None if stopped and c.validation is None else compare(c),
+        final_choice_rng(run.context.config.random_seed),
+    )
     verdict = (
         f"candidate {chosen.id} ({chosen.examples}) beats candidate {base.id} without examples by "
         f"{best_delta:+.3f} with probability >= {run.context.config.confidence:g}"
         if chosen is not base
         else f"no example policy beat candidate {base.id} with probability {run.context.config.confidence:g}"
     )
-    run.state.stages["examples"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[chosen.id],
-        base=base.id,
-        tried=rows,
-        why=verdict,
-        policy=chosen.examples,
-        static_set=store.positions_for("static", {}),
-        racing=race.report,
-        similarity=store.similarity_record(),
-        **({"embeddings": used} if (used := store.embedding_usage()) is not None else {}),
+    run.state.stages.add(
+        ExamplesRecord(
+            cost=_cost(run, before, started),
+            produced=(chosen.id,),
+            judged=True,
+            base=base.id,
+            tried=tuple(rows),
+            why=verdict,
+            policy=chosen.examples,
+            static_set=tuple(store.positions_for("static", {})),
+            racing=race.report,
+            similarity=store.similarity_record(),
+            embeddings=store.embedding_usage(),
+        )
     )
     run.context.events.emit(
-        "stage_end", 0, stage="examples", chosen=chosen.id, figures=run.state.stages["examples"]
+        "stage_end", 0, stage="examples", chosen=chosen.id, figures=_figures(run, "examples")
     )
     return chosen
+
+
+def _policy_rows(
+    rule: PairedRule,
+    base: Candidate,
+    candidates: Sequence[Candidate],
+    measure: Callable[[Candidate], tuple[Score, Score, np.ndarray, np.ndarray] | None],
+    rng: np.random.Generator,
+) -> tuple[list[dict[str, Any]], Candidate, float]:
+    """(each example policy's row, the chosen candidate, its Δ): each of ``candidates`` compared
+    with ``base`` (``measure(c)``: the two scores, the mask and the weights; None when the race
+    stopped it), the one with the largest Δ among those that :meth:`~PairedRule.beats` ``base``
+    chosen (``base`` when none does, Δ 0)."""
+    rows: list[dict[str, Any]] = []
+    chosen, best_delta = base, 0.0
+    for c in candidates:
+        measured = measure(c)
+        if measured is None:
+            rows.append(
+                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
+            )
+            continue
+        x = rule.compare(*measured, rng)
+        eligible = rule.eligible(x)
+        rows.append(
+            {"id": c.id, "policy": c.examples, "delta": x.delta, "p_better": x.p_better, "eligible": eligible}
+        )
+        if eligible and rule.beats(x) and x.delta is not None and x.delta > best_delta:
+            chosen, best_delta = c, x.delta
+    return rows, chosen, best_delta
 
 
 def _wrong(ctx: RunContext, base: Candidate) -> list[int]:
     """The held-out samples ``base`` judges unlike the human (validation; out of bag, the train
     samples its lineage never learned from)."""
-    if ctx.split.regime == "held-out":
-        positions, score = ctx.validation_focus.positions, base.validation
-    else:
-        positions, score = ctx.train, base.train
+    positions, score = _held_out_samples(ctx), _held_out_score(ctx, base)
     if score is None:
         return []
     return [
@@ -716,7 +745,7 @@ def _gate(ctx: RunContext, policies: list[str], why: str, wrong: Sequence[int]) 
 
 
 async def _examples_cross_validated(
-    run: SearchRun, base: Candidate, policies: list[str], why: str, started: float, before: Usage
+    run: StageView, base: Candidate, policies: list[str], why: str, started: float, before: Usage
 ) -> Candidate:
     """:func:`choose_examples` for a refit chosen by cross-validation (:mod:`._refit`): each policy
     is judged with the folds' candidates on their own folds (a cross-validated figure, like the
@@ -740,12 +769,12 @@ async def _examples_cross_validated(
     if policies:
         policies, why = _gate(ctx, policies, why, refit.errors(ctx, cv))
     calls = len(policies) * len(ctx.train) * ctx.metric.calls_per_evaluation
-    if policies and not ctx.meter.allows(calls, reserve=0):
-        policies, why = [], f"the budget cannot pay for the {calls} judge calls of the examples' check"
+    refused = bool(policies) and not ctx.meter.allows(calls, reserve=0)
+    if refused:
+        policies, why = [], BudgetStop.examples(calls)
     if not policies:
-        run.state.stages["examples"] = _stage_report(
-            run, before, started, produced=[base.id], tried=[], why=why
-        )
+        cost = _cost(run, before, started)
+        run.state.stages.add(ExamplesRecord(cost=cost, produced=(base.id,), why=why, budget_stop=refused))
         return base
     store = ctx.examples
     assert store is not None
@@ -783,20 +812,14 @@ async def _examples_cross_validated(
     alive = await race.run([base, *finals], ctx.train, weights, judge, rng, keep={base.id})
     scores = dict(zip((c.id for c in alive), await judge(alive, ctx.train)))  # memoised: no call
     run.end_step()
-    choice_rng = final_choice_rng(ctx.config.random_seed)
     mask = np.ones(len(ctx.train), dtype=bool)
-    rows, chosen, best_delta = [], base, 0.0
-    for c in finals:
-        if c not in alive:
-            rows.append(
-                {"id": c.id, "policy": c.examples, "delta": None, "p_better": None, "eligible": False}
-            )
-            continue
-        delta, p = paired(scores[c.id], scores[base.id], mask, weights, choice_rng)
-        eligible = delta is not None and scores[c.id].coverage >= ctx.min_coverage
-        rows.append({"id": c.id, "policy": c.examples, "delta": delta, "p_better": p, "eligible": eligible})
-        if eligible and delta is not None and delta > best_delta and p >= ctx.config.confidence:
-            chosen, best_delta = c, delta
+    rows, chosen, best_delta = _policy_rows(
+        ctx.rule,
+        base,
+        finals,
+        lambda c: (scores[c.id], scores[base.id], mask, weights) if c in alive else None,
+        final_choice_rng(ctx.config.random_seed),
+    )
     if chosen is not base:
         chosen.cross_validated = scores[chosen.id]
         verdict = (
@@ -809,18 +832,19 @@ async def _examples_cross_validated(
             f"no example policy beat candidate {base.id} cross-validated with probability "
             f"{ctx.config.confidence:g}"
         )
-    run.state.stages["examples"] = _stage_report(
-        run,
-        before,
-        started,
-        produced=[chosen.id],
-        base=base.id,
-        tried=rows,
-        why=f"{why}; {verdict}",
-        policy=chosen.examples,
-        static_set=store.positions_for("static", {}),
-        racing=race.report,
-        similarity=store.similarity_record(),
+    run.state.stages.add(
+        ExamplesRecord(
+            cost=_cost(run, before, started),
+            produced=(chosen.id,),
+            judged=True,
+            base=base.id,
+            tried=tuple(rows),
+            why=f"{why}; {verdict}",
+            policy=chosen.examples,
+            static_set=tuple(store.positions_for("static", {})),
+            racing=race.report,
+            similarity=store.similarity_record(),
+        )
     )
     if chosen is not base:
         own = per_policy[chosen.examples]
@@ -829,17 +853,17 @@ async def _examples_cross_validated(
             str(p): (own.get(ctx.folds[p]) if p not in leak else None) or tops[ctx.folds[p]]
             for p in ctx.train
         }
-        run.final_choice = {
-            **run.final_choice,
+        run.state.final_choice = {
+            **run.state.final_choice,
             "chosen": chosen.id,
-            "why": f"{run.final_choice.get('why')}; {verdict}",
+            "why": f"{run.state.final_choice.get('why')}; {verdict}",
             "judged_by": {p: c.id for p, c in judged_by.items()},
         }
-    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id, figures=run.state.stages["examples"])
+    ctx.events.emit("stage_end", 0, stage="examples", chosen=chosen.id, figures=_figures(run, "examples"))
     return chosen
 
 
-def _example_candidate(run: SearchRun, parent: Candidate, policy: str, shown: frozenset[int]) -> Candidate:
+def _example_candidate(run: StageView, parent: Candidate, policy: str, shown: frozenset[int]) -> Candidate:
     """``parent``'s instructions with example ``policy`` (operator ``examples``), registered."""
     c = Candidate(
         id=len(run.state.candidates),
@@ -855,7 +879,7 @@ def _example_candidate(run: SearchRun, parent: Candidate, policy: str, shown: fr
     return c
 
 
-async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
+async def cross_fit(run: StageView, base: Candidate) -> Candidate:
     """Stage 2c: learn from the held-out corrections too, and verify that on the learning part.
 
     The distillation learned from the learning part only, and the verification chose ``base`` on
@@ -887,7 +911,7 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     if not why and not wrong:
         why = f"candidate {base.id} judges every held-out verdict correction as the human did"
     if why:
-        run.state.stages["cross_fit"] = {"ran": False, "why": why, "produced": [base.id]}
+        run.state.stages.add(CrossFitRecord.skipped(why, base.id))
         return base
     run.context.events.emit("stage_start", 0, stage="cross_fit")
     view = DistillView(
@@ -914,30 +938,34 @@ async def cross_fit(run: SearchRun, base: Candidate) -> Candidate:
     run.state.slots += 1_000_000
     parent, rungs = base, []
     for child in ladder.rungs:
-        for c in adoption.adopt(run, [child]):
+        for c in run.adopt([child]):
             c.parents, c.seen, c.examples = (parent.id,), c.seen | parent.seen, base.examples
             rungs.append(c)
             parent = c
     run.end_step()
-    lessons = [x.to_dict() for x in ladder.pool.lessons] if ladder.pool else []
-    report: dict[str, Any] = {
-        "base": base.id,
-        "corrections": len(wrong),
-        "lessons": lessons,
-        "stop": ladder.stop,
-        "context_splits": ladder.context_splits,
-    }
+    lessons = tuple(x.to_dict() for x in ladder.pool.lessons) if ladder.pool else ()
+    check: dict[str, Any] = {}
     chosen = base
     if not rungs:
-        report["why"] = "the cross-fit ladder made no rung (no general lesson, or its rewrite was rejected)"
+        why = "the cross-fit ladder made no rung (no general lesson, or its rewrite was rejected)"
     else:
-        chosen, verdict = await _cross_check(run, base, rungs[-1], report)
-        report["why"] = verdict
-    run.state.stages["cross_fit"] = _stage_report(
-        run, before, started, produced=[chosen.id], rungs=[c.id for c in rungs], **report
+        chosen, why = await _cross_check(run, base, rungs[-1], len(wrong), check)
+    run.state.stages.add(
+        CrossFitRecord(
+            cost=_cost(run, before, started),
+            produced=(chosen.id,),
+            rungs=tuple(c.id for c in rungs),
+            base=base.id,
+            corrections=len(wrong),
+            lessons=lessons,
+            stop=ladder.stop,
+            context_splits=ladder.context_splits,
+            why=why,
+            **check,
+        )
     )
     run.context.events.emit(
-        "stage_end", 0, stage="cross_fit", chosen=chosen.id, figures=run.state.stages["cross_fit"]
+        "stage_end", 0, stage="cross_fit", chosen=chosen.id, figures=_figures(run, "cross_fit")
     )
     return chosen
 
@@ -948,7 +976,7 @@ def _cross_fit_skip(ctx: RunContext, base: Candidate) -> str | None:
         return "cross_fit off"
     if ctx.config.strategy == "examples":
         return "strategy examples: the instruction is kept as it is (0 meta calls)"
-    if ctx.split.regime != "held-out":
+    if not ctx.split.regime.held_out:
         return "out of bag: every sample already taught a ladder"
     if base.validation is None:
         return f"candidate {base.id} has no held-out verdicts to learn from"
@@ -983,11 +1011,13 @@ def _still_wrong(ctx: RunContext, base: Candidate) -> list[int]:
 
 
 async def _cross_check(
-    run: SearchRun, base: Candidate, rung: Candidate, report: dict[str, Any]
+    run: StageView, base: Candidate, rung: Candidate, corrections: int, report: dict[str, Any]
 ) -> tuple[Candidate, str]:
     """``rung`` against ``base`` on the learning part's judged samples (in looks; neither is
     dropped: the rung need not win); ``rung`` unless ``base`` is better with probability
-    ``confidence``."""
+    ``confidence``. ``report`` receives the check's fields of :class:`CrossFitRecord` (``racing``;
+    ``delta``, ``p_better`` and ``samples`` unless stopped for futility); ``corrections``: the
+    held-out corrections the rung learned from."""
     run.begin_step("the cross-fit check on the learning samples", count_parse=True)
     rng = np.random.default_rng((run.context.config.random_seed, RACE_STREAM, 2))
     positions = _check_positions(run.context.train, rng)
@@ -1018,12 +1048,14 @@ async def _cross_check(
     mine, theirs = await run.judge([rung, base], positions, "train")  # the race's judgements: no call
     run.end_step()
     mask = np.ones(len(positions), dtype=bool)
-    delta, p = paired(mine, theirs, mask, weights, final_choice_rng(run.context.config.random_seed))
+    rule = run.context.rule
+    x = rule.compare(mine, theirs, mask, weights, final_choice_rng(run.context.config.random_seed))
+    delta, p = x.delta, x.p_better
     report.update(delta=delta, p_better=p, samples=len(positions))
-    confidence = run.context.config.confidence
-    if delta is not None and 1.0 - p < confidence and mine.coverage >= run.context.min_coverage:
+    confidence = rule.confidence
+    if rule.eligible(x) and rule.not_shown_worse(x):
         return rung, (
-            f"candidate {rung.id} adds lessons from {report['corrections']} held-out corrections, and the "
+            f"candidate {rung.id} adds lessons from {corrections} held-out corrections, and the "
             f"{len(positions)} learning samples those lessons never saw do not say they hurt "
             f"({delta:+.3f} against candidate {base.id}; candidate {base.id} better with probability "
             f"{1.0 - p:.2f} < {confidence:g})"
@@ -1035,8 +1067,9 @@ async def _cross_check(
     )
 
 
-def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
-    """Whether the search stage runs after verification, and why (or why not). Under ``strategy:
+def search_warranted(run: StageView, verified: Candidate) -> SearchRecord:
+    """Whether the search stage runs after verification (``ran``), and why (or why not: the
+    stage's record, ``budget_stop`` when warranted but the budget cannot pay). Under ``strategy:
     auto`` it runs when the distillation left evidence unused or did not help: no rung beat the
     seed on held-out samples while the train part has corrections, or a ladder stopped (its
     rounds or the budget ran out) before every correction had been shown — and when the budget
@@ -1044,18 +1077,18 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
     teaching general lessons has used what the corrections say: the search would pay judge calls
     to rediscover it (its failures left are one-sample lessons and noise)."""
     if run.context.config.strategy != "auto":
-        return False, f"strategy {run.context.config.strategy}: no search"
+        return SearchRecord.not_run(f"strategy {run.context.config.strategy}: no search")
     if run.context.config.generations == 0 or run.context.config.population_size == 1:
-        return False, "generations 0 or population_size 1: no search"
+        return SearchRecord.not_run("generations 0 or population_size 1: no search")
     if not run.context.evidence_pool:
-        return False, "no correction in the train part: nothing for a search to learn"
+        return SearchRecord.not_run("no correction in the train part: nothing for a search to learn")
     fixed, total = _held_out_fixes(run.context, verified)
-    stage = run.state.stages.get("distill", {})
-    unshown, stops = stage.get("unshown", 0), stage.get("stop", {})
+    stage = run.state.stages.distill or DistillRecord()
+    unshown, stops = stage.unshown, stage.stop
     refit = verified.cross_validated is not None
-    ladders = stage.get("ladders", {})
+    ladders = stage.ladders
     if run.context.refit and "all" in ladders and not ladders["all"] and stops.get("all") == "converged":
-        return False, (
+        return SearchRecord.not_run(
             "not warranted: the ladder learning from every correction converged without a general "
             "lesson (what is left are one-sample lessons and noise)"
         )
@@ -1065,7 +1098,7 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             if run.context.refit
             else "no rung of the ladder beat the seed on held-out samples"
         )
-    elif unshown and any(stop in ("rounds", "budget") for stop in stops.values()):
+    elif unshown and any(stop in ("rounds", BudgetStop.LADDER) for stop in stops.values()):
         why = f"the distillation stopped with {unshown} corrections not shown yet"
     else:
         where = "verdict corrections, cross-validated" if refit else "held-out verdict corrections"
@@ -1075,10 +1108,12 @@ def search_warranted(run: SearchRun, verified: Candidate) -> tuple[bool, str]:
             if refit
             else "a verified rung beat the seed"
         )
-        return False, f"not warranted: {kept} ({fixes}) and the distillation used every correction"
+        return SearchRecord.not_run(
+            f"not warranted: {kept} ({fixes}) and the distillation used every correction"
+        )
     if not run.context.meter.allows(run.context.calls.initial_search(), reserve=run.context.calls.final):
-        return False, f"warranted ({why}) but the budget cannot pay for it"
-    return True, why
+        return SearchRecord.not_run(BudgetStop.search(why), budget_stop=True)
+    return SearchRecord(why=why)
 
 
 def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
@@ -1088,10 +1123,8 @@ def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
     positions: Sequence[int]
     if score is not None:  # each sample judged by a fold's candidate that never saw it
         positions, learned = ctx.train, frozenset()
-    elif ctx.split.regime == "held-out":
-        positions, score = ctx.validation_focus.positions, candidate.validation
     else:
-        positions, score = ctx.train, candidate.train
+        positions, score = _held_out_samples(ctx), _held_out_score(ctx, candidate)
     if score is None:
         return 0, 0
     keep = [i for i, p in enumerate(positions) if ctx.evidence[p].kind == "verdict" and p not in learned]
@@ -1100,14 +1133,13 @@ def _held_out_fixes(ctx: RunContext, candidate: Candidate) -> tuple[int, int]:
 
 
 async def start_search(
-    run: SearchRun, verified: Candidate, why: str, chosen: Candidate | None = None
+    run: StageView, verified: Candidate, why: str, chosen: Candidate | None = None
 ) -> None:
     """Stage 3's start: the seed and the verified candidates judged on train (the search ranks by
     train fitness), recorded as generation 0; the generation loop follows. ``chosen``: the
     examples stage's choice, in the population too when it carries a static set (mutation and
     crossover then evolve the set, :mod:`.operators.demos`)."""
-    started = time.perf_counter()
-    run.state.stages["search"] = {"ran": True, "why": why, "_started": started, "_before": vars(run.usage())}
+    run.state.stages.add(SearchRecord.begun(why, time.perf_counter(), run.usage()))
     run.context.limit.take_intervals()  # the search's waves are counted per generation (history)
     seed = run.state.seed
     population = [seed, *([verified] if not verified.is_seed else [])]
@@ -1118,67 +1150,71 @@ async def start_search(
     run.begin_step("the search's first population", count_parse=True)
     await run.judge_train(population)
     run.end_step()
-    budget.after_seed(views.budget_view(run), seed)
+    budget.after_seed(run.budget(), seed)
     run.state.population = population
-    history.record_generation(run, offspring=0)
+    run.record_generation(0)
 
 
-def end_search(run: SearchRun) -> None:
+def end_search(run: StageView) -> None:
     """Close stage 3's report (calls, tokens, seconds) once the generations are done."""
-    stage = run.state.stages.get("search")
-    if not stage or "_started" not in stage:
+    stage = run.state.stages.search
+    if stage is None or stage.started is None or stage.before is None:
         return
-    before = Usage(**stage.pop("_before"))
-    started = stage.pop("_started")
-    report = _stage_report(run, before, started, produced=[c.id for c in run.state.population])
-    report["waves"] = sum(h.get("waves", 0) for h in run.state.history)
-    run.state.stages["search"] = {**stage, **report}
+    cost = _cost(run, stage.before, stage.started)
+    cost = dataclasses.replace(cost, waves=sum(h.get("waves", 0) for h in run.state.history))
+    produced = tuple(c.id for c in run.state.population)
+    run.state.stages.add(SearchRecord(why=stage.why, ended=True, cost=cost, produced=produced))
 
 
-def finish_verified(
-    run: SearchRun, best: Candidate, stop_reason: str, why_no_search: str
-) -> OptimizationResult:
+def finish_verified(run: StageView, best: Candidate, stop_reason: str, no_search: SearchRecord) -> Candidate:
     """The result of a run that ended after verification (``strategy: distill``, or ``auto``
-    when the search was not warranted). The stop reason is ``budget`` instead of
-    ``stop_reason`` when the budget refused a stage the run would have made (the search, when
-    warranted, the examples' verification, or a distillation round)."""
-    examples_why = str(run.state.stages.get("examples", {}).get("why", ""))
-    stops = run.state.stages.get("distill", {}).get("stop", {}).values()
-    if why_no_search.startswith("warranted (") or examples_why.startswith("the budget") or "budget" in stops:
+    when the search was not warranted: ``no_search`` says why). The stop reason is ``budget``
+    instead of ``stop_reason`` when the budget refused a stage the run would have made (the
+    search, when warranted, the examples' verification, or a distillation round)."""
+    stages = run.state.stages
+    if "search" not in stages:
+        stages.add(no_search)
+    if stages.budget_stop:
         stop_reason = "budget"
     run.state.stop_reason = stop_reason
     run.state.chosen = best.id
-    run.state.stages.setdefault("search", {"ran": False, "why": why_no_search})
-    run.final_choice = run.final_choice or run.state.stages["verify"].get("final_choice", {})
-    cross = run.state.stages.get("cross_fit", {})
-    if best.operator == "cross_fit" and cross.get("why"):
-        base = run.state.candidates[cross["base"]]
+    verified = stages.verify
+    run.state.final_choice = run.state.final_choice or (
+        dict(verified.final_choice) if verified is not None else {}
+    )
+    cross = stages.cross_fit
+    if best.operator == "cross_fit" and cross is not None and cross.why and cross.base is not None:
+        base = run.state.candidates[cross.base]
         validation = reporting.estimates(run.context, base)["validation"]
         shown = "n/a" if validation is None else f"{validation:.3f}"
-        run.final_choice = {
-            **run.final_choice,
+        run.state.final_choice = {
+            **run.state.final_choice,
             "stage": "cross_fit",
             "chosen": best.id,
             "why": (
-                f"{cross['why']}; its validation figure is n/a (it learned from the held-out corrections): "
+                f"{cross.why}; its validation figure is n/a (it learned from the held-out corrections): "
                 f"candidate {base.id}, which it extends, scored {shown} there"
             ),
         }
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
-    return OptimizationResult.from_run(run, best)
+    return best
 
 
-def _stage_report(run: SearchRun, before: Usage, started: float, **extra: Any) -> dict[str, Any]:
-    """A stage's calls, tokens, seconds and ``waves`` (its longest chain of calls that waited for
-    one another: wall time ≈ waves × latency, the stage's dependent-call floor)."""
+def _figures(run: StageView, stage: str) -> dict[str, Any]:
+    """The ``figures`` of a ``stage_end`` event: the stage's record as result.json holds it."""
+    return next(r for r in run.state.stages if r.name == stage).to_dict()
+
+
+def _cost(run: StageView, before: Usage, started: float) -> StageCost:
+    """A stage's calls, tokens, seconds and ``waves`` since ``before`` and ``started``
+    (:class:`~._records.StageCost`)."""
     used = run.usage() - before
-    return {
-        "waves": waves(run.context.limit.take_intervals()),
-        "judge_calls": used.judge_calls,
-        "meta_calls": used.meta_calls,
-        "prompt_tokens": used.prompt_tokens,
-        "completion_tokens": used.completion_tokens,
-        "prompt_tokens_per_judge_call": used.prompt_tokens_per_call().get("judge"),
-        "seconds": round(time.perf_counter() - started, 3),
-        **extra,
-    }
+    return StageCost(
+        waves=waves(run.context.limit.take_intervals()),
+        judge_calls=used.judge_calls,
+        meta_calls=used.meta_calls,
+        prompt_tokens=used.prompt_tokens,
+        completion_tokens=used.completion_tokens,
+        prompt_tokens_per_judge_call=used.prompt_tokens_per_call().get("judge"),
+        seconds=round(time.perf_counter() - started, 3),
+    )

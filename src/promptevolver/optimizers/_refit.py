@@ -39,16 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation import Score
 from promptevolver.optimizers._candidates import Candidate
-from promptevolver.optimizers._run import RunContext, SearchRun
+from promptevolver.optimizers._run import RunContext
+from promptevolver.optimizers._split import Regime
 from promptevolver.optimizers._state import SearchState
-from promptevolver.optimizers.strategies._final_choice import final_choice_rng, paired
+from promptevolver.optimizers._views import StageView
+from promptevolver.optimizers.strategies._final_choice import Paired, final_choice_rng, paired
 
-__all__ = ["HURT", "REGIME", "composite", "fold_positions", "has_refit", "verify"]
+__all__ = ["HURT", "composite", "fold_positions", "has_refit", "verify"]
 
-#: The final choice's regime when the result is a refit chosen by cross-validation.
-REGIME = "cross-validated"
 #: The probability that the seed is better, over the folds, from which a recipe hurts (see the
 #: module docstring; ``confidence`` when higher).
 HURT = 0.9
@@ -96,7 +96,7 @@ def composite(
     return Score(value, correct, int((~measured).sum()), y_true, y_pred)
 
 
-async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tuple[Candidate, dict[str, Any]]:
+async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tuple[Candidate, dict[str, Any]]:
     """Stage 2 on small data with a refit (see the module docstring): returns the chosen candidate
     (a refit rung, or the seed) and the stage's record (what was judged, each depth's figures,
     the final choice). Sets ``cross_validated`` on the seed and on the chosen refit rung.
@@ -119,6 +119,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
     judged: dict[tuple[int, int], Score] = {(f, c.id): s for (f, c), s in zip(tops.items(), scores[1:])}
     rng = final_choice_rng(ctx.config.random_seed)
     rows: list[dict[str, Any]] = []
+    compared: dict[int | None, Paired] = {}  # depth (None: the top) → the recipe against the seed
 
     def judge_depth(depth: int | None) -> dict[int, Candidate]:
         """Fold → its rung of ``depth`` (None: the top), for the folds whose ladder has rungs."""
@@ -129,6 +130,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         cv = composite(ctx, seed.train, {f: judged[(f, c.id)] for f, c in chosen.items()}, positions)  # type: ignore[arg-type]
         mask = np.ones(len(ctx.train), dtype=bool)
         delta, p = paired(cv, seed.train, mask, weights, rng)  # type: ignore[arg-type]
+        compared[depth] = Paired(delta, p, round(cv.coverage, 6))
         row = {
             "depth": "top" if depth is None else depth,
             "rungs": {str(f): c.id for f, c in chosen.items()},
@@ -140,15 +142,17 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         rows.append(row)
         return cv, row
 
-    def hurts(row: Mapping[str, Any]) -> bool:
+    strict = ctx.rule.at_confidence(HURT)  # the seed better with probability HURT, or confidence
+
+    def hurts(depth: int | None) -> bool:
         """The seed better with probability :data:`HURT` (or ``confidence``), or not measured
-        well enough."""
-        if row["delta"] is None or row["coverage"] < ctx.min_coverage:
-            return True
-        return 1.0 - row["p_better"] >= max(HURT, ctx.config.confidence)
+        well enough (:meth:`PairedRule.eligible`, :meth:`PairedRule.not_shown_worse`)."""
+        x = compared[depth]
+        return not (strict.eligible(x) and strict.not_shown_worse(x))
 
     if not refit:  # every correction taught no general lesson: the seed, judged for its figure only
-        stop = run.state.stages.get("distill", {}).get("stop", {}).get("all", "n/a")
+        distilled = run.state.stages.distill
+        stop = "n/a" if distilled is None else distilled.stop.get("all", "n/a")
         why = (
             f"the ladder learning from every correction made no rung (it stopped: {stop}), so there is "
             "no refit to choose; the folds' candidates were not judged"
@@ -159,7 +163,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         }
     cv, row = evaluate(None)
     depth: int | None = None
-    if hurts(row):
+    if hurts(None):
         depth = -1
         for d in range(deepest - 1, 0, -1):
             need = [(f, c) for f, c in judge_depth(d).items() if (f, c.id) not in judged]
@@ -167,14 +171,14 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
                 got = await run.judge_each([(c, positions[f]) for f, c in need], "train")
                 judged.update({(f, c.id): s for (f, c), s in zip(need, got)})
             cv_d, row_d = evaluate(d)
-            if not hurts(row_d):
+            if not hurts(d):
                 cv, row, depth = cv_d, row_d, d
                 break
         if depth == -1:
             why = (
                 f"the cross-validated recipe hurts: {rows[0]['delta']:+.3f} against the seed (the seed "
                 f"better with probability {1.0 - rows[0]['p_better']:.2f} >= "
-                f"{max(HURT, ctx.config.confidence):g}), and so at every shallower depth of the folds' "
+                f"{strict.confidence:g}), and so at every shallower depth of the folds' "
                 "ladders"
                 if rows[0]["delta"] is not None
                 else "the folds' candidates were not measured (failed evaluations)"
@@ -195,7 +199,7 @@ async def verify(run: SearchRun, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         f"refit on every correction with the recipe the {k} folds chose ({recipe}): cross-validated "
         f"{row['cross_validated']:.3f} against the seed's {seed.train.estimate(ctx.loss, weights):.3f} "
         f"on {len(ctx.train)} samples ({row['delta']:+.3f}; the seed better with probability "
-        f"{1.0 - row['p_better']:.2f} < {max(HURT, ctx.config.confidence):g}; each sample judged by a "
+        f"{1.0 - row['p_better']:.2f} < {strict.confidence:g}; each sample judged by a "
         f"fold's candidate that never learned from it); candidate {chosen.id} is the refit ladder's {rung}"
     )
     return chosen, {**_record(ctx, chosen, rows, row, why), "judged_by": judged_by}
@@ -209,13 +213,14 @@ def _record(
     why: str,
 ) -> dict[str, Any]:
     """The verification's final choice for a cross-validated run."""
+    hurt = ctx.rule.at_confidence(HURT).confidence
     return {
-        "regime": REGIME,
+        "regime": Regime.CROSS_VALIDATED.value,
         "stage": "verify",
         "rule": (
             f"cross-validation over {len(set(ctx.folds.values()))} folds, then a refit on every "
             "correction: the recipe is kept unless the seed is better with probability "
-            f"{max(HURT, ctx.config.confidence):g}"
+            f"{hurt:g}"
         ),
         "folds": len(set(ctx.folds.values())),
         "chosen": chosen.id,
@@ -226,14 +231,16 @@ def _record(
         "confidence": ctx.config.confidence,
         # the probability that the seed is better from which the recipe hurts: HURT, or confidence
         # when higher (the rule above says it in words)
-        "hurt_threshold": max(HURT, ctx.config.confidence),
+        "hurt_threshold": hurt,
     }
 
 
 def fold_tops(state: SearchState, ctx: RunContext) -> dict[int, Candidate]:
     """Fold → the fold's candidate of the recipe the verification chose (its ``depths`` row; the
     seed for a fold whose ladder made no rung); empty when the seed was kept."""
-    choice = state.stages["verify"]["final_choice"]
+    verified = state.stages.verify
+    assert verified is not None
+    choice = verified.final_choice
     row = next((r for r in choice.get("depths", ()) if _chosen(choice, r)), None)
     if row is None or choice.get("chosen") == state.seed.id:
         return {}
@@ -251,7 +258,7 @@ def errors(ctx: RunContext, cv: Score) -> list[int]:
 
 
 async def judge_policy(
-    run: SearchRun,
+    run: StageView,
     tops: Mapping[int, Candidate],
     policy_candidates: Mapping[int, Candidate],
     shown: Sequence[int],

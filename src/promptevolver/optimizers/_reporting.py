@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from promptevolver.annotations._models import sample_key
+from promptevolver.annotations import sample_key
 from promptevolver.optimizers._candidates import Candidate
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def lineage_entry(ctx: RunContext, candidate: Candidate) -> dict[str, Any]:
     judged train samples, what the search ranked it by); ``validation`` the estimate for the whole
     validation part, the same figure as ``scores`` (None where not judged there)."""
     entry = candidate.to_dict()
-    if candidate.validation is not None and ctx.split.regime == "held-out":
+    if candidate.validation is not None and ctx.split.regime.held_out:
         entry["validation"] = estimates(ctx, candidate)["validation"]
     return entry
 
@@ -80,7 +80,7 @@ def split_report(ctx: RunContext, best: Candidate) -> dict[str, Any]:
     ``validation_keys`` identify those samples by content (:func:`sample_key`, first 16 hex
     digits), so ``evaluate`` finds them in any file, never by position alone."""
     report = ctx.split.to_dict(ctx.dataset)
-    if ctx.split.regime == "out-of-bag" and best.is_seed and best.cross_validated is not None:
+    if not ctx.split.regime.held_out and best.is_seed and best.cross_validated is not None:
         # small data, the seed kept after cross-validation: it learned from no annotation, so every
         # usable one is held out for it (validation_positions below: all of them)
         report["note"] = (
@@ -89,7 +89,7 @@ def split_report(ctx: RunContext, best: Candidate) -> dict[str, Any]:
             "nothing was refit; it learned from none of them, so its figure on every usable "
             "annotation is a held-out one"
         )
-    if ctx.split.regime == "out-of-bag" and best.cross_validated is not None and not best.is_seed:
+    if not ctx.split.regime.held_out and best.cross_validated is not None and not best.is_seed:
         k = len(set(ctx.folds.values()))
         report["validation_positions"], report["validation"] = [], 0
         report["note"] = (
@@ -98,7 +98,7 @@ def split_report(ctx: RunContext, best: Candidate) -> dict[str, Any]:
             "from it), then refit on all of them; the cross-validated figure is the result's "
             "honest one (slightly pessimistic: each fold learned from fewer corrections)"
         )
-    elif ctx.split.regime == "out-of-bag":
+    elif not ctx.split.regime.held_out:
         report["validation_positions"] = [p for p in ctx.train if p not in best.seen]
         report["validation"] = len(report["validation_positions"])
     samples = ctx.dataset.samples

@@ -14,11 +14,11 @@ if TYPE_CHECKING:
     from promptevolver.optimizers._candidates import Candidate
     from promptevolver.optimizers._run import RunContext, SearchRun
 
-from promptevolver.annotations._models import SampleAnnotation
-from promptevolver.judge._examples import ExampleStore, static_positions
-from promptevolver.llm._base import is_simulated
-from promptevolver.llm._wrapper import found_in_stack
+from promptevolver.annotations import SampleAnnotation
+from promptevolver.judge import ExampleStore, static_positions
+from promptevolver.llm import found_in_stack, is_simulated
 from promptevolver.optimizers import _reporting as reporting
+from promptevolver.optimizers._records import Stages
 from promptevolver.rundir import ChosenJudge, write_result
 
 __all__ = ["SIMULATED_NOTE", "OptimizationResult", "judge_model_of"]
@@ -177,6 +177,12 @@ class OptimizationResult(dict[str, str]):
         return {"kind": "validation", "seed": seed.get("validation"), "best": best.get("validation")}
 
     @property
+    def stage_records(self) -> Stages:
+        """The typed records of :attr:`stages` (:class:`~promptevolver.optimizers.Stages`): what
+        readers of a result read, never the JSON's keys."""
+        return Stages.from_dict(self.stages)
+
+    @property
     def strategy(self) -> str:
         """The config's ``strategy`` (``auto``, ``distill`` or ``genetic``)."""
         return str(self.config.get("strategy", "genetic"))
@@ -258,7 +264,7 @@ class OptimizationResult(dict[str, str]):
             loss=ctx.loss.describe(),
             scores=(
                 reporting.out_of_bag_estimates(ctx, seed, best)
-                if ctx.split.regime == "out-of-bag"
+                if not ctx.split.regime.held_out
                 else {name: reporting.estimates(ctx, c) for name, c in (("seed", seed), ("best", best))}
             ),
             history=state.history,
@@ -267,7 +273,7 @@ class OptimizationResult(dict[str, str]):
             best_id=best.id,
             stop_reason=state.stop_reason or "",
             split=reporting.split_report(ctx, best),
-            final_choice=run.final_choice,
+            final_choice=state.final_choice,
             operator_stats={
                 "rejected": dict(sorted(state.rejections.items())),
                 "duplicates": state.duplicates,
@@ -277,10 +283,10 @@ class OptimizationResult(dict[str, str]):
             random_seed=ctx.config.random_seed,
             **_simulated(ctx),
             duration_s=run.elapsed(),
-            stages={k: {a: b for a, b in v.items() if a != "seconds"} for k, v in state.stages.items()},
+            stages=state.stages.to_dict(seconds=False),
             lessons=state.lessons,
             racing=state.race,
-            stage_seconds={k: v["seconds"] for k, v in state.stages.items() if "seconds" in v},
+            stage_seconds=state.stages.seconds(),
             examples=_examples_block(ctx, best),
         )
 

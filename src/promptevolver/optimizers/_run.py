@@ -15,10 +15,11 @@
   thing a checkpoint saves.
 
 Besides these the run keeps the current step's failure tally (:meth:`SearchRun.begin_step`) and
-the final choice's report. It registers no candidate itself (:mod:`._adoption` does); it judges
+the calls a resume replays. It registers no candidate itself (:mod:`._adoption` does); it judges
 candidates through the context's evaluator and totals the run's usage. The context's fields are
-read as ``run.context.<name>`` (one home for the list of them). What operators and strategies
-see is built in :mod:`._views`: never the run, never the context whole.
+read as ``run.context.<name>`` (one home for the list of them). What operators, strategies and
+the pipeline's stages see is built in :mod:`._views` (a stage: a
+:class:`~._views.StageView`): never the run, never the context whole to a strategy or operator.
 """
 
 from __future__ import annotations
@@ -35,19 +36,26 @@ from typing import Any, cast
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation, group_keys, stratified_group_kfold
-from promptevolver.annotations import _sampling as sampling
-from promptevolver.config._models import GeneticConfig
+from promptevolver.annotations import (
+    SingleMetricAnnotation,
+    group_keys,
+    stratified_group_kfold,
+    stratified_split,
+)
+from promptevolver.config import GeneticConfig
 from promptevolver.errors import LLMError, LLMUnusableError, NotSentError, PermanentLLMError
-from promptevolver.evaluation._evaluator import Evaluator, Score, score
-from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._examples import ExampleStore
-from promptevolver.judge._protocol import Metric
-from promptevolver.llm._attempts import watched
-from promptevolver.llm._base import Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.llm._journal import Journal
-from promptevolver.llm._wrapper import ClientWrapper
+from promptevolver.evaluation import Evaluator, Loss, Score, score
+from promptevolver.judge import ExampleStore, Metric
+from promptevolver.llm import (
+    ClientWrapper,
+    Completion,
+    InFlightLimit,
+    Journal,
+    LLMClient,
+    LLMRequest,
+    Usage,
+    watched,
+)
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import PhaseCalls, phase_calls
 from promptevolver.optimizers._distill import SampleFacts, sample_facts
@@ -59,6 +67,7 @@ from promptevolver.optimizers.events import EventBus
 from promptevolver.optimizers.operators._breeder import Breeder
 from promptevolver.optimizers.strategies._budget import BudgetMeter
 from promptevolver.optimizers.strategies._failures import FailureTally, ServerWatch
+from promptevolver.optimizers.strategies._final_choice import PairedRule
 
 __all__ = ["RunContext", "SearchRun"]
 
@@ -163,15 +172,21 @@ class RunContext:
             prompts=prompts,
             calls_per_evaluation=self.metric.calls_per_evaluation,
             meta_calls_per_offspring=self.breeder.meta_calls_per_offspring(prompts),
-            ladders=self.config.cv_folds + 1 if self.refit else 2 if self.split.regime == "out-of-bag" else 1,
+            ladders=self.config.cv_folds + 1 if self.refit else 1 if self.split.regime.held_out else 2,
             refit=self.refit,
         )
+
+    @property
+    def rule(self) -> PairedRule:
+        """The run's one decision rule ("better with probability ``confidence``"), at the config's
+        ``confidence`` and the run's ``min_coverage``."""
+        return PairedRule(confidence=self.config.confidence, min_coverage=self.min_coverage)
 
     @property
     def refit(self) -> bool:
         """Whether the run cross-validates its distillation recipe and refits it on every
         correction (out of bag, :func:`._split.refits`; :mod:`._refit`)."""
-        return self.split.regime == "out-of-bag" and refits(self.split.n_usable, self.config)
+        return not self.split.regime.held_out and refits(self.split.n_usable, self.config)
 
     def fingerprint(self) -> str:
         """sha256 of the dataset's samples and the loss (what a checkpoint belongs to), computed once:
@@ -203,13 +218,12 @@ class SearchRun:
         context: what is fixed for the whole run (:class:`RunContext`; frozen).
         state: what the search has done so far (:class:`SearchState`; a resume replaces it).
         tally: the current step's failure tally (:meth:`begin_step`).
-        final_choice: how the final choice was made (``PairedChoice.report``), once it was.
 
     Raises:
         InsufficientDataError, AnnotationError: from the split (before any LLM call).
     """
 
-    __slots__ = ("context", "final_choice", "replayed", "state", "tally")
+    __slots__ = ("context", "replayed", "state", "tally")
 
     def __init__(
         self,
@@ -247,7 +261,7 @@ class SearchRun:
         train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
         validation_focus = make_focus(split.validation, evidence, labels, config.max_validation_samples, rng)
         k = config.cv_folds if refits(split.n_usable, config) else 2
-        folds = _folds(split, strata, dataset, k, rng) if split.regime == "out-of-bag" else {}
+        folds = {} if split.regime.held_out else _folds(split, strata, dataset, k, rng)
         examples = _example_store(dataset, labels, split.train, metric, config, evidence)
         self.context = RunContext(
             metric=metric,
@@ -278,7 +292,6 @@ class SearchRun:
         )
         self.state = SearchState(rng=rng, best_so_far=loss.worst())
         self.tally = FailureTally(max_failure_rate=config.max_failure_rate, step="the run")
-        self.final_choice: dict[str, Any] = {}
         #: After a resume: the interrupted step's calls (answered, cached or failed), which the
         #: journal replays instead of sending; :meth:`stage_start` gives them to their stage.
         self.replayed = Usage()
@@ -510,7 +523,7 @@ def _folds(
     shared = len(set(groups)) < len(groups)
     if k == 2:
         kept = groups if shared and len(set(groups)) >= 2 else None  # one group cannot be halved
-        first, second = sampling.stratified_split(keys, len(keys) // 2, rng, kept)
+        first, second = stratified_split(keys, len(keys) // 2, rng, kept)
         return {**{split.train[i]: 0 for i in first}, **{split.train[i]: 1 for i in second}}
     if shared and len(set(groups)) >= k:
         found = stratified_group_kfold(keys, groups, k, rng)

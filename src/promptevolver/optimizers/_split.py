@@ -31,20 +31,25 @@ from __future__ import annotations
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
-from promptevolver.annotations import SingleMetricAnnotation, conflicting_duplicates, group_keys
-from promptevolver.annotations import _sampling as sampling
-from promptevolver.config._models import GeneticConfig
-from promptevolver.config._prompt_match import match_prompt
+from promptevolver.annotations import (
+    SingleMetricAnnotation,
+    conflicting_duplicates,
+    group_keys,
+    stratified_split,
+)
+from promptevolver.config import GeneticConfig, match_prompt
 from promptevolver.errors import AnnotationError, InsufficientDataError
-from promptevolver.judge._protocol import Metric
+from promptevolver.judge import Metric
 
 __all__ = [
     "MIN_USABLE_SAMPLES",
     "SMALL_VALIDATION",
+    "Regime",
     "Split",
     "UnshownFieldsWarning",
     "check_inputs",
@@ -62,6 +67,39 @@ MIN_USABLE_SAMPLES = 10
 SMALL_VALIDATION = 10
 
 
+class Regime(str, Enum):
+    """Where a run's honest figure comes from: the one type of the held-out / out-of-bag switch
+    (``split.regime``) and of the final choice's ``regime`` (result.json writes its value).
+
+    * ``HELD_OUT``: a validation part set aside, the final choice made on it;
+    * ``OUT_OF_BAG``: no validation part; each candidate compared on the samples its lineage never
+      learned from (:attr:`Candidate.seen <promptevolver.optimizers._candidates.Candidate.seen>`);
+    * ``CROSS_VALIDATED``: the final choice of a refit (small data, :mod:`._refit`): its figure is
+      the recipe's, each sample judged by a fold's candidate that never learned from it. A final
+      choice's regime only: the split of such a run is ``OUT_OF_BAG``.
+    """
+
+    HELD_OUT = "held-out"
+    OUT_OF_BAG = "out-of-bag"
+    CROSS_VALIDATED = "cross-validated"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, value: object) -> Regime | None:
+        """The regime a record read back from JSON names (its ``regime`` value); None for none."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+    @property
+    def held_out(self) -> bool:
+        """Whether candidates are judged on a validation part set aside (else on train samples)."""
+        return self is Regime.HELD_OUT
+
+
 @dataclass(frozen=True)
 class Split:
     """Sample positions (indices into ``dataset.samples``) of each part, and a note on its size.
@@ -70,12 +108,13 @@ class Split:
         train: positions the search learns from, in draw order.
         validation: positions the final choice is made on.
         n_usable: usable samples before the split.
+        regime: :attr:`Regime.HELD_OUT`, or :attr:`Regime.OUT_OF_BAG` (no validation part).
     """
 
     train: list[int]
     validation: list[int]
     n_usable: int
-    regime: str = "held-out"
+    regime: Regime = Regime.HELD_OUT
     group_key: str = "input"
     #: Groups among the usable samples (as many as samples: no two share an input).
     n_groups: int = 0
@@ -85,7 +124,7 @@ class Split:
     @property
     def note(self) -> str | None:
         """A warning when validation is too small for a confident choice; None otherwise."""
-        if self.regime == "out-of-bag":
+        if not self.regime.held_out:
             return (
                 f"small data: {self.n_usable} usable annotations, all used to learn and to choose; "
                 "each finalist was compared with the seed on the samples it did not learn from"
@@ -103,7 +142,7 @@ class Split:
         return {
             "train": len(self.train),
             "validation": len(self.validation),
-            "regime": self.regime,
+            "regime": self.regime.value,
             "strategy": "stratified on the human label and the kind of correction, by whole groups",
             "group_key": self.group_key,
             "groups": self.n_groups,
@@ -184,11 +223,12 @@ def make_split(
         )
     if is_out_of_bag(len(usable), config):
         n_groups = len(set(groups))
-        return Split(list(usable), [], len(usable), "out-of-bag", config.group_key, n_groups, conflicting)
+        out_of_bag = Regime.OUT_OF_BAG
+        return Split(list(usable), [], len(usable), out_of_bag, config.group_key, n_groups, conflicting)
     n_val = validation_count(len(usable), config.validation_fraction)
     keys = [labels[i] if strata is None else strata[i] for i in usable]
     try:
-        train, val = sampling.stratified_split(keys, n_val, rng, groups)
+        train, val = stratified_split(keys, n_val, rng, groups)
     except ValueError as exc:  # one group holds every usable sample
         raise InsufficientDataError(
             f"{exc} (optimizer.group_key {config.group_key!r}); name another group_key, or 'sample'",

@@ -18,9 +18,10 @@ import numpy as np
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from promptevolver.evaluation._evaluator import CandidateKey, Score, candidate_key
-from promptevolver.llm._base import Usage
+from promptevolver.evaluation import CandidateKey, Score, candidate_key
+from promptevolver.llm import Usage
 from promptevolver.optimizers._candidates import Candidate
+from promptevolver.optimizers._records import Stages
 
 __all__ = ["PlanKey", "SearchState", "check_state_dict"]
 
@@ -48,11 +49,14 @@ class SearchState:
         usage_before: LLM usage of the run before a resume (added to the clients' usage).
         elapsed_before: wall-clock seconds of the run before a resume.
         stop_reason: why the search stopped, once it has.
-        stages: per stage of the pipeline (``distill``, ``verify``, ``search``): its LLM calls,
-            tokens and seconds, and what it produced (see ``OptimizationResult.stages``).
+        stages: the record of each stage of the pipeline done so far (:class:`~._records.Stages`:
+            its LLM calls, tokens and seconds, and what it produced; ``OptimizationResult.stages``).
         lessons: the distillation stage's lessons (:meth:`~._distill.Lesson.to_dict`).
         race: the verification stage's racing report (:attr:`~.strategies.racing.Race.report`).
         chosen: the id of the final choice, once made (an extension keeps it as a finalist).
+        final_choice: how the final choice was made (``PairedChoice.report`` and the stage's
+            additions), once it was; not checkpointed (a resume reads it from the verification's
+            record).
     """
 
     rng: np.random.Generator
@@ -70,10 +74,11 @@ class SearchState:
     usage_before: Usage = field(default_factory=Usage)
     elapsed_before: float = 0.0
     stop_reason: str | None = None
-    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stages: Stages = field(default_factory=Stages)
     lessons: list[dict[str, Any]] = field(default_factory=list)
     race: dict[str, Any] = field(default_factory=dict)
     chosen: int | None = None
+    final_choice: dict[str, Any] = field(default_factory=dict)
     _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -118,7 +123,7 @@ class SearchState:
             "usage_before": vars(self.usage_before),
             "elapsed_before": self.elapsed_before,
             "stop_reason": self.stop_reason,
-            "stages": self.stages,
+            "stages": self.stages.to_dict(),
             "lessons": self.lessons,
             "race": self.race,
             "chosen": self.chosen,
@@ -149,7 +154,7 @@ class SearchState:
         state.usage_before = Usage(**data["usage_before"])
         state.elapsed_before = data["elapsed_before"]
         state.stop_reason = data["stop_reason"]
-        state.stages = dict(data.get("stages", {}))
+        state.stages = Stages.from_dict(data.get("stages", {}))
         state.lessons = list(data.get("lessons", []))
         state.race = dict(data.get("race", {}))
         state.chosen = data.get("chosen")  # absent from checkpoints before the final choice kept it

@@ -12,10 +12,12 @@ search views from the run, whose judging, usage and budget checks they carry.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from promptevolver.judge._protocol import label_entry
+from promptevolver.judge import label_entry
+from promptevolver.optimizers import _adoption, _history
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import minibatch_size
 from promptevolver.optimizers._distill import DistillView
@@ -25,9 +27,14 @@ from promptevolver.optimizers.strategies._screening import ScreeningView
 from promptevolver.optimizers.strategies._stopping import SearchView
 
 if TYPE_CHECKING:
+    from promptevolver.evaluation import Score
+    from promptevolver.llm import Usage
     from promptevolver.optimizers._run import RunContext, SearchRun
+    from promptevolver.optimizers._state import SearchState
+    from promptevolver.optimizers.operators._base import Child
 
 __all__ = [
+    "StageView",
     "breeding_view",
     "budget_view",
     "distill_view",
@@ -35,6 +42,7 @@ __all__ = [
     "meta_context",
     "screening_view",
     "search_view",
+    "stage_view",
 ]
 
 
@@ -138,3 +146,72 @@ def search_view(run: SearchRun) -> SearchView:
     return SearchView(
         run.context.config, run.context.loss, run.state, run.next_generation_fits, run.has_unseen_evidence
     )
+
+
+@dataclass(frozen=True, eq=False)
+class StageView:
+    """What a stage of the pipeline (:mod:`._stages`) works on: the run's fixed context and its
+    state, and the run's services a stage calls — judging (memoised, events per candidate), the
+    failure policy's steps, usage, adopting operator answers as candidates, recording a
+    generation, the budget, screening and search views, and a checkpoint. Never the run itself:
+    not its step tally, its replayed calls or its wrappers.
+
+    Attributes:
+        context: what the run holds fixed (:class:`~._run.RunContext`).
+        state: what the run has done (:class:`~._state.SearchState`; a resume replaces the run's
+            state before any view is made).
+        judge, judge_each, judge_train, judge_validation: :class:`~._run.SearchRun`'s judging.
+        begin_step, end_step: a failure-policy step (:meth:`~._run.SearchRun.begin_step`).
+        usage: the run's LLM usage so far; stage_start: the usage a stage starting now counts from.
+        adopt: register operator answers as candidates (:func:`._adoption.adopt`).
+        record_generation: record a generation with that many offspring (:mod:`._history`).
+        budget, screening, search: the budget, screening and search views, made when asked.
+        checkpoint: save the run's checkpoint (a no-op without a run directory).
+        evolve: the optimizer's generation loop: generations until a stop condition holds, each
+            checkpointed; returns the condition's reason.
+    """
+
+    context: RunContext
+    state: SearchState
+    judge: Callable[[Sequence[Candidate], Sequence[int], str], Awaitable[list[Score]]]
+    judge_each: Callable[[Sequence[tuple[Candidate, Sequence[int]]], str], Awaitable[list[Score]]]
+    judge_train: Callable[[Sequence[Candidate]], Awaitable[None]]
+    judge_validation: Callable[[Sequence[Candidate]], Awaitable[None]]
+    begin_step: Callable[..., None]
+    end_step: Callable[[], None]
+    usage: Callable[[], Usage]
+    stage_start: Callable[[], Usage]
+    adopt: Callable[[Sequence[Child]], list[Candidate]]
+    record_generation: Callable[[int], Any]
+    budget: Callable[[], BudgetView]
+    screening: Callable[[], ScreeningView]
+    search: Callable[[], SearchView]
+    checkpoint: Callable[[], None]
+    evolve: Callable[[], Awaitable[str]]
+
+
+def stage_view(
+    run: SearchRun, checkpoint: Callable[[], None], evolve: Callable[[StageView], Awaitable[str]]
+) -> StageView:
+    """The view the pipeline's stages work on (:class:`StageView`), with ``checkpoint`` saving
+    the run's checkpoint and ``evolve`` the optimizer's generation loop (given the view)."""
+    view = StageView(
+        context=run.context,
+        state=run.state,
+        judge=run.judge,
+        judge_each=run.judge_each,
+        judge_train=run.judge_train,
+        judge_validation=run.judge_validation,
+        begin_step=run.begin_step,
+        end_step=run.end_step,
+        usage=run.usage,
+        stage_start=run.stage_start,
+        adopt=lambda children: _adoption.adopt(run, children),
+        record_generation=lambda offspring: _history.record_generation(run, offspring=offspring),
+        budget=lambda: budget_view(run),
+        screening=lambda: screening_view(run),
+        search=lambda: search_view(run),
+        checkpoint=checkpoint,
+        evolve=lambda: evolve(view),
+    )
+    return view

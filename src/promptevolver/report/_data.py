@@ -25,17 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import LabelScale, SampleAnnotation, SingleMetricAnnotation
-from promptevolver.config._build import build_judge, build_llm, build_metric, load_dataset
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig, build_judge, build_llm, build_metric, load_dataset
 from promptevolver.errors import PromptEvolverError, RunDirError
-from promptevolver.evaluation._agreement import Agreement, agreement_of
-from promptevolver.evaluation._evaluator import CandidateKey, Evaluator, candidate_key
-from promptevolver.evaluation._recorded import RecordedAgreement, recorded_agreement
-from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.judge._examples import ExampleStore
-from promptevolver.judge._protocol import Judgement, label_scale_of
-from promptevolver.llm._base import LLMClient
-from promptevolver.optimizers._checkpoint import load_judgements
+from promptevolver.evaluation import (
+    Agreement,
+    CandidateKey,
+    Evaluator,
+    RecordedAgreement,
+    agreement_of,
+    candidate_key,
+    recorded_agreement,
+)
+from promptevolver.judge import AspectCritic, ExampleStore, Judgement, label_scale_of
+from promptevolver.llm import LLMClient
+from promptevolver.optimizers import Regime, load_judgements
 from promptevolver.rundir import CHECKPOINT_FILE, ChosenJudge, read_config, read_result
 
 __all__ = [
@@ -304,7 +307,7 @@ def cross_validation_judges(result: Mapping[str, Any]) -> dict[int, int]:
     whose verdict there makes the cross-validated figure (result.json
     ``final_choice.judged_by``); empty for any other run."""
     choice = result.get("final_choice") or {}
-    if choice.get("regime") != "cross-validated":
+    if Regime.of(choice.get("regime")) is not Regime.CROSS_VALIDATED:
         return {}
     return {int(p): int(c) for p, c in (choice.get("judged_by") or {}).items()}
 
@@ -320,7 +323,8 @@ def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:
 
 def _seed_kept_out_of_bag(result: Mapping[str, Any]) -> bool:
     """Small data whose seed was kept: nothing is held out, and the seed learned from none."""
-    return (result.get("split") or {}).get("regime") == "out-of-bag" and not result.get("best_id")
+    regime = Regime.of((result.get("split") or {}).get("regime"))
+    return regime is Regime.OUT_OF_BAG and not result.get("best_id")
 
 
 def _focus(result: Mapping[str, Any]) -> dict[str, dict[int, float]]:
@@ -364,7 +368,7 @@ def _train_positions(
     the search, on nothing else); without a checkpoint, the usable samples outside validation when
     that matches the recorded train size (no cap was applied). Out of bag (small data) train is
     every usable sample, the validation ones included, as result.json's ``scores.train``."""
-    out_of_bag = (facts.result.get("split") or {}).get("regime") == "out-of-bag"
+    out_of_bag = Regime.of((facts.result.get("split") or {}).get("regime")) is Regime.OUT_OF_BAG
     held_out = set() if out_of_bag else set(validation)
     judged = sorted({p for (key, p) in memo if key == seed} - held_out)
     if judged:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge import ExampleStore
+from promptevolver.optimizers import ExamplesRecord, Stages
 from promptevolver.report._data import RunFacts
 from promptevolver.report._render import Para, Section, Table
 
@@ -39,12 +40,12 @@ def examples_section(facts: RunFacts) -> Section | None:
     shows none (``strategy: genetic``, ``examples: {policy: none}``)."""
     result = facts.result
     block = result.get("examples") or {}
-    stage = (result.get("stages") or {}).get("examples") or {}
-    if not stage and block.get("policy", "none") == "none":
+    stage = Stages.from_dict(result.get("stages")).examples
+    if stage is None and block.get("policy", "none") == "none":
         return None
     policy = block.get("policy", "none")
     blocks: list[Any] = [Para(_kept(policy, stage)), _tokens(result)]
-    if stage.get("tried"):
+    if stage is not None and stage.tried:
         rows = [
             [
                 f"#{t['id']}",
@@ -53,7 +54,7 @@ def examples_section(facts: RunFacts) -> Section | None:
                 _f(t.get("p_better"), 2),
                 "yes" if t.get("eligible") else "no",
             ]
-            for t in stage["tried"]
+            for t in stage.tried
         ]
         blocks.append(Table(["candidate", "policy", "Δ vs no examples", "P(better)", "eligible"], rows))
     if policy != "none" and isinstance(block.get("store"), dict):
@@ -64,8 +65,8 @@ def examples_section(facts: RunFacts) -> Section | None:
     return Section("Teaching examples", blocks)
 
 
-def _kept(policy: str, stage: dict[str, Any]) -> str:
-    why = stage.get("why") or "the examples stage did not run"
+def _kept(policy: str, stage: ExamplesRecord | None) -> str:
+    why = (stage.why if stage is not None else None) or "the examples stage did not run"
     if policy == "none":
         return f"The chosen judge is shown no teaching example: {why}."
     return f"The chosen judge is shown teaching examples, policy {policy}: {why}."
@@ -75,9 +76,9 @@ def _tokens(result: dict[str, Any]) -> Table:
     """Prompt tokens per judge call: the run's, then each stage's."""
     per_call = ((result.get("usage") or {}).get("prompt_tokens_per_call") or {}).get("judge")
     rows = [["the whole run", _f(per_call, 1)]]
-    for name, st in (result.get("stages") or {}).items():
-        if isinstance(st, dict) and st.get("judge_calls"):
-            rows.append([name, _f(st.get("prompt_tokens_per_judge_call"), 1)])
+    for st in Stages.from_dict(result.get("stages")):
+        if st.cost.judge_calls:
+            rows.append([st.name, _f(st.cost.prompt_tokens_per_judge_call, 1)])
     return Table(["judge calls of", "prompt tokens per judge call"], rows)
 
 

@@ -29,17 +29,16 @@ failed) is shown as ``n/a`` with the reason, never as a number.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.evaluation._agreement import agreement_of, order_swap_bias
-from promptevolver.evaluation._intervals import wilson_interval
-from promptevolver.evaluation._losses import loss_label
-from promptevolver.judge._pairwise import ORDER_SWAP
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.evaluation import agreement_of, loss_label, order_swap_bias, wilson_interval
+from promptevolver.judge import ORDER_SWAP
+from promptevolver.optimizers import OptimizationResult, Regime, Stages
+from promptevolver.optimizers.strategies import STOP_REASONS
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import (
@@ -74,21 +73,12 @@ from promptevolver.rundir import (
     read_result,
     write_atomic,
 )
-from promptevolver.runs._outcome import stop_line
+from promptevolver.runs import stop_line
 
 __all__ = ["REPORT_HTML", "REPORT_MD", "Report", "build_report", "write_report"]  # file names: rundir's
 
 #: Disagreements listed per split at most (the count is always given).
 MAX_DISAGREEMENTS = 50
-
-_STOP_REASONS = {
-    "generations": "all {generations} generations ran",
-    "perfect_train": "a candidate got every train sample right",
-    "patience": "the best train score did not improve for {patience} generations (patience)",
-    "exhausted": "every possible offspring had been tried",
-    "budget": "the budget could not pay for another generation",
-    "population_size_1": "the population size is 1, so only the seed was evaluated",
-}
 
 
 @dataclass(frozen=True)
@@ -273,7 +263,8 @@ def _stop_sentence(result: dict[str, Any]) -> str:
 
 def _old_stop_sentence(result: dict[str, Any]) -> str:
     cfg = result.get("config", {})
-    template = _STOP_REASONS.get(result["stop_reason"], "stop reason: {reason}")
+    words = STOP_REASONS.get(result["stop_reason"])
+    template = words.report if words is not None and words.report else "stop reason: {reason}"
     gens = max(0, len(result.get("history", [])) - 1)
     why = template.format(
         reason=result["stop_reason"], **{k: cfg.get(k, "?") for k in ("generations", "patience")}
@@ -393,7 +384,7 @@ def _loss_column(facts: RunFacts) -> int:
 
 
 def _out_of_bag(facts: RunFacts) -> bool:
-    return bool((facts.result.get("split") or {}).get("regime") == "out-of-bag")
+    return Regime.of((facts.result.get("split") or {}).get("regime")) is Regime.OUT_OF_BAG
 
 
 def _held_out_name(facts: RunFacts) -> str:
@@ -724,7 +715,7 @@ def _paired_finalists(facts: RunFacts, choice: dict[str, Any]) -> Section:
         )
     where = (
         "the samples each finalist never learned from (small data: out-of-bag)"
-        if choice.get("regime") == "out-of-bag"
+        if Regime.of(choice.get("regime")) is Regime.OUT_OF_BAG
         else "the validation samples"
     )
     intro = Para(
@@ -747,7 +738,8 @@ def _candidates(facts: RunFacts) -> Section | None:
     best = r.get("best_id", 0)
     values: dict[int, float] = {}
     for c in r.get("lineage", []):
-        if isinstance(c.get("validation"), (int, float)) and r.get("split", {}).get("regime") != "out-of-bag":
+        out_of_bag = Regime.of(r.get("split", {}).get("regime")) is Regime.OUT_OF_BAG
+        if isinstance(c.get("validation"), (int, float)) and not out_of_bag:
             values[c["id"]] = float(c["validation"])
     for who, cid in (("seed", 0), ("best", best)):
         if (value := _score(facts, who, "validation")) is not None:
@@ -795,26 +787,24 @@ def _pipeline(facts: RunFacts) -> Section | None:
     """The distill-first pipeline: each stage's calls, tokens and seconds, the ladder of distilled
     rungs with the lessons each applied (and their evidence), and the lessons left out."""
     result = facts.result
-    stages = result.get("stages") or {}
-    if not stages:
+    stages = Stages.from_dict(result.get("stages"))
+    if not len(stages):
         return None
     rows = []
-    for name in ("distill", "verify", "examples", "cross_fit", "search"):
-        st = stages.get(name)
-        if not st or st.get("ran") is False:
+    for st in (stages.distill, stages.verify, stages.examples, stages.cross_fit, stages.search):
+        if st is None or not st.ran:
             continue
-        tokens = st.get("prompt_tokens", 0) + st.get("completion_tokens", 0)
         rows.append(
             [
-                name,
-                str(st.get("judge_calls", 0)),
-                str(st.get("meta_calls", 0)),
-                f"{tokens:,}",
-                _f(st.get("prompt_tokens_per_judge_call"), 1),
-                f"{(result.get('stage_seconds') or {}).get(name, 0):.1f}",
+                st.name,
+                str(st.cost.judge_calls),
+                str(st.cost.meta_calls),
+                f"{st.cost.tokens:,}",
+                _f(st.cost.prompt_tokens_per_judge_call, 1),
+                f"{(result.get('stage_seconds') or {}).get(st.name, 0):.1f}",
             ]
         )
-    search = stages.get("search") or {}
+    search, verified = stages.search, stages.verify
     produced = {
         "seed": "the seed (nothing beat it)",
         "distill": "a distilled rung",
@@ -826,11 +816,11 @@ def _pipeline(facts: RunFacts) -> Section | None:
         f"Strategy {result.get('strategy', 'n/a')}. The result comes from "
         f"{produced.get(result.get('produced_by', ''), 'n/a')}. Search: "
         + (
-            "ran, because " + str(search.get("why"))
-            if search.get("ran")
-            else f"not run ({search.get('why', 'n/a')})"
+            "ran, because " + str(search.why)
+            if search is not None and search.ran
+            else f"not run ({'n/a' if search is None else search.why})"
         )
-        + f". Racing saved {stages.get('verify', {}).get('saved_judge_calls', 0)} judge calls "
+        + f". Racing saved {0 if verified is None else verified.saved_judge_calls} judge calls "
         f"({(result.get('racing') or {}).get('lower_rungs', 'n/a')})."
     )
     headers = ["stage", "judge calls", "meta calls", "tokens", "prompt tokens / judge call", "seconds"]
@@ -847,7 +837,10 @@ def _pipeline(facts: RunFacts) -> Section | None:
     # each ladder's rungs by candidate id (stages.distill.ladders: "0", "1", ... and "all", the refit),
     # rung k made by the ladder's k-th round that applied lessons; a rung two ladders wrote word for
     # word is one candidate, shown in both
-    ladders = (stages.get("distill") or {}).get("ladders") or {"all": sorted(lineage)}
+    distilled = stages.distill
+    ladders: Mapping[str, Sequence[int]] = (distilled.ladders if distilled is not None else {}) or {
+        "all": sorted(lineage)
+    }
     for name in sorted(ladders, key=lambda k: (k == "all", k)):
         fold = None if name == "all" else int(name)
         rounds = sorted(r for f, r in by_round if f == fold)
@@ -880,23 +873,23 @@ def _pipeline(facts: RunFacts) -> Section | None:
                 "sample (they cannot transfer), the others came after the round's best evidenced ones."
             )
         )
-    cross = stages.get("cross_fit") or {}
-    if cross.get("rungs"):
-        applied = [x for x in cross.get("lessons", []) if x.get("applied_round") is not None]
-        kept = cross.get("produced") != [cross.get("base")]
+    cross = stages.cross_fit
+    if cross is not None and cross.rungs:
+        applied = [x for x in cross.lessons if x.get("applied_round") is not None]
+        kept = cross.produced != (cross.base,)
         blocks.append(
             Para(
-                f"Cross-fit: a ladder from {cross.get('corrections', 0)} held-out corrections that candidate "
-                f"#{cross.get('base')} still got wrong applied "
+                f"Cross-fit: a ladder from {cross.corrections} held-out corrections that candidate "
+                f"#{cross.base} still got wrong applied "
                 + (
                     "; ".join(f"{_short(x['text'], 160)} (evidence {x['evidence']})" for x in applied)
                     or "nothing"
                 )
-                + f". {'Kept' if kept else 'Not kept'}: {cross.get('why', 'n/a')}."
+                + f". {'Kept' if kept else 'Not kept'}: {cross.why}."
             )
         )
-    elif cross.get("why"):
-        blocks.append(Para(f"Cross-fit: not run ({cross['why']})."))
+    elif cross is not None and cross.why:
+        blocks.append(Para(f"Cross-fit: not run ({cross.why})."))
     return Section("Pipeline: distill, verify, search", blocks)
 
 
@@ -979,16 +972,11 @@ def _cost_image(facts: RunFacts) -> Image:
     """Calls and tokens per stage of the pipeline; a run without stages (``strategy: genetic``):
     per operation, tokens for the whole run."""
     r = facts.result
-    stages = r.get("stages") or {}
+    stages = Stages.from_dict(r.get("stages"))
     rows = [
-        (
-            name,
-            int(st.get("judge_calls", 0)),
-            int(st.get("meta_calls", 0)),
-            int(st.get("prompt_tokens", 0)) + int(st.get("completion_tokens", 0)),
-        )
-        for name in ("distill", "verify", "examples", "cross_fit", "search")
-        if (st := stages.get(name)) and st.get("ran") is not False
+        (st.name, st.cost.judge_calls, st.cost.meta_calls, st.cost.tokens)
+        for st in (stages.distill, stages.verify, stages.examples, stages.cross_fit, stages.search)
+        if st is not None and st.ran
     ]
     if rows:
         return Image("cost.png", stage_cost_png(rows), "Calls and tokens per stage of the pipeline")
@@ -1027,18 +1015,19 @@ def _split_sentence(split: Mapping[str, Any]) -> str:
     """How the samples were used: held out (train + validation = every usable sample), or out of
     bag on small data (all of them to learn and to choose)."""
     how = f" ({split['strategy']})" if split.get("strategy") else ""
-    if split.get("regime") == "out-of-bag" and split.get("validation") == 0:  # a refit
+    regime = Regime.of(split.get("regime"))
+    if regime is Regime.OUT_OF_BAG and split.get("validation") == 0:  # a refit
         return (
             f"split: small data: all {split['train']} usable annotations used to learn and to choose; "
             "the recipe cross-validated over its folds (each sample judged by a fold's candidate that "
             f"never learned from it), then refit on all of them{how}"
         )
-    if split.get("regime") == "out-of-bag" and split.get("validation") == split.get("train"):
+    if regime is Regime.OUT_OF_BAG and split.get("validation") == split.get("train"):
         return (
             f"split: small data: all {split['train']} usable annotations; the seed was kept and learned "
             f"from none of them, so all of them are its held-out figure{how}"
         )
-    if split.get("regime") == "out-of-bag":
+    if regime is Regime.OUT_OF_BAG:
         return (
             f"split: small data, out of bag: all {split['train']} usable annotations used to learn and to "
             f"choose; the chosen candidate never learned from {split['validation']} of them, its validation "

@@ -30,12 +30,11 @@ def load_recorded(
     Raises:
         ConfigError, AnnotationError: as loading a config or a file does; an unknown scale name.
     """
-    from promptevolver.annotations._labels import PAIRWISE, PAIRWISE_BINARY
-    from promptevolver.judge._protocol import label_scale_of
+    from promptevolver.annotations import PAIRWISE, PAIRWISE_BINARY
+    from promptevolver.judge import label_scale_of
 
     if path.suffix in (".yaml", ".yml"):
-        from promptevolver.config._build import build_judge, load_dataset
-        from promptevolver.config._models import load_run_config
+        from promptevolver.config import build_judge, load_dataset, load_run_config
 
         config = load_run_config(path)
         dataset = load_dataset(config)

@@ -29,9 +29,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from promptevolver.config._models import RunConfig, load_run_config
+from promptevolver.config import RunConfig, load_run_config
 from promptevolver.errors import RunDirError
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.optimizers import OptimizationResult
 from promptevolver.optimizers.events import Callback
 from promptevolver.rundir import check_ours, locked, run_status, write_atomic, write_json
 from promptevolver.runs._optimize import execute

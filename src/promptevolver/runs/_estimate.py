@@ -101,42 +101,42 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from promptevolver.annotations import LabelScale, SingleMetricAnnotation
-from promptevolver.config._build import build_judge, build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import GeneticConfig, LLMConfig, RunConfig
+from promptevolver.config import (
+    GeneticConfig,
+    LLMConfig,
+    RunConfig,
+    build_judge,
+    build_metric,
+    load_dataset,
+    resolve_prompt,
+)
 from promptevolver.errors import AnnotationError, ConfigError, InsufficientDataError
 from promptevolver.evaluation import RecordedAgreement, recorded_agreement
-from promptevolver.judge._examples import sample_text
-from promptevolver.judge._protocol import Metric, label_scale_of
-from promptevolver.llm._base import Completion, LLMRequest, Usage
-from promptevolver.llm._fake import count_tokens
-from promptevolver.llm._ratelimit import estimate_tokens
+from promptevolver.judge import Metric, label_scale_of, sample_text
+from promptevolver.llm import Completion, LLMRequest, Usage, count_tokens, estimate_tokens
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for
-from promptevolver.optimizers._cost import (
-    PhaseCalls,
-    example_candidates,
-    minibatch_size,
-    offspring_count,
-    phase_calls,
-)
-from promptevolver.optimizers._distill import (
+from promptevolver.optimizers import (
     ANSWER_TOKENS,
     BARREN_ROUNDS,
     CONTEXT_SHARE,
+    MIN_USABLE_SAMPLES,
     SMALL_BARREN_ROUNDS,
     TEMPLATE_TOKENS,
-)
-from promptevolver.optimizers._focus import VERDICT_SHARE
-from promptevolver.optimizers._split import (
-    MIN_USABLE_SAMPLES,
+    VERDICT_SHARE,
+    PhaseCalls,
+    Regime,
+    example_candidates,
     is_out_of_bag,
+    minibatch_size,
+    offspring_count,
+    phase_calls,
     refits,
     split_sizes,
     validation_count,
 )
-from promptevolver.optimizers.operators import _meta_prompts as ops
-from promptevolver.optimizers.operators._breeder import Breeder, default_operators
-from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
-from promptevolver.optimizers.strategies._budget import check_upfront
+from promptevolver.optimizers import operators as ops
+from promptevolver.optimizers.operators import Breeder, ReverseEngineering, default_operators
+from promptevolver.optimizers.strategies import check_upfront
 
 __all__ = ["CostModel", "Estimate", "estimate", "estimate_dataset"]
 
@@ -233,7 +233,7 @@ class Estimate:
     usable: int = 0
     train_part: int = 0
     validation_part: int = 0
-    regime: str = "held-out"
+    regime: Regime = Regime.HELD_OUT
     embedding_calls: int = 0
     recorded_disagreement: float | None = None
     recorded_scored: int = 0
@@ -295,7 +295,7 @@ def estimate_dataset(
         usable=plan.usable,
         train_part=plan.train_part,
         validation_part=plan.usable - plan.train_part,
-        regime="out-of-bag" if is_out_of_bag(plan.usable, plan.cfg) else "held-out",
+        regime=Regime.OUT_OF_BAG if is_out_of_bag(plan.usable, plan.cfg) else Regime.HELD_OUT,
         embedding_calls=_embedding_calls(plan.cfg, dataset, plan.prompts),
         recorded_disagreement=None
         if recorded.disagreement_rate is None

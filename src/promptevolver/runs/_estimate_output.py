@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig
+from promptevolver.optimizers import Regime
 from promptevolver.runs._estimate import Estimate
 
 __all__ = ["cost_text", "estimate_lines"]
@@ -83,7 +84,7 @@ def _usd(amount: float) -> str:
 
 def _split(e: Estimate) -> str:
     """The split in words: out of bag (small data), or each part and the samples judged in it."""
-    if e.regime == "out-of-bag":
+    if e.regime is Regime.OUT_OF_BAG:
         return (
             f"{e.usable} usable annotations, small data: all used to learn and to choose "
             "(out-of-bag), no validation calls"

@@ -20,17 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations._models import sample_key
-from promptevolver.config._build import build_llm, build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import RunConfig
+from promptevolver.annotations import SingleMetricAnnotation, sample_key
+from promptevolver.config import RunConfig, build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
-from promptevolver.evaluation._agreement import Agreement, agreement_of
-from promptevolver.evaluation._evaluator import Evaluator
-from promptevolver.judge._examples import ExampleStore, prepare_store
-from promptevolver.judge._protocol import Judgement, label_scale_of
-from promptevolver.llm._base import is_simulated
-from promptevolver.llm._preflight import preflight
+from promptevolver.evaluation import Agreement, Evaluator, agreement_of
+from promptevolver.judge import ExampleStore, Judgement, label_scale_of, prepare_store
+from promptevolver.llm import is_simulated, preflight
+from promptevolver.optimizers import Regime
 from promptevolver.rundir import (
     CONFIG_FILE,
     RESULT_FILE,
@@ -234,7 +230,7 @@ def refit_on_every_sample(run_dir: str | Path, instructions: Mapping[str, str]) 
     except RunDirError:
         return None
     choice = result.get("final_choice") or {}
-    if choice.get("regime") != "cross-validated" or choice.get("chosen") == 0:
+    if Regime.of(choice.get("regime")) is not Regime.CROSS_VALIDATED or choice.get("chosen") == 0:
         return None
     if dict(result.get("best_instructions") or {}) != dict(instructions):
         return None

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from promptevolver.evaluation._agreement import order_swap_bias
+from promptevolver.evaluation import order_swap_bias
 from promptevolver.runs._evaluate import Scorecard
 
 if TYPE_CHECKING:

@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.config._models import MetricConfig
-from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.judge._protocol import Judgement
-from promptevolver.report._data import RunFacts
+from promptevolver.config import MetricConfig
+from promptevolver.judge import AspectCritic, Judgement
+from promptevolver.report import RunFacts
 from promptevolver.rundir import (
     APPLY_SNIPPET_FILE,
     BEST_INSTRUCTIONS_FILE,

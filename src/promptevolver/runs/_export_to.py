@@ -37,10 +37,9 @@ from typing import Any, Literal
 import yaml
 
 from promptevolver.annotations import SampleAnnotation
-from promptevolver.config._build import build_judge, load_dataset
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig, build_judge, load_dataset
 from promptevolver.errors import PromptEvolverError
-from promptevolver.evaluation._losses import loss_label
+from promptevolver.evaluation import loss_label
 from promptevolver.rundir import (
     DRY_RUN_NOTE,
     REPORT_HTML,

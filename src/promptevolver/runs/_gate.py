@@ -32,8 +32,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.errors import ConfigError
-from promptevolver.evaluation._agreement import PROPORTIONS, RESAMPLED, Agreement
-from promptevolver.evaluation._intervals import bootstrap_interval, wilson_interval
+from promptevolver.evaluation import PROPORTIONS, RESAMPLED, Agreement, bootstrap_interval, wilson_interval
 
 __all__ = [
     "BINARY_FIGURES",

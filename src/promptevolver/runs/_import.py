@@ -47,9 +47,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from promptevolver.annotations import FIELD_ALIASES, MetricAnnotation
-from promptevolver.annotations._labels import LabelKind
-from promptevolver.annotations._models import sample_key
+from promptevolver.annotations import FIELD_ALIASES, LabelKind, MetricAnnotation, sample_key
 from promptevolver.errors import AnnotationError, PromptEvolverError
 from promptevolver.judge import AspectCritic, RubricJudge
 from promptevolver.rundir import write_json

@@ -14,15 +14,12 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig, build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.errors import CheckpointError, ConfigError
-from promptevolver.judge._aspect_critic import AspectCritic
-from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.judge import AspectCritic
+from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.report._data import load_run
-from promptevolver.report._write import write_report
+from promptevolver.report import load_run, write_report
 from promptevolver.rundir import (
     CONFIG_FILE,
     REPORT_HTML,

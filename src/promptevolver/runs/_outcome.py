@@ -15,20 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.evaluation._losses import loss_label
-from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.evaluation import loss_label
+from promptevolver.optimizers import OptimizationResult, Regime
+from promptevolver.optimizers.strategies import STOP_REASONS
 
 __all__ = ["choice_line", "chosen_lines", "outcome_lines", "stage_line", "stop_line"]
-
-_STOPS = {
-    "generations": "every generation the config asks for ran",
-    "perfect_train": "a candidate reached the best possible train score, so train has nothing left to teach",
-    "patience": "the best train score did not improve for {patience} generation(s) in a row",
-    "exhausted": "every operator plan the population allows had been tried",
-    "budget": "the budget could not pay for another generation and the final choice",
-    "population_size_1": "population_size is 1: the seed is evaluated, nothing else",
-    "distilled": "the pipeline ended after verifying the distilled ladder",
-}
 
 
 def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = False) -> list[str]:
@@ -76,7 +67,7 @@ def _kept_whole(result: OptimizationResult) -> bool:
     samples as train, nothing learned)."""
     split = result.split or {}
     return (
-        split.get("regime") == "out-of-bag"
+        Regime.of(split.get("regime")) is Regime.OUT_OF_BAG
         and result.best_id == 0
         and bool(split.get("train"))
         and split.get("validation") == split.get("train")
@@ -146,10 +137,10 @@ def _why_chosen(result: OptimizationResult) -> str | None:
     """The reason the result was chosen: the final choice's, unless that choice was of another
     candidate (the examples stage after it replaced the verified choice: its own reason)."""
     final = result.final_choice or {}
-    examples = result.stages.get("examples", {})
+    examples = result.stage_records.examples
     replaced = final.get("chosen", result.best_id) != result.best_id
-    if replaced and result.produced_by == "examples" and examples.get("why"):
-        return str(examples["why"])
+    if replaced and result.produced_by == "examples" and examples is not None and examples.why:
+        return str(examples.why)
     return str(final["why"]) if final.get("why") else None
 
 
@@ -185,37 +176,32 @@ def _from_lineage(result: OptimizationResult) -> str:
 def stage_line(result: OptimizationResult) -> str:
     """The distill-first pipeline in one line: each stage's calls and tokens, whether the search
     ran and why, and which stage produced the result (``produced_by``)."""
-    st = result.stages
+    st = result.stage_records
     parts = []
-    if "distill" in st:
-        d = st["distill"]
-        rungs = len(d.get("produced", []))
+    if (d := st.distill) is not None:
+        rungs = len(d.produced)
         parts.append(
-            f"distill {d['meta_calls']} meta calls ({d['prompt_tokens'] + d['completion_tokens']:,} tokens), "
+            f"distill {d.cost.meta_calls} meta calls ({d.cost.tokens:,} tokens), "
             f"{rungs} rung{'' if rungs == 1 else 's'}"
         )
-    if "verify" in st:
-        v = st["verify"]
-        saved = v.get("saved_judge_calls", 0)
+    if (v := st.verify) is not None:
+        saved = v.saved_judge_calls
         saving = f" ({saved} saved by racing)" if saved else ""
-        parts.append(f"verify {v['judge_calls']} judge calls{saving}")
-    if st.get("examples", {}).get("tried"):
-        e = st["examples"]
-        per_call = e.get("prompt_tokens_per_judge_call")
+        parts.append(f"verify {v.cost.judge_calls} judge calls{saving}")
+    if (e := st.examples) is not None and e.tried:
+        per_call = e.cost.prompt_tokens_per_judge_call
         tokens = f", {per_call:,.0f} prompt tokens a call" if per_call else ""
-        parts.append(f"examples {e['judge_calls']} judge calls{tokens}, kept: {e.get('policy', 'none')}")
-    elif "examples" in st and "verify" in st:  # not judged: why (not warranted, the budget, ...)
+        parts.append(f"examples {e.cost.judge_calls} judge calls{tokens}, kept: {e.policy}")
+    elif st.examples is not None and st.verify is not None:  # not judged: not warranted, the budget, ...
         parts.append("examples not judged")
-    if st.get("cross_fit", {}).get("rungs"):
-        x = st["cross_fit"]
-        kept = "kept" if x.get("produced") != [x.get("base")] else "not kept"
-        parts.append(f"cross-fit {x['judge_calls']} judge + {x['meta_calls']} meta calls, {kept}")
-    search = st.get("search", {})
-    if search.get("ran"):
-        calls = f"{search.get('judge_calls', 0)} judge + {search.get('meta_calls', 0)} meta calls"
-        parts.append(f"search {calls}")
+    if (x := st.cross_fit) is not None and x.rungs:
+        kept = "kept" if x.produced != (x.base,) else "not kept"
+        parts.append(f"cross-fit {x.cost.judge_calls} judge + {x.cost.meta_calls} meta calls, {kept}")
+    search = st.search
+    if search is not None and search.ran:
+        parts.append(f"search {search.cost.judge_calls} judge + {search.cost.meta_calls} meta calls")
     else:
-        parts.append(f"no search ({search.get('why', 'n/a')})")
+        parts.append(f"no search ({'n/a' if search is None else search.why})")
     sources = {
         "seed": "the seed",
         "distill": "the distillation stage",
@@ -231,7 +217,7 @@ def stop_line(result: OptimizationResult) -> str:
     """Why the search stopped, after how many generations, in words (``stop_reason`` in brackets)."""
     reason = result.stop_reason
     patience = (result.config or {}).get("patience")
-    words = _STOPS.get(reason, reason).format(patience=patience)
+    words = (STOP_REASONS[reason].line if reason in STOP_REASONS else reason).format(patience=patience)
     if reason == "distilled":
         words = _pipeline_end(result)
     generations = max((h.get("generation", 0) for h in result.history), default=0)
@@ -243,9 +229,9 @@ def stop_line(result: OptimizationResult) -> str:
 
 def _pipeline_end(result: OptimizationResult) -> str:
     """Why a pipeline ended after its verification (stop reason ``distilled``), in what ran."""
-    stages = result.stages
-    rungs = len(stages.get("distill", {}).get("produced", []))
-    no_search = stages.get("search", {}).get("why")
+    distilled, search = result.stage_records.distill, result.stage_records.search
+    rungs = 0 if distilled is None else len(distilled.produced)
+    no_search = None if search is None else search.why
     tail = f"; no search ({no_search})" if no_search else "; no search"
     if result.strategy == "examples":
         return "strategy examples: the instruction was kept as written, only teaching examples were chosen"

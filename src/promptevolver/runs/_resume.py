@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.config._models import RunConfig
+from promptevolver.config import RunConfig
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.llm._journal import read_lines
-from promptevolver.optimizers import _checkpoint as checkpoint
-from promptevolver.optimizers._checkpoint import _MAY_CHANGE as RESUMABLE_CHANGES  # the one list
+from promptevolver.llm import read_lines
+from promptevolver.optimizers import (
+    RESUMABLE_CHANGES,  # the one list
+    Stages,
+    load_checkpoint,
+)
+from promptevolver.optimizers.strategies import STOP_REASONS
 
 __all__ = [
     "JUDGEMENT_KEYS",
@@ -105,7 +109,7 @@ def _not_resumable(d: Path) -> str:
 
 def _where(d: Path) -> str:
     try:
-        data = checkpoint.load(d)
+        data = load_checkpoint(d)
         return f" (its checkpoint: {_step(data['state'], data['config'].get('generations'))})"
     except (CheckpointError, KeyError, TypeError, ValueError, AttributeError):
         return ""
@@ -119,7 +123,7 @@ def check_same_search(run_dir: str | Path, config: RunConfig, *, source: str | P
         CheckpointError: naming the checkpoint, ``source`` and each changed value.
     """
     path = Path(run_dir) / rundir.CHECKPOINT_FILE
-    theirs: dict[str, Any] = checkpoint.load(run_dir)["config"]
+    theirs: dict[str, Any] = load_checkpoint(run_dir)["config"]
     ours = config.effective_optimizer().model_dump(mode="json")
     changed = [
         f"{key} {_show(theirs.get(key))} -> {_show(value)}"
@@ -239,8 +243,8 @@ class ResumePoint:
             )
             if generations <= self.generation:
                 head += f" (optimizer.generations must be above {self.generation}: expect no new generation)"
-            elif self.stop_reason in _FINAL:
-                why = _FINAL[self.stop_reason]
+            elif (words := STOP_REASONS.get(str(self.stop_reason))) is not None and words.final:
+                why = words.final
                 head += f" (its stop reason still holds: {why}; expect no new generation)"
             elif self.exhausted:
                 head += (
@@ -273,18 +277,6 @@ class ResumePoint:
 #: The pipeline's stages in words (``stages`` of the checkpoint's state).
 _STAGE_WORDS = {"distill": "distillation", "verify": "verification", "cross_fit": "cross-fit"}
 
-#: Stop reasons that more generations do not lift, in words.
-_FINAL = {
-    "perfect_train": "nothing is left to learn on train",
-    "exhausted": "every operator plan the population allows had been tried",
-    "population_size_1": "a population of one makes no offspring",
-    "distilled": (
-        "the pipeline ended after verification and its search was not warranted (result.json "
-        "stages.search.why); generations apply to a search, e.g. --set optimizer.strategy=genetic in a "
-        "new run"
-    ),
-}
-
 
 def _after(generation: int) -> str:
     return (
@@ -306,7 +298,7 @@ def resume_point(run_dir: str | Path) -> ResumePoint:
     Raises:
         CheckpointError: no checkpoint, or one of another format version.
     """
-    data = checkpoint.load(run_dir)
+    data = load_checkpoint(run_dir)
     try:
         return _resume_point(run_dir, data)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
@@ -327,7 +319,7 @@ def _resume_point(run_dir: str | Path, data: dict[str, Any]) -> ResumePoint:
         stop_reason=state.get("stop_reason"),
         since_improvement=int(state.get("since_improvement", 0)),
         exhausted=bool(state.get("exhausted", False)),
-        stages=tuple(k for k, v in state.get("stages", {}).items() if v.get("ran", True)),
+        stages=tuple(r.name for r in Stages.from_dict(state.get("stages")) if r.ran),
     )
 
 

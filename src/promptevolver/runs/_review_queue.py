@@ -36,20 +36,22 @@ from pathlib import Path
 from typing import Any
 
 from promptevolver import rundir
-from promptevolver.annotations._io import _read
-from promptevolver.annotations._labelling import (
+from promptevolver.annotations import (
     AnnotationDocument,
     HumanLabel,
+    LabelScale,
     LabelTarget,
+    infer_kind,
     labelled_sample,
     new_sample,
+    normalize_metric_input,
+    read_file,
+    read_pool,
     recorded_label,
+    sample_key,
 )
-from promptevolver.annotations._labels import LabelScale, infer_kind
-from promptevolver.annotations._models import normalize_metric_input, sample_key
-from promptevolver.annotations._pool import read_pool
 from promptevolver.errors import AnnotationError, PromptEvolverError
-from promptevolver.evaluation._agreement import agreement
+from promptevolver.evaluation import agreement
 from promptevolver.judge import Judgement, Metric, label_scale_of
 
 __all__ = ["ReviewConflict", "ReviewError", "ReviewItem", "ReviewQueue", "build_queue"]
@@ -447,7 +449,7 @@ def build_queue(
 def _refuse_a_pool(path: Path) -> None:
     """A pool of traces (rows without a judge's ``metric_output``: ``suggest``'s output, metric
     inputs) given where the annotation file goes is one error saying what to type instead."""
-    raw = _read(path)
+    raw = read_file(path)
     if isinstance(raw, list) and raw and all(isinstance(r, dict) and "metric_output" not in r for r in raw):
         raise AnnotationError(
             "a pool of traces (no metric_output), not an annotation file: give the file the labels go "
@@ -459,7 +461,7 @@ def _refuse_a_pool(path: Path) -> None:
 def _pool_traces(pool: Path, metric_name: str | None) -> list[_PoolTrace]:
     """The pool's traces in order: ``suggest``'s output (rows with ``why`` and ``verdicts``) in
     its rank order, with the chosen judge's verdict and reason; else each trace's input alone."""
-    raw = _read(pool)
+    raw = read_file(pool)
     rows = raw if isinstance(raw, list) else []
     if rows and all(isinstance(r, dict) and "why" in r and "verdicts" in r for r in rows):
         traces = []

@@ -46,19 +46,32 @@ import yaml
 
 from promptevolver import rundir
 from promptevolver.annotations import MetricAnnotation, SingleMetricAnnotation
-from promptevolver.config._build import build_loss, build_run_parts, load_dataset, resolve_prompt
-from promptevolver.config._models import METRIC_FOLDER, BudgetConfig, GeneticConfig, ManyConfig, RunConfig
+from promptevolver.config import (
+    METRIC_FOLDER,
+    BudgetConfig,
+    GeneticConfig,
+    ManyConfig,
+    RunConfig,
+    build_loss,
+    build_run_parts,
+    load_dataset,
+    resolve_prompt,
+)
 from promptevolver.errors import AnnotationKeyError, ConfigError, LLMError, PromptEvolverError, RunDirError
-from promptevolver.evaluation._losses import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
-from promptevolver.judge._protocol import Metric, label_scale_of
-from promptevolver.llm._base import BaseLLMClient, Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm._cache import CachedLLM
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.optimizers._result import SIMULATED_NOTE, OptimizationResult
+from promptevolver.evaluation import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
+from promptevolver.judge import Metric, label_scale_of
+from promptevolver.llm import (
+    BaseLLMClient,
+    CachedLLM,
+    Completion,
+    InFlightLimit,
+    LLMClient,
+    LLMRequest,
+    Usage,
+)
+from promptevolver.optimizers import SIMULATED_NOTE, GeneticOptimizer, OptimizationResult
 from promptevolver.optimizers.events import Callback
-from promptevolver.report._data import load_run
-from promptevolver.report._write import write_report
+from promptevolver.report import load_run, write_report
 from promptevolver.runs._export import write_exports, write_samples
 from promptevolver.runs._optimize import write_config, write_result
 from promptevolver.runs._resume import check_same_search, record_judgement
@@ -759,7 +772,7 @@ def summary_lines(many: ManyResult) -> list[str]:
 def index_html(many: ManyResult) -> str:
     """The job's index page, styled as the reports: one row per metric, linking its report (a
     failed metric: its reason), the simulated-LLM caveat when it answered, the budget rule."""
-    from promptevolver.report._render import Para, Section, Table, to_html
+    from promptevolver.report import Para, Section, Table, to_html
 
     links = [f"{n}/{rundir.REPORT_HTML}" if o.status == "done" else None for n, o in many.outcomes.items()]
     blocks: list[Any] = [

@@ -26,12 +26,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.annotations._models import sample_key
-from promptevolver.config._build import load_dataset
-from promptevolver.config._models import RunConfig
+from promptevolver.annotations import SingleMetricAnnotation, sample_key
+from promptevolver.config import RunConfig, load_dataset
 from promptevolver.errors import AnnotationError, ConfigError, LLMUnusableError
-from promptevolver.judge._examples import ExampleStore
+from promptevolver.judge import ExampleStore
 from promptevolver.rundir import (
     FORMAT_VERSION_KEY,
     check_links,

@@ -44,18 +44,21 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from promptevolver import rundir
-from promptevolver.annotations._pool import read_pool
-from promptevolver.config._build import build_llm, build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import BudgetConfig, RunConfig
+from promptevolver.annotations import read_pool
+from promptevolver.config import (
+    BudgetConfig,
+    RunConfig,
+    build_llm,
+    build_metric,
+    load_dataset,
+    resolve_prompt,
+)
 from promptevolver.errors import AnnotationError, CheckpointError, LLMUnusableError
-from promptevolver.evaluation._evaluator import candidate_key
-from promptevolver.judge._protocol import Judgement, Metric, label_scale_of
-from promptevolver.llm._base import LLMClient
-from promptevolver.llm._concurrency import InFlightLimit
-from promptevolver.llm._preflight import preflight
-from promptevolver.optimizers import _checkpoint as checkpoint
-from promptevolver.optimizers.strategies._budget import BudgetMeter
-from promptevolver.optimizers.strategies._selection import front_rows
+from promptevolver.evaluation import candidate_key
+from promptevolver.judge import Judgement, Metric, label_scale_of
+from promptevolver.llm import InFlightLimit, LLMClient, preflight
+from promptevolver.optimizers import load_judgements
+from promptevolver.optimizers.strategies import BudgetMeter, front_rows
 from promptevolver.runs import _suggest_rank as rank
 
 __all__ = [
@@ -523,7 +526,7 @@ def _pareto(
     """Ids of the Pareto front over the train samples of every candidate judged on them (best
     train score first); none without a checkpoint."""
     try:
-        judgements = checkpoint.load_judgements(run_dir)
+        judgements = load_judgements(run_dir)
     except CheckpointError:
         return []
     held_out = set((result.get("split") or {}).get("validation_positions") or [])

@@ -41,8 +41,7 @@ from typing import Any, Literal
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from promptevolver.annotations import LabelChoice, LabelScale, SingleMetricAnnotation
-from promptevolver.annotations._models import sample_key
+from promptevolver.annotations import LabelChoice, LabelScale, SingleMetricAnnotation, sample_key
 from promptevolver.simulation import _phrases as ph
 from promptevolver.simulation._draws import unit
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from promptevolver.judge import _prompts as ops
+from promptevolver import judge as ops
 from promptevolver.simulation import _writer as writer
 from promptevolver.simulation._criteria import Criterion, World, sample_key
 from promptevolver.simulation._draws import unit

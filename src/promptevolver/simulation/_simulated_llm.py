@@ -50,12 +50,10 @@ import json
 import warnings
 from typing import Any
 
-from promptevolver.annotations import LabelScale, SingleMetricAnnotation
-from promptevolver.annotations._labels import PAIRWISE, PAIRWISE_BINARY
+from promptevolver.annotations import PAIRWISE, PAIRWISE_BINARY, LabelScale, SingleMetricAnnotation
 from promptevolver.errors import ContextLengthExceededError
-from promptevolver.judge._prompts import rendered_examples, split_rendered
-from promptevolver.llm._base import BaseLLMClient, Completion, LLMRequest
-from promptevolver.llm._fake import count_tokens
+from promptevolver.judge import rendered_examples, split_rendered
+from promptevolver.llm import BaseLLMClient, Completion, LLMRequest, count_tokens
 from promptevolver.llm.pricing import Price
 from promptevolver.simulation import _phrases as ph
 from promptevolver.simulation import _writer as writer

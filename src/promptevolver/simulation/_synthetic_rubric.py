@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge._rubric import RubricJudge
+from promptevolver.judge import RubricJudge
 from promptevolver.simulation._pseudo_text import rare_word, text, vocabulary
 from promptevolver.simulation.synthetic import check_spec
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge._statements import StatementSupport
+from promptevolver.judge import StatementSupport
 from promptevolver.simulation._pseudo_text import rare_word, text, vocabulary
 from promptevolver.simulation.synthetic import check_spec
 

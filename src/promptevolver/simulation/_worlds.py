@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
-from promptevolver.judge._statements import StatementSupport
+from promptevolver.judge import StatementSupport
 from promptevolver.simulation._criteria import Truth, World, mine_world, sample_key
 
 __all__ = [

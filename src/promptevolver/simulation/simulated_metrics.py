@@ -30,8 +30,8 @@ import re
 from typing import Any
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.judge._prompts import split_rendered
-from promptevolver.llm._base import LLMRequest
+from promptevolver.judge import split_rendered
+from promptevolver.llm import LLMRequest
 from promptevolver.simulation import _writer as writer
 from promptevolver.simulation._criteria import World, sample_key
 from promptevolver.simulation._draws import unit

@@ -22,12 +22,24 @@ from pathlib import Path
 
 import numpy as np
 
-from promptevolver.config._build import build_metric, load_dataset, resolve_prompt
-from promptevolver.config._models import ManyConfig, RunConfig, load_config
-from promptevolver.config._overrides import apply_overrides
+from promptevolver.config import (
+    ManyConfig,
+    RunConfig,
+    apply_overrides,
+    build_metric,
+    load_config,
+    load_dataset,
+    resolve_prompt,
+)
 from promptevolver.rundir import ChosenJudge, as_chosen_judge
-from promptevolver.runs._evaluate import chosen_positions, score_instructions
-from promptevolver.runs._gate import SIMULATED_GATE, GateResult, check_gate, check_threshold
+from promptevolver.runs import (
+    SIMULATED_GATE,
+    GateResult,
+    check_gate,
+    check_threshold,
+    chosen_positions,
+    score_instructions,
+)
 from promptevolver.runs.many import evaluate_job
 
 __all__ = ["assert_agreement"]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from promptevolver.llm._base import ChatMessage, LLMRequest, Role
-from promptevolver.simulation._simulated_llm import SimulatedJudgeLLM
+from promptevolver.llm import ChatMessage, LLMRequest, Role
+from promptevolver.simulation import SimulatedJudgeLLM
 from promptevolver.testing._openai_server import Handler
 
 __all__ = ["request_from_body", "simulated_handler"]

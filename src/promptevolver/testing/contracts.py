@@ -52,11 +52,9 @@ import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.errors import AnnotationError, PermanentLLMError
-from promptevolver.evaluation._losses import BinaryMetricLoss, Loss
-from promptevolver.judge import AspectCritic
-from promptevolver.judge._protocol import Judgement, Metric
-from promptevolver.llm._base import ChatMessage, Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm._fake import ScriptedLLM
+from promptevolver.evaluation import BinaryMetricLoss, Loss
+from promptevolver.judge import AspectCritic, Judgement, Metric
+from promptevolver.llm import ChatMessage, Completion, LLMClient, LLMRequest, ScriptedLLM, Usage
 from promptevolver.optimizers import Optimizer
 from promptevolver.simulation import SimulatedJudgeLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate

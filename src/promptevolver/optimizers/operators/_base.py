@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from promptevolver.annotations import SingleMetricAnnotation
-from promptevolver.config._models import GeneticConfig
-from promptevolver.evaluation._losses import Loss
-from promptevolver.judge._protocol import Metric, label_entry
-from promptevolver.llm._base import LLMClient
+from promptevolver.config import GeneticConfig
+from promptevolver.evaluation import Loss
+from promptevolver.judge import Metric, label_entry
+from promptevolver.llm import LLMClient
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._evidence import Evidence
 from promptevolver.optimizers._state import PlanKey

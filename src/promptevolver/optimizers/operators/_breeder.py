@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.config._models import GeneticConfig
+from promptevolver.config import GeneticConfig
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._state import PlanKey
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Operator, Plan

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.judge._examples import static_policy, static_positions
+from promptevolver.judge import static_policy, static_positions
 from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["demo_set", "mixed", "mutated"]

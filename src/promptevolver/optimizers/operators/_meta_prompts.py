@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promptevolver.errors import ContextLengthExceededError, LLMError, OutputParseError
-from promptevolver.judge._prompts import (
+from promptevolver.judge import (
     ANSWER,
     CROSSOVER_PARENT_A,
     CROSSOVER_PARENT_B,
@@ -40,7 +40,7 @@ from promptevolver.judge._prompts import (
     PASSING_SAMPLES,
     extract_json_object,
 )
-from promptevolver.llm._base import ChatMessage, LLMClient, LLMRequest
+from promptevolver.llm import ChatMessage, LLMClient, LLMRequest
 
 __all__ = [
     "Example",

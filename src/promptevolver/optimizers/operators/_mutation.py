@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from promptevolver.annotations import _sampling as sampling
+from promptevolver.annotations import stratified_sample
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators import _demos as demos
 from promptevolver.optimizers.operators import _meta_prompts as ops
@@ -181,7 +181,7 @@ def _unseen(candidate: Candidate, view: BreedingView) -> list[int]:
 def _draw(positions: Sequence[int], n: int, view: BreedingView, rng: np.random.Generator) -> list[int]:
     """A stratified draw (by label) of ``n`` of ``positions``, in random order."""
     n = max(0, min(n, len(positions)))
-    chosen = sampling.stratified_sample([view.labels[p] for p in positions], n, rng)
+    chosen = stratified_sample([view.labels[p] for p in positions], n, rng)
     return [positions[i] for i in rng.permutation(chosen).tolist()]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from promptevolver.annotations import _sampling as sampling
+from promptevolver.annotations import stratified_batches
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.operators import _meta_prompts as ops
 from promptevolver.optimizers.operators._base import BreedingView, Child, MetaContext, Plan, Weighted
@@ -40,7 +40,7 @@ class ReverseEngineering(Weighted):
         if count <= 0 or not view.train:
             return []
         keys = [view.labels[p] for p in view.train]
-        batches = sampling.stratified_batches(keys, view.config.num_demonstrations, rng)
+        batches = stratified_batches(keys, view.config.num_demonstrations, rng)
         order = rng.permutation(len(batches))[:count].tolist()
         return [Plan(self.name, (), positions=tuple(view.train[i] for i in batches[b])) for b in order]
 

@@ -25,12 +25,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from promptevolver.annotations import SampleAnnotation
-from promptevolver.config._models import BudgetConfig
+from promptevolver.config import BudgetConfig
 from promptevolver.errors import BudgetExceededError, ConfigError, NotSentError
-from promptevolver.judge._protocol import Metric
-from promptevolver.llm._base import JUDGE_OPERATION, Completion, LLMClient, LLMRequest, Usage
-from promptevolver.llm._ratelimit import estimate_tokens
-from promptevolver.llm._wrapper import ClientWrapper, found_in_stack
+from promptevolver.judge import Metric
+from promptevolver.llm import (
+    JUDGE_OPERATION,
+    ClientWrapper,
+    Completion,
+    LLMClient,
+    LLMRequest,
+    Usage,
+    estimate_tokens,
+    found_in_stack,
+)
 from promptevolver.llm.pricing import Price
 from promptevolver.optimizers._cost import PhaseCalls
 

@@ -41,9 +41,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from promptevolver.errors import LLMError, LLMUnusableError
-from promptevolver.evaluation._intervals import wilson_interval
-from promptevolver.llm._redaction import redact_text
-from promptevolver.llm._retry import LONG_WAIT_S, RUN_OF_FAILURES, server_side
+from promptevolver.evaluation import wilson_interval
+from promptevolver.llm import LONG_WAIT_S, RUN_OF_FAILURES, redact_text, server_side
 
 __all__ = [
     "CONFIDENCE",

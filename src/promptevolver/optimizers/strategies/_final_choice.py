@@ -12,7 +12,8 @@ probability that the finalist is better than the seed, ``p``.
 Out-of-bag (small data, :mod:`..split`) the comparison is on the train samples the finalist's
 lineage never learned from, with the train judgements already made (no extra call).
 
-The rule: the finalist with the largest Δ is returned when Δ > 0 and ``p`` ≥ ``confidence``
+The rule (:class:`PairedRule`, the one rule every choice of a run applies): the finalist with the
+largest Δ is returned when Δ > 0 and ``p`` ≥ ``confidence``
 (default 0.7); otherwise the seed. So a candidate replaces the seed only when the held-out
 evidence says it is better with that probability — the principled form of "never worse than the
 seed" — while a small validation set that cannot tell them apart keeps the seed. An extended run
@@ -29,19 +30,21 @@ whose evaluations failed on more than ``1 - min_coverage`` of the samples cannot
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
-from promptevolver.evaluation._losses import Loss
+from promptevolver.evaluation import Loss, Score
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies import _selection as selection
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "Comparison",
+    "Paired",
     "PairedChoice",
+    "PairedRule",
     "final_choice_rng",
     "held_out",
     "out_of_bag",
@@ -62,6 +65,89 @@ def final_choice_rng(random_seed: int) -> np.random.Generator:
     return np.random.default_rng((random_seed, FINAL_CHOICE_STREAM))
 
 
+@dataclass(frozen=True)
+class Paired:
+    """One paired comparison of a candidate with a reference on the same samples (:func:`paired`).
+
+    Attributes:
+        delta: the weighted mean difference of per-sample quality, candidate minus reference
+            (> 0: the candidate did better); None when no sample was measured for both.
+        p_better: the bootstrap probability, in [0, 1], that the candidate is better.
+        coverage: the share of its evaluations, in [0, 1], the candidate has measured.
+    """
+
+    delta: float | None
+    p_better: float
+    coverage: float
+
+
+@dataclass(frozen=True)
+class PairedRule:
+    """The one decision rule of a run: "better than X with probability ``confidence``", on a
+    paired comparison (:class:`Paired`). The verification, the ladder's rules (a higher rung,
+    nothing to beat), the examples stage, the cross-fit check, the refit's recipe and the final
+    choice each ask it one of these questions:
+
+    * :meth:`beats`: the candidate is better than X (Δ > 0) with probability ``confidence``;
+    * :meth:`likely_better`: the probability alone says so (the ladder's test of a lower rung
+      against a higher one);
+    * :meth:`not_shown_worse`: X is not better than the candidate with probability
+      ``confidence`` (lessons learnt from human corrections stay unless the evidence says they
+      hurt); small data's refit asks it of a stricter rule, :meth:`at_confidence` of
+      ``_refit.HURT`` (:mod:`promptevolver.optimizers._refit`).
+
+    A candidate measured on less than ``min_coverage`` of its evaluations is not
+    :meth:`eligible` to be chosen.
+
+    Args:
+        confidence: the probability, in [0.5, 1), the rule asks for.
+        min_coverage: share of its evaluations, in [0, 1], a candidate needs measured.
+
+    Raises:
+        ValueError: ``confidence`` out of range.
+    """
+
+    confidence: float = 0.7
+    min_coverage: float = selection.MIN_COVERAGE
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.confidence < 1.0:
+            raise ValueError(f"confidence must be in [0.5, 1), got {self.confidence}")
+
+    def compare(
+        self,
+        candidate: Score,
+        reference: Score,
+        mask: np.ndarray,
+        weights: np.ndarray,
+        rng: np.random.Generator,
+    ) -> Paired:
+        """``candidate`` against ``reference`` on the samples within ``mask`` (:func:`paired`)."""
+        delta, p = paired(candidate, reference, mask, weights, rng)
+        return Paired(delta, p, candidate.coverage)
+
+    def eligible(self, x: Paired) -> bool:
+        """Measured against the reference, on at least ``min_coverage`` of its evaluations."""
+        return x.delta is not None and x.coverage >= self.min_coverage
+
+    def beats(self, x: Paired) -> bool:
+        """Better than the reference (Δ > 0) with probability ``confidence``."""
+        return x.delta is not None and x.delta > 0 and x.p_better >= self.confidence
+
+    def likely_better(self, x: Paired) -> bool:
+        """Measured, and better than the reference with probability ``confidence`` (Δ unread)."""
+        return x.delta is not None and x.p_better >= self.confidence
+
+    def not_shown_worse(self, x: Paired) -> bool:
+        """Measured, and the reference is not better with probability ``confidence``."""
+        return x.delta is not None and 1.0 - x.p_better < self.confidence
+
+    def at_confidence(self, floor: float) -> PairedRule:
+        """This rule asking for probability ``floor`` at least (its own ``confidence`` when
+        higher)."""
+        return replace(self, confidence=max(self.confidence, floor))
+
+
 class PairedChoice:
     """Chooses between the seed and the best train candidates on validation (see the module docstring).
 
@@ -79,13 +165,14 @@ class PairedChoice:
     ) -> None:
         if finalists < 1:
             raise ValueError(f"finalists must be >= 1, got {finalists}")
-        if not 0.5 <= confidence < 1.0:
-            raise ValueError(f"confidence must be in [0.5, 1), got {confidence}")
+        self.rule = PairedRule(confidence=confidence, min_coverage=min_coverage)
         self.finalists = finalists
         self.confidence = confidence
         self.min_coverage = min_coverage
         #: After :meth:`choose`: the rule, every finalist's Δ, p and coverage, the choice and why.
         self.report: dict[str, Any] = {}
+        #: After :meth:`choose`: each finalist's comparison with the seed, by candidate id.
+        self.compared: dict[int, Paired] = {}
 
     def candidates(
         self,
@@ -121,19 +208,26 @@ class PairedChoice:
         """
         seed = next(c for c in finalists if c.is_seed)
         rows: list[dict[str, Any]] = []
-        best: tuple[float, float, Candidate] | None = None  # (Δ, p, finalist)
+        best: tuple[Paired, Candidate] | None = None
+        self.compared = {}
         for c in finalists:
             if c.is_seed:
                 continue
-            mine, theirs, mask, weights = compare(c)
-            delta, p = paired(mine, theirs, mask, weights, rng)
-            eligible = delta is not None and mine.coverage >= self.min_coverage
-            coverage = round(mine.coverage, 6)
+            x = self.rule.compare(*compare(c), rng)
+            self.compared[c.id] = x
+            eligible = self.rule.eligible(x)
+            coverage = round(x.coverage, 6)
             rows.append(
-                {"id": c.id, "delta": delta, "p_better": p, "coverage": coverage, "eligible": eligible}
+                {
+                    "id": c.id,
+                    "delta": x.delta,
+                    "p_better": x.p_better,
+                    "coverage": coverage,
+                    "eligible": eligible,
+                }
             )
-            if eligible and delta is not None and (best is None or delta > best[0]):
-                best = (delta, p, c)
+            if eligible and x.delta is not None and (best is None or x.delta > (best[0].delta or 0.0)):
+                best = (x, c)
         chosen, why = self._decide(seed, best, alone if not rows else None)
         if incumbent is not None and not incumbent.is_seed:
             chosen, why = self._defend(incumbent, chosen, why, rows, compare, rng)
@@ -147,7 +241,7 @@ class PairedChoice:
         return chosen
 
     def _decide(
-        self, seed: Candidate, best: tuple[float, float, Candidate] | None, alone: str | None
+        self, seed: Candidate, best: tuple[Paired, Candidate] | None, alone: str | None
     ) -> tuple[Candidate, str]:
         if alone is not None:
             return seed, f"only the seed reached the final choice: {alone}"
@@ -156,10 +250,11 @@ class PairedChoice:
                 "no finalist besides the seed was measured on enough validation samples (failed "
                 f"evaluations; a candidate needs {self.min_coverage:.0%} of its samples measured)"
             )
-        delta, p, finalist = best
+        x, finalist = best
+        delta, p = x.delta or 0.0, x.p_better
         if delta <= 0:
             return seed, "no finalist did better than the seed on validation"
-        if p < self.confidence:
+        if not self.rule.beats(x):
             return seed, (
                 f"candidate {finalist.id} did better on validation (Δ {delta:+.3f}) but with probability "
                 f"{p:.2f} < {self.confidence:g} that it is better: too few validation samples tell them apart"
@@ -190,8 +285,9 @@ class PairedChoice:
             return incumbent, f"{kept}: no finalist of the extension did better on validation ({why})"
         mine, _, mask, weights = compare(chosen)
         theirs, _, their_mask, _ = compare(incumbent)
-        d, p = paired(mine, theirs, mask & their_mask, weights, rng)
-        if d is None or d <= 0 or p < self.confidence:
+        x = self.rule.compare(mine, theirs, mask & their_mask, weights, rng)
+        d, p = x.delta, x.p_better
+        if not self.rule.beats(x):
             shown = "n/a" if d is None else f"{d:+.3f}"
             return incumbent, (
                 f"{kept}: candidate {chosen.id} did not beat it on validation with probability ≥ "

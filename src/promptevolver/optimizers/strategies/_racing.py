@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from promptevolver.evaluation._evaluator import Score
+from promptevolver.evaluation import Score
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers.strategies._final_choice import paired
 

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from promptevolver.annotations import _sampling as sampling
-from promptevolver.evaluation._evaluator import Score
-from promptevolver.evaluation._losses import Loss
+from promptevolver.annotations import stratified_sample
+from promptevolver.evaluation import Loss, Score
 from promptevolver.optimizers._candidates import Candidate
 
 __all__ = ["ScreeningView", "focused_minibatch", "passes", "screen"]
@@ -78,7 +77,7 @@ def focused_minibatch(
 def _draw(
     positions: Sequence[int], n: int, labels: Sequence[float | None], rng: np.random.Generator
 ) -> list[int]:
-    keep = sampling.stratified_sample([labels[p] for p in positions], n, rng)
+    keep = stratified_sample([labels[p] for p in positions], n, rng)
     return [positions[i] for i in keep]
 
 

@@ -42,7 +42,7 @@ from typing import Protocol
 
 import numpy as np
 
-from promptevolver.evaluation._losses import Loss
+from promptevolver.evaluation import Loss
 from promptevolver.optimizers._candidates import Candidate
 
 __all__ = [

@@ -14,6 +14,10 @@ The first condition that holds ends the search and gives ``stop_reason``. The de
 * ``budget`` — a request was refused by the budget, or the next generation, with the final
   choice reserved, would not fit in it.
 
+Besides these, the pipeline's ``distilled`` (it ended after the verification, no search). How
+each reason reads — on the summary's stop line, in the report, in a resume's note — is here
+too, in :data:`STOP_REASONS`: the one home of that wording.
+
 A condition of your own is any object with a ``reason`` string and a ``should_stop(search)``
 method; pass the list as ``GeneticOptimizer(stop_conditions=[...])``. ``search`` is a
 :class:`SearchView` (built by :func:`promptevolver.optimizers._views.search_view` before each
@@ -26,12 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from promptevolver.config._models import GeneticConfig
-from promptevolver.evaluation._losses import Loss
+from promptevolver.config import GeneticConfig
+from promptevolver.evaluation import Loss
 from promptevolver.optimizers._state import SearchState
 
 __all__ = [
     "DEFAULT_STOP_CONDITIONS",
+    "STOP_REASONS",
+    "StopWords",
     "BudgetSpent",
     "Exhausted",
     "MaxGenerations",
@@ -67,6 +73,62 @@ class SearchView:
     def has_unseen_evidence(self) -> bool:
         """Whether a population member's lineage has not yet been shown some correction."""
         return self.unseen()
+
+
+@dataclass(frozen=True)
+class StopWords:
+    """How one stop reason reads.
+
+    Attributes:
+        line: on the summary's stop line (``{patience}`` filled in).
+        report: in the report's stop sentence (``{generations}``, ``{patience}``); None: the
+            report says ``stop reason: <reason>``.
+        final: why more generations would not lift it, for a resume's note (None: they may).
+    """
+
+    line: str
+    report: str | None = None
+    final: str | None = None
+
+
+#: Each stop reason's wording (:class:`StopWords`), read by the summary line, the report and a
+#: resume's note; a reason not here (a user's stop condition) reads as its name.
+STOP_REASONS: dict[str, StopWords] = {
+    "generations": StopWords(
+        "every generation the config asks for ran", report="all {generations} generations ran"
+    ),
+    "perfect_train": StopWords(
+        "a candidate reached the best possible train score, so train has nothing left to teach",
+        report="a candidate got every train sample right",
+        final="nothing is left to learn on train",
+    ),
+    "patience": StopWords(
+        "the best train score did not improve for {patience} generation(s) in a row",
+        report="the best train score did not improve for {patience} generations (patience)",
+    ),
+    "exhausted": StopWords(
+        "every operator plan the population allows had been tried",
+        report="every possible offspring had been tried",
+        final="every operator plan the population allows had been tried",
+    ),
+    "budget": StopWords(
+        "the budget could not pay for another generation and the final choice",
+        report="the budget could not pay for another generation",
+    ),
+    "population_size_1": StopWords(
+        "population_size is 1: the seed is evaluated, nothing else",
+        report="the population size is 1, so only the seed was evaluated",
+        final="a population of one makes no offspring",
+    ),
+    "distilled": StopWords(
+        "the pipeline ended after verifying the distilled ladder",
+        final=(
+            "the pipeline ended after verification and its search was not warranted (result.json "
+            "stages.search.why); generations apply to a search, e.g. --set optimizer.strategy=genetic in a "
+            "new run"
+        ),
+    ),
+}
 
 
 class StopCondition(Protocol):
