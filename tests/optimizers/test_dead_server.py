@@ -120,7 +120,13 @@ def test_a_server_failing_everything_stops_the_run_without_retrying_every_call(
     message = str(stop.value)
     by_run = "attempts in a row failed" in message and server_side.after_death >= RUN_OF_FAILURES
     by_share = "evaluations failed (more than max_failure_rate=0.2" in message
-    assert (by_run or by_share) and "dominant cause http 500" in message, message
+    # or the search ran out of generations while the server answered nothing (never a result
+    # as if its plans or generations had simply run out)
+    by_end = (
+        "attempts failed on the server's side" in message and server_side.after_death >= RUN_OF_FAILURES // 2
+    )
+    by_meta = "meta calls in a row failed on the server's side" in message
+    assert (by_run or by_share or by_end or by_meta) and "dominant cause http 500" in message, message
     assert "upstream model crashed" in message  # the server's own words
     assert "sk-test-dead-server" not in message and SECRET not in message
 
@@ -206,3 +212,26 @@ def test_a_failed_meta_call_keeps_the_servers_words(ac_dataset):
         out = asyncio.run(main(server.base_url))
     assert out.value is None and out.rejected == "llm error: http 500"  # the counted reason stays short
     assert out.error is not None and "meta model overloaded" in out.error
+
+
+@pytest.mark.parametrize("generations", [2, 6])
+def test_a_meta_server_that_answers_nothing_stops_the_search_with_its_cause(generations):
+    """The judge answers, the prompt engineer's server fails every call (after its retries): the
+    search never ends as 'exhausted' or 'generations' with the seed as if its plans had run out
+    (a failed plan was not tried: it is planned again); it stops with the cause."""
+    from ..helpers import make_dataset, rule_llm
+
+    ds = make_dataset(30, wrong=10)
+    labels = [int(y) for y in ds.labels()]
+
+    def writer(request: LLMRequest) -> str:
+        raise TransientLLMError("reflection model crashed", status=500)
+
+    llm = rule_llm(ds, lambda instruction, i: labels[i] if i % 3 else 1 - labels[i], writer)
+    metric = AspectCritic(name="answer_correctness", definition="Is the response correct?")
+    config = {**CONFIG, "generations": generations, "patience": generations}
+    with pytest.raises(LLMUnusableError) as stop:
+        GeneticOptimizer(metric=metric, llm=llm).optimize(dataset=ds, loss=BinaryMetricLoss(), config=config)
+    message = str(stop.value)
+    assert "failed on the server's side" in message and "dominant cause http 500" in message, message
+    assert "reflection model crashed" in message

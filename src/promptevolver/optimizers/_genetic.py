@@ -23,6 +23,7 @@ judges each distinct (candidate, sample) pair once per run.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.config import GeneticConfig
 from promptevolver.evaluation import Loss, check_loss_fits
 from promptevolver.judge import Metric, label_scale_of, refuse_ragas_object
-from promptevolver.llm import InFlightLimit, Journal, LLMClient, preflight
+from promptevolver.llm import InFlightLimit, Journal, LLMClient, preflight, server_side
 from promptevolver.optimizers import _checkpoint as checkpoint
 from promptevolver.optimizers import _phases as phases
 from promptevolver.optimizers import _stages
@@ -47,7 +48,7 @@ from promptevolver.optimizers._split import MIN_USABLE_SAMPLES
 from promptevolver.optimizers._stages import Stage
 from promptevolver.optimizers._state import SearchState
 from promptevolver.optimizers.events import Callback, EventBus, check_callbacks
-from promptevolver.optimizers.operators._base import Operator
+from promptevolver.optimizers.operators._base import Child, Operator
 from promptevolver.optimizers.operators._breeder import Breeder, default_operators
 from promptevolver.optimizers.operators._reverse_engineer import ReverseEngineering
 from promptevolver.optimizers.strategies import _budget as budget
@@ -300,9 +301,25 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
         )
         state.exhausted, state.slots = not plans, state.slots + len(plans)
         state.tried.update(p.key for p in plans)
-        children = run.adopt(
-            await run.context.breeder.run(plans, views.meta_context(run.context, population))
-        )
+        made = await run.context.breeder.run(plans, views.meta_context(run.context, population))
+        # a plan whose meta call failed on the server's side was not tried: it is planned again, so a
+        # server that died is stopped by the run of failed attempts (ServerWatch), never taken for a
+        # search whose plans are exhausted (which kept the seed and reported its figures)
+        failed = [c for c in made if _failed_on_server(c)]
+        state.tried.difference_update(c.plan.key for c in failed)
+        # ... and a meta server that answers none of them stops the run with its cause: after
+        # META_FAILED_IN_ROW calls that each gave up, the search could only go on making nothing
+        state.meta_failed_in_row = state.meta_failed_in_row + len(failed) if len(failed) == len(made) else 0
+        if failed and state.meta_failed_in_row >= META_FAILED_IN_ROW:
+            causes = Counter(str(c.rejected).removeprefix("llm error: ") for c in failed)
+            cause, count = causes.most_common(1)[0]
+            example = next(str(c.error) for c in failed if str(c.rejected).endswith(cause))
+            what = (
+                f"{state.meta_failed_in_row} meta calls in a row failed on the server's side after their "
+                "retries, none answered"
+            )
+            run.stop(what, cause, count, len(failed), example)
+        children = run.adopt(made)
         by_id = {c.id: c for c in state.candidates}
         parents_of = {c.id: [by_id[p] for p in c.parents] for c in children}
         passed = await screening.screen(run.screening(), children, parents_of)
@@ -313,6 +330,20 @@ class GeneticOptimizer(Optimizer[OptimizationResult]):
             population + passed, run.context.loss, size, elites, min_coverage=run.context.min_coverage
         )
         run.record_generation(len(children))
+
+
+#: Meta calls of the search in a row that gave up on the server's side (each after its retries),
+#: none answered, after which the run stops: at a 30 % fault rate with two attempts a call, four in
+#: a row happen with probability 0.09^4 ≈ 7e-5 (a dead meta server: at once, 4 calls of its first
+#: generation or two).
+META_FAILED_IN_ROW = 4
+
+
+def _failed_on_server(child: Child) -> bool:
+    """Whether ``child``'s meta call failed on the server's side (transport, timeout, HTTP 5xx)
+    after the client's retries; a refusal, a context overflow or a bad answer was a real try."""
+    cause = (child.rejected or "").removeprefix("llm error: ") if child.error else ""
+    return bool(cause) and server_side(cause)
 
 
 def _progress_fields(state: SearchState) -> dict[str, Any]:

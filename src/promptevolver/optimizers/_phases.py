@@ -19,7 +19,7 @@ import numpy as np
 
 from promptevolver.evaluation import Score
 from promptevolver.judge import gather_or_cancel
-from promptevolver.llm import Usage, waves
+from promptevolver.llm import RUN_OF_FAILURES, Usage, waves
 from promptevolver.optimizers import _adoption as adoption
 from promptevolver.optimizers import _refit as refit
 from promptevolver.optimizers import _reporting as reporting
@@ -134,6 +134,7 @@ async def finish(run: StageView, stop_reason: str) -> Candidate:
     finalist and is replaced only by a finalist that beats it; so does the pipeline's verified rung
     when a search followed the verification (:func:`start_search` makes it the incumbent)."""
     state = run.state
+    _refuse_a_dead_end(run)
     state.stop_reason = stop_reason
     choice = PairedChoice(
         finalists=run.context.config.finalists,
@@ -154,6 +155,26 @@ async def finish(run: StageView, stop_reason: str) -> Candidate:
     run.state.final_choice = {"regime": run.context.split.regime.value, **choice.report}
     run.context.events.emit("stop", run.state.generation, reason=stop_reason, best=best.id)
     return best
+
+
+def _refuse_a_dead_end(run: StageView) -> None:
+    """A search that ended while its server answered nothing (the last ``RUN_OF_FAILURES // 2``
+    attempts or more failed on the server's side, none answered since: its last generations made
+    nothing) is stopped with the cause, not finished as if its plans or generations had run out.
+
+    Raises:
+        LLMUnusableError: it did.
+    """
+    failed = run.context.watch.run
+    if failed.total() < RUN_OF_FAILURES // 2:
+        return
+    cause, count = failed.most_common(1)[0]
+    what = (
+        f"the search ended with its last {failed.total()} attempts failed on the server's side and "
+        "none answered since, so its last generations made nothing"
+    )
+    run.stop(what, cause, count, failed.total(), run.context.watch.examples.get(cause, ""))
+    run.end_step()
 
 
 def _why_alone(state: SearchState) -> str:

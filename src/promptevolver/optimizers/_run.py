@@ -318,6 +318,12 @@ class SearchRun:
     def _dead_server(self, what: str, cause: str, count: int, of: int, example: str) -> None:
         self.tally.stop(what, cause, count, of, example)
 
+    def stop_step(self, what: str, cause: str, count: int, of: int, example: str) -> None:
+        """The failure policy says stop for a reason the step saw itself (``what``; ``count`` of
+        ``of`` failures had the dominant ``cause``; ``example`` one's error text): requests not yet
+        sent are refused and :meth:`end_step` raises."""
+        self.tally.stop(what, cause, count, of, example)
+
     def end_step(self) -> None:
         """Apply the failure policy to the whole step.
 

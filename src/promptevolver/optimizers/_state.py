@@ -57,6 +57,9 @@ class SearchState:
         final_choice: how the final choice was made (``PairedChoice.report`` and the stage's
             additions), once it was; not checkpointed (a resume reads it from the verification's
             record).
+        meta_failed_in_row: the search's meta calls in a row that failed on the server's side after
+            their retries, none answered in between (across generations; not checkpointed: a
+            resume starts counting afresh).
     """
 
     rng: np.random.Generator
@@ -78,6 +81,7 @@ class SearchState:
     lessons: list[dict[str, Any]] = field(default_factory=list)
     race: dict[str, Any] = field(default_factory=dict)
     chosen: int | None = None
+    meta_failed_in_row: int = 0
     final_choice: dict[str, Any] = field(default_factory=dict)
     _keys: dict[CandidateKey, int] = field(default_factory=dict, repr=False)
 

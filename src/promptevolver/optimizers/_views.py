@@ -162,6 +162,8 @@ class StageView:
             state before any view is made).
         judge, judge_each, judge_train, judge_validation: :class:`~._run.SearchRun`'s judging.
         begin_step, end_step: a failure-policy step (:meth:`~._run.SearchRun.begin_step`).
+        stop: the failure policy says stop (``what``, dominant ``cause``, ``count`` of ``of``
+            failures, an ``example`` error text); the step's :attr:`end_step` raises it.
         usage: the run's LLM usage so far; stage_start: the usage a stage starting now counts from.
         adopt: register operator answers as candidates (:func:`._adoption.adopt`).
         record_generation: record a generation with that many offspring (:mod:`._history`).
@@ -179,6 +181,7 @@ class StageView:
     judge_validation: Callable[[Sequence[Candidate]], Awaitable[None]]
     begin_step: Callable[..., None]
     end_step: Callable[[], None]
+    stop: Callable[[str, str, int, int, str], None]
     usage: Callable[[], Usage]
     stage_start: Callable[[], Usage]
     adopt: Callable[[Sequence[Child]], list[Candidate]]
@@ -204,6 +207,7 @@ def stage_view(
         judge_validation=run.judge_validation,
         begin_step=run.begin_step,
         end_step=run.end_step,
+        stop=run.stop_step,
         usage=run.usage,
         stage_start=run.stage_start,
         adopt=lambda children: _adoption.adopt(run, children),
