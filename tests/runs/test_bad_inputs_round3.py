@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,26 +200,48 @@ def test_an_unwritable_output_is_refused_before_any_llm_call(
 # -- SIGTERM --------------------------------------------------------------------------------------------
 
 
-def test_sigterm_stops_with_one_line_exit_143_and_the_run_resumes(tmp_path: Path) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        yaml.safe_dump({**SYNTHETIC, "dataset": {"synthetic": {"n_samples": 200, "random_seed": 0}}})
-    )
+def test_sigterm_stops_with_one_line_exit_143_and_the_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signal always arrives mid-run: the judge's server holds every call once the run's first
+    checkpoint exists, until the test has sent SIGTERM (no race with a fast machine)."""
+    import threading
+
+    from promptevolver.llm import SimulatedJudgeLLM
+    from promptevolver.simulation.synthetic import SyntheticSpec, generate
+    from promptevolver.testing import simulated_handler
+
+    spec = {"n_samples": 200, "random_seed": 0}
+    answer = simulated_handler(SimulatedJudgeLLM(dataset=generate(SyntheticSpec(**spec)), random_seed=0))
     run = tmp_path / "run"
-    proc = subprocess.Popen(
-        [*CLI, "optimize", str(config), "-o", str(run), "-q"], stderr=subprocess.PIPE, text=True
-    )
-    while proc.poll() is None and not (run / rundir.CHECKPOINT_FILE).exists():
-        time.sleep(0.01)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGTERM)
-    err = proc.communicate(timeout=120)[1]
-    if proc.returncode == 0:
-        pytest.skip("the run finished before the signal arrived (a fast machine)")
-    said = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 143 and len(said) == 1, err
-    assert said[0].startswith("promptevolver: stopped by SIGTERM") and "--resume" in said[0]
-    assert main(["optimize", "--resume", str(run), "-q"]) == 0
+    held, release = threading.Event(), threading.Event()
+
+    def handler(body: dict[str, Any]) -> str:
+        if (run / rundir.CHECKPOINT_FILE).exists() and not release.is_set():
+            held.set()
+            release.wait(60)
+        return answer(body)
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({**SYNTHETIC, "dataset": {"synthetic": spec}}))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LocalOpenAIServer(handler, models=["m"]) as srv:
+        llm = _openai(srv)
+        proc = subprocess.Popen(
+            [*CLI, "optimize", str(config), "-o", str(run), "-q", *llm], stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert held.wait(120), "the run never reached a call after its first checkpoint"
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=120)[1]
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+        said = [line for line in err.splitlines() if line.strip()]
+        assert proc.returncode == 143 and len(said) == 1, err
+        assert said[0].startswith("promptevolver: stopped by SIGTERM") and "--resume" in said[0]
+        assert main(["optimize", "--resume", str(run), "-q", *llm]) == 0
 
 
 # -- every evaluation failed -----------------------------------------------------------------------------
