@@ -633,21 +633,11 @@ async def choose_examples(run: StageView, base: Candidate) -> Candidate:
         return base
     store = run.context.examples
     assert store is not None
-    candidates = []
-    for policy in policies:
-        shown = frozenset(store.positions_for(policy, {})) if policy == "static" else frozenset()
-        c = Candidate(
-            id=len(run.state.candidates),
-            instructions=dict(base.instructions),
-            generation=base.generation,
-            operator="examples",
-            parents=(base.id,),
-            seen=base.seen | shown,
-            fold=base.fold,
-            examples=policy,
-        )
-        run.state.add(c)
-        candidates.append(c)
+    static = frozenset(store.positions_for("static", {})) if "static" in policies else frozenset()
+    candidates = [
+        _example_candidate(run, base, policy, static if policy == "static" else frozenset())
+        for policy in policies
+    ]
     run.context.events.emit("stage_start", 0, stage="examples")
     run.begin_step("the examples' verification on held-out samples", count_parse=True)
     race = Race(looks=4 if run.context.config.racing else 1, futility=base.id)
