@@ -52,6 +52,7 @@ from promptevolver.optimizers._records import (
 )
 from promptevolver.optimizers._result import SIMULATED_NOTE as SIMULATED_NOTE
 from promptevolver.optimizers._result import OptimizationResult
+from promptevolver.optimizers._result import seed_kept_whole as seed_kept_whole
 from promptevolver.optimizers._split import MIN_USABLE_SAMPLES as MIN_USABLE_SAMPLES
 from promptevolver.optimizers._split import Regime
 from promptevolver.optimizers._split import check_inputs as check_inputs
@@ -121,6 +122,7 @@ __all__ = [
     "offspring_count",
     "phase_calls",
     "refits",
+    "seed_kept_whole",
     "split_sizes",
     "validation_count",
 ]

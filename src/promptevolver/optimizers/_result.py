@@ -21,7 +21,7 @@ from promptevolver.optimizers import _reporting as reporting
 from promptevolver.optimizers._records import Stages
 from promptevolver.rundir import ChosenJudge, write_result
 
-__all__ = ["SIMULATED_NOTE", "OptimizationResult", "judge_model_of"]
+__all__ = ["SIMULATED_NOTE", "OptimizationResult", "judge_model_of", "seed_kept_whole"]
 
 #: In result.json's ``notes`` when the simulated LLM answered (``simulated_llm``).
 SIMULATED_NOTE = (
@@ -298,6 +298,20 @@ def _simulated(ctx: RunContext) -> dict[str, Any]:
         "notes": [SIMULATED_NOTE] if simulated else [],
         "judge_model": judge_model_of(ctx.llm),
     }
+
+
+def seed_kept_whole(split: Mapping[str, Any], best_id: int) -> bool:
+    """Whether a result (its ``split`` block and ``best_id``) is the seed kept on small data: it
+    learned from no annotation, so every usable one is its held-out part (out of bag, as many
+    validation samples as train). The summary line and the report show one figure then."""
+    from promptevolver.optimizers._split import Regime
+
+    return (
+        Regime.of(split.get("regime")) is Regime.OUT_OF_BAG
+        and best_id == 0
+        and bool(split.get("train"))
+        and split.get("validation") == split.get("train")
+    )
 
 
 def judge_model_of(client: object) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any
 from promptevolver.annotations import SingleMetricAnnotation
 from promptevolver.evaluation import agreement_of, loss_label, order_swap_bias, wilson_interval
 from promptevolver.judge import ORDER_SWAP
-from promptevolver.optimizers import OptimizationResult, Regime, Stages
+from promptevolver.optimizers import OptimizationResult, Regime, Stages, seed_kept_whole
 from promptevolver.optimizers.strategies import STOP_REASONS
 from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
 from promptevolver.report._examples import examples_section
@@ -393,14 +393,8 @@ def _held_out_name(facts: RunFacts) -> str:
 
 
 def _kept_whole(facts: RunFacts) -> bool:
-    """Small data, the seed kept: it learned from no annotation, so every usable one is held out
-    for it (result.json's split: as many validation samples as train)."""
-    split = facts.result.get("split") or {}
-    return (
-        _out_of_bag(facts)
-        and facts.result.get("best_id") == 0
-        and split.get("validation") == split.get("train")
-    )
+    """The seed kept on small data (:func:`~promptevolver.optimizers.seed_kept_whole`)."""
+    return seed_kept_whole(facts.result.get("split") or {}, facts.result.get("best_id", -1))
 
 
 def _cross_validated(facts: RunFacts) -> bool:

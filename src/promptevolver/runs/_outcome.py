@@ -16,7 +16,7 @@ from typing import Any
 
 from promptevolver import rundir
 from promptevolver.evaluation import loss_label
-from promptevolver.optimizers import OptimizationResult, Regime
+from promptevolver.optimizers import OptimizationResult, seed_kept_whole
 from promptevolver.optimizers.strategies import STOP_REASONS
 
 __all__ = ["choice_line", "chosen_lines", "outcome_lines", "stage_line", "stop_line"]
@@ -36,7 +36,7 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
             f"{_f(s['best'].get('cross_validated'))} ({folds} folds; refit on every annotation, so no "
             "train or validation figure of its own)"
         )
-    elif _kept_whole(result):
+    elif seed_kept_whole(result.split or {}, result.best_id):
         figures = (
             f"seed kept: {_f(s['seed'].get('validation'))} on all {result.split['train']} usable "
             "annotations (it learned from none of them: a held-out figure)"
@@ -60,18 +60,6 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     if note:
         lines.append(f"note: {note}")
     return lines + _files(run_dir) + chosen_lines(result.chosen_judge(), run_dir)
-
-
-def _kept_whole(result: OptimizationResult) -> bool:
-    """Small data, the seed kept: every usable annotation is held out for it (as many validation
-    samples as train, nothing learned)."""
-    split = result.split or {}
-    return (
-        Regime.of(split.get("regime")) is Regime.OUT_OF_BAG
-        and result.best_id == 0
-        and bool(split.get("train"))
-        and split.get("validation") == split.get("train")
-    )
 
 
 def chosen_lines(chosen: rundir.ChosenJudge, run_dir: Path) -> list[str]:
