@@ -60,6 +60,25 @@ def test_a_lazy_package_lists_each_name_once_and_resolves_it_on_first_use():
         lazy_package("pkg", {"json": ["dumps"], "pickle": ["dumps"]})
 
 
+
+def test_a_lazy_package_takes_a_whole_modules_all_from_its_source_without_importing_it(tmp_path, monkeypatch):
+    import sys
+
+    from promptevolver._lazy import lazy_package
+
+    (tmp_path / "probe_whole.py").write_text(
+        'raise RuntimeError("imported")\n__all__ = ["b", "a"]\n', encoding="utf-8"
+    )
+    (tmp_path / "probe_no_all.py").write_text("a = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _, names = lazy_package("pkg", {"probe_whole": "*", "math": ["pi"]})
+    assert names == ["a", "b", "pi"]
+    assert "probe_whole" not in sys.modules
+    with pytest.raises(ValueError, match="probe_no_all has no literal __all__"):
+        lazy_package("pkg", {"probe_no_all": "*"})
+    with pytest.raises(ValueError, match="'a' is exported by probe_whole and math"):
+        lazy_package("pkg", {"probe_whole": "*", "math": ["a"]})
+
 # --- every package face's exports, exactly ------------------------------------------------------
 
 API_FILE = Path(__file__).with_name("public_api.json")

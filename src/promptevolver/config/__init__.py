@@ -24,15 +24,7 @@ if TYPE_CHECKING:
 __getattr__, _lazy_all = lazy_package(
     __name__,
     {
-        "promptevolver.config._build": [
-            "build_judge",
-            "build_llm",
-            "build_loss",
-            "build_metric",
-            "build_run_parts",
-            "load_dataset",
-            "resolve_prompt",
-        ],
+        "promptevolver.config._build": "*",
         "promptevolver.config._overrides": ["OverrideError", "apply_overrides"],
         "promptevolver.config._prompt_match": ["match_prompt"],
     },

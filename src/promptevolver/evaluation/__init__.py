@@ -45,14 +45,7 @@ __getattr__, __all__ = lazy_package(
             "candidate_key",
             "score",
         ],
-        "promptevolver.evaluation._losses": [
-            "BinaryMetricLoss",
-            "ClassificationLoss",
-            "Loss",
-            "MSELoss",
-            "check_loss_fits",
-            "loss_label",
-        ],
+        "promptevolver.evaluation._losses": "*",
         "promptevolver.evaluation._agreement": [
             "Agreement",
             "PROPORTIONS",
@@ -62,6 +55,6 @@ __getattr__, __all__ = lazy_package(
             "order_swap_bias",
         ],
         "promptevolver.evaluation._recorded": ["RecordedAgreement", "recorded_agreement", "recorded_verdict"],
-        "promptevolver.evaluation._intervals": ["bootstrap_interval", "wilson_interval"],
+        "promptevolver.evaluation._intervals": "*",
     },
 )

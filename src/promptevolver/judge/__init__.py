@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __getattr__, __all__ = lazy_package(
     __name__,
     {
-        "promptevolver.judge._aspect_critic": ["AspectCritic", "AspectCriticOutput"],
+        "promptevolver.judge._aspect_critic": "*",
         "promptevolver.judge._classification": ["ClassificationJudge"],
         "promptevolver.judge._pairwise": ["ORDER_SWAP", "PairwiseJudge"],
         "promptevolver.judge._protocol": [
@@ -58,20 +58,7 @@ __getattr__, __all__ = lazy_package(
             "refuse_ragas_object",
         ],
         "promptevolver.judge._ensemble": ["EvaluationItem", "JudgeEnsemble"],
-        "promptevolver.judge._prompts": [
-            "ANSWER",
-            "CROSSOVER_PARENT_A",
-            "CROSSOVER_PARENT_B",
-            "CURRENT_INSTRUCTION",
-            "EXAMPLES",
-            "FAILING_SAMPLES",
-            "FEEDBACK_TO_APPLY",
-            "PASSING_SAMPLES",
-            "Prompt",
-            "extract_json_object",
-            "rendered_examples",
-            "split_rendered",
-        ],
+        "promptevolver.judge._prompts": "*",
         "promptevolver.judge._rubric": ["RubricJudge"],
         "promptevolver.judge._statements": ["StatementSupport"],
         "promptevolver.judge._examples": [

@@ -50,12 +50,10 @@ __all__ = [
     "EXAMPLES",
     "FAILING_SAMPLES",
     "FEEDBACK_TO_APPLY",
-    "INPUT_HEADER",
-    "OUTPUT_HEADER",
+    "PASSING_SAMPLES",
     "Prompt",
     "extract_json_object",
     "rendered_examples",
-    "section",
     "split_rendered",
 ]
 

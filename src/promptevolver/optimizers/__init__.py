@@ -11,7 +11,8 @@ Extension points:
   when it had nothing to do: a resumed run). Ours: :class:`Seed`, :class:`Distill`,
   :class:`Verify`, :class:`Examples`, :class:`CrossFit`, :class:`Search`,
   :class:`InitialPopulation`, :class:`Generations`, :class:`FinalChoice` (the last of a list: it
-  returns the :class:`FinalChoiceRecord`). Compose a list and pass ``GeneticOptimizer(stages=...)``.
+  returns the :class:`FinalChoiceRecord`). Compose a list (:func:`strategy` gives a named
+  strategy's) and pass ``GeneticOptimizer(stages=...)``.
 * operators and parent selection: :mod:`promptevolver.optimizers.operators` (``Operator``);
   stop conditions and the decision rule: :mod:`promptevolver.optimizers.strategies`
   (``StopCondition``, ``ParentSelector``, ``PairedRule``).
@@ -39,17 +40,8 @@ from promptevolver.optimizers._distill import SMALL_BARREN_ROUNDS as SMALL_BARRE
 from promptevolver.optimizers._distill import TEMPLATE_TOKENS as TEMPLATE_TOKENS
 from promptevolver.optimizers._focus import VERDICT_SHARE as VERDICT_SHARE
 from promptevolver.optimizers._genetic import GeneticOptimizer
-from promptevolver.optimizers._records import (
-    BudgetStop,
-    CrossFitRecord,
-    DistillRecord,
-    ExamplesRecord,
-    SearchRecord,
-    StageCost,
-    StageRecord,
-    Stages,
-    VerifyRecord,
-)
+from promptevolver.optimizers._records import *  # noqa: F403 - the records are this package's API
+from promptevolver.optimizers._records import __all__ as _records_all
 from promptevolver.optimizers._result import SIMULATED_NOTE as SIMULATED_NOTE
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers._result import seed_kept_whole as seed_kept_whole
@@ -60,23 +52,13 @@ from promptevolver.optimizers._split import is_out_of_bag as is_out_of_bag
 from promptevolver.optimizers._split import refits as refits
 from promptevolver.optimizers._split import split_sizes as split_sizes
 from promptevolver.optimizers._split import validation_count as validation_count
-from promptevolver.optimizers._stages import (
-    STRATEGIES,
-    CrossFit,
-    Distill,
-    Examples,
-    FinalChoice,
-    FinalChoiceRecord,
-    Generations,
-    InitialPopulation,
-    Search,
-    Seed,
-    Stage,
-    Verify,
-)
+from promptevolver.optimizers._stages import *  # noqa: F403 - the stages are this package's API
+from promptevolver.optimizers._stages import __all__ as _stages_all
 from promptevolver.optimizers._views import StageView
 
 __all__ = [
+    *_records_all,
+    *_stages_all,
     "ANSWER_TOKENS",
     "BARREN_ROUNDS",
     "CONTEXT_SHARE",
@@ -84,35 +66,14 @@ __all__ = [
     "RESUMABLE_CHANGES",
     "SIMULATED_NOTE",
     "SMALL_BARREN_ROUNDS",
-    "STRATEGIES",
     "TEMPLATE_TOKENS",
     "VERDICT_SHARE",
-    "BudgetStop",
-    "CrossFit",
-    "CrossFitRecord",
-    "Distill",
-    "DistillRecord",
-    "Examples",
-    "ExamplesRecord",
-    "FinalChoice",
-    "FinalChoiceRecord",
-    "Generations",
     "GeneticOptimizer",
-    "InitialPopulation",
     "OptimizationResult",
     "Optimizer",
     "PhaseCalls",
     "Regime",
-    "Search",
-    "SearchRecord",
-    "Seed",
-    "Stage",
-    "StageCost",
-    "StageRecord",
     "StageView",
-    "Stages",
-    "Verify",
-    "VerifyRecord",
     "check_inputs",
     "example_candidates",
     "is_out_of_bag",

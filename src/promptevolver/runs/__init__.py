@@ -45,7 +45,7 @@ __getattr__, __all__ = lazy_package(
         "promptevolver.rundir": ["CONFIG_FILE", "RESULT_FILE"],
         "promptevolver.runs._outcome": ["outcome_lines", "stop_line"],
         "promptevolver.runs._evaluate": ["chosen_positions", "run_of", "score_instructions"],
-        "promptevolver.runs._evaluate_output": ["scorecard_json", "scorecard_lines"],
+        "promptevolver.runs._evaluate_output": "*",
         "promptevolver.runs._export": ["scorecard_rows", "write_samples"],
         "promptevolver.runs._gate": [
             "GateResult",
@@ -58,7 +58,7 @@ __getattr__, __all__ = lazy_package(
         ],
         "promptevolver.runs._estimate": ["estimate"],
         "promptevolver.runs._estimate_output": ["estimate_lines"],
-        "promptevolver.runs._agreement": ["load_recorded"],
+        "promptevolver.runs._agreement": "*",
         "promptevolver.runs._bench": ["run_benchmarks", "to_markdown"],
         "promptevolver.runs._review": ["review"],
         "promptevolver.runs._import": ["run_import"],

@@ -41,16 +41,9 @@ if TYPE_CHECKING:
 __getattr__, __all__ = lazy_package(
     __name__,
     {
-        "promptevolver.optimizers.operators._base": [
-            "BreedingView",
-            "Child",
-            "MetaContext",
-            "Operator",
-            "Plan",
-            "Weighted",
-        ],
-        "promptevolver.optimizers.operators._breeder": ["Breeder", "default_operators"],
-        "promptevolver.optimizers.operators._crossover": ["Crossover"],
+        "promptevolver.optimizers.operators._base": "*",
+        "promptevolver.optimizers.operators._breeder": "*",
+        "promptevolver.optimizers.operators._crossover": "*",
         "promptevolver.optimizers.operators._meta_prompts": [
             "Example",
             "crossover",
@@ -59,7 +52,7 @@ __getattr__, __all__ = lazy_package(
             "reverse_engineer",
             "rewrite",
         ],
-        "promptevolver.optimizers.operators._mutation": ["Mutation"],
-        "promptevolver.optimizers.operators._reverse_engineer": ["ReverseEngineering"],
+        "promptevolver.optimizers.operators._mutation": "*",
+        "promptevolver.optimizers.operators._reverse_engineer": "*",
     },
 )

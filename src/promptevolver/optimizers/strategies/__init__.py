@@ -47,25 +47,13 @@ __getattr__, __all__ = lazy_package(
     {
         "promptevolver.optimizers.strategies._budget": ["BudgetMeter", "check_upfront"],
         "promptevolver.optimizers.strategies._final_choice": ["Paired", "PairedChoice", "PairedRule"],
-        "promptevolver.optimizers.strategies._racing": ["Race"],
+        "promptevolver.optimizers.strategies._racing": "*",
         "promptevolver.optimizers.strategies._selection": [
             "ParentSelector",
             "ParetoTournament",
             "Pool",
             "front_rows",
         ],
-        "promptevolver.optimizers.strategies._stopping": [
-            "DEFAULT_STOP_CONDITIONS",
-            "STOP_REASONS",
-            "StopWords",
-            "BudgetSpent",
-            "Exhausted",
-            "MaxGenerations",
-            "Patience",
-            "PerfectTrain",
-            "PopulationOfOne",
-            "SearchView",
-            "StopCondition",
-        ],
+        "promptevolver.optimizers.strategies._stopping": "*",
     },
 )
