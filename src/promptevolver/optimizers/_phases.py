@@ -622,11 +622,7 @@ async def choose_examples(run: StageView, base: Candidate) -> Candidate:
         return await _examples_cross_validated(run, base, policies, why, started, before)
     if policies:
         policies, why = _gate(run.context, policies, why, _wrong(run.context, base))
-    n_eval = len(_held_out_samples(run.context))
-    calls = len(policies) * n_eval * run.context.metric.calls_per_evaluation
-    refused = bool(policies) and not run.context.meter.allows(calls, reserve=0)
-    if refused:
-        policies, why = [], BudgetStop.examples(calls)
+    policies, why, refused = _budgeted(run, policies, why, len(_held_out_samples(run.context)))
     if not policies:
         cost = _cost(run, before, started)
         run.state.stages.add(ExamplesRecord(cost=cost, produced=(base.id,), why=why, budget_stop=refused))
@@ -661,6 +657,40 @@ async def choose_examples(run: StageView, base: Candidate) -> Candidate:
         if chosen is not base
         else f"no example policy beat candidate {base.id} with probability {run.context.config.confidence:g}"
     )
+    embeddings = store.embedding_usage()
+    _record_judged(run, before, started, base, chosen, rows, verdict, race, embeddings=embeddings)
+    run.context.events.emit(
+        "stage_end", 0, stage="examples", chosen=chosen.id, figures=_figures(run, "examples")
+    )
+    return chosen
+
+
+
+def _budgeted(run: StageView, policies: list[str], why: str, n_samples: int) -> tuple[list[str], str, bool]:
+    """``policies`` and ``why``; or none, the budget's why and True when judging each policy on
+    ``n_samples`` samples does not fit in the budget."""
+    calls = len(policies) * n_samples * run.context.metric.calls_per_evaluation
+    if policies and not run.context.meter.allows(calls, reserve=0):
+        return [], BudgetStop.examples(calls), True
+    return policies, why, False
+
+
+def _record_judged(
+    run: StageView,
+    before: Usage,
+    started: float,
+    base: Candidate,
+    chosen: Candidate,
+    rows: Sequence[dict[str, Any]],
+    why: str,
+    race: Race,
+    *,
+    embeddings: dict[str, Any] | None = None,
+) -> None:
+    """The examples stage's record once its policies were judged against ``base``: ``chosen``
+    (``base`` when none won), each policy's row, why, the race and the store's figures."""
+    store = run.context.examples
+    assert store is not None
     run.state.stages.add(
         ExamplesRecord(
             cost=_cost(run, before, started),
@@ -668,19 +698,14 @@ async def choose_examples(run: StageView, base: Candidate) -> Candidate:
             judged=True,
             base=base.id,
             tried=tuple(rows),
-            why=verdict,
+            why=why,
             policy=chosen.examples,
             static_set=tuple(store.positions_for("static", {})),
             racing=race.report,
             similarity=store.similarity_record(),
-            embeddings=store.embedding_usage(),
+            embeddings=embeddings,
         )
     )
-    run.context.events.emit(
-        "stage_end", 0, stage="examples", chosen=chosen.id, figures=_figures(run, "examples")
-    )
-    return chosen
-
 
 def _policy_rows(
     rule: PairedRule,
@@ -779,10 +804,7 @@ async def _examples_cross_validated(
         )
     if policies:
         policies, why = _gate(ctx, policies, why, refit.errors(ctx, cv))
-    calls = len(policies) * len(ctx.train) * ctx.metric.calls_per_evaluation
-    refused = bool(policies) and not ctx.meter.allows(calls, reserve=0)
-    if refused:
-        policies, why = [], BudgetStop.examples(calls)
+    policies, why, refused = _budgeted(run, policies, why, len(ctx.train))
     if not policies:
         cost = _cost(run, before, started)
         run.state.stages.add(ExamplesRecord(cost=cost, produced=(base.id,), why=why, budget_stop=refused))
@@ -843,20 +865,7 @@ async def _examples_cross_validated(
             f"no example policy beat candidate {base.id} cross-validated with probability "
             f"{ctx.config.confidence:g}"
         )
-    run.state.stages.add(
-        ExamplesRecord(
-            cost=_cost(run, before, started),
-            produced=(chosen.id,),
-            judged=True,
-            base=base.id,
-            tried=tuple(rows),
-            why=f"{why}; {verdict}",
-            policy=chosen.examples,
-            static_set=tuple(store.positions_for("static", {})),
-            racing=race.report,
-            similarity=store.similarity_record(),
-        )
-    )
+    _record_judged(run, before, started, base, chosen, rows, f"{why}; {verdict}", race)
     if chosen is not base:
         own = per_policy[chosen.examples]
         leak = static if chosen.examples == "static" else frozenset()
