@@ -30,7 +30,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -104,16 +104,7 @@ class ReviewItem:
 
     def to_dict(self) -> dict[str, Any]:
         """The item as ``GET /api/items`` lists it (docs/review.md)."""
-        return {
-            "id": self.id,
-            "inputs": self.metric_input,
-            "judge": self.judge,
-            "chosen": self.chosen,
-            "why": self.why,
-            "rank": self.rank,
-            "position": self.position,
-            "label": self.label,
-        }
+        return {("inputs" if name == "metric_input" else name): value for name, value in asdict(self).items()}
 
 
 @dataclass

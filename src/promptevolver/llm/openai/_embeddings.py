@@ -44,7 +44,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -115,15 +115,8 @@ class EmbeddingUsage:
     failures_by_cause: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "texts": self.texts,
-            "prompt_tokens": self.prompt_tokens,
-            "cache_hits": self.cache_hits,
-            "retries": self.retries,
-            "failures": self.failures,
-            "failures_by_cause": dict(sorted(self.failures_by_cause.items())),
-        }
+        """JSON-ready: every counter, in field order; ``failures_by_cause`` sorted by cause."""
+        return {**asdict(self), "failures_by_cause": dict(sorted(self.failures_by_cause.items()))}
 
 
 class OpenAIEmbeddings:
