@@ -993,16 +993,21 @@ class RunConfig(_OnePlacePerSetting):
         ``budget`` at the top level, none of :data:`RUN_LEVEL_KEYS` under ``optimizer``; a dataset
         file path relative to ``relative_to`` (the folder the dict will be written to) if given
         and both are in one tree below the root (else absolute)."""
-        effective = self.effective_optimizer()
-        data = self.model_dump(mode="json", exclude={"optimizer": set(RUN_LEVEL_KEYS)})
-        data["random_seed"] = effective.random_seed
-        data["budget"] = effective.budget.model_dump(mode="json")
-        if isinstance(self.dataset, Path) and relative_to is not None:
-            data["dataset"] = _portable(self.dataset, Path(relative_to))
-        if self.llm.base_url is not None:
-            data["llm"]["base_url"] = stored_base_url(self.llm.base_url)
-        return data
+        return _dump(self, relative_to)
 
+
+
+def _dump(config: RunConfig | ManyConfig, relative_to: Path | None) -> dict[str, Any]:
+    """:meth:`RunConfig.dump` of a run's or a job's ``config``."""
+    effective = config.effective_optimizer()
+    data = config.model_dump(mode="json", exclude={"optimizer": set(RUN_LEVEL_KEYS)})
+    data["random_seed"] = effective.random_seed
+    data["budget"] = effective.budget.model_dump(mode="json")
+    if isinstance(config.dataset, Path) and relative_to is not None:
+        data["dataset"] = _portable(config.dataset, Path(relative_to))
+    if config.llm.base_url is not None:
+        data["llm"]["base_url"] = stored_base_url(config.llm.base_url)
+    return data
 
 #: An environment variable named in ``llm.base_url`` (``${NAME}``), expanded when the client is built.
 ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -1234,15 +1239,7 @@ class ManyConfig(_OnePlacePerSetting):
 
     def dump(self, *, relative_to: Path | None = None) -> dict[str, Any]:
         """The config as a YAML-ready dict (as :meth:`RunConfig.dump`)."""
-        data = self.model_dump(mode="json", exclude={"optimizer": set(RUN_LEVEL_KEYS)}, exclude_none=False)
-        effective = self.effective_optimizer()
-        data["random_seed"] = effective.random_seed
-        data["budget"] = effective.budget.model_dump(mode="json")
-        if relative_to is not None:
-            data["dataset"] = _portable(self.dataset, Path(relative_to))
-        if self.llm.base_url is not None:
-            data["llm"]["base_url"] = stored_base_url(self.llm.base_url)
-        return data
+        return _dump(self, relative_to)
 
 
 #: What a metric's name may be: it names the metric's folder in a job's run directory, and it is
