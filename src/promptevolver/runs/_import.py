@@ -493,11 +493,11 @@ def _columns(header: Sequence[str], renames: dict[str, str], origin: str, source
         given = renames.get(ours) or renames.get(other)
         found = given or next((c for c in (ours, other) if c in header and c not in taken), None)
         if found is None:
-            where = "row 1, " if source == "csv" else ""
-            raise AnnotationError(
-                f"{where}{noun} {ours!r} missing ({noun}s: {list(header)}); name yours with "
+            raise _header_error(
+                source,
+                origin,
+                f"{noun} {ours!r} missing ({noun}s: {list(header)}); name yours with "
                 f"--column {ours}=YOUR_{noun.upper()}",
-                path=origin,
             )
         wanted[ours] = found
     for ours in (_JUDGE_REASON, _HUMAN_REASON, _ANNOTATOR, _TRACE_ID):
@@ -529,14 +529,19 @@ def _one_column_per_field(wanted: Mapping[str, str], origin: str, noun: str, sou
         name = ours.removeprefix("input:")
         field = FIELD_ALIASES.get(name, name)
         if field in seen:
-            where = "row 1, " if source == "csv" else ""
-            raise AnnotationError(
-                f"{where}{noun}s {seen[field]!r} and {column!r} are both the judge's {field!r} "
+            raise _header_error(
+                source,
+                origin,
+                f"{noun}s {seen[field]!r} and {column!r} are both the judge's {field!r} "
                 f"(one is another library's name for it); drop one, or rename it with --column",
-                path=origin,
             )
         seen[field] = column
 
+
+
+def _header_error(source: Source, origin: str, message: str) -> AnnotationError:
+    """An error of the file's header: a CSV's row 1, a JSONL file's or MLflow's keys."""
+    return AnnotationError(("row 1, " if source == "csv" else "") + message, path=origin)
 
 def _judged(
     record: Mapping[str, Any], wanted: Mapping[str, str], where: str, origin: str, source: Source
