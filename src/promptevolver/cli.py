@@ -702,7 +702,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     from promptevolver.config import load_dataset
     from promptevolver.runs import (
         SIMULATED_EVALUATE,
-        check_gate,
         chosen_positions,
         default_figure,
         interval_of,
@@ -746,14 +745,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)
     gate = None
     if args.fail_under is not None:
-        gate = check_gate(
-            a,
-            card.pairs,
-            threshold=args.fail_under,
-            figure=args.figure,
-            max_failure_rate=args.max_failed,
-            rng=rng,
-            simulated_llm=card.simulated_llm,
+        gate = card.gate(
+            threshold=args.fail_under, figure=args.figure, max_failure_rate=args.max_failed, rng=rng
         )
     figure = args.figure or default_figure(a)
     if gate is not None:

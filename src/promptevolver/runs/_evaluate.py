@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from promptevolver.annotations import SingleMetricAnnotation, sample_key
 from promptevolver.config import RunConfig, build_llm, build_metric, load_dataset, resolve_prompt
 from promptevolver.errors import AnnotationError, ConfigError, RunDirError
@@ -36,6 +38,7 @@ from promptevolver.rundir import (
     read_result,
     result_path,
 )
+from promptevolver.runs._gate import GateResult, check_gate
 
 __all__ = [
     "Scorecard",
@@ -76,6 +79,21 @@ class Scorecard:
     positions: tuple[int, ...] = field(default=(), compare=False)
     prompt_name: str = field(default="", compare=False)
     simulated_llm: bool = False
+
+    def gate(
+        self, *, threshold: float, figure: str | None, max_failure_rate: float, rng: np.random.Generator
+    ) -> GateResult:
+        """The gate (:func:`~promptevolver.runs.check_gate`, its arguments) on this card's
+        agreement and pairs, saying so when the simulated LLM judged."""
+        return check_gate(
+            self.agreement,
+            self.pairs,
+            threshold=threshold,
+            figure=figure,
+            max_failure_rate=max_failure_rate,
+            rng=rng,
+            simulated_llm=self.simulated_llm,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: metric, split, the agreement figures at the top level, usage."""

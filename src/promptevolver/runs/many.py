@@ -979,7 +979,7 @@ def evaluate_job(
     import numpy as np
 
     from promptevolver.runs._evaluate import chosen_positions, score_instructions
-    from promptevolver.runs._gate import check_gate, default_figure, interval_of
+    from promptevolver.runs._gate import default_figure, interval_of
 
     folders = job_metrics(Path(run_dir))
     missing = [n for n in config.metrics if n not in folders]
@@ -999,14 +999,8 @@ def evaluate_job(
         rng = np.random.default_rng(metric_config.effective_optimizer().random_seed)
         cards[n] = card
         if threshold is not None:
-            gates[n] = check_gate(
-                card.agreement,
-                card.pairs,
-                threshold=threshold,
-                figure=figure,
-                max_failure_rate=max_failure_rate,
-                rng=rng,
-                simulated_llm=card.simulated_llm,
+            gates[n] = card.gate(
+                threshold=threshold, figure=figure, max_failure_rate=max_failure_rate, rng=rng
             )
             intervals[n] = gates[n].interval
         elif (shown := figure or default_figure(card.agreement)) is not None:

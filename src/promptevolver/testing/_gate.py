@@ -35,7 +35,6 @@ from promptevolver.rundir import ChosenJudge, as_chosen_judge
 from promptevolver.runs import (
     SIMULATED_GATE,
     GateResult,
-    check_gate,
     check_threshold,
     chosen_positions,
     score_instructions,
@@ -110,15 +109,7 @@ def assert_agreement(
         warnings.warn(note, stacklevel=2)
     card = asyncio.run(score_instructions(cfg, chosen, positions=positions, dataset=dataset))
     rng = np.random.default_rng(cfg.effective_optimizer().random_seed)
-    result = check_gate(
-        card.agreement,
-        card.pairs,
-        threshold=at_least,
-        figure=figure,
-        max_failure_rate=max_failure_rate,
-        rng=rng,
-        simulated_llm=card.simulated_llm,
-    )
+    result = card.gate(threshold=at_least, figure=figure, max_failure_rate=max_failure_rate, rng=rng)
     if not result.passed:
         raise AssertionError(f"{cfg.metric.name}: {result.reason}")
     if result.simulated_llm:
