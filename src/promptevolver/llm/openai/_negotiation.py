@@ -32,7 +32,7 @@ records as ``usage.structured_output``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 from promptevolver.llm._wrapper import found_in_stack
@@ -103,8 +103,8 @@ class Negotiation:
     Attributes:
         requested: the setting (``auto`` or a fixed mode).
         mode: the mode requests are sent in now (``auto`` starts at ``json_schema``).
-        token_param: the field that carries the completion-token cap.
         confirmed: True once a request sent in ``mode`` was answered.
+        token_param: the field that carries the completion-token cap.
         rejections: one line per refusal that changed the state, oldest first, e.g.
             ``"json_schema refused (500)"`` (no server text: it may quote secrets).
         token_param_switched: True once the token field was switched (it switches only once).
@@ -112,8 +112,8 @@ class Negotiation:
 
     requested: StructuredOutput = "auto"
     mode: Mode = "json_schema"
-    token_param: TokenParam = "max_tokens"
     confirmed: bool = False
+    token_param: TokenParam = "max_tokens"
     rejections: list[str] = field(default_factory=list)
     token_param_switched: bool = False
 
@@ -164,14 +164,11 @@ class Negotiation:
             self.confirmed = True
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``requested``, ``mode``, ``confirmed``, ``token_param``, ``rejections``."""
-        return {
-            "requested": self.requested,
-            "mode": self.mode,
-            "confirmed": self.confirmed,
-            "token_param": self.token_param,
-            "rejections": list(self.rejections),
-        }
+        """JSON-ready: ``requested``, ``mode``, ``confirmed``, ``token_param``, ``rejections`` (every
+        field in order but ``token_param_switched``)."""
+        data = asdict(self)
+        del data["token_param_switched"]
+        return data
 
 
 def negotiation_of(client: Any) -> Negotiation | None:
