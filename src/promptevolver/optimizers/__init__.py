@@ -20,8 +20,10 @@ Extension points:
 Records: each stage's (:class:`Stages`, :class:`DistillRecord`, :class:`VerifyRecord`,
 :class:`ExamplesRecord`, :class:`CrossFitRecord`, :class:`SearchRecord`; their JSON is
 ``result.json``'s ``stages``); :class:`Regime`, where the honest figure comes from.
-The other names here serve the command line and ``estimate`` (the cost model, the split's sizes,
-the distillation's constants, the checkpoint's readers).
+:func:`classify` says what each annotation tells of the recorded judge (:class:`Evidence`: a
+verdict correction, a reason correction or agreement), the one classification the run and
+``estimate`` both read. The other names here serve the command line and ``estimate`` (the cost
+model, the split's sizes, the distillation's constants, the checkpoint's readers).
 """
 
 from promptevolver.optimizers._base import Optimizer
@@ -38,6 +40,9 @@ from promptevolver.optimizers._distill import BARREN_ROUNDS as BARREN_ROUNDS
 from promptevolver.optimizers._distill import CONTEXT_SHARE as CONTEXT_SHARE
 from promptevolver.optimizers._distill import SMALL_BARREN_ROUNDS as SMALL_BARREN_ROUNDS
 from promptevolver.optimizers._distill import TEMPLATE_TOKENS as TEMPLATE_TOKENS
+from promptevolver.optimizers._evidence import Evidence as Evidence
+from promptevolver.optimizers._evidence import classify as classify
+from promptevolver.optimizers._evidence import evidence_prompt as evidence_prompt
 from promptevolver.optimizers._focus import VERDICT_SHARE as VERDICT_SHARE
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._records import *  # noqa: F403 - the records are this package's API
@@ -71,10 +76,13 @@ __all__ = [
     "GeneticOptimizer",
     "OptimizationResult",
     "Optimizer",
+    "Evidence",
     "PhaseCalls",
     "Regime",
     "StageView",
     "check_inputs",
+    "classify",
+    "evidence_prompt",
     "example_candidates",
     "is_out_of_bag",
     "load_checkpoint",

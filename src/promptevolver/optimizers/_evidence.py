@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from promptevolver.annotations import SampleAnnotation, SingleMetricAnnotation
 
-__all__ = ["Evidence", "EvidenceKind", "classify"]
+if TYPE_CHECKING:
+    from promptevolver.judge import Metric
+
+__all__ = ["Evidence", "EvidenceKind", "classify", "evidence_prompt"]
 
 EvidenceKind = Literal["verdict", "reason", "agree"]
 
@@ -56,6 +59,13 @@ def classify(
     only prompt, or none).
     """
     return {p: _evidence(dataset.samples[p], p, labels[p], prompt_name) for p in positions}
+
+
+def evidence_prompt(metric: Metric) -> str | None:
+    """The prompt whose annotations are evidence: the metric's only prompt (None when it has
+    several: their recorded outputs are not the judge's verdict)."""
+    names = list(metric.get_prompts())
+    return names[0] if len(names) == 1 else None
 
 
 def _evidence(

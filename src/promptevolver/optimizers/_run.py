@@ -59,7 +59,7 @@ from promptevolver.llm import (
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._cost import PhaseCalls, phase_calls
 from promptevolver.optimizers._distill import SampleFacts, sample_facts
-from promptevolver.optimizers._evidence import Evidence, classify
+from promptevolver.optimizers._evidence import Evidence, classify, evidence_prompt
 from promptevolver.optimizers._focus import Focus, make_focus
 from promptevolver.optimizers._split import Split, make_split, refits
 from promptevolver.optimizers._state import SearchState
@@ -255,7 +255,7 @@ class SearchRun:
         rng = np.random.default_rng(config.random_seed)
         labels = dataset.labels()
         usable = [i for i, y in enumerate(labels) if y is not None]
-        evidence = classify(dataset, labels, usable, _only_prompt(metric))
+        evidence = classify(dataset, labels, usable, evidence_prompt(metric))
         strata = {p: (labels[p], evidence[p].kind) for p in usable}
         split = make_split(dataset, labels, metric, config, rng, strata)
         train_focus = make_focus(split.train, evidence, labels, config.max_train_samples, rng)
@@ -480,7 +480,7 @@ def _example_store(
         k=config.examples.k,
         min_similarity=config.examples.min_similarity,
         binary=dataset.is_binary,
-        prompt_name=_only_prompt(metric),
+        prompt_name=evidence_prompt(metric),
         corrections=[i for i, p in enumerate(pool) if evidence[p].kind == "verdict"],
         embedder=None if embeddings is None else embeddings.build(),
     )
@@ -569,12 +569,6 @@ def _texts(sample: Any) -> list[str]:
             if isinstance(output, dict) and isinstance(output.get("reason"), str):
                 out.append(output["reason"])
     return out
-
-
-def _only_prompt(metric: Metric) -> str | None:
-    """The metric's prompt name when it has exactly one (whose annotations are evidence)."""
-    names = list(metric.get_prompts())
-    return names[0] if len(names) == 1 else None
 
 
 class StoppedError(NotSentError):

@@ -125,6 +125,7 @@ from promptevolver.optimizers import (
     VERDICT_SHARE,
     PhaseCalls,
     Regime,
+    evidence_prompt,
     example_candidates,
     is_out_of_bag,
     minibatch_size,
@@ -362,7 +363,7 @@ class _Plan:
         n_train, n_val = split_sizes(len(usable), cfg)
         metric = build_metric(config.metric, prompt_name=prompt_name)
         binary = config.loss.type == "binary"
-        prompt = _only_prompt(metric)
+        prompt = evidence_prompt(metric)
         wrong = len(recorded.disagreements)  # the figure `agreement` prints
         share = wrong / len(usable)
         part = (
@@ -622,12 +623,6 @@ def _ensemble_noise(noise: float, judges: int) -> float:
         return noise
     wrong = range((judges + 1) // 2, judges + 1)
     return sum(math.comb(judges, k) * noise**k * (1 - noise) ** (judges - k) for k in wrong)
-
-
-def _only_prompt(metric: Metric) -> str | None:
-    """The metric's prompt name when it has one prompt (whose recorded output is the judge's)."""
-    names = list(metric.get_prompts())
-    return names[0] if len(names) == 1 else None
 
 
 def _reason_corrected(dataset: SingleMetricAnnotation, position: int, name: str | None) -> bool:
