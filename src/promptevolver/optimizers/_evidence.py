@@ -40,11 +40,14 @@ class Evidence:
         position: the sample's position in the dataset.
         kind: ``verdict``, ``reason`` or ``agree`` (see the module docstring).
         recorded: the recorded judge output (``reason``, ``verdict``) when the file has one.
+        human_reason: the human edited the recorded reason (a non-empty one that differs, white
+            space aside): always so for ``reason``; for ``verdict``, a correction that says why.
     """
 
     position: int
     kind: EvidenceKind
     recorded: dict[str, Any] | None
+    human_reason: bool = False
 
 
 def classify(
@@ -76,11 +79,12 @@ def _evidence(
     verdict = _verdict(recorded) if recorded else None
     if verdict is None:
         verdict = None if sample.metric_output != sample.metric_output else sample.metric_output
-    if label is not None and verdict is not None and float(verdict) != float(label):
-        return Evidence(position, "verdict", recorded)
     edited = None if prompt is None else _as_dict(prompt.edited_output)
-    if edited and recorded and _reason(edited) and _reason(edited) != _reason(recorded):
-        return Evidence(position, "reason", recorded)
+    said = bool(edited and recorded and _reason(edited) and _reason(edited) != _reason(recorded))
+    if label is not None and verdict is not None and float(verdict) != float(label):
+        return Evidence(position, "verdict", recorded, human_reason=said)
+    if said:
+        return Evidence(position, "reason", recorded, human_reason=True)
     return Evidence(position, "agree", recorded)
 
 

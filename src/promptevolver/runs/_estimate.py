@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -125,6 +126,7 @@ from promptevolver.optimizers import (
     VERDICT_SHARE,
     PhaseCalls,
     Regime,
+    classify,
     evidence_prompt,
     example_candidates,
     is_out_of_bag,
@@ -217,6 +219,10 @@ class Estimate:
             (``examples.similarity: embeddings``): at most ⌈distinct sample texts /
             ``batch_size``⌉, made once before the first judge call (0 when the cache file holds
             them); not LLM calls: outside ``total_calls``, the cost and ``budget``.
+        corrections: expected verdict and reason corrections in the learning part (what the
+            distillation learns from; a run records its own as ``stages.distill.corrections``),
+            counted by the run's classification (:func:`promptevolver.optimizers.classify`): a
+            verdict correction that also edits the reason is one correction.
     """
 
     judge_calls: int
@@ -238,6 +244,7 @@ class Estimate:
     embedding_calls: int = 0
     recorded_disagreement: float | None = None
     recorded_scored: int = 0
+    corrections: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every attribute (the object ``estimate --json`` prints)."""
@@ -302,6 +309,7 @@ def estimate_dataset(
         if recorded.disagreement_rate is None
         else round(recorded.disagreement_rate, 4),
         recorded_scored=recorded.figures.n,
+        corrections=round(plan.corrections, 1),
     )
 
 
@@ -341,6 +349,7 @@ class _Plan:
     usable: int = 0
     train_part: int = 0
     corrections: float = 0.0
+    reasoned_corrections: float = 0.0
 
     @classmethod
     def of(
@@ -373,6 +382,9 @@ class _Plan:
         )
         if n_train < part:  # the train focus set takes the disagreements first (up to 2/3 of it)
             share = min(share * part, VERDICT_SHARE * n_train) / n_train
+        evidence = classify(dataset, labels, usable, prompt).values()  # the run's own classification
+        kinds = Counter(e.kind for e in evidence)
+        said = sum(e.human_reason for e in evidence if e.kind != "agree")
         return cls(
             cfg=cfg,
             model=model,
@@ -381,7 +393,7 @@ class _Plan:
             judges=metric.calls_per_evaluation,
             prompts=len(metric.get_prompts()),
             error_rate=share,
-            reasons=n_train * sum(_reason_corrected(dataset, i, prompt) for i in usable) / len(usable),
+            reasons=n_train * kinds["reason"] / len(usable),
             binary=binary,
             noise=_ensemble_noise(
                 config.llm.noise if config.llm.provider == "fake" else model.judge_noise,
@@ -389,9 +401,8 @@ class _Plan:
             ),
             usable=len(usable),
             train_part=part,
-            corrections=part
-            * (wrong + sum(_reason_corrected(dataset, i, prompt) for i in usable))
-            / len(usable),
+            corrections=part * (kinds["verdict"] + kinds["reason"]) / len(usable),
+            reasoned_corrections=part * said / len(usable),
         )
 
     @property
@@ -492,10 +503,7 @@ class _Plan:
 
     def reasoned(self) -> float:
         """Share of the corrections that carry a human reason (an edited one), in [0, 1]."""
-        if not self.corrections:
-            return 0.0
-        said = self.reasons * self.train_part / max(self.n_train, 1)  # over the learning part
-        return min(1.0, said / self.corrections)
+        return self.reasoned_corrections / self.corrections if self.corrections else 0.0
 
     def productive_rounds(self, shown: int | None = None) -> int:
         """Rounds of one ladder that teach a new lesson (see the module docstring); ``shown``: the
@@ -623,19 +631,6 @@ def _ensemble_noise(noise: float, judges: int) -> float:
         return noise
     wrong = range((judges + 1) // 2, judges + 1)
     return sum(math.comb(judges, k) * noise**k * (1 - noise) ** (judges - k) for k in wrong)
-
-
-def _reason_corrected(dataset: SingleMetricAnnotation, position: int, name: str | None) -> bool:
-    """Whether the human edited the recorded judge's reason (a correction even when the verdict
-    stood); ``name`` is the metric's only prompt (None: several, not counted)."""
-    prompt = None if name is None else dataset.samples[position].prompts.get(name)
-    if (
-        prompt is None
-        or not isinstance(prompt.edited_output, dict)
-        or not isinstance(prompt.prompt_output, dict)
-    ):
-        return False
-    return prompt.edited_output.get("reason") not in (None, prompt.prompt_output.get("reason"))
 
 
 # --- tokens ----------------------------------------------------------------------------------
