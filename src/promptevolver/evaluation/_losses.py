@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -186,7 +186,33 @@ class Loss(ABC):
         return {"name": type(self).__name__, "higher_is_better": self._direction}
 
 
-class BinaryMetricLoss(Loss):
+class _OneSetting(Loss):
+    """A loss with one named setting, as Ragas' (``metric`` or ``reduction``): a class attribute
+    that a subclass or an assignment may change, checked at construction and at each call (a
+    ValueError naming it), shown by ``repr`` and :meth:`describe`."""
+
+    #: The class a user names (in ``repr``, ``describe`` and errors), the setting and its values.
+    _owner: ClassVar[str]
+    _setting: ClassVar[str]
+    _allowed: ClassVar[tuple[str, ...]]
+
+    def _set(self, value: str | None) -> None:
+        if value is not None:
+            setattr(self, self._setting, value)
+        self._checked()
+
+    def _checked(self) -> str:
+        return _choice(self._owner, self._setting, getattr(self, self._setting), self._allowed)
+
+    def __repr__(self) -> str:
+        return f"{self._owner}({self._setting}={getattr(self, self._setting)!r})"
+
+    def describe(self) -> dict[str, Any]:
+        checked = self._checked()
+        return {"name": self._owner, self._setting: checked, "higher_is_better": self.higher_is_better}
+
+
+class BinaryMetricLoss(_OneSetting):
     """Agreement of binary verdicts with binary human labels (higher is better).
 
     Args:
@@ -208,32 +234,22 @@ class BinaryMetricLoss(Loss):
     #: ``accuracy`` or ``f1_score`` (a class attribute, as in Ragas: a subclass may set it, and
     #: so may an assignment to an instance; another value raises ValueError at the next call).
     metric: Literal["accuracy", "f1_score"] = "accuracy"
+    _owner, _setting, _allowed = "BinaryMetricLoss", "metric", ("accuracy", "f1_score")
 
     def __init__(self, *, metric: Literal["accuracy", "f1_score"] | None = None) -> None:
-        if metric is not None:
-            self.metric = metric
-        self._checked_metric()
-
-    def _checked_metric(self) -> str:
-        return _choice("BinaryMetricLoss", "metric", self.metric, ("accuracy", "f1_score"))
-
-    def __repr__(self) -> str:
-        return f"BinaryMetricLoss(metric={self.metric!r})"
+        self._set(metric)
 
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
         for name, values in (("y_true", y_true), ("y_pred", y_pred)):
             bad = values[(values != 0) & (values != 1)]
             if bad.size:
                 raise ValueError(f"{name} must hold only 0 and 1, found {bad[0]!r}")
-        if self._checked_metric() == "accuracy":
+        if self._checked() == "accuracy":
             return float(accuracy_score(y_true, y_pred, sample_weight=weight))
         return float(f1_score(y_true, y_pred, zero_division=1.0, sample_weight=weight))
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": "BinaryMetricLoss", "metric": self._checked_metric(), "higher_is_better": True}
 
-
-class MSELoss(Loss):
+class MSELoss(_OneSetting):
     """Squared error of numeric scores (lower is better; ``sklearn.metrics.mean_squared_error``).
 
     Args:
@@ -250,22 +266,15 @@ class MSELoss(Loss):
     #: ``mean`` or ``sum`` (a class attribute, as in Ragas: a subclass may set it, and so may an
     #: assignment to an instance; another value raises ValueError at the next call).
     reduction: Literal["mean", "sum"] = "mean"
+    _owner, _setting, _allowed = "MSELoss", "reduction", ("mean", "sum")
 
     def __init__(self, *, reduction: Literal["mean", "sum"] | None = None) -> None:
-        if reduction is not None:
-            self.reduction = reduction
-        self._checked_reduction()
-
-    def _checked_reduction(self) -> str:
-        return _choice("MSELoss", "reduction", self.reduction, ("mean", "sum"))
-
-    def __repr__(self) -> str:
-        return f"MSELoss(reduction={self.reduction!r})"
+        self._set(reduction)
 
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
         mse = float(mean_squared_error(y_true, y_pred, sample_weight=weight))
         total = len(y_true) if weight is None else float(weight.sum())
-        return mse * total if self._checked_reduction() == "sum" else mse
+        return mse * total if self._checked() == "sum" else mse
 
     def per_sample_correct(self, *, y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
         """1 − squared error, shape ``(n,)`` (1 = perfect; below 0 for errors above 1, unclipped).
@@ -277,11 +286,8 @@ class MSELoss(Loss):
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
         return 1.0 - (t - p) ** 2
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": "MSELoss", "reduction": self._checked_reduction(), "higher_is_better": False}
 
-
-class ClassificationLoss(Loss):
+class ClassificationLoss(_OneSetting):
     """Agreement of named classes (a nominal metric: a pairwise a / b / tie, a category) with the
     human labels (higher is better). The class values are names, not distances: a wrong class is
     wrong by one whatever its number (never a squared error or "within one").
@@ -303,28 +309,18 @@ class ClassificationLoss(Loss):
     #: ``accuracy`` or ``macro_f1`` (a class attribute, as the other losses': another value
     #: raises ValueError at construction or at the next call).
     metric: Literal["accuracy", "macro_f1"] = "accuracy"
+    _owner, _setting, _allowed = "ClassificationLoss", "metric", ("accuracy", "macro_f1")
 
     def __init__(self, *, metric: Literal["accuracy", "macro_f1"] | None = None) -> None:
-        if metric is not None:
-            self.metric = metric
-        self._checked_metric()
-
-    def _checked_metric(self) -> str:
-        return _choice("ClassificationLoss", "metric", self.metric, ("accuracy", "macro_f1"))
-
-    def __repr__(self) -> str:
-        return f"ClassificationLoss(metric={self.metric!r})"
+        self._set(metric)
 
     def _compute(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None) -> float:
         # class values may be any numbers (0.5: a tie), which scikit-learn reads as continuous
         _, codes = np.unique(np.concatenate([y_true, y_pred]), return_inverse=True)
         t, p = codes[: len(y_true)], codes[len(y_true) :]
-        if self._checked_metric() == "accuracy":
+        if self._checked() == "accuracy":
             return float(accuracy_score(t, p, sample_weight=weight))
         return float(f1_score(t, p, average="macro", zero_division=0.0, sample_weight=weight))
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": "ClassificationLoss", "metric": self._checked_metric(), "higher_is_better": True}
 
 
 def check_loss_fits(loss: Loss, kind: str | None, *, judge: str = "the judge") -> None:
