@@ -60,7 +60,6 @@ def test_a_lazy_package_lists_each_name_once_and_resolves_it_on_first_use():
         lazy_package("pkg", {"json": ["dumps"], "pickle": ["dumps"]})
 
 
-
 def test_a_lazy_package_takes_a_whole_modules_all_from_its_source_without_importing_it(tmp_path, monkeypatch):
     import sys
 
@@ -78,6 +77,7 @@ def test_a_lazy_package_takes_a_whole_modules_all_from_its_source_without_import
         lazy_package("pkg", {"probe_no_all": "*"})
     with pytest.raises(ValueError, match="'a' is exported by probe_whole and math"):
         lazy_package("pkg", {"probe_whole": "*", "math": ["a"]})
+
 
 # --- every package face's exports, exactly ------------------------------------------------------
 

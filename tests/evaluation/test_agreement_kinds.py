@@ -69,6 +69,7 @@ def test_the_resampled_kappa_is_sklearns_on_every_row(pairs, seed):
 
 def test_fleiss_kappa_is_statsmodels():
     from statsmodels.stats import inter_rater  # the test extra installs it: never skipped
+
     rng = np.random.default_rng(0)
     ratings = rng.integers(0, 3, size=(50, 4))
     table, _ = inter_rater.aggregate_raters(ratings)

@@ -996,7 +996,6 @@ class RunConfig(_OnePlacePerSetting):
         return _dump(self, relative_to)
 
 
-
 def _dump(config: RunConfig | ManyConfig, relative_to: Path | None) -> dict[str, Any]:
     """:meth:`RunConfig.dump` of a run's or a job's ``config``."""
     effective = config.effective_optimizer()
@@ -1008,6 +1007,7 @@ def _dump(config: RunConfig | ManyConfig, relative_to: Path | None) -> dict[str,
     if config.llm.base_url is not None:
         data["llm"]["base_url"] = stored_base_url(config.llm.base_url)
     return data
+
 
 #: An environment variable named in ``llm.base_url`` (``${NAME}``), expanded when the client is built.
 ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -665,7 +665,6 @@ async def choose_examples(run: StageView, base: Candidate) -> Candidate:
     return chosen
 
 
-
 def _budgeted(run: StageView, policies: list[str], why: str, n_samples: int) -> tuple[list[str], str, bool]:
     """``policies`` and ``why``; or none, the budget's why and True when judging each policy on
     ``n_samples`` samples does not fit in the budget."""
@@ -706,6 +705,7 @@ def _record_judged(
             embeddings=embeddings,
         )
     )
+
 
 def _policy_rows(
     rule: PairedRule,

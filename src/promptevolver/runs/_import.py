@@ -538,10 +538,10 @@ def _one_column_per_field(wanted: Mapping[str, str], origin: str, noun: str, sou
         seen[field] = column
 
 
-
 def _header_error(source: Source, origin: str, message: str) -> AnnotationError:
     """An error of the file's header: a CSV's row 1, a JSONL file's or MLflow's keys."""
     return AnnotationError(("row 1, " if source == "csv" else "") + message, path=origin)
+
 
 def _judged(
     record: Mapping[str, Any], wanted: Mapping[str, str], where: str, origin: str, source: Source
