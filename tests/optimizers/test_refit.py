@@ -9,6 +9,7 @@ of its topic, as a criterion does in judgeworld).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -19,6 +20,7 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer, Sing
 from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest
+from promptevolver.optimizers import BARREN_ROUNDS
 from promptevolver.optimizers._state import SearchState
 
 from ..helpers import PROMPT
@@ -310,22 +312,83 @@ def test_examples_that_teach_win_cross_validated_and_the_refit_carries_them():
 
 
 def test_when_every_correction_teaches_no_general_lesson_the_seed_is_kept_at_the_seed_s_calls():
-    """The ladder learning from every correction made no rung (here: a prompt engineer that finds
-    lessons only in a fold's share of the corrections): there is no refit to choose, the folds'
-    candidates are not judged, no search runs, and the seed is judged once for its figure."""
+    """No ladder made a rung (here: a prompt engineer that finds only one-sample facts, never a
+    general lesson): there is no refit to choose, no fold candidate to judge, no search runs, and
+    the seed is judged once for its figure."""
     ds = topic_dataset()
     world = TopicWorld(ds)
     meta = world.meta
 
     def few_only(request: LLMRequest) -> str:
-        shown = len(re.findall(r"about \w+", request.messages[-1].content))
-        if request.operation == "feedback" and shown > 6:  # every correction at once: nothing general
-            return json.dumps({"feedback": []})
+        if request.operation == "feedback":  # a fact of one sample (its question), never a rule
+            # (two digits: a one-digit number's question is a prefix of others, so no fact)
+            found = re.findall(r"a question on \w+ number [1-9]\d\b", request.messages[-1].content)
+            lessons = [{"lesson": f"'{q}' is answered right", "explains": [1]} for q in found[:2]]
+            return json.dumps({"feedback": lessons})
         return meta(request)
 
     world.meta = few_only  # type: ignore[method-assign]
     result = _optimize(ds, world)
     ladders = result.stages["distill"]["ladders"]
-    assert ladders["all"] == [] and any(ladders[f] for f in ("0", "1"))
+    assert ladders == {"0": [], "1": [], "all": []} and result.stages["distill"]["stop"]["all"] == "converged"
     assert result.best_id == 0 and "made no rung" in result.final_choice["why"]
     assert result.usage["llm_calls"]["judge"] == len(ds) and not result.stages["search"]["ran"]
+
+
+def test_the_refit_s_first_round_takes_the_folds_first_lessons_and_asks_no_call_of_its_own():
+    """From the seed the folds' ladders ask the very question the refit's first round would ask
+    (K = 2: every correction shown to one of them), so the refit applies their first round's
+    lessons and makes no lessons call of its own then; from its second round on it looks at every
+    correction itself, until two looks in a row teach nothing."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    meta = world.meta
+    looks: list[set[int]] = []  # the corrections each lessons call showed, in call order
+
+    def recording(request: LLMRequest) -> str:
+        if request.operation == "feedback":
+            failing = request.messages[-1].content.split("## Failing samples")[1].split("## ")[0]
+            looks.append({int(n) for n in re.findall(r"number (\d+)", failing)})
+        return meta(request)
+
+    world.meta = recording  # type: ignore[method-assign]
+    result = _optimize(ds, world)
+    corrections = {i for i in range(len(ds)) if i == 3 or (i < 15 and i % 4 != 3)}
+    first = looks[:2]  # the folds' first rounds, from the seed
+    assert all(shown < corrections for shown in first) and first[0] | first[1] == corrections
+    whole = [shown for shown in looks if shown == corrections]  # the refit's own looks
+    assert len(whole) == BARREN_ROUNDS  # rounds 2 and 3: nothing left, two barren looks
+    refit_first = {x["text"] for x in result.lessons if x["fold"] is None and x["first_round"] == 1}
+    folds_first = {x["text"] for x in result.lessons if x["fold"] is not None and x["first_round"] == 1}
+    assert refit_first and refit_first <= folds_first
+    assert _rules(result.best_instructions[PROMPT]) == set(TOPICS)
+    ladders = result.stages["distill"]["ladders"]
+    assert result.best_id == ladders["all"][-1] and result.stages["distill"]["stop"]["all"] == "converged"
+
+
+class _Jittery(ScriptedLLM):
+    """A scripted LLM whose answers arrive after a random delay: calls finish in another order."""
+
+    def __init__(self, handler, seed: int) -> None:
+        super().__init__(handler=handler)
+        self._rng = np.random.default_rng(seed)
+
+    async def _send(self, request: LLMRequest):
+        await asyncio.sleep(float(self._rng.uniform(0.0, 0.004)))
+        return await super()._send(request)
+
+
+def test_the_refit_fed_by_the_folds_never_depends_on_which_call_answers_first():
+    """The folds' ladders and the refit's climb concurrently; whatever order their calls finish
+    in, the refit takes each round's lessons in fold order once every fold has finished that
+    round or stopped: the same lessons, rungs and result."""
+    outcomes = []
+    for seed in (1, 2, 3):
+        ds = topic_dataset()
+        world = TopicWorld(ds)
+        world.llm = _Jittery(world.handle, seed)
+        result = _optimize(ds, world)
+        outcomes.append(
+            (result.best_instructions, result.stages["distill"]["ladders"], result.lessons, result.best_id)
+        )
+    assert outcomes[0] == outcomes[1] == outcomes[2]

@@ -6,7 +6,11 @@ followed by verification on held-out samples (:mod:`.strategies.racing`, :mod:`.
 
 For each fold of the learning samples (one fold; out of bag ``cv_folds``, each learning from the
 other folds' corrections, and, with ``refit``, one more from every correction) the stage climbs a
-**ladder** of nested candidates, rung k being what k rounds learned. A round, for each prompt of the metric:
+**ladder** of nested candidates, rung k being what k rounds learned. The refit's first round asks
+nothing of its own: from the seed, the folds' first rounds have just asked its very question (every
+correction shown to ``cv_folds`` − 1 of them), so it applies their lessons, merged by evidence, once
+every fold's first round is over (in fold order: never timing-dependent); from its second round on
+it climbs as below. A round, for each prompt of the metric:
 
 1. **shown corrections**: the train samples whose annotation corrects the recorded judge
    (verdict and reason corrections, :mod:`._evidence`), the recorded judge output beside the
@@ -84,7 +88,6 @@ BARREN_ROUNDS = 2
 #: test the recipe, stop after one barren round; the refit's, whose rung is the result, after
 #: :data:`BARREN_ROUNDS` (a criterion one correction carries is missed by a look 3 times in 10 in
 #: judgeworld: two held-back runs of 40 and 100 annotations lost one with a single barren round).
-#: The three ladders then cost about what one ladder cost before.
 SMALL_BARREN_ROUNDS = 1
 #: Agreeing samples shown beside each round's corrections, for contrast.
 CONTRAST = 4
@@ -306,6 +309,10 @@ class Ladder:
     context_splits: int = 0
     #: Every correction a lessons call was shown, barren rounds included.
     shown: set[int] = field(default_factory=set)
+    #: Rewrites rejected in a row.
+    refused: int = 0
+    #: Stopped by a rejection or the budget.
+    ended: bool = False
 
 
 class Distiller:
@@ -346,9 +353,12 @@ class Distiller:
     async def climb(
         self, view: DistillView, ctx: MetaContext, rng: np.random.Generator, first_slot: int
     ) -> list[Ladder]:
-        """Every fold's ladder, climbed concurrently; slots (the meta calls' ``sample_index``)
-        from ``first_slot`` on, each ladder its own range, so results never depend on timing."""
+        """Every fold's ladder, climbed concurrently (with ``view.refit``, the refit's beside them,
+        fed the folds' first-round lessons); slots (the meta calls' ``sample_index``) from
+        ``first_slot`` on, each ladder its own range, so results never depend on timing."""
         folds = view.fold_ids
+        looking = [f for f in folds if f is not None] if view.refit else folds
+        feed = _Feed(looking) if view.refit and looking else None
         orders = {
             f: {
                 name: _interleaved(view, view.learnable(pos, f), rng)
@@ -361,7 +371,9 @@ class Distiller:
         return list(
             await asyncio.gather(
                 *(
-                    self._ladder(view, ctx, f, orders[f], agreeing[f], first_slot + i * span)
+                    self._ladder(view, ctx, f, orders[f], agreeing[f], first_slot + i * span, feed)
+                    if f in looking
+                    else self._refit(view, ctx, feed, orders[f], agreeing[f], first_slot + i * span)
                     for i, f in enumerate(folds)
                 )
             )
@@ -375,15 +387,42 @@ class Distiller:
         orders: Mapping[str, list[int]],
         agreeing: list[int],
         slot: int,
+        feed: _Feed | None = None,
     ) -> Ladder:
-        ladder = Ladder(fold, pool=LessonPool(view.facts))
+        """One fold's ladder (or the one ladder of a held-out run); with ``feed``, its first
+        round's lessons are also handed to the refit's ladder (:meth:`_refit`)."""
+        try:
+            return await self._climb(view, ctx, fold, orders, agreeing, slot, feed, self._barren(fold))
+        finally:
+            if feed is not None:
+                feed.close(fold)
+
+    async def _climb(
+        self,
+        view: DistillView,
+        ctx: MetaContext,
+        fold: int | None,
+        orders: Mapping[str, list[int]],
+        agreeing: list[int],
+        slot: int,
+        feed: _Feed | None,
+        barren_rounds: int,
+        resume: _Resume | None = None,
+    ) -> Ladder:
+        """Climbs ``fold``'s ladder looking at its corrections (from the seed, or from where
+        ``resume`` says the refit's ladder stands); ``barren_rounds``: barren rounds that end it."""
+        if resume is None:
+            ladder = Ladder(fold, pool=LessonPool(view.facts))
+            current, first = dict(view.seed.instructions), 1
+            tried: Counter[str] = Counter()  # lessons rejected rewrites were given, and how often
+        else:
+            ladder, current, tried, first = resume.ladder, resume.current, resume.tried, resume.round
         pool = ladder.pool
         assert pool is not None
-        current, offset, barren, refused = dict(view.seed.instructions), 0, 0, 0
-        tried: Counter[str] = Counter()  # lessons rejected rewrites were given, and how often
+        offset, barren = (0, 0) if resume is None else (resume.offset, resume.barren)
         window = context_window(ctx.llm)
         longest = max((len(o) for o in orders.values()), default=0)
-        for round_ in range(1, self.rounds + 1):
+        for round_ in range(first, self.rounds + 1):
             instructions, applied, shown, contrast = dict(current), list[Lesson](), list[int](), list[int]()
             for name, order in orders.items():
                 if not order or name not in instructions:
@@ -395,60 +434,143 @@ class Distiller:
                     agreeing[(round_ * self.contrast + i) % len(agreeing)]
                     for i in range(min(len(agreeing), self.contrast))
                 ]
+                answered: list[tuple[str, list[int]]] = []
                 taught = await self._lessons(
-                    ctx, ladder, name, instructions[name], batches, extra, round_, slot
+                    ctx, ladder, name, instructions[name], batches, extra, round_, slot, answered
                 )
                 slot += 64 * (len(batches) + 1)
                 shown += [p for b in batches for p in b]
                 ladder.shown.update(shown)
                 contrast += extra
-                fresh = [x for x in taught if x.text not in tried]
-                again = [x for x in pool.lessons if tried[x.text] == 1 and x not in fresh]  # a second try
-                chosen = pool.ranked(
-                    [x for x in [*fresh, *again] if not x.sample_fact and x.applied_round is None]
-                )
-                chosen = chosen[: self.lessons]
+                if feed is not None:
+                    feed.put(fold, name, answered, [p for b in batches for p in b], extra)
+                chosen = self._choose(pool, taught, tried)
                 if ladder.stop == "budget":
                     return ladder
                 if not chosen:
                     continue
-                out = await ops.rewrite(
-                    ctx.llm,
-                    instruction=instructions[name],
-                    feedback_items=[x.text for x in chosen],
-                    temperature=ctx.config.meta_temperature,
-                    sample_index=slot,
-                )
-                slot += 1
-                ladder.calls += 1
                 plan = self._plan(view, shown, contrast, fold)
-                if out.value is None:
-                    ladder.rungs.append(
-                        Child(plan, None, [x.text for x in chosen], rejected=out.rejected, error=out.error)
-                    )
-                    refused += 1
-                    if out.rejected == "llm error: budget" or refused >= BARREN_ROUNDS:
-                        ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
+                text = await self._rewrite(ctx, ladder, instructions[name], chosen, plan, tried, slot)
+                slot += 1
+                if text is None:
+                    if ladder.ended:
                         return ladder
-                    tried.update(x.text for x in chosen)  # a barren round; the next offers them once more
                     continue
-                refused = 0
-                instructions[name] = str(out.value)
+                instructions[name] = text
                 for x in chosen:
                     x.applied_round = round_
                 applied += chosen
+            if feed is not None:
+                feed.close(fold)
             offset += self.sample_size
             barren = 0 if applied else barren + 1
             if applied:
                 plan = self._plan(view, shown, contrast, fold)
                 ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
                 current = instructions
-            elif offset >= longest and barren >= self._barren(fold) and not _pending(pool, tried):
+            elif offset >= longest and barren >= barren_rounds and not _pending(pool, tried):
                 # every correction shown, nothing new, and no rejected lesson waiting for its second try
                 ladder.stop = "converged"
                 return ladder
         ladder.stop = "rounds"
         return ladder
+
+    async def _refit(
+        self,
+        view: DistillView,
+        ctx: MetaContext,
+        feed: _Feed | None,
+        orders: Mapping[str, list[int]],
+        agreeing: list[int],
+        slot: int,
+    ) -> Ladder:
+        """The refit's ladder (fold None). Its first round asks no lessons call of its own: from
+        the seed, the folds' ladders have just asked the very question it would ask, every
+        correction shown to ``cv_folds`` − 1 of them, so it takes their first round's lessons,
+        merged by evidence in its own pool, and applies the best evidenced general ones. From its
+        second round on the folds' instructions are no longer its own: it climbs as every ladder
+        does, looking at all the corrections (two barren looks end it)."""
+        assert feed is not None
+        ladder = Ladder(None, pool=LessonPool(view.facts))
+        pool = ladder.pool
+        assert pool is not None
+        instructions, applied = dict(view.seed.instructions), list[Lesson]()
+        tried: Counter[str] = Counter()  # lessons rejected rewrites were given, and how often
+        shown: list[int] = []
+        contrast: list[int] = []
+        for name, taught in (await feed.first()).items():
+            shown += taught.shown
+            contrast += taught.contrast
+            ladder.shown.update(taught.shown)
+            if name not in instructions:
+                continue
+            merged: list[Lesson] = []
+            for said, cited in taught.lessons:
+                lesson = pool.add(said, cited, 1, None)
+                if lesson not in merged:
+                    merged.append(lesson)
+            chosen = self._choose(pool, merged, tried)
+            if not chosen:
+                continue
+            plan = self._plan(view, shown, contrast, None)
+            text = await self._rewrite(ctx, ladder, instructions[name], chosen, plan, tried, slot)
+            slot += 1
+            if text is None:
+                if ladder.ended:
+                    return ladder
+                continue
+            instructions[name] = text
+            for x in chosen:
+                x.applied_round = 1
+            applied += chosen
+        if applied:
+            plan = self._plan(view, shown, contrast, None)
+            ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
+        resume = _Resume(ladder, instructions, tried, 2, self.sample_size, 0 if applied else 1)
+        return await self._climb(view, ctx, None, orders, agreeing, slot, None, self._barren(None), resume)
+
+    def _choose(self, pool: LessonPool, taught: Sequence[Lesson], tried: Counter[str]) -> list[Lesson]:
+        """The lessons a round's rewrite applies: the round's new general ones and those one
+        rejected rewrite was given (a second try), best evidenced first, at most ``lessons``."""
+        fresh = [x for x in taught if x.text not in tried]
+        again = [x for x in pool.lessons if tried[x.text] == 1 and x not in fresh]
+        chosen = pool.ranked([x for x in [*fresh, *again] if not x.sample_fact and x.applied_round is None])
+        return chosen[: self.lessons]
+
+    async def _rewrite(
+        self,
+        ctx: MetaContext,
+        ladder: Ladder,
+        instruction: str,
+        chosen: Sequence[Lesson],
+        plan: Plan,
+        tried: Counter[str],
+        slot: int,
+    ) -> str | None:
+        """``instruction`` rewritten with ``chosen``; None when the rewrite is rejected (recorded
+        as a rejected rung): the round is barren and the next offers them once more, or the
+        ladder ends (``ladder.ended``: ``budget``, or the second rejection in a row)."""
+        out = await ops.rewrite(
+            ctx.llm,
+            instruction=instruction,
+            feedback_items=[x.text for x in chosen],
+            temperature=ctx.config.meta_temperature,
+            sample_index=slot,
+        )
+        ladder.calls += 1
+        if out.value is not None:
+            ladder.refused = 0
+            return str(out.value)
+        ladder.rungs.append(
+            Child(plan, None, [x.text for x in chosen], rejected=out.rejected, error=out.error)
+        )
+        ladder.refused += 1
+        if out.rejected == "llm error: budget" or ladder.refused >= BARREN_ROUNDS:
+            ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
+            ladder.ended = True
+        else:
+            tried.update(x.text for x in chosen)
+        return None
 
     def _plan(self, view: DistillView, shown: list[int], contrast: list[int], fold: int | None) -> Plan:
         """A rung's plan: what its lineage was shown (its ``seen``) and its fold."""
@@ -490,8 +612,10 @@ class Distiller:
         contrast: list[int],
         round_: int,
         slot: int,
+        answered: list[tuple[str, list[int]]] | None = None,
     ) -> list[Lesson]:
-        """The lessons of this round's calls, merged into the ladder's pool (in batch order)."""
+        """The lessons of this round's calls, merged into the ladder's pool (in batch order);
+        each answered (lesson, cited positions) also appended to ``answered`` when given."""
         slots = [slot + 64 * i for i in range(len(batches))]
         answers = await asyncio.gather(
             *(self._ask(ctx, ladder, name, instruction, b, contrast, s) for b, s in zip(batches, slots))
@@ -500,6 +624,8 @@ class Distiller:
         taught: list[Lesson] = []
         for answer in answers:
             for lesson, cited in answer:
+                if answered is not None:
+                    answered.append((lesson, cited))
                 merged = ladder.pool.add(lesson, cited, round_, ladder.fold)
                 if merged not in taught:
                     taught.append(merged)
@@ -542,6 +668,78 @@ class Distiller:
                 ladder.stop = "budget"
             return []
         return [(x.text, [batch[i - 1] for i in x.explains if 1 <= i <= len(batch)]) for x in out]
+
+
+@dataclass
+class _Resume:
+    """Where the refit's ladder stands when it starts looking at the corrections itself."""
+
+    ladder: Ladder
+    current: dict[str, str]
+    tried: Counter[str]
+    round: int
+    offset: int
+    barren: int
+
+
+#: Lessons as a lessons call answered them: (text, the train positions it says it explains).
+Answered = list[tuple[str, list[int]]]
+
+
+@dataclass
+class _Taught:
+    """What the folds' ladders drew for one prompt in one round: the (lesson, cited positions)
+    answers in fold order, the corrections they were shown and the agreeing samples beside them."""
+
+    lessons: list[tuple[str, list[int]]] = field(default_factory=list)
+    shown: list[int] = field(default_factory=list)
+    contrast: list[int] = field(default_factory=list)
+
+
+class _Feed:
+    """The folds' first-round lessons, for the refit's ladder: handed over once every fold's
+    ladder has finished its first round or stopped, merged in fold order, so the refit never
+    depends on which call answered first."""
+
+    def __init__(self, folds: Sequence[int | None]) -> None:
+        self._folds = list(folds)
+        self._got: dict[int | None, dict[str, _Taught]] = {f: {} for f in self._folds}
+        self._done = dict.fromkeys(self._folds, False)
+        self._changed = asyncio.Condition()
+
+    def put(
+        self, fold: int | None, name: str, lessons: Answered, shown: list[int], contrast: list[int]
+    ) -> None:
+        """What ``fold``'s first round drew for prompt ``name``."""
+        if self._done[fold]:
+            return
+        taught = self._got[fold].setdefault(name, _Taught())
+        taught.lessons += lessons
+        taught.shown += shown
+        taught.contrast += contrast
+
+    def close(self, fold: int | None) -> None:
+        """``fold``'s first round is over (or its ladder stopped)."""
+        if not self._done[fold]:
+            self._done[fold] = True
+            asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def first(self) -> dict[str, _Taught]:
+        """The folds' first-round lessons by prompt name, in fold order."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: all(self._done.values()))
+        merged: dict[str, _Taught] = {}
+        for f in self._folds:
+            for name, taught in self._got[f].items():
+                into = merged.setdefault(name, _Taught())
+                into.lessons += taught.lessons
+                into.shown += taught.shown
+                into.contrast += taught.contrast
+        return merged
 
 
 def _pending(pool: LessonPool, tried: Counter[str]) -> bool:

@@ -3,7 +3,9 @@
 Below ``refit_below`` usable samples (``strategy`` auto or distill) no validation part is held out.
 The train part is dealt into ``cv_folds`` stratified folds; the distillation stage climbs one
 ladder per fold, each learning from the other folds' corrections, and one more ladder from every
-correction, the **refit** (:mod:`._distill`). The verification then judges:
+correction, the **refit** (:mod:`._distill`; its first round applies the folds' first lessons, drawn
+from the seed over every correction, and asks no lessons call of its own). The verification then
+judges:
 
 1. the seed on every train sample, and each fold's top rung on its own fold's samples (which it
    never learned from): together, every sample judged once by a candidate that never saw it — the

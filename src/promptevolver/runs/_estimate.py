@@ -67,7 +67,8 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
   small data with a refit (tried only when a policy is asked for, and then only when an error
   resembles a correction).
 * *Small data with a refit* (below ``refit_below``, ``optimizers/_refit.py``): ``cv_folds`` ladders
-  each showing (K − 1)/K of the corrections and the refit's showing all, one barren round each;
+  each showing (K − 1)/K of the corrections, one barren round each; the refit's rewrites with
+  their lessons, then looks at all the corrections twice;
   verification ``n_train · J`` for the seed plus ``n_train · J`` times the share of folds whose
   ladder learns a rung, modelled as 1 − exp(−s/4) for s corrections shown (a lesson needs a few
   corrections; a fold that learns nothing is judged as the seed, at no call).
@@ -524,8 +525,10 @@ class _Plan:
             s = max(0, min(self.cfg.distill_sample_size, round(shown)))
             taught = self.productive_rounds(s)
             b = max(1, math.ceil(batches * s / max(1, self.shown_all())))
-            barren = SMALL_BARREN_ROUNDS if ladders == k else BARREN_ROUNDS  # the refit's: two
-            rounds = min(self.cfg.distill_rounds, taught + barren) if taught else 1
+            if ladders == k:
+                rounds = min(self.cfg.distill_rounds, taught + SMALL_BARREN_ROUNDS) if taught else 1
+            else:  # the refit's: the folds' lessons, then its own barren looks at every correction
+                rounds = BARREN_ROUNDS if taught else 0
             out += ladders * self.prompts * (rounds * b + taught)
             if ladders == k:
                 learn = 1.0 - math.exp(-s / 4) if s else 0.0
