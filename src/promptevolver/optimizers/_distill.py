@@ -48,7 +48,7 @@ import asyncio
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -371,7 +371,13 @@ class Distiller:
         return list(
             await asyncio.gather(
                 *(
-                    self._ladder(view, ctx, f, orders[f], agreeing[f], first_slot + i * span, feed)
+                    self._handing_over(
+                        feed,
+                        f,
+                        self._climb(
+                            view, ctx, f, orders[f], agreeing[f], first_slot + i * span, feed, self._barren(f)
+                        ),
+                    )
                     if f in looking
                     else self._refit(view, ctx, feed, orders[f], agreeing[f], first_slot + i * span)
                     for i, f in enumerate(folds)
@@ -379,20 +385,11 @@ class Distiller:
             )
         )
 
-    async def _ladder(
-        self,
-        view: DistillView,
-        ctx: MetaContext,
-        fold: int | None,
-        orders: Mapping[str, list[int]],
-        agreeing: list[int],
-        slot: int,
-        feed: _Feed | None = None,
-    ) -> Ladder:
-        """One fold's ladder (or the one ladder of a held-out run); with ``feed``, its first
-        round's lessons are also handed to the refit's ladder (:meth:`_refit`)."""
+    @staticmethod
+    async def _handing_over(feed: _Feed | None, fold: int | None, climbing: Awaitable[Ladder]) -> Ladder:
+        """A fold's ladder, its first round handed to the refit's (:meth:`_refit`) however it ends."""
         try:
-            return await self._climb(view, ctx, fold, orders, agreeing, slot, feed, self._barren(fold))
+            return await climbing
         finally:
             if feed is not None:
                 feed.close(fold)
@@ -450,16 +447,12 @@ class Distiller:
                 if not chosen:
                     continue
                 plan = self._plan(view, shown, contrast, fold)
-                text = await self._rewrite(ctx, ladder, instructions[name], chosen, plan, tried, slot)
+                applied += await self._rewrite(
+                    ctx, ladder, instructions, name, chosen, plan, tried, slot, round_
+                )
                 slot += 1
-                if text is None:
-                    if ladder.ended:
-                        return ladder
-                    continue
-                instructions[name] = text
-                for x in chosen:
-                    x.applied_round = round_
-                applied += chosen
+                if ladder.ended:
+                    return ladder
             if feed is not None:
                 feed.close(fold)
             offset += self.sample_size
@@ -513,16 +506,10 @@ class Distiller:
             if not chosen:
                 continue
             plan = self._plan(view, shown, contrast, None)
-            text = await self._rewrite(ctx, ladder, instructions[name], chosen, plan, tried, slot)
+            applied += await self._rewrite(ctx, ladder, instructions, name, chosen, plan, tried, slot, 1)
             slot += 1
-            if text is None:
-                if ladder.ended:
-                    return ladder
-                continue
-            instructions[name] = text
-            for x in chosen:
-                x.applied_round = 1
-            applied += chosen
+            if ladder.ended:
+                return ladder
         if applied:
             plan = self._plan(view, shown, contrast, None)
             ladder.rungs.append(Child(plan, instructions, [x.text for x in applied]))
@@ -541,18 +528,21 @@ class Distiller:
         self,
         ctx: MetaContext,
         ladder: Ladder,
-        instruction: str,
+        instructions: dict[str, str],
+        name: str,
         chosen: Sequence[Lesson],
         plan: Plan,
         tried: Counter[str],
         slot: int,
-    ) -> str | None:
-        """``instruction`` rewritten with ``chosen``; None when the rewrite is rejected (recorded
-        as a rejected rung): the round is barren and the next offers them once more, or the
-        ladder ends (``ladder.ended``: ``budget``, or the second rejection in a row)."""
+        round_: int,
+    ) -> list[Lesson]:
+        """Prompt ``name``'s instruction rewritten with ``chosen`` (in ``instructions``, each lesson
+        marked applied in ``round_``); returns them, or none when the rewrite is rejected (recorded
+        as a rejected rung): the round is barren and the next offers them once more, or the ladder
+        ends (``ladder.ended``: ``budget``, or the second rejection in a row)."""
         out = await ops.rewrite(
             ctx.llm,
-            instruction=instruction,
+            instruction=instructions[name],
             feedback_items=[x.text for x in chosen],
             temperature=ctx.config.meta_temperature,
             sample_index=slot,
@@ -560,17 +550,19 @@ class Distiller:
         ladder.calls += 1
         if out.value is not None:
             ladder.refused = 0
-            return str(out.value)
-        ladder.rungs.append(
-            Child(plan, None, [x.text for x in chosen], rejected=out.rejected, error=out.error)
-        )
+            instructions[name] = str(out.value)
+            for x in chosen:
+                x.applied_round = round_
+            return list(chosen)
+        given = [x.text for x in chosen]
+        ladder.rungs.append(Child(plan, None, given, rejected=out.rejected, error=out.error))
         ladder.refused += 1
         if out.rejected == "llm error: budget" or ladder.refused >= BARREN_ROUNDS:
             ladder.stop = "budget" if out.rejected == "llm error: budget" else "rejected"
             ladder.ended = True
         else:
-            tried.update(x.text for x in chosen)
-        return None
+            tried.update(given)
+        return []
 
     def _plan(self, view: DistillView, shown: list[int], contrast: list[int], fold: int | None) -> Plan:
         """A rung's plan: what its lineage was shown (its ``seen``) and its fold."""
