@@ -131,3 +131,26 @@ def test_the_layout_page_names_every_module_and_every_path_it_names_exists() -> 
         p for p in named if not (ROOT / p).exists() and not any(f == p or f.endswith("/" + p) for f in files)
     )
     assert stale == [], f"docs/layout.md names paths that do not exist: {stale}"
+
+
+def test_the_readme_s_sample_output_is_what_its_first_command_prints(tmp_path: Path) -> None:
+    """The README shows what `promptevolver optimize configs/answer_correctness.yaml` prints (on the
+    simulated LLM, deterministic): every line of that block is the command's own, word for word, so
+    a change to the run's figures cannot leave the README behind."""
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("\nanswer_correctness: accuracy") + 1
+    block = readme[start : readme.index("```", start)]
+    out = subprocess.run(
+        [sys.executable, "-m", "promptevolver.cli", "optimize", "configs/answer_correctness.yaml"]
+        + ["--output", str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout.splitlines()
+    shown = [line for line in block.strip().splitlines() if line.strip()]
+    assert shown == out[: len(shown)]
