@@ -272,15 +272,22 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
         validation = list(train)  # small data, the seed kept: it learned from none (evaluate scores all)
     facts.positions = {"train": train, "validation": validation}
     missing: dict[tuple[str, str], list[int]] = {}
+    seed_failures = next((c.get("failures") or 0 for c in result.get("lineage", []) if c["id"] == 0), 0)
     for who, key in keys.items():
         for split, positions in facts.positions.items():
             if who == "best" and split == "validation" and judged_by:
                 found = {p: memo[k] for p in positions if (k := (_key_of(result, judged_by[p]), p)) in memo}
             else:
                 found = {p: memo[(key, p)] for p in positions if (key, p) in memo}
+            gap = [p for p in positions if p not in found]
+            if gap and _seed_judged_everywhere(result) and len(gap) == seed_failures:
+                # the kept seed was judged once on every usable sample: those without a recorded
+                # verdict are its failed evaluations (a failure is never checkpointed as a verdict)
+                found.update({p: _FAILED for p in gap})
+                gap = []
             facts.judgements[(who, split)] = found
-            if len(found) < len(positions):
-                missing[(who, split)] = [p for p in positions if p not in found]
+            if gap:
+                missing[(who, split)] = gap
     if judged_by and ("best", "validation") in missing:
         facts.notes.append(
             "The cross-validated verdicts (each sample judged by a fold's candidate that never learned "
@@ -319,6 +326,16 @@ def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:
         "none" if row.get("examples", "none") == "none" else (result.get("examples") or {}).get("key", "none")
     )
     return candidate_key(row["instructions"], examples)
+
+
+#: A failed evaluation of the kept seed, which the checkpoint does not hold (see _gather_verdicts).
+_FAILED = Judgement(None, error="the evaluation failed (no verdict was recorded)", cause="failed")
+
+
+def _seed_judged_everywhere(result: Mapping[str, Any]) -> bool:
+    """Small data whose seed was kept: the seed (and so the best) was judged once on every usable
+    sample, so a sample without its verdict is one of its failed evaluations."""
+    return _seed_kept_out_of_bag(result) and all(c == 0 for c in cross_validation_judges(result).values())
 
 
 def _seed_kept_out_of_bag(result: Mapping[str, Any]) -> bool:
@@ -371,7 +388,7 @@ def _train_positions(
     out_of_bag = Regime.of((facts.result.get("split") or {}).get("regime")) is Regime.OUT_OF_BAG
     held_out = set() if out_of_bag else set(validation)
     judged = sorted({p for (key, p) in memo if key == seed} - held_out)
-    if judged:
+    if judged and not _seed_judged_everywhere(facts.result):
         return judged
     assert facts.dataset is not None
     usable = [i for i, y in enumerate(facts.labels) if y is not None and i not in held_out]

@@ -205,6 +205,12 @@ def _verdict(facts: RunFacts) -> str:
             f"{best:.3f} (each sample judged by a candidate that never learned from it) against "
             f"{seed:.3f} for the original (seed) instruction.{_agreed_sentence(facts)}"
         )
+    if _kept_whole(facts):
+        return (
+            f"No candidate beat the original instruction, so it is kept: {name} {seed:.3f} on all "
+            f"{n_val} usable annotations (small data: nothing was held out, and the seed learned from "
+            f"none of them).{_agreed_sentence(facts)}"
+        )
     if r.get("best_id", 0) == 0:
         return (
             f"No candidate beat the original instruction on the {n_val} held-out validation samples, so the "
@@ -237,6 +243,10 @@ def _agreed_sentence(facts: RunFacts) -> str:
     best, seed = facts.agreements.get(("best", "validation")), facts.agreements.get(("seed", "validation"))
     if best is None or seed is None or best.confusion is None or seed.confusion is None:
         return ""
+    if facts.result.get("best_id", 0) == 0:  # the seed kept: one instruction, counted once
+        failed = len(facts.failed.get(("seed", "validation"), []))
+        tail = f" ({failed} failed evaluations left out)" if failed else ""
+        return f" It agrees with the humans on {_diagonal(seed.confusion)} of {seed.n} judged samples{tail}."
     failed = len(facts.failed.get(("best", "validation"), [])) + len(
         facts.failed.get(("seed", "validation"), [])
     )

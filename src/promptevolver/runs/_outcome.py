@@ -46,10 +46,13 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
             f"seed train {_f(s['seed'].get('train'))} validation {_f(s['seed'].get('validation'))} | "
             f"best train {_f(s['best'].get('train'))} validation {_f(s['best'].get('validation'))}"
         )
+    failures = result.usage.get("failures") or 0
+    causes = ", ".join(f"{c} {n}" for c, n in sorted((result.usage.get("failures_by_cause") or {}).items()))
+    failed = f" ({failures} failed after retries: {causes or 'cause not recorded'})" if failures else ""
     lines = [
         f"{result.metric}: {name} {figures} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
-        f"{simulated}"
+        f"{failed}{simulated}"
     ]
     if quiet:
         return lines

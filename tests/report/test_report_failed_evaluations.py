@@ -1,0 +1,86 @@
+"""A run whose judge fails on some samples says so in its report, whatever the regime: the seed kept
+on small data (nothing held out, the seed judged on every usable annotation) shows how many samples
+were judged and how many failed — never "? of N", never 0 failed — and its outcome names what it
+was measured on, not "held-out validation samples" it does not have.
+
+Real parts: the OpenAI client over HTTP against the local server answering with the simulated judge,
+which answers unparseable text for two samples' judge calls every time (retried, then recorded as
+failures with their cause).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from promptevolver import SingleMetricAnnotation
+from promptevolver.cli import main
+from promptevolver.llm import SimulatedJudgeLLM
+from promptevolver.rundir import read_result
+from promptevolver.testing import LocalOpenAIServer, simulated_handler
+
+from ..conftest import HELP_FILE as DATA
+
+KEY = "sk-test-failed-evals-0123456789abcdef"
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    dataset = SingleMetricAnnotation.from_json(DATA)
+    # a line of each of two responses no other sample holds (plain ASCII: the prompt shows it as is)
+    broken = ["Norway might be the better choice if you", "Everyone agrees that Sweden is better."]
+    assert [sum(b in s.metric_input["response"] for s in dataset) for b in broken] == [1, 1]
+    answer = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=1))
+
+    def handler(body):
+        text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        judging = "Output format" in text
+        if judging and any(b in text for b in broken):
+            return "this is not a verdict"
+        return answer(body)
+
+    monkeypatch.setenv("FAILED_EVALS_KEY", KEY)
+    with LocalOpenAIServer(handler, models=["sim"]) as server:
+        config = {
+            "dataset": str(DATA),
+            "metric": {"name": "helpfulness", "definition": "Is the response helpful to the user?"},
+            "llm": {
+                "provider": "openai",
+                "model": "sim",
+                "base_url": server.base_url,
+                "api_key_env": "FAILED_EVALS_KEY",
+                "max_attempts": 2,
+            },
+            "optimizer": {"population_size": 4, "generations": 0},
+            "random_seed": 1,
+        }
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(config))
+        run = tmp_path / "run"
+        assert main(["optimize", str(path), "--output", str(run), "-q"]) == 0
+    summary = capsys.readouterr().out.splitlines()[0]
+    result = read_result(run)
+    if result["best_id"] != 0 or result["split"]["regime"] != "out-of-bag":
+        pytest.fail(f"the run was to keep the seed on small data: best {result['best_id']}")
+    seed = next(c for c in result["lineage"] if c["id"] == 0)
+    assert seed["failures"] == 2 and result["usage"]["failures_by_cause"].get("parse") == 2
+    assert "(2 failed after retries: parse 2)" in summary  # the summary line says so, with the cause
+    md = (run / "report.md").read_text()
+    rows = [
+        line.split(" | ")
+        for line in _section(md, "Seed vs best").splitlines()
+        if line.startswith(("| original", "| optimized"))
+    ]
+    n = result["split"]["train"]
+    assert rows and all(r[2] == f"{n - 2} of {n}" and r[-1].strip(" |") == "2" for r in rows), rows
+    outcome = _section(md, "Outcome")
+    assert "held-out validation samples" not in outcome
+    assert f"on all {n} usable annotations" in outcome
+    assert f"of {n - 2} judged samples (2 failed evaluations left out)." in outcome  # counted once
