@@ -1,7 +1,8 @@
 """A run whose judge fails on some samples says so in its report, whatever the regime: the seed kept
 on small data (nothing held out, the seed judged on every usable annotation) shows how many samples
 were judged and how many failed — never "? of N", never 0 failed — and its outcome names what it
-was measured on, not "held-out validation samples" it does not have.
+was measured on, not "held-out validation samples" it does not have. And a model nothing prices
+costs an unknown amount, never $0.0000.
 
 Real parts: the OpenAI client over HTTP against the local server answering with the simulated judge,
 which answers unparseable text for two samples' judge calls every time (retried, then recorded as
@@ -84,3 +85,5 @@ def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
     assert "held-out validation samples" not in outcome
     assert f"on all {n} usable annotations" in outcome
     assert f"of {n - 2} judged samples (2 failed evaluations left out)." in outcome  # counted once
+    unknown = "an unknown amount (no price for 'sim': set llm.prices"
+    assert unknown in outcome and f"- cost: {unknown}" in md and "$0.0000" not in md

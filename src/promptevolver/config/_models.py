@@ -988,6 +988,15 @@ class RunConfig(_OnePlacePerSetting):
             update["budget"] = self.budget
         return self.optimizer.model_copy(update=update)
 
+    def unpriced_models(self) -> list[str]:
+        """The models of the run's LLMs (the judge's, the prompt engineer's) that a real provider
+        serves and nothing prices (``llm.prices`` or the price table): their cost is unknown, not
+        zero. The simulated LLM costs nothing unless ``llm.prices`` says otherwise."""
+        llms = [self.llm] + ([self.reflection_llm] if self.reflection_llm is not None else [])
+        return list(
+            dict.fromkeys(llm.priced_model for llm in llms if llm.provider != "fake" and llm.price() is None)
+        )
+
     def dump(self, *, relative_to: Path | None = None) -> dict[str, Any]:
         """The config as a YAML-ready dict, each setting once: the effective ``random_seed`` and
         ``budget`` at the top level, none of :data:`RUN_LEVEL_KEYS` under ``optimizer``; a dataset

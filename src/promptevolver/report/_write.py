@@ -287,13 +287,27 @@ def _cost(usage: dict[str, Any]) -> str:
     return "n/a" if cost is None else f"${cost:.4f}"
 
 
+def _run_cost(facts: RunFacts) -> str:
+    """What the run cost, said once for the outcome and the usage section: the dollars, or an
+    unknown amount naming the models nothing prices (their calls count $0 in ``usage``)."""
+    u = facts.result["usage"]
+    cost = _cost(u)
+    unpriced = [] if facts.config is None else facts.config.unpriced_models()
+    if unpriced:
+        models = ", ".join(map(repr, unpriced))
+        if not u.get("cost_usd"):
+            return f"an unknown amount (no price for {models}: set llm.prices, USD per 1M tokens)"
+        return f"{cost} for the priced calls, plus an unknown amount for {models} (no price)"
+    if facts.config is not None and facts.config.llm.provider == "fake":
+        return f"{cost} (simulated LLM)"
+    return cost if u.get("cost_usd") or cost == "n/a" else f"{cost} (no prices in the config)"
+
+
 def _cost_sentence(facts: RunFacts) -> str:
     u = facts.result["usage"]
     calls = u["llm_calls"]["judge"] + u["llm_calls"]["meta"]
     tokens = u["prompt_tokens"] + u["completion_tokens"]
-    cost = _cost(u)
-    if facts.config is not None and facts.config.llm.provider == "fake":
-        cost += " (simulated LLM)"
+    cost = _run_cost(facts)
     return (
         f"It cost {calls} LLM calls ({u['llm_calls']['judge']} judge, {u['llm_calls']['meta']} meta), "
         f"{tokens:,} tokens and {cost}, in {facts.result.get('duration_s', 0):.1f} s."
@@ -959,8 +973,7 @@ def _usage(facts: RunFacts) -> Section:
     totals = Bullets(
         [
             f"prompt tokens: {u['prompt_tokens']:,}; completion tokens: {u['completion_tokens']:,}",
-            f"cost: {_cost(u)}"
-            + ("" if u.get("cost_usd") else " (no prices in the config, or a free simulated LLM)"),
+            f"cost: {_run_cost(facts)}",
             f"cache hits: {u.get('cache_hits', 0)}; retries: {u.get('retries', 0)}; "
             f"failures: {u.get('failures', 0)}{_by_cause(u)}",
         ]

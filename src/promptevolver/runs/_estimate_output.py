@@ -58,7 +58,7 @@ def cost_text(cost: float | None, config: RunConfig) -> str:
     and how to price them when ``cost`` is None."""
     llms = [config.llm] + ([config.reflection_llm] if config.reflection_llm is not None else [])
     if cost is None:
-        unpriced = [llm.priced_model for llm in llms if llm.provider != "fake" and llm.price() is None]
+        unpriced = config.unpriced_models()
         return (
             f"unknown (no price for {', '.join(map(repr, unpriced))} in llm.prices or the price table: set "
             "llm.prices, USD per 1M tokens, e.g. llm.prices: {MODEL: {prompt: 0.15, completion: 0.6}})"
