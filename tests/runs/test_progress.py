@@ -112,3 +112,18 @@ def test_the_distillation_line_counts_its_rungs_in_words_that_agree(rungs):
     progress(Event("stage_end", 0, {"stage": "distill", "candidates": list(range(1, rungs + 1))}))
     expected = {0: "0 rungs", 1: "1 rung of", 2: "2 rungs"}[rungs]
     assert lines[-1].startswith(f"distillation done: {expected}")
+
+
+def test_the_steps_before_the_first_call_end_when_the_first_stage_begins_not_at_its_answer():
+    """A slow server's first answer is no part of the step before it: "loading the annotations"
+    ends when the first stage begins (a newcomer's llama.cpp run read "loading the annotations
+    50 s" where loading took a second and the first judge call 49)."""
+    now = [0.0]
+    lines: list[str] = []
+    progress = CallProgress(bar=False, write=lines.append, clock=lambda: now[0])
+    progress.step("loading the annotations: a.json")
+    now[0] = 1.0
+    progress(Event("stage_start", 0, {"stage": "distill"}))
+    now[0] = 50.0  # the first answer
+    progress(_call(1, bound=10))
+    assert lines[0].endswith("; before it: loading the annotations 1 s"), lines

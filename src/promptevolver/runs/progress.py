@@ -92,6 +92,7 @@ class CallProgress:
         self._announced: str | None = None
         self._tqdm: Any = None
         self._before: list[tuple[str, float]] = []  # steps before the first call: (text, start)
+        self._calls_from: float | None = None  # when the first stage or generation began
         self._searching = False
 
     def __call__(self, event: Event) -> None:
@@ -151,12 +152,17 @@ class CallProgress:
             self._searching = True
             return ""
         self._searching = True
-        ends = [start for _, start in self._before[1:]] + [now]
+        # the last step ends when the first stage began, not at the first answer (a slow server's
+        # first call is no part of "loading the annotations")
+        ends = [start for _, start in self._before[1:]] + [
+            self._calls_from if self._calls_from is not None else now
+        ]
         steps = zip(self._before, ends, strict=True)
         done = ", ".join(f"{text} {end - start:.0f} s" for (text, start), end in steps)
         return f"; before it: {done}"
 
     def _on_generation_start(self, event: Event) -> None:
+        self._mark_calls_from()
         of = f" of {self.generations}" if self.generations is not None else ""
         self.phase = f"generation {event.generation}{of}"
 
@@ -175,7 +181,12 @@ class CallProgress:
             tqdm.write(line)
         self.phase = _FINAL_PHASE  # until the next generation starts
 
+    def _mark_calls_from(self) -> None:
+        if self._calls_from is None and not self.calls:
+            self._calls_from = self.clock()
+
     def _on_stage_start(self, event: Event) -> None:
+        self._mark_calls_from()
         # a stage may name its phase (small data cross-validates instead of holding samples out)
         self.phase = str(event.data.get("phase") or _STAGES.get(str(event.data.get("stage")), self.phase))
 
