@@ -209,6 +209,17 @@ def test_a_missing_label_column_is_named_with_the_columns_present(kind, missing,
     assert f"'{missing}' missing" in line and "user_input" in line and f"--column {missing}=" in line
 
 
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_both_missing_label_columns_are_named_in_one_error(kind, rows, tmp_path, capsys):
+    """A file with neither label column is told so once, both named, not one a run."""
+    rows = [{k: v for k, v in r.items() if k not in ("judge_verdict", "human_verdict")} for r in rows]
+    source = (_write_csv if kind == "csv" else _write_jsonl)(tmp_path / f"l.{kind}", rows)
+    assert main(["import", kind, str(source), "-o", str(tmp_path / "o.json")]) == 1
+    line = _error(capsys)
+    assert "'judge_verdict' and 'human_verdict' missing" in line
+    assert "--column judge_verdict=" in line and "--column human_verdict=" in line
+
+
 def test_a_column_named_by_column_that_is_not_there(rows, tmp_path, capsys):
     source = _write_csv(tmp_path / "l.csv", rows)
     assert (

@@ -488,18 +488,21 @@ def _columns(header: Sequence[str], renames: dict[str, str], origin: str, source
             )
     taken = set(renames.values())
     wanted: dict[str, str] = {}
+    missing: list[str] = []
     for ours in (JUDGE_VERDICT, HUMAN_VERDICT):
         other = _ALTERNATIVES[ours]
         given = renames.get(ours) or renames.get(other)
         found = given or next((c for c in (ours, other) if c in header and c not in taken), None)
         if found is None:
-            raise _header_error(
-                source,
-                origin,
-                f"{noun} {ours!r} missing ({noun}s: {list(header)}); name yours with "
-                f"--column {ours}=YOUR_{noun.upper()}",
-            )
-        wanted[ours] = found
+            missing.append(ours)
+        else:
+            wanted[ours] = found
+    if missing:  # every missing label column in one line, not one a run
+        names = " and ".join(map(repr, missing))
+        fix = " ".join(f"--column {m}=YOUR_{noun.upper()}" for m in missing)
+        plural = "s" if len(missing) > 1 else ""
+        message = f"{noun}{plural} {names} missing ({noun}s: {list(header)}); name yours with {fix}"
+        raise _header_error(source, origin, message)
     for ours in (_JUDGE_REASON, _HUMAN_REASON, _ANNOTATOR, _TRACE_ID):
         optional = renames.get(ours) or (ours if ours in header and ours not in taken else None)
         if optional is not None:
