@@ -88,3 +88,23 @@ def test_a_misspelt_key_is_named_with_the_key_meant(tmp_path: Path, kind: str, p
     where = ".".join((*path[:-1], typo))
     assert f"{where}: unknown key; did you mean {path[-1]!r}?" in message, message
     assert "\n" not in message.strip() or all(line.startswith(str(config)) for line in message.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("path", "meant"),
+    [
+        (("metric", "type"), "aspect_critic"),
+        (("optimizer", "strategy"), "distill"),
+        (("optimizer", "examples", "policy"), "retrieval"),
+        (("llm", "provider"), "openai"),
+    ],
+)
+def test_a_misspelt_choice_is_named_with_the_choice_meant(tmp_path: Path, path: tuple[str, ...], meant: str):
+    """A value of a closed list of choices, misspelt (a letter dropped), is named with the one meant."""
+    typo = meant[:-2] + meant[-1]
+    raw = _merge(BASES["run"][1], _nested(path, typo))
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as exc:
+        load_config(config)
+    assert f"{'.'.join(path)}: " in str(exc.value) and f"did you mean {meant!r}?" in str(exc.value), exc.value

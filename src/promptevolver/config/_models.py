@@ -1075,6 +1075,10 @@ def format_validation_error(
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key" + (_key_hint(model, err["loc"]) if model is not None else "")
+        elif err["type"] in ("literal_error", "enum") and isinstance(err.get("input"), str):
+            allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
+            close = close_key(err["input"], allowed) if allowed else None
+            msg += f"; did you mean {close!r}?" if close else ""
         lines.append(f"{source}: {where}: {msg}")
     return "\n".join(lines)
 
