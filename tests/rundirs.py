@@ -4,7 +4,10 @@ degrade (shared by the tests of rundir's readers, runs/ and report/)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 import yaml
 
 from promptevolver.cli import main
+from promptevolver.optimizers.events import Event
 
 from .conftest import AC_DEFINITION, ROOT
 
@@ -89,3 +93,16 @@ def copy_run(run: Path, tmp_path: Path) -> Path:
 def leftovers(directory: Path) -> list[str]:
     """Temporary files left anywhere under ``directory``."""
     return sorted(str(p.relative_to(directory)) for p in directory.rglob("*.tmp"))
+
+
+def interrupt_after(calls: int) -> Callable[[Event], None]:
+    """A callback that presses Ctrl-C (a real SIGINT, as a terminal sends) once ``calls`` LLM calls
+    were answered; asyncio.run cancels the run and raises KeyboardInterrupt."""
+    sent: list[bool] = []
+
+    def callback(event: Event) -> None:
+        if event.kind == "llm_call" and event.data["calls"] >= calls and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return callback

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,10 @@ from promptevolver import rundir
 from promptevolver.cli import main
 from promptevolver.config._models import load_run_config
 from promptevolver.llm._journal import Journal, read_lines
-from promptevolver.optimizers.events import Event
 from promptevolver.runs._optimize import execute
 from promptevolver.runs._resume import resume_point
 
-from ..rundirs import SYNTHETIC, optimize_into
+from ..rundirs import SYNTHETIC, interrupt_after, optimize_into
 
 SMALL = {**SYNTHETIC, "optimizer": {**SYNTHETIC["optimizer"], "generations": 1}}
 
@@ -94,24 +92,13 @@ def test_a_journal_that_is_no_regular_file_is_one_clear_error(tmp_path: Path) ->
 # -- end to end: an interrupted run, its journal torn by a full disk ----------------------------------
 
 
-def _interrupt_after(calls: int):
-    sent: list[bool] = []
-
-    def callback(event: Event) -> None:
-        if event.kind == "llm_call" and event.data["calls"] >= calls and not sent:
-            sent.append(True)
-            os.kill(os.getpid(), signal.SIGINT)
-
-    return callback
-
-
 @pytest.fixture
 def interrupted(tmp_path: Path) -> Path:
     config = tmp_path / "small.yaml"
     config.write_text(yaml.safe_dump(SYNTHETIC))
     directory = tmp_path / "interrupted"
     with pytest.raises(KeyboardInterrupt):
-        execute(load_run_config(config), directory, callbacks=[_interrupt_after(40)])  # of the run's 95 calls
+        execute(load_run_config(config), directory, callbacks=[interrupt_after(40)])  # of the run's 95 calls
     return directory
 
 

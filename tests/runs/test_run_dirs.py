@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
@@ -15,31 +13,17 @@ from promptevolver import rundir
 from promptevolver.cli import main
 from promptevolver.config._models import load_run_config
 from promptevolver.errors import CheckpointError, RunDirError
-from promptevolver.optimizers.events import Event
 from promptevolver.runs._optimize import execute
 from promptevolver.runs._resume import check_run_dir, check_same_search, resume_point
 
 from ..conftest import AC_DEFINITION
-from ..rundirs import AC_CONFIG, SYNTHETIC
+from ..rundirs import AC_CONFIG, SYNTHETIC, interrupt_after
 
 
 def _one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
-
-
-def _interrupt_after(calls: int):
-    """A callback that presses Ctrl-C (a real SIGINT, as a terminal sends) once ``calls`` LLM calls
-    were answered; asyncio.run cancels the run and raises KeyboardInterrupt."""
-    sent = []
-
-    def callback(event: Event) -> None:
-        if event.kind == "llm_call" and event.data["calls"] >= calls and not sent:
-            sent.append(True)
-            os.kill(os.getpid(), signal.SIGINT)
-
-    return callback
 
 
 @pytest.fixture
@@ -52,7 +36,7 @@ def synthetic_config(tmp_path) -> Path:
 def _interrupted(tmp_path: Path, config_path: Path, after_calls: int) -> Path:
     directory = tmp_path / "interrupted"
     with pytest.raises(KeyboardInterrupt):
-        execute(load_run_config(config_path), directory, callbacks=[_interrupt_after(after_calls)])
+        execute(load_run_config(config_path), directory, callbacks=[interrupt_after(after_calls)])
     return directory
 
 
@@ -256,7 +240,7 @@ def test_ctrl_c_points_to_resume_only_when_there_is_a_checkpoint(
 
 def _interrupting(cls):
     def build(**kwargs):
-        kwargs["callbacks"] = [*kwargs.get("callbacks", ()), _interrupt_after(30)]
+        kwargs["callbacks"] = [*kwargs.get("callbacks", ()), interrupt_after(30)]
         return cls(**kwargs)
 
     return build
