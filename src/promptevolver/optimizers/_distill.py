@@ -431,7 +431,7 @@ class Distiller:
                     agreeing[(round_ * self.contrast + i) % len(agreeing)]
                     for i in range(min(len(agreeing), self.contrast))
                 ]
-                answered: list[tuple[str, list[int]]] = []
+                answered: Answered = []
                 taught = await self._lessons(
                     ctx, ladder, name, instructions[name], batches, extra, round_, slot, answered
                 )
@@ -604,7 +604,7 @@ class Distiller:
         contrast: list[int],
         round_: int,
         slot: int,
-        answered: list[tuple[str, list[int]]] | None = None,
+        answered: Answered | None = None,
     ) -> list[Lesson]:
         """The lessons of this round's calls, merged into the ladder's pool (in batch order);
         each answered (lesson, cited positions) also appended to ``answered`` when given."""
@@ -683,9 +683,14 @@ class _Taught:
     """What the folds' ladders drew for one prompt in one round: the (lesson, cited positions)
     answers in fold order, the corrections they were shown and the agreeing samples beside them."""
 
-    lessons: list[tuple[str, list[int]]] = field(default_factory=list)
+    lessons: Answered = field(default_factory=list)
     shown: list[int] = field(default_factory=list)
     contrast: list[int] = field(default_factory=list)
+
+    def extend(self, other: _Taught) -> None:
+        self.lessons += other.lessons
+        self.shown += other.shown
+        self.contrast += other.contrast
 
 
 class _Feed:
@@ -694,43 +699,27 @@ class _Feed:
     depends on which call answered first."""
 
     def __init__(self, folds: Sequence[int | None]) -> None:
-        self._folds = list(folds)
-        self._got: dict[int | None, dict[str, _Taught]] = {f: {} for f in self._folds}
-        self._done = dict.fromkeys(self._folds, False)
-        self._changed = asyncio.Condition()
+        self._got: dict[int | None, dict[str, _Taught]] = {f: {} for f in folds}
+        self._done = {f: asyncio.Event() for f in folds}
 
     def put(
         self, fold: int | None, name: str, lessons: Answered, shown: list[int], contrast: list[int]
     ) -> None:
         """What ``fold``'s first round drew for prompt ``name``."""
-        if self._done[fold]:
-            return
-        taught = self._got[fold].setdefault(name, _Taught())
-        taught.lessons += lessons
-        taught.shown += shown
-        taught.contrast += contrast
+        if not self._done[fold].is_set():
+            self._got[fold].setdefault(name, _Taught()).extend(_Taught(lessons, shown, contrast))
 
     def close(self, fold: int | None) -> None:
         """``fold``'s first round is over (or its ladder stopped)."""
-        if not self._done[fold]:
-            self._done[fold] = True
-            asyncio.get_running_loop().create_task(self._notify())
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+        self._done[fold].set()
 
     async def first(self) -> dict[str, _Taught]:
         """The folds' first-round lessons by prompt name, in fold order."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: all(self._done.values()))
+        await asyncio.gather(*(done.wait() for done in self._done.values()))
         merged: dict[str, _Taught] = {}
-        for f in self._folds:
-            for name, taught in self._got[f].items():
-                into = merged.setdefault(name, _Taught())
-                into.lessons += taught.lessons
-                into.shown += taught.shown
-                into.contrast += taught.contrast
+        for got in self._got.values():
+            for name, taught in got.items():
+                merged.setdefault(name, _Taught()).extend(taught)
         return merged
 
 
