@@ -198,4 +198,4 @@ def test_rejected_binary_samples_are_learned_from():
     result = _run(ds, rule_llm(ds, _original_or_fixed(ds, "GOOD"), writer), generations=2)
     assert result.split["regime"] == "out-of-bag" and result.split["train"] == 20  # every sample learned from
     assert result[PROMPT] == "GOOD"
-    assert seen_in_feedback and '"expected_output": {"verdict"' in seen_in_feedback[0]
+    assert seen_in_feedback and '"expected_output":{"verdict"' in seen_in_feedback[0]

@@ -75,14 +75,19 @@ class Example:
     #: A number the answer may cite the example by (the distillation stage's lessons), or None.
     id: int | None = None
 
-    def line(self) -> str:
+    def line(self, *, judged: bool = True, recorded: bool = True) -> str:
+        """The example as one line of compact JSON; ``judged=False`` leaves the judge output out
+        (a passing sample: it equals the expected one), ``recorded=False`` the judge output's
+        ``recorded`` marker (the prompt says once that every shown output is the recorded one)."""
         body: dict[str, Any] = {"input": self.inputs}
         if self.id is not None:
             body = {"id": self.id, **body}
-        if self.judged is not None:
-            body["judge_output"] = self.judged
+        if self.judged is not None and judged:
+            body["judge_output"] = (
+                self.judged if recorded else {k: v for k, v in self.judged.items() if k != "recorded"}
+            )
         body["expected_output"] = self.expected
-        return json.dumps(body, ensure_ascii=False, sort_keys=True)
+        return json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -235,12 +240,22 @@ async def reverse_engineer(
     return _instruction_from(data, why, [])
 
 
-def _shown_samples(instruction: str, failing: Sequence[Example], passing: Sequence[Example]) -> str:
+def _shown_samples(
+    instruction: str, failing: Sequence[Example], passing: Sequence[Example], *, recorded: bool = True
+) -> str:
     """What a feedback or lessons call shows first: the current instruction, the ``failing``
-    samples, the ``passing`` ones for contrast (when any), then the answer heading."""
-    lines = "\n".join(ex.line() for ex in failing)
-    contrast = f"{PASSING_SAMPLES}\n" + "\n".join(ex.line() for ex in passing) + "\n\n" if passing else ""
+    samples, the ``passing`` ones for contrast (when any: their expected output alone, the judge
+    agreed with it), then the answer heading; ``recorded=False`` leaves the failing samples'
+    ``recorded`` markers out (the caller says once that every judge output shown is recorded)."""
+    lines = "\n".join(ex.line(recorded=recorded) for ex in failing)
+    shown = "\n".join(ex.line(judged=False) for ex in passing)
+    contrast = f"{PASSING_SAMPLES}\n{shown}\n\n" if passing else ""
     return f"{CURRENT_INSTRUCTION}\n{instruction}\n\n{FAILING_SAMPLES}\n{lines}\n\n{contrast}{ANSWER}\n"
+
+
+def _all_recorded(examples: Sequence[Example]) -> bool:
+    """Whether every example shows a judge output, each marked ``recorded``."""
+    return bool(examples) and all(ex.judged is not None and ex.judged.get("recorded") for ex in examples)
 
 
 async def feedback(
@@ -306,9 +321,11 @@ async def lessons(
         ContextLengthExceededError: the prompt does not fit the model's context window (the
             caller splits ``corrections`` and asks again).
     """
-    user = _shown_samples(instruction, corrections, passing) + (
-        "Each failing sample is a human correction of the judge: its judge output (the recorded one, "
-        "when marked so) beside the expected output, the human's verdict and, when given, the human's "
+    recorded = _all_recorded(corrections)
+    output = "recorded judge output" if recorded else "judge output (the recorded one, when marked so)"
+    user = _shown_samples(instruction, corrections, passing, recorded=not recorded) + (
+        f"Each failing sample is a human correction of the judge: its {output} "
+        "beside the expected output, the human's verdict and, when given, the human's "
         "reason. The passing samples were judged right; keep them right. Find the general criteria "
         "that explain why the humans corrected the judge and that the instruction does not state yet. "
         f"Give at most {max_lessons} lessons, the one explaining the most corrections first; with each, "
