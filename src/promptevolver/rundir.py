@@ -20,7 +20,9 @@ then marks; or a run written before the marker existed, which holds nothing but 
 folder holding anything else is refused naming what it holds, ``--force`` included, and
 :func:`clear_run` removes only the run files of a marked folder. No file is written through or
 over a symbolic link: :func:`write_atomic` refuses a link at the target's name, the lock file and
-the journal are opened with ``O_NOFOLLOW``, and the plots folder must be a real folder.
+the journal are opened with ``O_NOFOLLOW``, and the plots folder must be a real folder. A run
+that stops before its first LLM call (a failed preflight, bad input, Ctrl-C) leaves no debris: a
+folder its lock created is removed again, an empty one emptied again (:func:`locked`).
 
 Every file is written atomically (:func:`write_atomic`: a temporary file in the same folder,
 fsync, rename), so an interruption or a full disk never leaves a half-written file, and no
@@ -296,7 +298,7 @@ def remove_leftovers(directory: str | Path) -> list[Path]:
         OSError: a file cannot be removed.
     """
     folder, plots = Path(directory), Path(directory) / PLOTS_DIR
-    ours = [p for p in folder.glob(".*.tmp") if any(p.name.startswith(f".{n}.") for n in RUN_FILES)]
+    ours = [p for p in folder.glob(".*.tmp") if _leftover(p)]
     ours += list(plots.glob(".*.tmp")) if _real_folder(plots) else []  # the plots folder is all ours
     for path in ours:
         path.unlink()
@@ -322,6 +324,12 @@ def locked(directory: str | Path) -> Iterator[Path]:
     new one. A process already holding the lock takes it again at once (the optimizer writing a
     run directory inside ``optimize``'s lock); the lock is released when the outermost block ends.
 
+    A block that raises (a failed preflight, bad input, a budget refused, Ctrl-C) before the run in
+    a new or empty folder started leaves the folder as it found it: a folder it created is
+    removed (with the parents it created), an empty one is emptied again
+    (:func:`_discard_unstarted`: only when no run is in it, :func:`run_status` ``new``, and only
+    files a run writes). A folder that held anything before is never deleted from.
+
     Raises:
         RunDirError: the folder is not ours (:func:`check_ours`), its lock file is a symbolic link,
             or another process holds the lock (the message names its pid, host and start).
@@ -340,18 +348,76 @@ def locked(directory: str | Path) -> Iterator[Path]:
             _release(key)
         return
     check_ours(d)
+    made = _first_missing(d)
+    try:  # a new or empty folder: a block that fails before its run starts leaves it so again
+        fresh = made is not None or not any(p.name != LOCK_FILE for p in d.iterdir())
+    except OSError:
+        fresh = False  # unreadable: refused below, naming the folder
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _unwritable(d, exc) from None
-    with _held(d / LOCK_FILE, lambda path: _in_use(d, path), folder=d) as path:
-        _mark(d)
-        with _HELD_GUARD:
-            _HELD[key] = 1
+    discarded = False
+    try:
+        with _held(d / LOCK_FILE, lambda path: _in_use(d, path), folder=d) as path:
+            _mark(d)
+            with _HELD_GUARD:
+                _HELD[key] = 1
+            try:
+                yield path
+            except BaseException:
+                discarded = fresh and _discard_unstarted(d)  # under the lock
+                raise
+            finally:
+                _release(key)
+    finally:
+        if discarded and made is not None:  # the lock file is gone now: the folders, if still empty
+            _remove_empty_folders(d, made)
+
+
+def _first_missing(d: Path) -> Path | None:
+    """The outermost of ``d`` and its parents that does not exist (what ``mkdir -p d`` creates
+    first), or None when ``d`` exists."""
+    missing = None
+    for folder in (d, *d.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
+
+
+def _discard_unstarted(d: Path) -> bool:
+    """Remove what a run that stopped before its first LLM call wrote into the folder ``d``, which
+    held nothing before it (a new or empty folder); return whether ``d`` is empty again (its lock
+    file aside).
+
+    Only a run that never started is discarded (:func:`run_status` ``new``: no checkpoint, no
+    answered call, no result), and only when ``d`` holds nothing but what it wrote: the marker,
+    config.yaml, an empty journal, temporary files of run files. Anything else (a file someone put
+    there meanwhile, a job's metric folder that did start) keeps the folder as it is.
+    """
+    if run_status(d) != "new":
+        return False
+    entries = [p for p in d.iterdir() if p.name != LOCK_FILE]
+    names = {OWNER_FILE, CONFIG_FILE, JOURNAL_FILE}
+    if not all(not p.is_symlink() and p.is_file() and (p.name in names or _leftover(p)) for p in entries):
+        return False
+    for p in entries:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+    return True
+
+
+def _remove_empty_folders(d: Path, made: Path) -> None:
+    """Remove ``d`` and its parents up to ``made`` (the folders a lock created), each only while
+    empty: a folder someone wrote into meanwhile is kept."""
+    for folder in (d, *d.parents):
         try:
-            yield path
-        finally:
-            _release(key)
+            folder.rmdir()
+        except OSError:
+            return
+        if folder == made:
+            return
 
 
 def file_lock_path(path: str | Path) -> Path:
@@ -525,11 +591,16 @@ def _unmarked_but_ours(d: Path, depth: int = 2) -> bool:
         return True
     known = {*RUN_FILES, OWNER_FILE}
     for p in entries:
-        leftover = p.name.endswith(".tmp") and any(p.name.startswith(f".{n}.") for n in RUN_FILES)
+        leftover = _leftover(p)
         folder = p.is_dir() and depth > 0 and (_marked(p) or _unmarked_but_ours(p, depth - 1))
         if p.is_symlink() or not (p.name in known or leftover or folder):
             return False
     return _holds_a_run(d) or any(p.is_dir() and _holds_a_run(p) for p in entries)
+
+
+def _leftover(p: Path) -> bool:
+    """A temporary file of a run file (``.NAME.*.tmp``) a kill left mid-write."""
+    return p.name.endswith(".tmp") and any(p.name.startswith(f".{n}.") for n in RUN_FILES)
 
 
 def _holds_a_run(d: Path) -> bool:

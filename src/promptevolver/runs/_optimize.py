@@ -8,6 +8,7 @@ exports (:mod:`promptevolver.runs._export`: best instructions, samples.jsonl) an
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ import yaml
 from promptevolver.config import RunConfig, build_loss, build_run_parts, load_dataset, resolve_prompt
 from promptevolver.errors import CheckpointError, ConfigError
 from promptevolver.judge import AspectCritic
+from promptevolver.llm import LLMClient, preflight
 from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
 from promptevolver.optimizers.events import Callback
 from promptevolver.report import load_run, write_report
@@ -82,6 +84,11 @@ def execute(
 ) -> OptimizationResult:
     """Build everything ``config`` names, optimize, and write the run directory.
 
+    Checks the LLM servers first (the preflight: reachable, key accepted, model served), before
+    anything is written: a run that cannot start leaves no trace, and a resume's directory is left
+    as it was. A run that stops later but before its first call (bad data, a budget refused) in a
+    new folder leaves none either (:func:`promptevolver.rundir.locked` removes it again).
+
     Writes config.yaml first (with the judge's ``prompt_name`` matched to the annotation file's
     prompt keys, :func:`~promptevolver.config._build.resolve_prompt`; ``log`` gets a line naming
     it unless it is the judge's usual name), a checkpoint after every generation, and at the end
@@ -124,6 +131,7 @@ def execute(
         config, dataset, random_seed=opt_config.random_seed, prompt_name=match.rename, step=step
     )
     tracking = _tracking_uri(config)  # a bad tracking config fails before any LLM call
+    asyncio.run(_preflight(llm, reflection))  # the server, key and model, before anything is written
     with locked(directory):  # nothing is written into the directory before this
         check_run_dir(directory, resume=resume, force=force)  # again: another process may have written
         if force and not resume:
@@ -167,6 +175,22 @@ def execute(
     if tracker is not None:
         _finish_tracking(tracker, directory)
     return result
+
+
+async def _preflight(*clients: LLMClient | None) -> None:
+    """Each client's preflight check (:func:`promptevolver.llm.preflight`; the optimizer's own
+    is then a no-op), then their connections of this event loop closed.
+
+    Raises:
+        PermanentLLMError: a server is unreachable, refuses the key or lacks the model (one line).
+    """
+    try:
+        await preflight(*clients)
+    finally:
+        for client in {id(c): c for c in clients if c is not None}.values():
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def _tracking_uri(config: RunConfig) -> tuple[str | None] | None:
