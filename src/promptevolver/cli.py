@@ -548,6 +548,7 @@ def _optimize(args: argparse.Namespace) -> int:
             **_run_options(args, source),
         )
     except KeyboardInterrupt:
+        _stopping()
         progress.close()
         _say_stopped(_interrupted(Path(run_dir)))
         return 130
@@ -1137,8 +1138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     as_program = argv is None and threading.current_thread() is threading.main_thread()
     _TERMINATED.clear()
+    _INTERRUPTED.clear()
+    _SAID.clear()
+    _AS_PROGRAM[:] = [as_program]
     if as_program:
         signal.signal(signal.SIGTERM, _terminate)
+        logging.getLogger("asyncio").addFilter(_ABANDONED_TASKS)
     if argv is None and not isinstance(sys.stdout, _ReaderMayLeave):
         sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
@@ -1157,13 +1162,53 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 #: The SIGTERM this process received (see :func:`_terminate`).
 _TERMINATED: list[int] = []
+#: Set when an interrupt reached the command (:func:`_stopping`); :data:`_SAID` once its line is out.
+_INTERRUPTED: list[bool] = []
+_SAID: list[bool] = []
+#: Whether :func:`main` runs as the program (the console script): only then it handles signals.
+_AS_PROGRAM: list[bool] = []
+
+
+def _stopping() -> None:
+    """The command is stopping after an interrupt (Ctrl-C, SIGTERM): the first thing each handler
+    of ``KeyboardInterrupt`` does. Run as the program, a further Ctrl-C is ignored from here on:
+    what is left is saying the line and exiting 130."""
+    _INTERRUPTED.append(True)
+    if _AS_PROGRAM and _AS_PROGRAM[0]:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _say_stopped(line: str) -> None:
-    """The one line of an interrupted command on stderr; after SIGTERM it says so."""
+    """The one line of an interrupted command on stderr (once: a second Ctrl-C that reached the
+    command while it said the first adds none); after SIGTERM it says so."""
+    _stopping()
+    if _SAID:
+        return
+    _SAID.append(True)
     if _TERMINATED:
         line = line.replace("promptevolver: interrupted", "promptevolver: stopped by SIGTERM", 1)
     print(line, file=sys.stderr)
+
+
+class _AbandonedTasks(logging.Filter):
+    """Drops asyncio's reports on the tasks a second Ctrl-C abandoned.
+
+    The first Ctrl-C cancels the running ``asyncio.run`` (its tasks stop at their next await,
+    files written so far are whole); a second one while that is in progress raises
+    ``KeyboardInterrupt`` inside whichever task runs, which ends ``asyncio.run`` before it has
+    cancelled the others. asyncio then reports each such task as it is collected ("Task was
+    destroyed but it is pending!", "Task exception was never retrieved" with a traceback of the
+    KeyboardInterrupt), after the command's one line. Nothing is lost (the run stops where the
+    first Ctrl-C stopped it) and the line says how to continue, so once the command is
+    interrupted asyncio's records are dropped, as is any record carrying a KeyboardInterrupt."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _INTERRUPTED:
+            return False
+        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+
+
+_ABANDONED_TASKS = _AbandonedTasks()
 
 
 def _terminate(signum: int, _frame: Any) -> None:
