@@ -26,6 +26,7 @@ from promptevolver.errors import PermanentLLMError
 from promptevolver.runs._optimize import execute
 from promptevolver.testing import DIALECTS, LocalOpenAIServer
 
+from ..conftest import ROOT
 from ..rundirs import SYNTHETIC, interrupt_after
 
 MODEL = "m"
@@ -114,6 +115,23 @@ def test_a_run_that_cannot_start_leaves_no_new_folder(
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("promptevolver: error: ") and said in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]  # neither new/run nor new
+
+
+@pytest.mark.parametrize("cause", ["connection refused", "key refused (401)", "model not found (404)"])
+def test_a_job_whose_server_cannot_serve_it_leaves_no_folder(
+    tmp_path: Path, cause: str, key: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job of several metrics (one llm for all): one line for the job, not a failed job's files."""
+    job = yaml.safe_load((ROOT / "configs" / "two_metrics.yaml").read_text())
+    job["dataset"] = str(ROOT / "benchmarks" / "data" / "two_metrics.json")
+    make, said = CAUSES[cause]
+    with make(tmp_path) as changes:
+        config = tmp_path / "c.yaml"
+        config.write_text(yaml.safe_dump({**job, **changes}))
+        assert main(["optimize", str(config), "-o", str(tmp_path / "new" / "job"), "-q"]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("promptevolver: error: ") and said in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
 
 
 @pytest.mark.parametrize("cause", ["connection refused", "budget refused"])

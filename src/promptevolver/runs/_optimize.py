@@ -131,7 +131,7 @@ def execute(
         config, dataset, random_seed=opt_config.random_seed, prompt_name=match.rename, step=step
     )
     tracking = _tracking_uri(config)  # a bad tracking config fails before any LLM call
-    asyncio.run(_preflight(llm, reflection))  # the server, key and model, before anything is written
+    asyncio.run(check_servers(llm, reflection))  # the server, key and model, before anything is written
     with locked(directory):  # nothing is written into the directory before this
         check_run_dir(directory, resume=resume, force=force)  # again: another process may have written
         if force and not resume:
@@ -177,9 +177,10 @@ def execute(
     return result
 
 
-async def _preflight(*clients: LLMClient | None) -> None:
+async def check_servers(*clients: LLMClient | None) -> None:
     """Each client's preflight check (:func:`promptevolver.llm.preflight`; the optimizer's own
-    is then a no-op), then their connections of this event loop closed.
+    is then a no-op), then their connections of this event loop closed: what a run (or a job)
+    checks before it writes anything.
 
     Raises:
         PermanentLLMError: a server is unreachable, refuses the key or lacks the model (one line).

@@ -73,7 +73,7 @@ from promptevolver.optimizers import SIMULATED_NOTE, GeneticOptimizer, Optimizat
 from promptevolver.optimizers.events import Callback
 from promptevolver.report import load_run, write_report
 from promptevolver.runs._export import write_exports, write_samples
-from promptevolver.runs._optimize import write_config, write_result
+from promptevolver.runs._optimize import check_servers, write_config, write_result
 from promptevolver.runs._resume import check_same_search, record_judgement
 
 __all__ = [
@@ -519,8 +519,9 @@ def execute_many(
 
     Before any LLM call: every metric name is looked up in the file (one missing is a
     :class:`ConfigError` for the whole job), each metric's annotations are read and checked
-    (bad ones fail that metric, reported with the reason, while the others run), and the budget
-    is split (:func:`split_budget`).
+    (bad ones fail that metric, reported with the reason, while the others run), the budget
+    is split (:func:`split_budget`), and the LLM server every metric shares is checked (its
+    preflight), before anything is written: a job that cannot start leaves no folder.
 
     Args:
         resume: continue the job in ``run_dir``: a finished metric is kept as it is (its
@@ -536,6 +537,8 @@ def execute_many(
         RunDirError: ``run_dir`` holds a job and neither ``resume`` nor ``force``; nothing to
             resume; another process writes it.
         CheckpointError: a resumed metric whose config changed its search.
+        PermanentLLMError: the job's LLM server is unreachable, refuses the key or lacks the model
+            (one line; nothing written).
         KeyboardInterrupt: interrupted; every metric's last checkpoint stays valid.
     """
     top = Path(run_dir)
@@ -585,6 +588,8 @@ def execute_many(
     _share_rate_limits_and_cache(judges)  # the judge clients share one; the reflection ones another
     _share_rate_limits_and_cache(reflections)
     clients = judges + reflections
+    if plans:  # the job's one llm (and reflection_llm): its server, key and model, before anything is written
+        asyncio.run(check_servers(plans[0].optimizer.llm, plans[0].optimizer.reflection_llm))
     started = time.perf_counter()
     with rundir.locked(top), contextlib.ExitStack() as folders:
         for n in names:  # each metric's folder too: a resume of one metric alone is refused meanwhile
