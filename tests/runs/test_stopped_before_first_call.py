@@ -180,24 +180,32 @@ def test_the_optimizer_given_a_new_run_dir_leaves_none_when_its_preflight_fails(
 
 
 @pytest.fixture
-def interrupted_openai_run(tmp_path: Path, key: None) -> Iterator[Path]:
-    """A run of the synthetic config against a local server answering as the simulated judge,
-    interrupted by Ctrl-C after 30 calls (its checkpoint and journal in place); the server is gone
-    when the test starts."""
+def simulated_server() -> Iterator[LocalOpenAIServer]:
+    """A local server answering as the simulated judge of the synthetic config's samples."""
     from promptevolver.llm import SimulatedJudgeLLM
     from promptevolver.simulation.synthetic import SyntheticSpec, generate
     from promptevolver.testing import simulated_handler
 
     spec = SyntheticSpec(**SYNTHETIC["dataset"]["synthetic"])
-    answer = simulated_handler(SimulatedJudgeLLM(dataset=generate(spec), random_seed=0))
+    with LocalOpenAIServer(
+        simulated_handler(SimulatedJudgeLLM(dataset=generate(spec), random_seed=0)), models=[MODEL]
+    ) as srv:
+        yield srv
+
+
+@pytest.fixture
+def interrupted_openai_run(tmp_path: Path, key: None, simulated_server: LocalOpenAIServer) -> Path:
+    """A run of the synthetic config against the simulated server, interrupted by Ctrl-C after
+    30 calls (its checkpoint and journal in place)."""
     run = tmp_path / "run"
-    with LocalOpenAIServer(answer, models=[MODEL]) as srv:
-        config = tmp_path / "c.yaml"
-        config.write_text(yaml.safe_dump({**SYNTHETIC, "llm": _openai(srv.base_url)}))
-        with pytest.raises(KeyboardInterrupt):
-            execute(load_run_config(config), run, callbacks=[interrupt_after(30)])
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({**SYNTHETIC, "llm": _openai(simulated_server.base_url)}))
+    with pytest.raises(KeyboardInterrupt):
+        execute(load_run_config(config), run, callbacks=[interrupt_after(30)])
     assert rundir.run_status(run) == "interrupted"
-    yield run
+    for p in run.rglob("*"):  # times in 1970: a rewrite, even within the same clock tick, shows
+        os.utime(p, ns=(0, 0), follow_symlinks=False)
+    return run
 
 
 @pytest.mark.parametrize("cause", ["connection refused", "key refused (401)", "model not found (404)"])
@@ -205,8 +213,6 @@ def test_a_resume_whose_preflight_fails_leaves_the_run_as_it_was(
     interrupted_openai_run: Path, tmp_path: Path, cause: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = interrupted_openai_run
-    for p in run.rglob("*"):  # times in 1970: a rewrite, even within the same clock tick, shows
-        os.utime(p, ns=(0, 0), follow_symlinks=False)
     before = _tree(run)
     make, said = CAUSES[cause]
     with make(tmp_path) as changes:
@@ -214,6 +220,19 @@ def test_a_resume_whose_preflight_fails_leaves_the_run_as_it_was(
         assert main(["optimize", "--resume", str(run), "-q", "--set", f"llm.base_url={url}"]) == 1
     assert said in _one_line(capsys.readouterr().err)
     assert _tree(run) == before
+
+
+def test_a_resume_refused_before_its_first_call_keeps_the_runs_config(
+    interrupted_openai_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server answers, the run's own checks refuse the new settings (a cost bound on a model
+    with no price): config.yaml stays the one the run wrote, so a plain --resume still works."""
+    run = interrupted_openai_run
+    before = (run / rundir.CONFIG_FILE).read_bytes()
+    assert main(["optimize", "--resume", str(run), "-q", "--set", "budget.max_cost_usd=1"]) == 1
+    assert "needs a price for every LLM" in _one_line(capsys.readouterr().err)
+    assert (run / rundir.CONFIG_FILE).read_bytes() == before
+    assert main(["optimize", "--resume", str(run), "-q"]) == 0
 
 
 # --- the lock's part: what it removes, and what never ------------------------------------------------

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import yaml
 
 from promptevolver.config import RunConfig, build_loss, build_run_parts, load_dataset, resolve_prompt
-from promptevolver.errors import CheckpointError, ConfigError
+from promptevolver.errors import CheckpointError, ConfigError, PromptEvolverError
 from promptevolver.judge import AspectCritic
 from promptevolver.llm import LLMClient, preflight
 from promptevolver.optimizers import GeneticOptimizer, OptimizationResult
-from promptevolver.optimizers.events import Callback
+from promptevolver.optimizers.events import Callback, Event
 from promptevolver.report import load_run, write_report
 from promptevolver.rundir import (
     CONFIG_FILE,
@@ -86,8 +86,9 @@ def execute(
 
     Checks the LLM servers first (the preflight: reachable, key accepted, model served), before
     anything is written: a run that cannot start leaves no trace, and a resume's directory is left
-    as it was. A run that stops later but before its first call (bad data, a budget refused) in a
-    new folder leaves none either (:func:`promptevolver.rundir.locked` removes it again).
+    as it was. A run that stops later but before its first answered call (bad data, a budget
+    refused) in a new folder leaves none either (:func:`promptevolver.rundir.locked` removes it
+    again); a resume that does puts its config.yaml back as it was.
 
     Writes config.yaml first (with the judge's ``prompt_name`` matched to the annotation file's
     prompt keys, :func:`~promptevolver.config._build.resolve_prompt`; ``log`` gets a line naming
@@ -140,12 +141,18 @@ def execute(
         write_config(directory, config)
         record_judgement(directory, config)
         tracker = None if tracking is None else _tracker(config, directory, tracking[0])
+        answered: list[Event] = []  # the first answered call, if any
+
+        def note_answer(event: Event) -> None:
+            if event.kind == "llm_call" and not answered:
+                answered.append(event)
+
         optimizer = GeneticOptimizer(
             metric=metric,
             llm=llm,
             reflection_llm=reflection,
             progress=progress,
-            callbacks=[*callbacks, tracker] if tracker is not None else callbacks,
+            callbacks=[note_answer, *callbacks, *([tracker] if tracker is not None else [])],
         )
         try:
             result = optimizer.optimize(
@@ -165,10 +172,13 @@ def execute(
                 tracker.finish(
                     status="KILLED" if interrupted else "FAILED", timeout_s=2.0 if interrupted else None
                 )
+            stopped_before = isinstance(exc, CheckpointError) or (
+                isinstance(exc, PromptEvolverError) and not answered
+            )
+            if previous is not None and stopped_before:  # a resume that did not start: as it was
+                write_atomic(directory / CONFIG_FILE, previous)
             if not isinstance(exc, CheckpointError):
                 raise
-            if previous is not None:  # the run's own config.yaml stays as it was
-                write_atomic(directory / CONFIG_FILE, previous)
             raise CheckpointError(
                 f"{exc} (config: {source or directory / CONFIG_FILE}; dataset: {_dataset_name(config)})"
             ) from exc
