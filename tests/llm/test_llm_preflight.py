@@ -275,3 +275,33 @@ def test_cli_against_an_unknown_model(
         line = cli_error(["optimize", str(config), "-o", str(tmp_path / "run")], capsys)
     missing = f"model 'llama3' not found at {srv.base_url}; the server offers: llama3.2:latest"
     assert line == f"promptevolver: error: {missing}"
+
+
+@pytest.fixture
+def web_server(tmp_path: Path) -> Iterator[str]:
+    """A plain web server (Python's own), serving files and no POST: what a base_url pointing at a
+    static site or a dashboard answers (501 with an HTML page)."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_web_server_that_is_no_llm_server_fails_at_once_with_its_page_s_words(web_server: str) -> None:
+    client = make_client(web_server)
+    error = failure(client)
+    text = str(error)
+    assert text.startswith(f"no chat-completions endpoint at {web_server}/chat/completions (501: ")
+    assert "Unsupported method ('POST')" in text and "check base_url" in text
+    assert "<" not in text and "Error response Error response" not in text  # the page's words, once
+    assert client.waits == []  # 501 is an answer, not an outage: never waited for nor retried

@@ -134,3 +134,20 @@ def test_the_key_never_appears_in_reprs_logs_or_the_cache(
     for file in tmp_path.iterdir():
         assert KEY.encode() not in file.read_bytes()
     assert server.authorization_headers[-1] == f"Bearer {KEY}"  # it was sent, only where it belongs
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 501, 505])
+def test_a_server_error_is_retried_unless_it_says_the_request_is_not_served(
+    server: LocalOpenAIServer, status: int
+) -> None:
+    """5xx is an outage, retried; but 501 Not Implemented and 505 HTTP Version Not Supported are
+    the server's answer to the request itself (asking again gets it again): failed at once."""
+    server.inject(Fault.error(status, "no"), Fault.error(status, "no"))
+    client = make_client(server, max_attempts=3)
+    if status in (501, 505):
+        with pytest.raises(PermanentLLMError):
+            ask(client)
+        assert len(server.requests) == 1 and client.usage.retries == 0
+    else:  # two outages, then the answer on the third attempt
+        assert ask(client).text == VERDICT
+        assert len(server.requests) == 3 and client.usage.retries == 2

@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_RETRY_INITIAL_S",
     "DEFAULT_RETRY_MAX_S",
     "LONG_WAIT_S",
+    "NOT_SERVED",
     "RETRYABLE_4XX",
     "RUN_OF_FAILURES",
     "RetryPolicy",
@@ -49,6 +50,9 @@ DEFAULT_RETRY_INITIAL_S = 1.0
 DEFAULT_RETRY_MAX_S = 30.0
 #: Statuses below 500 that are worth retrying: request timeout and conflict (lock contention).
 RETRYABLE_4XX = frozenset({408, 409})
+#: Server errors that are answers, not outages: 501 Not Implemented (a web server that serves no
+#: POST, e.g. a base_url pointing at a static site) and 505 HTTP Version Not Supported.
+NOT_SERVED = frozenset({501, 505})
 #: A backoff of this many seconds or more is told to the person watching a run (a progress line:
 #: the run waits, it does not hang).
 LONG_WAIT_S = 5.0
@@ -62,8 +66,10 @@ T = TypeVar("T")
 
 
 def transient_status(status: int) -> bool:
-    """Whether an HTTP error ``status`` is worth retrying: 429, 408, 409 or ≥ 500."""
-    return status == 429 or status >= 500 or status in RETRYABLE_4XX
+    """Whether an HTTP error ``status`` is worth retrying: 429, 408, 409 or ≥ 500, except the
+    server errors that say the request itself is not served (:data:`NOT_SERVED`: asking again
+    gets the same answer)."""
+    return status == 429 or (status >= 500 and status not in NOT_SERVED) or status in RETRYABLE_4XX
 
 
 def server_side(cause: str) -> bool:

@@ -20,6 +20,7 @@ Messages are redacted by the caller's ``redact`` (the API key) and name the call
 from __future__ import annotations
 
 import email.utils
+import html.parser
 import json
 import math
 import os
@@ -172,8 +173,38 @@ def server_message(body: str) -> str:
         error = data.get("error")
         message = error.get("message") if isinstance(error, dict) else error
         message = message or data.get("detail") or data.get("message")
-    text = " ".join(str(message if message else body).split())
+    text = " ".join(str(message if message else _html_text(body)).split())
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+class _Text(html.parser.HTMLParser):
+    """The text of an HTML page, its head (title, scripts, styles) left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self._skip += tag in ("head", "script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._skip -= tag in ("head", "script", "style") and self._skip > 0
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def _html_text(body: str) -> str:
+    """``body`` itself, or its text when it is an HTML page (what a web server that is not an
+    LLM server answers: "Error response Error code: 501 Message: Unsupported method ('POST')")."""
+    if not body.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
+        return body
+    parser = _Text()
+    parser.feed(body)
+    parser.close()
+    return " ".join(parser.parts)
 
 
 def names_missing_model(text: str, model: str) -> bool:

@@ -24,7 +24,7 @@ import openai
 from openai import AsyncOpenAI
 
 from promptevolver.errors import LLMError, PermanentLLMError
-from promptevolver.llm._retry import RetryPolicy, transient_status
+from promptevolver.llm._retry import NOT_SERVED, RetryPolicy, transient_status
 from promptevolver.llm.openai._chat import STREAMED, read_bounded
 from promptevolver.llm.openai._errors import (
     body_text,
@@ -222,9 +222,10 @@ def _refusal(server: Server, status: int, text: str, offered: list[str] | None) 
         return PermanentLLMError(auth_message(url, server.key_source, status, text), status=status)
     if status in (400, 404) and names_missing_model(text, server.model):
         return PermanentLLMError(model_not_found_message(server.model, url, offered), status=status)
-    if status == 404:
+    if status == 404 or status in NOT_SERVED:
+        said = "404" if status == 404 else f"{status}: {text}"  # a 501 page says what is not served
         return PermanentLLMError(
-            f"no chat-completions endpoint at {url}{CHAT_PATH} (404): check base_url "
+            f"no chat-completions endpoint at {url}{CHAT_PATH} ({said}): check base_url "
             "(it usually ends in /v1)",
             status=status,
         )
