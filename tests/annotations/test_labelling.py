@@ -129,6 +129,63 @@ def test_a_pool_trace_becomes_a_sample_with_or_without_a_judge_verdict(judge_val
     assert _loaded(out)[0] == 0.0
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_a_label_of_several_prompts_is_the_samples_own_and_touches_no_prompt(binary):
+    """A metric of several prompts (no one prompt's output is its score): ``target`` and
+    ``is_accepted`` carry the label, the reason goes under ``human_reason``, and each prompt's
+    traces, the human's earlier corrections of them included, stay as they were."""
+    several = LabelTarget(None, "score", binary=binary)
+    sample = _sample(1)
+    sample["prompts"]["second_prompt"] = {
+        "prompt_input": {"statements": ["Lyon."]},
+        "prompt_output": {"statements": [{"statement": "Lyon.", "verdict": 1}]},
+        "edited_output": {"statements": [{"statement": "Lyon.", "verdict": 0}], "reason": "not Paris"},
+    }
+    out = labelled_sample(sample, _label(0, "Lyon is not Paris."), several)
+    assert out["prompts"] == sample["prompts"] and out["is_accepted"] is False
+    assert out["human_reason"] == "Lyon is not Paris."
+    assert SampleAnnotation.model_validate(out).human_label(binary=binary) == 0
+    got = recorded_label(SampleAnnotation.model_validate(out), prompt_name=None, binary=binary)
+    assert got is not None and (got["value"], got["reason"]) == (0, "Lyon is not Paris.")
+    again = labelled_sample(out, _label(1), several)  # a later label replaces it, reason and all
+    assert (
+        "human_reason" not in again and again["is_accepted"] is True and again["prompts"] == sample["prompts"]
+    )
+    assert SampleAnnotation.model_validate(again).human_label(binary=binary) == 1
+    fresh = new_sample({"user_input": "u"}, judge_value=0.5, judge_reason="half", target=several)
+    assert fresh["prompts"] == {} and fresh["metric_output"] == 0.5
+
+
+def test_a_judge_that_answers_names_gets_its_name_in_the_edited_output():
+    """A pairwise judge answers ``a`` / ``b`` / ``tie``: the human's verdict is written as the judge
+    answers it, beside its recorded ``"verdict": "a"``, and the value stays the label's number."""
+    pairwise = LabelTarget(
+        "pairwise_comparison_prompt", "verdict", False, ((1.0, "a"), (0.0, "b"), (0.5, "tie"))
+    )
+    sample = {
+        "metric_input": {"user_input": "q", "response_a": "x", "response_b": "y"},
+        "metric_output": 1.0,
+        "is_accepted": True,
+        "prompts": {
+            "pairwise_comparison_prompt": {
+                "prompt_input": {},
+                "prompt_output": {"reason": "r", "verdict": "a"},
+            }
+        },
+    }
+    out = labelled_sample(sample, _label(0.5, "equally good"), pairwise)
+    assert out["prompts"]["pairwise_comparison_prompt"]["edited_output"] == {
+        "reason": "equally good",
+        "verdict": "tie",
+    }
+    assert out["target"] == 0.5 and SampleAnnotation.model_validate(out).human_label(binary=False) == 0.5
+    fresh = new_sample(sample["metric_input"], judge_value=0.0, judge_reason="b is better", target=pairwise)
+    assert fresh["prompts"]["pairwise_comparison_prompt"]["prompt_output"] == {
+        "reason": "b is better",
+        "verdict": "b",
+    }
+
+
 def test_the_recorded_label_reads_back_what_was_written():
     out = labelled_sample(_sample(1), _label(0, "wrong city"), BINARY)
     sample = SampleAnnotation.model_validate(out)

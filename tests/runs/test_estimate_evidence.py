@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,9 @@ import pytest
 from promptevolver.annotations import AnnotationDocument, HumanLabel, labelled_sample
 from promptevolver.config import build_metric, load_dataset, resolve_prompt
 from promptevolver.config._models import RunConfig, load_run_config
-from promptevolver.judge import label_scale_of
+from promptevolver.judge import label_scale_of, label_target_of
 from promptevolver.optimizers import classify, evidence_prompt
 from promptevolver.runs._estimate import Estimate, estimate
-from promptevolver.runs._review_queue import _scale_and_target
 
 from ..conftest import ROOT
 
@@ -100,11 +98,8 @@ def _relabelled(config: RunConfig, tmp_path: Path) -> tuple[RunConfig, list[int]
         p for p, e in classify(dataset, labels, usable, evidence_prompt(metric)).items() if e.kind == "agree"
     ]
     document = AnnotationDocument.open(Path(str(config.dataset)), metric_name=dataset.name)
-    scale = label_scale_of(metric)
-    assert scale is not None
-    _, target = _scale_and_target(document, metric)
-    if target.prompt_name is None:  # two prompts: the human's reason goes to the one that gives the verdict
-        target = replace(target, prompt_name=list(metric.get_prompts())[-1])
+    scale, target = label_scale_of(metric), label_target_of(metric)
+    assert scale is not None and target is not None
     chosen = agree[:RELABELLED]
     for p in chosen:
         label = labels[p]

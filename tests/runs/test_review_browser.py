@@ -365,3 +365,61 @@ def test_a_rubric_score_by_its_key_and_a_free_score_in_the_number_box(browser, s
     box.send_keys("0.6", Keys.CONTROL, Keys.ENTER)
     _wait_saved(browser, 1)
     assert json.loads(free.read_text())["faithfulness"][0]["target"] == 0.6
+
+
+def test_a_two_prompt_metric_takes_a_score_and_its_reason_and_optimize_reads_the_score(
+    browser, started, tmp_path
+):
+    """The newcomer's case, on the page: faithfulness (statement support: a statement extractor
+    and a verifier) reviewed with its run. The score and reason given are the sample's label
+    (``target``, ``is_accepted``, ``human_reason``): no prompt's output is its score, and each
+    prompt's own correction (the first sample's edited statements) stays as it was. A reload
+    shows them; ``optimize`` on the file reads the score as the human label."""
+    from selenium.webdriver.common.keys import Keys
+
+    from promptevolver.annotations import HUMAN_REASON
+    from promptevolver.config._build import load_dataset
+    from promptevolver.config._models import load_run_config
+
+    from ..conftest import DATA
+
+    name = "faithfulness"
+    path = tmp_path / "faithfulness.json"
+    path.write_text(
+        json.dumps({name: json.loads((DATA / "faithfulness_statements.json").read_text())[name][:24]})
+    )
+    config = tmp_path / "faithfulness.yaml"
+    metric = {"type": "statement_support", "name": name}
+    config.write_text(yaml.safe_dump({"dataset": str(path), "metric": metric, "loss": {"type": "mse"}}))
+    assert main(["optimize", str(config), "--output", str(tmp_path / "run"), "-q"]) == 0
+    before = json.loads(path.read_text())[name]
+
+    review = started(str(path), "--run", str(tmp_path / "run"))
+    _open(browser, review.url)
+    _annotator(browser, "dee")
+    assert not browser.find_elements("css selector", "#choices button")  # a score in [0, 1]
+    box = browser.find_element("id", "number")
+    assert (box.get_attribute("min"), box.get_attribute("max")) == ("0", "1")
+    reason = "Two of the statements are not in the context."
+    browser.find_element("id", "reason").clear()
+    browser.find_element("id", "reason").send_keys(reason, Keys.ESCAPE)
+    box.clear()
+    box.send_keys("0.2", Keys.CONTROL, Keys.ENTER)
+    _wait_saved(browser, 1)
+    assert "Not saved" not in _text(browser, "saved")
+
+    after = json.loads(path.read_text())[name]
+    assert after[0]["target"] == 0.2 and after[0]["is_accepted"] is False
+    assert after[0][HUMAN_REASON] == reason and after[0]["annotator"] == "dee"
+    assert after[0]["prompts"] == before[0]["prompts"]  # the edited statements are kept
+    assert after[1:] == before[1:]
+    browser.refresh()
+    _open(browser, browser.current_url)
+    _keys(browser, "k")
+    assert "Item 1 of 24" in _text(browser, "where")
+    assert "Labelled 0.2 (rejected) by dee" in _text(browser, "current")
+    assert browser.find_element("id", "reason").get_attribute("value") == reason
+    review.kill()
+
+    assert load_dataset(load_run_config(config)).labels()[0] == 0.2
+    assert main(["optimize", str(config), "--output", str(tmp_path / "again"), "-q"]) == 0

@@ -235,3 +235,45 @@ def test_over_http_failed_evaluations_are_counted_never_verdicts(improved, tmp_p
     assert all((s.signals["error"] is None) == (s.index == 2) for s in found.suggestions)
     assert {v for s in found.suggestions for v in s.verdicts.values()} <= {0.0, 1.0, None}
     assert "openai model m" in found.llm
+
+
+def test_a_classification_runs_judge_answers_class_names_on_the_simulated_llm(tmp_path):
+    """``suggest`` and ``judge_chosen`` (the review page's chosen judge) build the run's simulated
+    LLM with its judge's label scale, as ``optimize`` does: a classification judge's answers are
+    class names it recognises (before, every evaluation failed with 'does not recognise this
+    prompt', and a pool could not be ranked)."""
+    from promptevolver.runs.suggest import judge_chosen
+
+    from ..rundirs import optimize_into
+
+    names = ["refund", "question", "complaint"]
+    samples = [
+        {
+            "metric_input": {"user_input": f"ticket {i}: " + ["my money back", "how do I", "awful"][i % 3]},
+            "metric_output": i % 3,
+            "is_accepted": True,
+            "prompts": {
+                "single_turn_classification_prompt": {
+                    "prompt_input": {},
+                    "prompt_output": {"reason": "it reads so", "label": names[i % 3]},
+                }
+            },
+        }
+        for i in range(30)
+    ]
+    data = tmp_path / "tickets.json"
+    data.write_text(json.dumps({"tickets": samples}))
+    metric = {"type": "classification", "name": "tickets", "definition": "What the ticket is"}
+    metric["labels"] = names
+    run = optimize_into(
+        tmp_path / "run",
+        {"dataset": str(data), "metric": metric, "loss": {"type": "classification"}, "random_seed": 0},
+    )
+    traces = [s["metric_input"] for s in samples[:6]]
+    chosen = judge_chosen(run, traces)
+    assert [j.error for j in chosen.judgements] == [None] * 6
+    assert {j.score for j in chosen.judgements} <= {0.0, 1.0, 2.0}
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"user_input": "ticket 99: my money back"}) + "\n")
+    found = suggest(run, pool, n=1)
+    assert found.failed == 0 and found.suggestions[0].verdicts

@@ -59,6 +59,7 @@ another that imports it back (``tests/test_import_circles.py``).
 
 from promptevolver.annotations._dataset import BaseSample, EvaluationDataset, SingleTurnSample
 from promptevolver.annotations._io import read_file as read_file
+from promptevolver.annotations._labelling import HUMAN_REASON as HUMAN_REASON
 from promptevolver.annotations._labelling import AnnotationDocument as AnnotationDocument
 from promptevolver.annotations._labelling import HumanLabel as HumanLabel
 from promptevolver.annotations._labelling import LabelTarget as LabelTarget
@@ -94,6 +95,7 @@ from promptevolver.errors import AnnotationFileNotFoundError, AnnotationKeyError
 
 __all__ = [
     "FIELD_ALIASES",
+    "HUMAN_REASON",
     "PAIRWISE",
     "PAIRWISE_BINARY",
     "AnnotationDocument",

@@ -18,6 +18,18 @@ A label (:class:`HumanLabel`) goes into a sample as Ragas' annotation app wrote 
 * ``annotator`` and ``annotated_at`` (UTC, ISO 8601): who gave the label, and when (extra keys,
   which Ragas' loader ignores and ours keeps).
 
+A verdict in a prompt's output is written as the judge answers it (:meth:`LabelTarget.answer`):
+``1`` for an aspect critic, ``"tie"`` for a pairwise judge, ``"refund"`` for a classification,
+as its ``prompt_output`` holds it.
+
+**A metric of several prompts** (statement support: an extractor and a verifier; an ensemble of
+one) has no prompt whose output is its score (:attr:`LabelTarget.prompt_name` None): its label is
+the sample's own, ``is_accepted`` and ``target`` as above, the reason under the sample's
+:data:`HUMAN_REASON` key, and no prompt is touched. A prompt's ``edited_output`` there is a
+correction of that prompt's own output (the statements, their verdicts) which the optimizer reads
+as that prompt's evidence; a score given on a page says nothing about which prompt erred, so it
+adds none and keeps the ones there.
+
 A trace without a sample yet (from a pool) becomes one (:func:`new_sample`): its input, the
 judge's verdict as ``metric_output`` (NaN when no judge verdict is known: then ``target`` carries
 the label) and the judge's reason as the prompt's ``prompt_output``. Every sample written is
@@ -41,6 +53,7 @@ from promptevolver.annotations._models import SampleAnnotation
 from promptevolver.errors import AnnotationError
 
 __all__ = [
+    "HUMAN_REASON",
     "AnnotationDocument",
     "HumanLabel",
     "LabelTarget",
@@ -63,15 +76,39 @@ class HumanLabel:
     at: str
 
 
+#: The sample key holding the reason of a label that no prompt's output holds (a metric of several
+#: prompts); an extra key, which Ragas' loader ignores and ours keeps.
+HUMAN_REASON = "human_reason"
+
+
 @dataclass(frozen=True)
 class LabelTarget:
-    """Where a label goes in a sample: the judge's ``prompt_name``, the field of its output that
-    holds the verdict (``label_field``: ``verdict``, ``score``) and whether the metric is binary
-    (its human label of a rejected verdict is then the flip, with no ``target``)."""
+    """Where a label goes in a sample (see the module docstring).
 
-    prompt_name: str
+    Attributes:
+        prompt_name: the prompt whose output holds the judge's verdict; None for a metric of
+            several prompts, whose label is the sample's alone.
+        label_field: the field of that output holding the verdict (``verdict``, ``score``,
+            ``label``).
+        binary: whether the metric is binary (its human label of a rejected verdict is then the
+            flip, with no ``target``).
+        names: label value → the name the judge answers for it, for a judge that answers names
+            (a pairwise judge's ``a`` / ``b`` / ``tie``, a classification's classes); empty when it
+            answers the number.
+    """
+
+    prompt_name: str | None
     label_field: str
     binary: bool
+    names: tuple[tuple[float, str], ...] = ()
+
+    def answer(self, value: float) -> float | int | str:
+        """Label ``value`` as the judge's output holds it: its name, else the number (a whole
+        one as an int)."""
+        for known, name in self.names:
+            if known == value:
+                return name
+        return _number(value)
 
 
 def new_sample(
@@ -83,21 +120,23 @@ def new_sample(
     prompt_input: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A sample for a trace that has none yet, before any label: the trace's input, the judge's
-    verdict (``metric_output``; NaN when unknown) and, when known, its output under the prompt."""
+    verdict (``metric_output``; NaN when unknown) and, when known, its output under the prompt
+    (none for a metric of several prompts: ``target.prompt_name`` None)."""
     output = None
     if judge_value is not None:
-        output = {"reason": judge_reason or "", target.label_field: _number(judge_value)}
+        output = {"reason": judge_reason or "", target.label_field: target.answer(judge_value)}
+    prompts = {}
+    if target.prompt_name is not None:  # several prompts: no one prompt's output is the verdict
+        prompts[target.prompt_name] = {
+            "prompt_input": dict(prompt_input if prompt_input is not None else metric_input),
+            "prompt_output": output,
+            "edited_output": None,
+            "is_accepted": False,
+        }
     return {
         "metric_input": dict(metric_input),
         "metric_output": math.nan if judge_value is None else _number(judge_value),
-        "prompts": {
-            target.prompt_name: {
-                "prompt_input": dict(prompt_input if prompt_input is not None else metric_input),
-                "prompt_output": output,
-                "edited_output": None,
-                "is_accepted": False,
-            }
-        },
+        "prompts": prompts,
         "is_accepted": False,
     }
 
@@ -115,17 +154,10 @@ def labelled_sample(sample: Mapping[str, Any], label: HumanLabel, target: LabelT
     known = isinstance(judged, int | float) and not isinstance(judged, bool) and not math.isnan(judged)
     accepted = known and float(judged) == label.value
     reason = (label.reason or "").strip() or None
-    prompts = out.setdefault("prompts", {})
-    prompt = prompts.setdefault(
-        target.prompt_name, {"prompt_input": dict(out.get("metric_input") or {}), "prompt_output": None}
-    )
-    given = prompt.get("prompt_output") if isinstance(prompt.get("prompt_output"), dict) else None
-    edited = None
-    if not accepted or (reason is not None and reason != (given or {}).get("reason")):
-        edited = {**(given or {}), target.label_field: _number(label.value)}
-        edited["reason"] = reason if reason is not None else (given or {}).get("reason", "")
-    prompt["edited_output"] = edited
-    prompt["is_accepted"] = accepted
+    if target.prompt_name is None:
+        _sample_reason(out, reason)
+    else:
+        _prompt_label(out, target, label.value, reason, accepted)
     out["is_accepted"] = accepted
     if "target" in out or not known or not (accepted or target.binary):
         out["target"] = _number(label.value)
@@ -135,20 +167,49 @@ def labelled_sample(sample: Mapping[str, Any], label: HumanLabel, target: LabelT
     return out
 
 
+def _prompt_label(
+    out: dict[str, Any], target: LabelTarget, value: float, reason: str | None, accepted: bool
+) -> None:
+    """The label in the output of the judge's one prompt (``target.prompt_name``): its
+    ``edited_output`` (the judge's output with the human's verdict and reason) and ``is_accepted``."""
+    assert target.prompt_name is not None
+    prompts = out.setdefault("prompts", {})
+    prompt = prompts.setdefault(
+        target.prompt_name, {"prompt_input": dict(out.get("metric_input") or {}), "prompt_output": None}
+    )
+    given = prompt.get("prompt_output") if isinstance(prompt.get("prompt_output"), dict) else None
+    edited = None
+    if not accepted or (reason is not None and reason != (given or {}).get("reason")):
+        edited = {**(given or {}), target.label_field: target.answer(value)}
+        edited["reason"] = reason if reason is not None else (given or {}).get("reason", "")
+    prompt["edited_output"] = edited
+    prompt["is_accepted"] = accepted
+
+
+def _sample_reason(out: dict[str, Any], reason: str | None) -> None:
+    """The reason of a label no prompt holds (a metric of several prompts), as the sample's
+    :data:`HUMAN_REASON`; a label without one leaves none (it replaces the earlier label)."""
+    if reason is None:
+        out.pop(HUMAN_REASON, None)
+    else:
+        out[HUMAN_REASON] = reason
+
+
 def recorded_label(
     sample: SampleAnnotation, *, prompt_name: str | None, binary: bool
 ) -> dict[str, Any] | None:
     """The human label a sample holds, as a review page shows it: ``value``, ``reason`` (the
-    edited reason, or None), ``accepted``, ``annotator`` and ``at`` (None when not recorded);
-    None when the sample has no human label."""
+    edited reason of prompt ``prompt_name``; for a metric of several prompts, ``prompt_name``
+    None, the sample's :data:`HUMAN_REASON`; or None), ``accepted``, ``annotator`` and ``at``
+    (None when not recorded); None when the sample has no human label."""
     value = sample.human_label(binary=binary)
     if value is None:
         return None
-    reason = None
+    extra = sample.model_extra or {}
+    reason = extra.get(HUMAN_REASON) if prompt_name is None else None
     prompt = sample.prompts.get(prompt_name) if prompt_name else None
     if prompt is not None and isinstance(prompt.edited_output, dict):
         reason = prompt.edited_output.get("reason")
-    extra = sample.model_extra or {}
     return {
         "value": value,
         "reason": reason if isinstance(reason, str) else None,

@@ -2,7 +2,8 @@
 :class:`RubricJudge` (a score on a scale), :class:`PairwiseJudge` (which of two responses is better:
 a / b / tie, with an optional order-swap check), :class:`ClassificationJudge` (one of named
 classes), :class:`StatementSupport` (two prompts: statements, then their verdicts),
-:class:`JudgeEnsemble`; :func:`label_scale_of` (what labels a human can give)."""
+:class:`JudgeEnsemble`; :func:`label_scale_of` (what labels a human can give) and
+:func:`label_target_of` (where a human's label goes in an annotation sample)."""
 
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from promptevolver.judge._protocol import Metric as Metric
     from promptevolver.judge._protocol import label_entry as label_entry
     from promptevolver.judge._protocol import label_scale_of as label_scale_of
+    from promptevolver.judge._protocol import label_target_of as label_target_of
     from promptevolver.judge._protocol import refuse_ragas_object as refuse_ragas_object
     from promptevolver.judge._rubric import RubricJudge as RubricJudge
     from promptevolver.judge._statements import StatementSupport as StatementSupport
@@ -55,6 +57,7 @@ __getattr__, __all__ = lazy_package(
             "Metric",
             "label_entry",
             "label_scale_of",
+            "label_target_of",
             "refuse_ragas_object",
         ],
         "promptevolver.judge._ensemble": ["EvaluationItem", "JudgeEnsemble"],

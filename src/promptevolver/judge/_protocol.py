@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from promptevolver.annotations import LabelScale, SampleAnnotation
+from promptevolver.annotations import LabelScale, LabelTarget, SampleAnnotation
 from promptevolver.judge._prompts import Prompt
 from promptevolver.llm import LLMClient
 from promptevolver.rundir import ChosenJudge, as_chosen_judge
@@ -34,6 +34,7 @@ __all__ = [
     "Metric",
     "label_entry",
     "label_scale_of",
+    "label_target_of",
     "refuse_ragas_object",
 ]
 
@@ -336,3 +337,31 @@ def label_entry(metric: object, value: float, *, binary: bool) -> tuple[str, Any
     if scale is not None and scale.kind != "numeric" and names != ["no", "yes"] and isinstance(field, str):
         return field, scale.name_of(value)
     return ("verdict" if binary else "score"), int(value) if float(value).is_integer() else value
+
+
+def label_target_of(metric: Metric) -> LabelTarget | None:
+    """Where a human label of ``metric`` goes in an annotation sample (what a review page writes,
+    :func:`~promptevolver.annotations._labelling.labelled_sample`), or None when the metric
+    declares no :func:`label_scale_of`.
+
+    A metric of one prompt (an ensemble's: its judge's): that prompt, its answer field and the
+    judge's answer for each label (:func:`label_entry`: ``"tie"``, a class name, or the number).
+    A metric of several prompts (statement support's extractor and verifier, an ensemble of it):
+    no prompt (``prompt_name`` None), since no one prompt's output is its score; the label is
+    the sample's ``target`` and ``is_accepted``, which is what the loaders and
+    :func:`~promptevolver.optimizers.classify` read as its human label."""
+    scale = label_scale_of(metric)
+    if scale is None:
+        return None
+    binary = scale.kind == "binary"
+    prompts = list(metric.get_prompts())
+    space = scale.label_space() or ()
+    field, _ = label_entry(metric, space[0].value if space else 0.0, binary=binary)
+    if len(prompts) != 1:
+        return LabelTarget(None, field, binary)
+    names = []
+    for choice in space:
+        shown = label_entry(metric, choice.value, binary=binary)[1]
+        if isinstance(shown, str):
+            names.append((choice.value, shown))
+    return LabelTarget(prompts[0], field, binary, tuple(names))

@@ -52,7 +52,7 @@ from promptevolver.annotations import (
 )
 from promptevolver.errors import AnnotationError, PromptEvolverError
 from promptevolver.evaluation import agreement
-from promptevolver.judge import Judgement, Metric, label_scale_of
+from promptevolver.judge import Judgement, Metric, label_scale_of, label_target_of
 
 __all__ = ["ReviewConflict", "ReviewError", "ReviewItem", "ReviewQueue", "build_queue"]
 
@@ -153,12 +153,16 @@ class ReviewQueue:
         into the file, then into the queue; returns the item.
 
         Raises:
-            ReviewError: an unknown item (404), or a body that is not a label of this metric
-                (400, naming the field); ReviewConflict (409): the file changed on disk.
+            ReviewError: an unknown item (404), or a body that is not a label of this metric or
+                would make an invalid sample (400, naming the item, its sample and the field);
+                ReviewConflict (409): the file changed on disk.
             OSError: the file cannot be written (the queue is then unchanged).
         """
         item = self.item(item_id)
-        label = self._parse(body, now or datetime.now(timezone.utc))
+        try:
+            label = self._parse(body, now or datetime.now(timezone.utc))
+        except ReviewError as exc:
+            raise ReviewError(f"item {item.id}: {exc}; nothing was written", status=exc.status) from exc
         with self._lock:
             if _stamp(self.path) != self._stamp:
                 raise ReviewConflict(
@@ -178,7 +182,14 @@ class ReviewQueue:
             else:
                 position, old = item.position, doc.samples[item.position]
                 base = old
-            sample = labelled_sample(base, label, self.target)
+            try:
+                sample = labelled_sample(base, label, self.target)
+            except AnnotationError as exc:  # a label must never make a file the loaders refuse
+                where = "a new sample" if old is None else f"sample {position}"
+                raise ReviewError(
+                    f"item {item.id} ({where} of {self.document.metric!r} in {self.path}): {exc}; "
+                    "nothing was written"
+                ) from exc
             if old is None:
                 doc.append(sample)
             else:
@@ -476,26 +487,27 @@ def _from_suggestion(row: Mapping[str, Any], trace: _PoolTrace) -> _PoolTrace:
 
 
 def _scale_and_target(document: AnnotationDocument, metric: Metric | None) -> tuple[LabelScale, LabelTarget]:
-    """The metric's labels and the label's place in a sample: the run's judge's, else read off
-    the file (0/1 verdicts; else the scores seen, whole numbers a discrete scale)."""
+    """The metric's labels and the label's place in a sample: the run's judge's
+    (:func:`~promptevolver.judge.label_target_of`), else read off the file (0/1 verdicts; else
+    the scores seen, whole numbers a discrete scale; a file whose samples hold several prompts
+    is a metric of several prompts, whose label no one prompt holds)."""
     if metric is not None and (scale := label_scale_of(metric)) is not None:
-        prompts = list(metric.get_prompts())
-        inner = getattr(metric, "metric", metric)  # an ensemble's judge
-        field_name = str(getattr(metric, "LABEL_FIELD", getattr(inner, "LABEL_FIELD", "verdict")))
-        prompt = prompts[0] if len(prompts) == 1 else None
-        return scale, LabelTarget(prompt, field_name, scale.kind == "binary")  # type: ignore[arg-type]
+        target = label_target_of(metric)
+        assert target is not None  # it has a scale
+        return scale, target
     samples = document.validated
-    prompt_name = next((name for s in samples for name in s.prompts), None)
+    several = any(len(s.prompts) > 1 for s in samples)  # no one prompt's output is the verdict
+    found = next((name for s in samples for name in s.prompts), None)
     if not samples or infer_kind(samples) == "binary":
-        return LabelScale("binary"), LabelTarget(
-            prompt_name or "single_turn_aspect_critic_prompt", "verdict", True
-        )
+        prompt = None if several else found or "single_turn_aspect_critic_prompt"
+        return LabelScale("binary"), LabelTarget(prompt, "verdict", True)
     values = sorted({v for s in samples for v in (s.metric_output, s.target) if v is not None and v == v})
     whole = all(float(v).is_integer() for v in values)
     scale = LabelScale("numeric", values[0], values[-1], discrete=whole)
     fields = {k for s in samples for p in s.prompts.values() for k in (p.prompt_output or {})}
     field_name = "score" if "score" in fields or "verdict" not in fields else "verdict"
-    return scale, LabelTarget(prompt_name or "single_turn_simple_criteria_prompt", field_name, False)
+    prompt = None if several else found or "single_turn_simple_criteria_prompt"
+    return scale, LabelTarget(prompt, field_name, False)
 
 
 def _items(

@@ -258,7 +258,11 @@ async def asuggest(
     committee = committee_of(run_dir, result, data.labels(), size=committee_size, scale=_scale(config))
     within, against = rank.similarities(shown, annotated)
     llm = build_llm(
-        config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed, prompt_name=prompt
+        config.llm,
+        dataset=data,
+        random_seed=config.effective_optimizer().random_seed,
+        prompt_name=prompt,
+        scale=label_scale_of(metric),
     )
     judge = _Judge(metric, llm, traces, max_calls, config.llm.max_concurrency)
     if max_calls != 0:
@@ -370,7 +374,11 @@ async def ajudge_chosen(
     for i, trace in enumerate(traces):
         _shown(metric, trace, "the items to review", i)
     llm = build_llm(
-        config.llm, dataset=data, random_seed=config.effective_optimizer().random_seed, prompt_name=prompt
+        config.llm,
+        dataset=data,
+        random_seed=config.effective_optimizer().random_seed,
+        prompt_name=prompt,
+        scale=label_scale_of(metric),
     )
     judge = _Judge(metric, llm, traces, None, config.llm.max_concurrency)
     if traces:
