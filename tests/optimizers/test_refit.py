@@ -193,6 +193,31 @@ def test_the_seed_is_kept_when_the_folds_say_the_recipe_hurts():
     assert result.scores["best"] == result.scores["seed"] or result.best_id == 0
 
 
+def test_when_no_fold_learns_a_general_lesson_the_refit_s_unmeasured_lessons_are_not_chosen():
+    """The lesson needs every correction in view (the refit's look), never half of them (a fold's):
+    the cross-validated recipe is then the seed on every sample, a tie that says nothing of the
+    refit's lessons. The seed is kept, saying why, rather than an instruction nothing measured
+    (a newcomer's real small model kept a rewrite that had lost the criteria line this way)."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    corrections = sum(r != y for r, y in zip(world.recorded, world.labels))
+    rules = world.meta
+
+    def meta(request: LLMRequest) -> str:
+        failing = request.messages[-1].content.split("## Failing samples", 1)[-1].split("\n\n## ")[0]
+        if request.operation == "feedback" and failing.count('"id"') < corrections:
+            return json.dumps({"feedback": []})  # half the corrections teach nothing general
+        return rules(request)
+
+    world.meta = meta  # type: ignore[method-assign]
+    result = _optimize(ds, world, generations=0)
+    ladders = result.stages["distill"]["ladders"]
+    assert ladders["all"] and not ladders["0"] and not ladders["1"]  # only the refit learned
+    assert result.best_id == 0 and result.best_instructions == result.seed_instructions
+    assert "no fold's ladder learned a general lesson" in result.final_choice["why"]
+    assert result.usage["llm_calls"]["judge"] == len(ds)  # the seed alone: nothing else to judge
+
+
 def test_a_recipe_a_sample_below_the_seed_is_kept_and_its_figure_shown_as_measured():
     """The lessons cost one sample the seed judged right (judge noise at this size): the folds do
     not say with probability 0.9 that the recipe hurts, so the refit is kept, its cross-validated

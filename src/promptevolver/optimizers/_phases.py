@@ -1112,9 +1112,13 @@ def search_warranted(run: StageView, verified: Candidate) -> SearchRecord:
             "not warranted: the ladder learning from every correction converged without a general "
             "lesson (what is left are one-sample lessons and noise)"
         )
+    untested = run.context.refit and not any(v for k, v in ladders.items() if k != "all")
     if verified.is_seed:
         why = (
-            "the cross-validated recipe hurt, so the seed was kept"
+            "no fold's ladder learned a general lesson, so the refit's could not be measured and the "
+            "seed was kept"
+            if untested
+            else "the cross-validated recipe hurt, so the seed was kept"
             if run.context.refit
             else "no rung of the ladder beat the seed on held-out samples"
         )

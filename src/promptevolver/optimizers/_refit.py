@@ -163,6 +163,16 @@ async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tup
             **_record(ctx, seed, rows, None, why),
             "judged_by": {str(p): seed.id for p in ctx.train},
         }
+    if not tops:  # every fold's ladder learned nothing general: nothing measured the refit's lessons
+        why = (
+            "no fold's ladder learned a general lesson, so the recipe was never judged on samples "
+            "it did not learn from: the refit's lessons (from every correction) are unmeasured, and "
+            "an instruction no measurement supports is not chosen over the seed"
+        )
+        return seed, {
+            **_record(ctx, seed, rows, None, why),
+            "judged_by": {str(p): seed.id for p in ctx.train},
+        }
     cv, row = evaluate(None)
     depth: int | None = None
     if hurts(None):
