@@ -87,3 +87,67 @@ def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
     assert f"of {n - 2} judged samples (2 failed evaluations left out)." in outcome  # counted once
     unknown = "an unknown amount (no price for 'sim': set llm.prices"
     assert unknown in outcome and f"- cost: {unknown}" in md and "$0.0000" not in md
+
+
+def test_a_cross_validated_run_s_failed_evaluations_are_counted_not_hidden(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Small data, the refit chosen: the seed was judged once on every sample and each fold's
+    candidate once on its fold's, so a sample without a recorded verdict is a failed evaluation of
+    whoever judged it there. The report counted neither picture ("? of 18", n/a) and samples.jsonl
+    said no sample was judged, whatever the failures' number (a newcomer's real small model)."""
+    from ..conftest import AC_DEFINITION, AC_FILE
+
+    dataset = SingleMetricAnnotation.from_json(AC_FILE)
+    responses = [s.metric_input["response"] for s in dataset]
+    broken = [r[:40] for r in responses if sum(r[:40] in x for x in responses) == 1][:2]
+    assert len(broken) == 2
+    answer = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=42))
+
+    def handler(body):
+        text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        if "Output format" in text and any(b in text for b in broken):
+            return "this is not a verdict"
+        return answer(body)
+
+    monkeypatch.setenv("FAILED_EVALS_KEY", KEY)
+    with LocalOpenAIServer(handler, models=["sim"]) as server:
+        config = {
+            "dataset": str(AC_FILE),
+            "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
+            "llm": {
+                "provider": "openai",
+                "model": "sim",
+                "base_url": server.base_url,
+                "api_key_env": "FAILED_EVALS_KEY",
+                "max_attempts": 2,
+            },
+            "optimizer": {"generations": 0},
+            "random_seed": 42,
+        }
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(config))
+        run = tmp_path / "run"
+        assert main(["optimize", str(path), "--output", str(run), "-q"]) == 0
+    result = read_result(run)
+    if result["best_id"] == 0 or result["final_choice"].get("regime") != "cross-validated":
+        pytest.fail(f"the run was to choose the refit on small data: {result['final_choice'].get('why')}")
+    failures = {c["id"]: c.get("failures") or 0 for c in result["lineage"]}
+    judged_by = {int(p): c for p, c in result["final_choice"]["judged_by"].items()}
+    n = len(judged_by)
+    md = (run / "report.md").read_text()
+    rows = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")
+        for line in _section(md, "Seed vs best").splitlines()
+        if line.startswith(("| original", "| optimized"))
+    }
+    assert rows["original (seed)"][2] == f"{n - failures[0]} of {n}" and failures[0] == 2
+    assert rows["original (seed)"][-1].strip(" |") == "2"
+    best_failed = 2  # the broken samples fail for whichever candidate judged them there
+    assert rows["optimized (best)"][2] == f"{n - best_failed} of {n}"
+    assert rows["optimized (best)"][-1].strip(" |") == str(best_failed)
+    samples = [__import__("json").loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
+    assert sum(s["judged"]["seed"] for s in samples) == n
+    assert sorted(s["position"] for s in samples if "seed" in s["failures"]) == sorted(
+        i for i, r in enumerate(responses) if any(b in r for b in broken)
+    )

@@ -280,9 +280,13 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
             else:
                 found = {p: memo[(key, p)] for p in positions if (key, p) in memo}
             gap = [p for p in positions if p not in found]
-            if gap and _seed_judged_everywhere(result) and len(gap) == seed_failures:
-                # the kept seed was judged once on every usable sample: those without a recorded
-                # verdict are its failed evaluations (a failure is never checkpointed as a verdict)
+            if gap and (
+                (_seed_judged_everywhere(result) and len(gap) == seed_failures)
+                or (split == "validation" and _cross_validation_failures(result, judged_by, who, gap))
+            ):
+                # each of these samples was judged once (the kept seed on every usable sample; a
+                # cross-validation's seed and fold candidates on theirs): those without a recorded
+                # verdict are failed evaluations (a failure is never checkpointed as a verdict)
                 found.update({p: _FAILED for p in gap})
                 gap = []
             facts.judgements[(who, split)] = found
@@ -336,6 +340,33 @@ def _seed_judged_everywhere(result: Mapping[str, Any]) -> bool:
     """Small data whose seed was kept: the seed (and so the best) was judged once on every usable
     sample, so a sample without its verdict is one of its failed evaluations."""
     return _seed_kept_out_of_bag(result) and all(c == 0 for c in cross_validation_judges(result).values())
+
+
+def _cross_validation_failures(
+    result: Mapping[str, Any], judged_by: Mapping[int, int], who: str, gap: Sequence[int]
+) -> bool:
+    """A cross-validated run (``judged_by``): whether the samples of ``who``'s picture without a
+    recorded verdict (``gap``) are failed evaluations. Its seed was judged once on every sample
+    (its lineage entry counts its failures) and each sample once by the candidate ``judged_by``
+    names (the chosen depth's ``coverage`` says how many of those verdicts were measured), so they
+    are when the counts match."""
+    if not judged_by:
+        return False
+    if who == "seed":
+        seed: Mapping[str, Any] = next((c for c in result.get("lineage", []) if c["id"] == 0), {})
+        return len(gap) == int(seed.get("failures") or 0)
+    choice = result.get("final_choice") or {}
+    row = next(
+        (
+            r
+            for r in choice.get("depths", ())
+            if r.get("delta") == choice.get("delta") and r.get("p_better") == choice.get("p_better")
+        ),
+        None,
+    )
+    if row is None or not isinstance(row.get("coverage"), (int, float)):
+        return False
+    return len(gap) == round(len(judged_by) * (1.0 - float(row["coverage"])))
 
 
 def _seed_kept_out_of_bag(result: Mapping[str, Any]) -> bool:
