@@ -298,7 +298,9 @@ def _parser() -> argparse.ArgumentParser:
         help="items the annotators did not label alike: kept (default), dropped, or weighted by the "
         "share of annotators behind the label",
     )
-    agr.add_argument("--seed", type=_seed, default=0, help="seed of the bootstrap intervals (0)")
+    agr.add_argument(
+        "--seed", type=_seed, default=None, help="seed of the bootstrap intervals (0, as the report's)"
+    )
     agr.add_argument("--json", action="store_true", help="print one JSON object (every disagreement)")
 
     rep = command("report", "regenerate a run directory's report (report.md, report.html) and samples.jsonl")
@@ -857,7 +859,8 @@ def _agreement(args: argparse.Namespace) -> int:
     dataset, scale = load_recorded(
         args.source, metric_name=args.metric, scale_name=args.scale, classes=classes
     )
-    found = recorded_agreement(dataset, scale, split_items=args.split_items, random_seed=args.seed)
+    seed = {} if args.seed is None else {"random_seed": args.seed}  # the default: the report's too
+    found = recorded_agreement(dataset, scale, split_items=args.split_items, **seed)
     if args.json:
         print(json.dumps(found.to_dict()))
     else:

@@ -85,3 +85,28 @@ def test_weighted_agreement_is_the_estimate_of_the_whole_part():
     numeric = agreement([1.0, 3.0, 5.0], [2.0, 3.0, 3.0], binary=False, sample_weight=[1.0, 1.0, 2.0])
     assert numeric.mse == pytest.approx((1 * 1 + 0 + 2 * 4) / 4)
     assert numeric.within_one == pytest.approx(2 / 4)
+
+
+@pytest.mark.parametrize("seed", [1, 42])
+def test_the_recorded_judge_s_figures_are_the_agreement_command_s_whatever_the_run_s_seed(
+    tmp_path, capsys, seed
+):
+    """The report shows the recorded judge "as `promptevolver agreement` prints them": the same
+    lines, intervals included, whatever seed the run drew its own figures with (the report drew
+    the recorded judge's bootstrap with the run's seed, the command with 0: kappa's interval
+    differed, 0.217-1.000 against 0.262-1.000 on the bundled file)."""
+    from promptevolver.cli import main
+
+    from ..conftest import ROOT
+
+    config = ROOT / "configs" / "answer_correctness.yaml"
+    run = tmp_path / "run"
+    assert main(["optimize", str(config), "-o", str(run), "-q", "--seed", str(seed)]) == 0
+    capsys.readouterr()
+    assert main(["agreement", str(config)]) == 0
+    printed = [line.strip() for line in capsys.readouterr().out.splitlines()[2:] if line.strip()]
+    md = (run / "report.md").read_text()
+    block = md.split("## The recorded judge", 1)[1].split("```", 2)[1]
+    shown = [line.strip() for line in block.splitlines()[1:] if line.strip()]  # after the fence's tag
+    assert shown and shown[0] == printed[0] and "kappa" in shown[0]  # the figures, intervals included
+    assert all(line in printed for line in shown)

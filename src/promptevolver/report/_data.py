@@ -221,7 +221,9 @@ def load_run(
     if facts.dataset is not None:
         _gather_verdicts(facts, llm)
         scale = facts.scale or LabelScale(facts.dataset.kind or "numeric")
-        facts.recorded = recorded_agreement(facts.dataset, scale, random_seed=result.get("random_seed") or 0)
+        # the recorded judge's figures are the file's, not the run's: drawn with the default seed
+        # as `promptevolver agreement` draws them, so the report and the command say the same
+        facts.recorded = recorded_agreement(facts.dataset, scale)
     return facts
 
 
