@@ -103,3 +103,22 @@ def test_exports_are_written_atomically(tmp_path, monkeypatch):
     assert [p.name for p in paths] == ["best_instructions.json", "apply_best.py"]
     assert json.loads(paths[0].read_text())["instructions"] == {PROMPT: "new"}
     assert "'new'" in paths[1].read_text()
+
+
+def test_from_result_says_when_the_judge_it_loads_was_chosen_on_the_simulated_llm(improved, tmp_path):
+    """Every place that shows or exports a dry run's judge says so (the summary, the report,
+    best_instructions.json, apply_best.py, the gate); loading it in Python warned nothing, even
+    with -W always (a newcomer's check). Instructions written by hand are no dry run: no warning."""
+    import warnings
+
+    from promptevolver.rundir import DRY_RUN_NOTE
+
+    assert result_of(improved)["simulated_llm"]
+    with pytest.warns(UserWarning, match="dry run: chosen on the simulated LLM") as caught:
+        AspectCritic.from_result(improved)
+    assert any(DRY_RUN_NOTE in str(w.message) and str(improved) in str(w.message) for w in caught)
+    plain = tmp_path / "mine.json"
+    plain.write_text(json.dumps({PROMPT: "Is the answer right?"}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        AspectCritic.from_result(plain, name="n", definition="d")

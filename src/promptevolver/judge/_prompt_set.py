@@ -18,6 +18,7 @@ from promptevolver.judge._prompts import OutputT, Prompt
 from promptevolver.judge._protocol import Judge, Judgement, JudgeRequest
 from promptevolver.llm import ChatMessage, LLMClient
 from promptevolver.rundir import (
+    DRY_RUN_NOTE,
     as_chosen_judge,
     as_instructions,
     metric_config_near,
@@ -162,6 +163,9 @@ class PromptSet(Judge):
                 ``prompt_name``, a rubric's ``score_range``...; default: the run's, from its
                 config.yaml next to ``path``).
 
+        Warns:
+            UserWarning: the run was a dry run (chosen on the simulated LLM: not a judge to ship).
+
         Raises:
             ConfigError: unreadable instructions; no name/definition given and no config.yaml
                 next to ``path`` to take them from; the run's judge is of another kind (the
@@ -169,6 +173,8 @@ class PromptSet(Judge):
             KeyError: the instructions name a prompt this judge does not have.
         """
         chosen = read_chosen_judge(path)
+        if chosen.dry_run:  # as every other place that shows or exports a dry run's judge says
+            warnings.warn(f"{path}: {DRY_RUN_NOTE}", UserWarning, stacklevel=2)
         config = metric_config_near(path)
         if config is not None:
             kind, arguments = config.judge_source()
