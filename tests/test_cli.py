@@ -116,7 +116,8 @@ def test_optimize_prints_the_outcome_and_where_the_report_is(tmp_path, capsys):
     assert f"report: {out_dir / 'report.html'}" in captured.out
     assert str(out_dir / "apply_best.py") in captured.out
     assert "\r" not in captured.err  # no progress bar: stderr is not a terminal
-    assert "distillation (meta calls only): 1 of ~" in captured.err  # plain lines instead
+    # plain lines instead: the first as the first phase starts, before anything answered
+    assert "distillation (meta calls only): started, waiting for the first answer; 0 of ~" in captured.err
     assert json.loads((out_dir / "result.json").read_text())["config"]["generations"] == 1
 
 

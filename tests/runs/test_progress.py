@@ -127,3 +127,25 @@ def test_the_steps_before_the_first_call_end_when_the_first_stage_begins_not_at_
     now[0] = 50.0  # the first answer
     progress(_call(1, bound=10))
     assert lines[0].endswith("; before it: loading the annotations 1 s"), lines
+
+
+def test_the_first_phase_says_it_started_before_its_first_answer():
+    """A slow model's first answer can take minutes: in plain lines the first phase says at once
+    that it started and waits (a newcomer's SmolLM2 run printed nothing for 161 s); the first
+    answer then adds no second line for the same phase, and later phases are as before."""
+    now = [0.0]
+    lines: list[str] = []
+    progress = CallProgress(bar=False, write=lines.append, clock=lambda: now[0], interval_s=3600)
+    progress.step("loading the annotations: a.json")
+    now[0] = 1.0
+    progress(Event("stage_start", 0, {"stage": "distill"}))
+    assert lines == [
+        "distillation (meta calls only): started, waiting for the first answer; "
+        "0 of at most 0 LLM calls (1 s); before it: loading the annotations 1 s"
+    ]
+    now[0] = 161.0
+    progress(_call(1, bound=10))
+    assert len(lines) == 1
+    progress(Event("stage_end", 0, {"stage": "distill", "candidates": [1]}))
+    progress(_call(2, bound=10))
+    assert lines[-1].startswith("verification on held-out samples: 2 of at most 10")

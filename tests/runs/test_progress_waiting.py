@@ -49,6 +49,6 @@ def test_a_429_storm_gives_waiting_lines_in_the_run_progress():
         GeneticOptimizer(metric=metric, llm=llm, callbacks=[progress]).optimize(
             dataset, BinaryMetricLoss(), {"population_size": 2, "generations": 0, "reverse_engineer": False}
         )
-    waits = [line for line in lines if "waiting" in line]
+    waits = [line for line in lines if "before a retry" in line]
     assert waits and "waiting 20 s before a retry after http 429 (1 calls in backoff)" in waits[0]
     assert len(waits) == 1  # one line per interval_s, not one per wait

@@ -165,6 +165,7 @@ class CallProgress:
         self._mark_calls_from()
         of = f" of {self.generations}" if self.generations is not None else ""
         self.phase = f"generation {event.generation}{of}"
+        self._first_wait()
 
     def _on_generation_end(self, event: Event) -> None:
         d = event.data
@@ -189,6 +190,18 @@ class CallProgress:
         self._mark_calls_from()
         # a stage may name its phase (small data cross-validates instead of holding samples out)
         self.phase = str(event.data.get("phase") or _STAGES.get(str(event.data.get("stage")), self.phase))
+        self._first_wait()
+
+    def _first_wait(self) -> None:
+        """In plain lines, a line when the run's first phase starts and nothing has answered yet:
+        a slow model's first answer can take minutes, and nothing said the run had started."""
+        if self.bar or self.calls or self._announced is not None:
+            return
+        now = self.clock()
+        self._announced, self._last_line = self.phase, now
+        self.write(
+            f"{self.phase}: started, waiting for the first answer; {self._count()}{self._steps_before(now)}"
+        )
 
     def _on_stage_end(self, event: Event) -> None:
         d = event.data
