@@ -3,7 +3,8 @@
 # Copyright the Ragas authors; licensed under the Apache License, Version 2.0
 # (http://www.apache.org/licenses/LICENSE-2.0). Changed: the imports (promptevolver's annotation
 # and loss classes in place of Ragas'; Ragas' PydanticPrompt only where Ragas is installed) and a
-# skip mark naming the Ragas-only machinery every test here needs. Test bodies are Ragas'.
+# skip mark naming the Ragas-only machinery every test here needs. Test bodies are Ragas'; its
+# test_import_error_without_dspy is left out (upstream it is skipped and its body is `pass`).
 
 from unittest.mock import MagicMock, Mock, patch
 
@@ -62,16 +63,6 @@ class TestPydanticPromptToDSPySignature:
         assert "question" in signature.model_fields
         assert "context" in signature.model_fields
         assert "answer" in signature.model_fields
-
-    @pytest.mark.skip(reason="Import error test requires complex mocking")
-    def test_import_error_without_dspy(self):
-        """Test that conversion raises ImportError when dspy-ai is not installed.
-
-        Note: This test is skipped because it requires mocking the import system
-        which is complex and fragile. The import error is adequately tested by
-        the e2e tests when dspy is not installed.
-        """
-        pass
 
     @pytest.mark.skipif(not DSPY_AVAILABLE, reason="dspy-ai not installed")
     def test_field_descriptions(self):
