@@ -58,6 +58,7 @@ def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
                 "base_url": server.base_url,
                 "api_key_env": "FAILED_EVALS_KEY",
                 "max_attempts": 2,
+                "cache": None,  # the suite's shared response cache may hold other runs' "sim" answers
             },
             "optimizer": {"population_size": 4, "generations": 0},
             "random_seed": 1,
@@ -121,6 +122,7 @@ def test_a_cross_validated_run_s_failed_evaluations_are_counted_not_hidden(
                 "base_url": server.base_url,
                 "api_key_env": "FAILED_EVALS_KEY",
                 "max_attempts": 2,
+                "cache": None,  # the suite's shared response cache may hold other runs' "sim" answers
             },
             "optimizer": {"generations": 0},
             "random_seed": 42,
