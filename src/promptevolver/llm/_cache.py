@@ -166,15 +166,26 @@ def _open(path: Path, timeout_s: float) -> sqlite3.Connection:
         conn = sqlite3.connect(path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise CacheError(f"cannot open: {exc}", path=path) from None
-    try:
-        _initialise(conn, path)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise CacheError(f"cannot use the file: {exc}{_hint(exc, timeout_s)}", path=path) from None
-    except CacheError:
-        conn.close()
-        raise
-    return conn
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            _initialise(conn, path)
+            return conn
+        except sqlite3.OperationalError as exc:
+            # switching a new file to WAL takes its lock without SQLite's busy handler: connections
+            # opening it at once get "database is locked" at once, not after the timeout. The
+            # statements are idempotent: try again until the timeout is spent.
+            if "locked" in str(exc) and time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            conn.close()
+            raise CacheError(f"cannot use the file: {exc}{_hint(exc, timeout_s)}", path=path) from None
+        except sqlite3.Error as exc:
+            conn.close()
+            raise CacheError(f"cannot use the file: {exc}{_hint(exc, timeout_s)}", path=path) from None
+        except CacheError:
+            conn.close()
+            raise
 
 
 def _hint(exc: sqlite3.Error, timeout_s: float) -> str:
