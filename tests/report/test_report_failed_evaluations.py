@@ -31,27 +31,33 @@ def _section(md: str, title: str) -> str:
     return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
 
 
-def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
-    tmp_path: Path, monkeypatch, capsys
-) -> None:
-    dataset = SingleMetricAnnotation.from_json(DATA)
-    # a line of each of two responses no other sample holds (plain ASCII: the prompt shows it as is)
-    broken = ["Norway might be the better choice if you", "Everyone agrees that Sweden is better."]
-    assert [sum(b in s.metric_input["response"] for s in dataset) for b in broken] == [1, 1]
-    answer = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=1))
+def _run_judge_failing_on(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    data: Path,
+    metric: dict,
+    broken: list[str],
+    optimizer: dict,
+    *,
+    random_seed: int,
+) -> Path:
+    """``optimize`` of ``data`` over HTTP against the simulated judge, which answers unparseable
+    text to every judge call whose prompt holds one of ``broken``; the run directory."""
+    answer = simulated_handler(
+        SimulatedJudgeLLM(dataset=SingleMetricAnnotation.from_json(data), random_seed=random_seed)
+    )
 
     def handler(body):
         text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
-        judging = "Output format" in text
-        if judging and any(b in text for b in broken):
+        if "Output format" in text and any(b in text for b in broken):  # a judge call
             return "this is not a verdict"
         return answer(body)
 
     monkeypatch.setenv("FAILED_EVALS_KEY", KEY)
     with LocalOpenAIServer(handler, models=["sim"]) as server:
         config = {
-            "dataset": str(DATA),
-            "metric": {"name": "helpfulness", "definition": "Is the response helpful to the user?"},
+            "dataset": str(data),
+            "metric": metric,
             "llm": {
                 "provider": "openai",
                 "model": "sim",
@@ -60,13 +66,26 @@ def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
                 "max_attempts": 2,
                 "cache": None,  # the suite's shared response cache may hold other runs' "sim" answers
             },
-            "optimizer": {"population_size": 4, "generations": 0},
-            "random_seed": 1,
+            "optimizer": optimizer,
+            "random_seed": random_seed,
         }
         path = tmp_path / "c.yaml"
         path.write_text(yaml.safe_dump(config))
         run = tmp_path / "run"
         assert main(["optimize", str(path), "--output", str(run), "-q"]) == 0
+    return run
+
+
+def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    dataset = SingleMetricAnnotation.from_json(DATA)
+    # a line of each of two responses no other sample holds (plain ASCII: the prompt shows it as is)
+    broken = ["Norway might be the better choice if you", "Everyone agrees that Sweden is better."]
+    assert [sum(b in s.metric_input["response"] for s in dataset) for b in broken] == [1, 1]
+    metric = {"name": "helpfulness", "definition": "Is the response helpful to the user?"}
+    optimizer = {"population_size": 4, "generations": 0}
+    run = _run_judge_failing_on(tmp_path, monkeypatch, DATA, metric, broken, optimizer, random_seed=1)
     summary = capsys.readouterr().out.splitlines()[0]
     result = read_result(run)
     if result["best_id"] != 0 or result["split"]["regime"] != "out-of-bag":
@@ -103,34 +122,10 @@ def test_a_cross_validated_run_s_failed_evaluations_are_counted_not_hidden(
     responses = [s.metric_input["response"] for s in dataset]
     broken = [r[:40] for r in responses if sum(r[:40] in x for x in responses) == 1][:2]
     assert len(broken) == 2
-    answer = simulated_handler(SimulatedJudgeLLM(dataset=dataset, random_seed=42))
-
-    def handler(body):
-        text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
-        if "Output format" in text and any(b in text for b in broken):
-            return "this is not a verdict"
-        return answer(body)
-
-    monkeypatch.setenv("FAILED_EVALS_KEY", KEY)
-    with LocalOpenAIServer(handler, models=["sim"]) as server:
-        config = {
-            "dataset": str(AC_FILE),
-            "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},
-            "llm": {
-                "provider": "openai",
-                "model": "sim",
-                "base_url": server.base_url,
-                "api_key_env": "FAILED_EVALS_KEY",
-                "max_attempts": 2,
-                "cache": None,  # the suite's shared response cache may hold other runs' "sim" answers
-            },
-            "optimizer": {"generations": 0},
-            "random_seed": 42,
-        }
-        path = tmp_path / "c.yaml"
-        path.write_text(yaml.safe_dump(config))
-        run = tmp_path / "run"
-        assert main(["optimize", str(path), "--output", str(run), "-q"]) == 0
+    metric = {"name": "answer_correctness", "definition": AC_DEFINITION}
+    run = _run_judge_failing_on(
+        tmp_path, monkeypatch, AC_FILE, metric, broken, {"generations": 0}, random_seed=42
+    )
     result = read_result(run)
     if result["best_id"] == 0 or result["final_choice"].get("regime") != "cross-validated":
         pytest.fail(f"the run was to choose the refit on small data: {result['final_choice'].get('why')}")

@@ -103,17 +103,25 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
 
 
+def _fails_in_one_line(
+    tmp_path: Path, config: dict, cause: str, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``optimize`` of ``config`` made to fail by ``cause`` into ``new/NAME``: exit 1, one line
+    naming the cause."""
+    make, said = CAUSES[cause]
+    with make(tmp_path) as changes:
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump({**config, **changes}))
+        assert main(["optimize", str(path), "-o", str(tmp_path / "new" / name), "-q"]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("promptevolver: error: ") and said in line
+
+
 @pytest.mark.parametrize("cause", list(CAUSES))
 def test_a_run_that_cannot_start_leaves_no_new_folder(
     tmp_path: Path, cause: str, key: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    make, said = CAUSES[cause]
-    with make(tmp_path) as changes:
-        config = tmp_path / "c.yaml"
-        config.write_text(yaml.safe_dump({**SYNTHETIC, **changes}))
-        assert main(["optimize", str(config), "-o", str(tmp_path / "new" / "run"), "-q"]) == 1
-    line = _one_line(capsys.readouterr().err)
-    assert line.startswith("promptevolver: error: ") and said in line
+    _fails_in_one_line(tmp_path, SYNTHETIC, cause, "run", capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]  # neither new/run nor new
 
 
@@ -124,13 +132,7 @@ def test_a_job_whose_server_cannot_serve_it_leaves_no_folder(
     """A job of several metrics (one llm for all): one line for the job, not a failed job's files."""
     job = yaml.safe_load((ROOT / "configs" / "two_metrics.yaml").read_text())
     job["dataset"] = str(ROOT / "benchmarks" / "data" / "two_metrics.json")
-    make, said = CAUSES[cause]
-    with make(tmp_path) as changes:
-        config = tmp_path / "c.yaml"
-        config.write_text(yaml.safe_dump({**job, **changes}))
-        assert main(["optimize", str(config), "-o", str(tmp_path / "new" / "job"), "-q"]) == 1
-    line = _one_line(capsys.readouterr().err)
-    assert line.startswith("promptevolver: error: ") and said in line
+    _fails_in_one_line(tmp_path, job, cause, "job", capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
 
 
