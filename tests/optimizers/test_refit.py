@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 
 import numpy as np
@@ -21,6 +22,7 @@ from promptevolver.judge._prompts import rendered_examples, split_rendered
 from promptevolver.llm import ScriptedLLM
 from promptevolver.llm._base import LLMRequest
 from promptevolver.optimizers import BARREN_ROUNDS
+from promptevolver.optimizers._refit import RECORDED_AGREEMENT, SEED_FRESH_MIN
 from promptevolver.optimizers._state import SearchState
 
 from ..helpers import PROMPT
@@ -109,6 +111,12 @@ def _optimize(ds, world, **config):
     )
 
 
+def _drawn(n: int) -> int:
+    """The train samples the seed is judged on afresh for its prediction-powered figure (the
+    default ``seed_judged_share``; the file records its verdict on every sample)."""
+    return max(SEED_FRESH_MIN, math.ceil(0.34 * n))
+
+
 def _rules(text: str) -> set[str]:
     return set(re.findall(r"rule (\w+)", text))
 
@@ -148,8 +156,12 @@ def test_each_sample_is_judged_once_by_a_candidate_that_never_learned_from_it_an
         assert instruction != refit or any(lineage[c]["instructions"][PROMPT] == refit for c in fold_tops)
         if instruction != result.seed_instructions[PROMPT]:
             assert lineage[judged_by[i]]["instructions"][PROMPT] == instruction
-    # the seed on every sample, and one fold candidate per sample: 2 judge calls a sample
-    assert result.usage["llm_calls"]["judge"] == 2 * len(ds)
+    # one fold candidate per sample, and the seed on the samples drawn for its prediction-powered
+    # figure (a third of them, at least SEED_FRESH_MIN; the file records its verdicts on the others)
+    seed_judged = {i for instruction, i in world.calls if instruction == result.seed_instructions[PROMPT]}
+    drawn = _drawn(len(ds))
+    assert len(seed_judged) == drawn == result.final_choice["seed_figure"]["fresh"] < len(ds)
+    assert result.usage["llm_calls"]["judge"] == len(ds) + drawn
     # the figure is those verdicts' agreement, recomputed here from the world's rule
     labels = world.labels
     right = [
@@ -215,7 +227,8 @@ def test_when_no_fold_learns_a_general_lesson_the_refit_s_unmeasured_lessons_are
     assert ladders["all"] and not ladders["0"] and not ladders["1"]  # only the refit learned
     assert result.best_id == 0 and result.best_instructions == result.seed_instructions
     assert "no fold's ladder learned a general lesson" in result.final_choice["why"]
-    assert result.usage["llm_calls"]["judge"] == len(ds)  # the seed alone: nothing else to judge
+    # the seed alone, on the samples drawn for its figure: nothing else to judge
+    assert result.usage["llm_calls"]["judge"] == _drawn(len(ds))
 
 
 def test_a_recipe_a_sample_below_the_seed_is_kept_and_its_figure_shown_as_measured():
@@ -265,7 +278,7 @@ def test_cv_folds_climbs_a_ladder_per_fold_and_the_refit():
     assert set(result.stages["distill"]["ladders"]) == {"0", "1", "2", "all"}
     assert result.final_choice["folds"] == 3
     judged_by = result.final_choice["judged_by"]
-    assert len(judged_by) == 45 and result.usage["llm_calls"]["judge"] == 90
+    assert len(judged_by) == 45 and result.usage["llm_calls"]["judge"] == 45 + _drawn(45)
 
 
 def test_refit_below_and_small_data_choose_the_regime():
@@ -357,7 +370,7 @@ def test_when_every_correction_teaches_no_general_lesson_the_seed_is_kept_at_the
     ladders = result.stages["distill"]["ladders"]
     assert ladders == {"0": [], "1": [], "all": []} and result.stages["distill"]["stop"]["all"] == "converged"
     assert result.best_id == 0 and "made no rung" in result.final_choice["why"]
-    assert result.usage["llm_calls"]["judge"] == len(ds) and not result.stages["search"]["ran"]
+    assert result.usage["llm_calls"]["judge"] == _drawn(len(ds)) and not result.stages["search"]["ran"]
 
 
 def test_the_refit_s_first_round_takes_the_folds_first_lessons_and_asks_no_call_of_its_own():
@@ -417,3 +430,83 @@ def test_the_refit_fed_by_the_folds_never_depends_on_which_call_answers_first():
             (result.best_instructions, result.stages["distill"]["ladders"], result.lessons, result.best_id)
         )
     assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+def test_the_seed_s_figure_is_prediction_powered_when_the_file_records_its_verdicts():
+    """The seed is judged afresh on a random third of the samples; the recorded verdicts stand in
+    for the others. Here the judge answers as recorded, so the estimate is the fresh figure itself,
+    and the comparison with the recipe the same as judging every sample."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    result = _optimize(ds, world)
+    figure = result.final_choice["seed_figure"]
+    assert figure["method"] == "prediction_powered" and figure["agreement"] == 1.0
+    assert figure["fresh"] == _drawn(len(ds)) and figure["of"] == len(ds)
+    fresh = np.mean([world.rules_judge(DEFINITION, p) == world.labels[p] for p in range(len(ds))])
+    assert result.scores["seed"]["cross_validated"] == pytest.approx(fresh)
+    assert "prediction-powered: judged afresh on 14 of the 40 samples" in result.final_choice["why"]
+    full = _optimize(ds, TopicWorld(ds), seed_judged_share=1.0)
+    assert full.final_choice["seed_figure"] == {"method": "judged", "fresh": 40, "of": 40}
+    assert full.scores == result.scores and full.best_instructions == result.best_instructions
+    assert full.usage["llm_calls"]["judge"] - result.usage["llm_calls"]["judge"] == 40 - _drawn(40)
+
+
+def test_when_the_recorded_verdicts_are_not_the_seed_s_it_is_judged_on_every_sample():
+    """Another judge wrote the file (here: the fresh seed agrees with every human, the recorded
+    verdicts are the corrected ones): its fresh verdicts differ from the recorded ones on more than
+    a fifth of the drawn samples, so they say little of it, and it is judged on every sample."""
+    ds = topic_dataset(40, 30)
+
+    def judge(instruction: str, i: int) -> int:
+        return world.labels[i] if "rule" not in instruction else world.rules_judge(instruction, i)
+
+    world = TopicWorld(ds, judge=judge)
+    result = _optimize(ds, world, generations=0)
+    figure = result.final_choice["seed_figure"]
+    assert figure["method"] == "judged" and figure["fresh"] == figure["of"] == len(ds)
+    assert figure["agreement"] < RECORDED_AGREEMENT
+    seed_judged = {i for instruction, i in world.calls if instruction == result.seed_instructions[PROMPT]}
+    assert seed_judged == set(range(len(ds)))
+    assert result.scores["seed"]["cross_validated"] == 1.0  # the fresh figure, not the recorded one
+    assert (
+        "only" in result.final_choice["why"] and "judged on every one of the 40" in result.final_choice["why"]
+    )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"seed_judged_share": 1.0}, {"loss": "f1"}, {"missing": True}],
+    ids=["share-1", "f1-loss", "a-sample-without-a-recorded-verdict"],
+)
+def test_the_seed_is_judged_on_every_sample_where_no_estimate_applies(config):
+    ds = topic_dataset()
+    world = TopicWorld(ds)  # judges the samples by their inputs, whatever the file records
+    if config.get("missing"):  # one sample's file records no verdict at all: its label is a target
+        data = ds.model_dump()
+        data["samples"][7]["prompts"][PROMPT]["prompt_output"] = {"reason": "r"}
+        data["samples"][7].update(metric_output=float("nan"), target=ds.labels()[7])
+        ds = SingleMetricAnnotation.model_validate(data)
+    loss = BinaryMetricLoss(metric="f1_score") if config.get("loss") else BinaryMetricLoss()
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    share = {k: v for k, v in config.items() if k == "seed_judged_share"}
+    optimizer = {"random_seed": 5, "generations": 0, **share}
+    result = GeneticOptimizer(metric=metric, llm=world.llm).optimize(ds, loss, optimizer)
+    assert result.final_choice["seed_figure"] == {"method": "judged", "fresh": 40, "of": 40}
+    assert result.final_choice["why"].endswith("the seed was judged on every one of the 40 samples")
+
+
+def test_a_checkpoint_keeps_a_prediction_powered_score_as_an_estimate():
+    from promptevolver.evaluation import prediction_powered
+    from promptevolver.optimizers._candidates import Candidate
+    from promptevolver.optimizers._state import _candidate, _uncandidate
+
+    labels = [1.0, 0.0, 1.0, 1.0]
+    recorded = {0: 1.0, 1: 0.0, 2: 0.0, 3: 1.0}
+    score = prediction_powered(BinaryMetricLoss(), {2: 1.0, 3: None}, recorded, [0, 1, 2, 3], labels)
+    c = Candidate(0, {PROMPT: "x"}, 0, "seed", train=score, cross_validated=score)
+    back = _uncandidate(json.loads(json.dumps(_candidate(c))))
+    for s in (back.train, back.cross_validated):
+        assert type(s) is type(score) and s.share == score.share
+        assert s.fresh.tolist() == score.fresh.tolist() and s.failures == 1
+        assert s.estimate(BinaryMetricLoss(), None) == score.estimate(BinaryMetricLoss(), None) == 1.0
+        assert np.array_equal(s.correct, score.correct, equal_nan=True)

@@ -24,8 +24,11 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def rubric_run(tmp_path_factory) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return optimize_into(
-            tmp_path_factory.mktemp("runs") / "rubric", ROOT / "configs" / "helpfulness_rubric.yaml"
+        return optimize_into(  # the seed judged on every sample: its level table is drawn too
+            tmp_path_factory.mktemp("runs") / "rubric",
+            ROOT / "configs" / "helpfulness_rubric.yaml",
+            "--set",
+            "optimizer.seed_judged_share=1",
         )
 
 

@@ -185,6 +185,10 @@ def test_the_summary_line_names_only_figures_the_run_measured(run, tmp_path):
     split, best = result["split"], result["scores"]["best"]
     if "cross_validated" in best:
         assert f"best cross-validated {best['cross_validated']:.3f}" in first
+        figure = result["final_choice"].get("seed_figure") or {}
+        estimated = figure.get("method") == "prediction_powered"
+        said = f"(prediction-powered: {figure.get('fresh')} of {figure.get('of')} judged afresh)"
+        assert (said in first) == estimated  # the seed's figure says how it was made
     elif split["regime"] == "out-of-bag" and result["best_id"] == 0:
         assert f"seed kept: {best['validation']:.3f} on all {split['train']} usable annotations" in first
         assert "validation" not in first

@@ -84,7 +84,9 @@ def test_a_kept_seed_s_failed_evaluations_are_counted_in_the_report(
     broken = ["Norway might be the better choice if you", "Everyone agrees that Sweden is better."]
     assert [sum(b in s.metric_input["response"] for s in dataset) for b in broken] == [1, 1]
     metric = {"name": "helpfulness", "definition": "Is the response helpful to the user?"}
-    optimizer = {"population_size": 4, "generations": 0}
+    # the seed judged on every sample (not on a draw with the recorded verdicts standing in for the
+    # others): its picture is whole, and both broken samples are judged
+    optimizer = {"population_size": 4, "generations": 0, "seed_judged_share": 1.0}
     run = _run_judge_failing_on(tmp_path, monkeypatch, DATA, metric, broken, optimizer, random_seed=1)
     summary = capsys.readouterr().out.splitlines()[0]
     result = read_result(run)
@@ -123,9 +125,8 @@ def test_a_cross_validated_run_s_failed_evaluations_are_counted_not_hidden(
     broken = [r[:40] for r in responses if sum(r[:40] in x for x in responses) == 1][:2]
     assert len(broken) == 2
     metric = {"name": "answer_correctness", "definition": AC_DEFINITION}
-    run = _run_judge_failing_on(
-        tmp_path, monkeypatch, AC_FILE, metric, broken, {"generations": 0}, random_seed=42
-    )
+    optimizer = {"generations": 0, "seed_judged_share": 1.0}  # the seed's whole picture: every sample
+    run = _run_judge_failing_on(tmp_path, monkeypatch, AC_FILE, metric, broken, optimizer, random_seed=42)
     result = read_result(run)
     if result["best_id"] == 0 or result["final_choice"].get("regime") != "cross-validated":
         pytest.fail(f"the run was to choose the refit on small data: {result['final_choice'].get('why')}")

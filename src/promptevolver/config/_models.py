@@ -343,6 +343,12 @@ class GeneticConfig(_Strict):
         cv_folds: the folds of that cross-validation (≥ 2): one distilled ladder per fold learns
             from the other folds' corrections and is judged on its own fold's samples. See
             docs/pipeline.md.
+        seed_judged_share: in that cross-validation, the share of the train samples the seed
+            instruction is judged on afresh when the file records a verdict on every one (at
+            least 10 samples): the recorded verdicts stand in for the others, corrected by the
+            fresh ones (prediction-powered inference, ``evaluation/_prediction_powered.py``: an
+            unbiased figure, a little wider). Where the fresh verdicts differ from the recorded
+            ones on more than a fifth of them, the seed is judged on every sample. 1: always.
         elite_count: best candidates copied unchanged into the next generation.
         tournament_size: candidates drawn per tournament.
         patience: generations without a better best train score before stopping.
@@ -408,6 +414,7 @@ class GeneticConfig(_Strict):
     small_data: int = Field(40, ge=0)
     refit_below: int = Field(100, ge=0)
     cv_folds: int = Field(2, ge=2, le=10)
+    seed_judged_share: float = Field(0.34, gt=0.0, le=1.0)
     elite_count: int = Field(1, ge=0)
     tournament_size: int = Field(2, ge=1)
     patience: int = Field(2, ge=1)

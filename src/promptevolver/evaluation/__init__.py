@@ -5,7 +5,10 @@ Extension point — :class:`Loss` (an ABC): ``__call__(y_true, y_pred) -> float`
 measured (arrays of equal length), ``higher_is_better`` (its direction) and ``best_possible``;
 ``describe()`` names it in result.json. Ours: :class:`BinaryMetricLoss` (accuracy or F1),
 :class:`MSELoss`, :class:`ClassificationLoss`. A Ragas-style subclass (``__call__(predicted,
-actual)``) is accepted as written. :mod:`promptevolver.testing.contracts` holds the contract suite."""
+actual)``) is accepted as written. :mod:`promptevolver.testing.contracts` holds the contract suite.
+
+A figure from a few fresh judgements and the verdicts the file records (prediction-powered
+inference): :func:`prediction_powered`, :class:`PredictionPoweredScore`."""
 
 from typing import TYPE_CHECKING
 
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
     from promptevolver.evaluation._losses import MSELoss as MSELoss
     from promptevolver.evaluation._losses import check_loss_fits as check_loss_fits
     from promptevolver.evaluation._losses import loss_label as loss_label
+    from promptevolver.evaluation._prediction_powered import PredictionPoweredScore as PredictionPoweredScore
+    from promptevolver.evaluation._prediction_powered import prediction_powered as prediction_powered
     from promptevolver.evaluation._recorded import RecordedAgreement as RecordedAgreement
     from promptevolver.evaluation._recorded import recorded_agreement as recorded_agreement
     from promptevolver.evaluation._recorded import recorded_verdict as recorded_verdict
@@ -56,5 +61,6 @@ __getattr__, __all__ = lazy_package(
         ],
         "promptevolver.evaluation._recorded": ["RecordedAgreement", "recorded_agreement", "recorded_verdict"],
         "promptevolver.evaluation._intervals": "*",
+        "promptevolver.evaluation._prediction_powered": "*",
     },
 )

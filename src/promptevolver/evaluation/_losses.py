@@ -173,6 +173,14 @@ class Loss(ABC):
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
         return (t == p).astype(np.float64)
 
+    def from_mean_quality(self, mean: float) -> float | None:
+        """The loss's value when the mean per-sample quality (:meth:`per_sample_correct`,
+        weighted) is ``mean``, for a loss that is such a mean (accuracy; ``1 − mean`` for a mean
+        squared error); None for one that is not (F1, kappa, a loss of your own). What a
+        prediction-powered estimate (:mod:`promptevolver.evaluation._prediction_powered`) is
+        computed through: clipped to the loss's range, as an estimate may leave it."""
+        return None
+
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` is strictly better than ``b`` in this loss's direction."""
         return a > b if self._direction else a < b
@@ -248,6 +256,10 @@ class BinaryMetricLoss(_OneSetting):
             return float(accuracy_score(y_true, y_pred, sample_weight=weight))
         return float(f1_score(y_true, y_pred, zero_division=1.0, sample_weight=weight))
 
+    def from_mean_quality(self, mean: float) -> float | None:
+        """Accuracy is the mean per-sample quality (F1 is none)."""
+        return min(1.0, max(0.0, mean)) if self._checked() == "accuracy" else None
+
 
 class MSELoss(_OneSetting):
     """Squared error of numeric scores (lower is better; ``sklearn.metrics.mean_squared_error``).
@@ -286,6 +298,10 @@ class MSELoss(_OneSetting):
         t, p = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
         return 1.0 - (t - p) ** 2
 
+    def from_mean_quality(self, mean: float) -> float | None:
+        """The mean squared error is ``1 − mean`` quality (a sum of them is none)."""
+        return max(0.0, 1.0 - mean) if self._checked() == "mean" else None
+
 
 class ClassificationLoss(_OneSetting):
     """Agreement of named classes (a nominal metric: a pairwise a / b / tie, a category) with the
@@ -321,6 +337,10 @@ class ClassificationLoss(_OneSetting):
         if self._checked() == "accuracy":
             return float(accuracy_score(t, p, sample_weight=weight))
         return float(f1_score(t, p, average="macro", zero_division=0.0, sample_weight=weight))
+
+    def from_mean_quality(self, mean: float) -> float | None:
+        """Accuracy is the mean per-sample quality (macro F1 is none)."""
+        return min(1.0, max(0.0, mean)) if self._checked() == "accuracy" else None
 
 
 def check_loss_fits(loss: Loss, kind: str | None, *, judge: str = "the judge") -> None:

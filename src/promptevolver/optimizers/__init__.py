@@ -47,6 +47,7 @@ from promptevolver.optimizers._focus import VERDICT_SHARE as VERDICT_SHARE
 from promptevolver.optimizers._genetic import GeneticOptimizer
 from promptevolver.optimizers._records import *  # noqa: F403 - the records are this package's API
 from promptevolver.optimizers._records import __all__ as _records_all
+from promptevolver.optimizers._refit import SEED_FRESH_MIN as SEED_FRESH_MIN
 from promptevolver.optimizers._result import SIMULATED_NOTE as SIMULATED_NOTE
 from promptevolver.optimizers._result import OptimizationResult
 from promptevolver.optimizers._result import seed_kept_whole as seed_kept_whole
@@ -69,6 +70,7 @@ __all__ = [
     "CONTEXT_SHARE",
     "MIN_USABLE_SAMPLES",
     "RESUMABLE_CHANGES",
+    "SEED_FRESH_MIN",
     "SIMULATED_NOTE",
     "SMALL_BARREN_ROUNDS",
     "TEMPLATE_TOKENS",

@@ -42,12 +42,15 @@ class Evidence:
         recorded: the recorded judge output (``reason``, ``verdict``) when the file has one.
         human_reason: the human edited the recorded reason (a non-empty one that differs, white
             space aside): always so for ``reason``; for ``verdict``, a correction that says why.
+        verdict: the recorded verdict (``recorded``'s, else the sample's ``metric_output``), what
+            ``kind`` compares with the label; None when the file records none.
     """
 
     position: int
     kind: EvidenceKind
     recorded: dict[str, Any] | None
     human_reason: bool = False
+    verdict: float | None = None
 
 
 def classify(
@@ -81,11 +84,12 @@ def _evidence(
         verdict = None if sample.metric_output != sample.metric_output else sample.metric_output
     edited = None if prompt is None else _as_dict(prompt.edited_output)
     said = bool(edited and recorded and _reason(edited) and _reason(edited) != _reason(recorded))
-    if label is not None and verdict is not None and float(verdict) != float(label):
-        return Evidence(position, "verdict", recorded, human_reason=said)
+    verdict = None if verdict is None else float(verdict)
+    if label is not None and verdict is not None and verdict != float(label):
+        return Evidence(position, "verdict", recorded, human_reason=said, verdict=verdict)
     if said:
-        return Evidence(position, "reason", recorded, human_reason=True)
-    return Evidence(position, "agree", recorded)
+        return Evidence(position, "reason", recorded, human_reason=True, verdict=verdict)
+    return Evidence(position, "agree", recorded, verdict=verdict)
 
 
 def _prompt(sample: SampleAnnotation, prompt_name: str | None) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from promptevolver.evaluation import CandidateKey, Score, candidate_key
+from promptevolver.evaluation import CandidateKey, PredictionPoweredScore, Score, candidate_key
 from promptevolver.llm import Usage
 from promptevolver.optimizers._candidates import Candidate
 from promptevolver.optimizers._records import Stages
@@ -176,19 +176,33 @@ def _array(values: list[float | None]) -> np.ndarray:
 def _score(s: Score | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {
+    out: dict[str, Any] = {
         "value": s.value,
         "correct": _floats(s.correct),
         "failures": s.failures,
         "y_true": _floats(s.y_true),
         "y_pred": _floats(s.y_pred),
     }
+    if isinstance(s, PredictionPoweredScore):  # an estimate: what made it, to resume it as one
+        out["prediction_powered"] = {
+            "fresh": [bool(x) for x in s.fresh],
+            "share": s.share,
+            "recorded": _floats(s.recorded),
+        }
+    return out
 
 
 def _unscore(d: dict[str, Any] | None) -> Score | None:
     if d is None:
         return None
-    return Score(d["value"], _array(d["correct"]), d["failures"], _array(d["y_true"]), _array(d["y_pred"]))
+    args = (d["value"], _array(d["correct"]), d["failures"], _array(d["y_true"]), _array(d["y_pred"]))
+    ppi = d.get("prediction_powered")
+    if ppi is not None:
+        fresh = np.array(ppi["fresh"], dtype=bool)
+        return PredictionPoweredScore(
+            *args, fresh=fresh, share=ppi["share"], recorded=_array(ppi["recorded"])
+        )
+    return Score(*args)
 
 
 def _candidate(c: Candidate) -> dict[str, Any]:
@@ -236,6 +250,13 @@ _Number = int | float
 _Cell = float | int | None
 
 
+class _PredictionPoweredDict(TypedDict):
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+    fresh: list[bool]
+    share: _Number
+    recorded: list[_Cell]
+
+
 class _ScoreDict(TypedDict):
     __pydantic_config__ = _STRICT  # type: ignore[misc]
     value: _Number | None
@@ -243,6 +264,7 @@ class _ScoreDict(TypedDict):
     failures: int
     y_true: list[_Cell]
     y_pred: list[_Cell]
+    prediction_powered: NotRequired[_PredictionPoweredDict]
 
 
 class _CandidateDict(TypedDict):

@@ -275,8 +275,17 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
     facts.positions = {"train": train, "validation": validation}
     missing: dict[tuple[str, str], list[int]] = {}
     seed_failures = next((c.get("failures") or 0 for c in result.get("lineage", []) if c["id"] == 0), 0)
+    estimated = seed_estimated(result)
     for who, key in keys.items():
         for split, positions in facts.positions.items():
+            if who == "seed" and split == "validation" and estimated:
+                # judged afresh on a random share only: its figure is result.json's estimate, and
+                # its verdicts are those it was judged on (never re-judged: that would be another
+                # figure than the one the run chose by)
+                found = {p: memo[(key, p)] for p in positions if (key, p) in memo}
+                facts.judgements[(who, split)] = found
+                facts.failed[(who, split)] = [p for p, j in found.items() if j.score is None]
+                continue
             if who == "best" and split == "validation" and judged_by:
                 found = {p: memo[k] for p in positions if (k := (_key_of(result, judged_by[p]), p)) in memo}
             else:
@@ -305,8 +314,19 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
     focus = _focus(result)
     if judged_by and "train" in focus:  # the cross-validated figure weighs the train focus set
         focus["validation"] = focus.pop("train")
+    if estimated:
+        figure = (result.get("final_choice") or {}).get("seed_figure") or {}
+        fresh, of = figure.get("fresh", "n/a"), figure.get("of", "n/a")
+        facts.notes.append(
+            f"The seed's figure is prediction-powered: it was judged afresh on {fresh} of the {of} "
+            "samples, drawn at random, and the verdicts the annotation file "
+            "records stand in for the others, corrected by how the fresh ones differ from them (an unbiased "
+            "estimate); its per-sample picture (confusion matrix, kappa) is not drawn."
+        )
     for (who, split), judged in list(facts.judgements.items()):
         positions = facts.positions[split]
+        if who == "seed" and split == "validation" and estimated:
+            continue  # a partial picture by design: samples.jsonl lists it, no figure is drawn from it
         if not positions or len(judged) < len(positions):
             del facts.judgements[(who, split)]
         elif split in focus and set(focus[split]) <= set(judged):
@@ -323,6 +343,16 @@ def cross_validation_judges(result: Mapping[str, Any]) -> dict[int, int]:
     if Regime.of(choice.get("regime")) is not Regime.CROSS_VALIDATED:
         return {}
     return {int(p): int(c) for p, c in (choice.get("judged_by") or {}).items()}
+
+
+def seed_estimated(result: Mapping[str, Any]) -> bool:
+    """A cross-validated run whose seed figure is prediction-powered (result.json
+    ``final_choice.seed_figure``, ``optimizers/_refit.py``): the seed was judged afresh on a
+    random share of the samples only."""
+    if not cross_validation_judges(result):
+        return False
+    figure = (result.get("final_choice") or {}).get("seed_figure") or {}
+    return figure.get("method") == "prediction_powered"
 
 
 def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:

@@ -39,7 +39,7 @@ from promptevolver.evaluation import agreement_of, loss_label, order_swap_bias, 
 from promptevolver.judge import ORDER_SWAP
 from promptevolver.optimizers import OptimizationResult, Regime, Stages, seed_kept_whole
 from promptevolver.optimizers.strategies import STOP_REASONS
-from promptevolver.report._data import RunFacts, lineage, load_run, word_diff
+from promptevolver.report._data import RunFacts, lineage, load_run, seed_estimated, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import (
     Point,
@@ -196,14 +196,14 @@ def _verdict(facts: RunFacts) -> str:
         if r.get("best_id", 0) == 0:
             return (
                 f"The distillation recipe, cross-validated over {k} folds of the {n} annotations, would "
-                f"hurt, so the original (seed) instruction is kept: {name} {seed:.3f}."
+                f"hurt, so the original (seed) instruction is kept: {name} {seed:.3f}{_seed_how(facts)}."
                 f"{_agreed_sentence(facts)}"
             )
         return (
             f"The optimized instruction (candidate #{r['best_id']}) was distilled from all {n} "
             f"annotations with the recipe that {k}-fold cross-validation chose: cross-validated {name} "
             f"{best:.3f} (each sample judged by a candidate that never learned from it) against "
-            f"{seed:.3f} for the original (seed) instruction.{_agreed_sentence(facts)}"
+            f"{seed:.3f} for the original (seed) instruction{_seed_how(facts)}.{_agreed_sentence(facts)}"
         )
     if _kept_whole(facts):
         return (
@@ -236,6 +236,18 @@ def _unmeasured_verdict(facts: RunFacts, seed: float | None, best: float | None)
         f"The optimized instruction (candidate #{r['best_id']}) was chosen; validation {name} {_f(best)} on "
         f"{n_val} held-out samples against {_f(seed)} for the original (seed) instruction (n/a: {reason}), "
         "so this report makes no claim that it is better."
+    )
+
+
+def _seed_how(facts: RunFacts) -> str:
+    """How a prediction-powered seed figure was made, in a parenthesis (else nothing)."""
+    if not seed_estimated(facts.result):
+        return ""
+    figure = (facts.result.get("final_choice") or {}).get("seed_figure") or {}
+    return (
+        f" (prediction-powered: judged afresh on {figure.get('fresh', 'n/a')} of {figure.get('of', 'n/a')} "
+        "samples drawn at random, the verdicts the file records standing in for the others, corrected "
+        "by the fresh ones)"
     )
 
 
@@ -390,6 +402,9 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     size = (facts.result.get("split") or {}).get("train" if _cross_validated(facts) else split, "")
     judged = facts.judged.get((who, split))
     n = f"{a.n if a is not None else 0} of {size}" if judged is not None else f"? of {size}"
+    if who == "seed" and seed_estimated(facts.result):
+        figure = (facts.result.get("final_choice") or {}).get("seed_figure") or {}
+        n = f"{figure.get('fresh', '?')} afresh + recorded verdicts, of {size} (prediction-powered)"
     label = "original (seed)" if who == "seed" else "optimized (best)"
     recorded = _score(facts, who, split)
     # result.json says it was not measured: no figure, whatever verdicts the checkpoint holds
@@ -768,7 +783,7 @@ def _candidates(facts: RunFacts) -> Section | None:
     for cid in sorted(values, key=lambda i: (i != 0, i)):
         c = by_id.get(cid, {})
         low = high = None
-        if proportion:
+        if proportion and not (cid == 0 and seed_estimated(r)):  # an estimate's is no Wilson interval
             assert isinstance(n, int)
             low, high = wilson_interval(round(values[cid] * n), n)
         name = "seed" if cid == 0 else str(c.get("operator", "")).replace("_", " ")
@@ -797,6 +812,8 @@ def _candidates(facts: RunFacts) -> Section | None:
         else "each candidate judged on validation and the chosen judge"
     )
     caption = f"{figure.capitalize()} {name} of the seed and of {judged} (starred), {interval}."
+    if proportion and seed_estimated(r):
+        caption += " The seed's figure is prediction-powered (see Notes): drawn without an interval."
     title = "Candidates, cross-validated" if cv else "Candidates on validation"
     return Section(title, [Image("candidates.png", png, caption)])
 

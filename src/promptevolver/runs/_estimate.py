@@ -69,9 +69,14 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
 * *Small data with a refit* (below ``refit_below``, ``optimizers/_refit.py``): ``cv_folds`` ladders
   each showing (K − 1)/K of the corrections, one barren round each; the refit's rewrites with
   their lessons, then looks at all the corrections twice;
-  verification ``n_train · J`` for the seed plus ``n_train · J`` times the share of folds whose
+  verification ``n_train · J`` for the seed (``seed_judged_share`` of it, at least 10 samples, when
+  the file records a verdict on every sample and the loss is a mean of per-sample quality: its
+  figure is then prediction-powered) plus ``n_train · J`` times the share of folds whose
   ladder learns a rung, modelled as 1 − exp(−s/4) for s corrections shown (a lesson needs a few
-  corrections; a fold that learns nothing is judged as the seed, at no call).
+  corrections; a fold that learns nothing is judged as the seed, at no call). When no fold's
+  ladder learns (``(1 − r)^K`` for that share r) the seed is kept and, under ``strategy: auto``,
+  the search runs from it: the seed judged on the rest of train, about one generation of
+  offspring screened on a minibatch.
 * *Verification*, top first: the seed and each ladder's top rung on the held-out samples
   (``(1 + T) · n_eval · J``, T = 1 top rung held out, ``out_of_bag_rungs`` = 1.2 distinct ones
   out of bag: a fold may write nothing general, or the other fold's rung; times ``ρ + u·(1 − ρ)``,
@@ -108,6 +113,7 @@ from promptevolver.config import (
     LLMConfig,
     RunConfig,
     build_judge,
+    build_loss,
     build_metric,
     load_dataset,
     resolve_prompt,
@@ -122,6 +128,7 @@ from promptevolver.optimizers import (
     BARREN_ROUNDS,
     CONTEXT_SHARE,
     MIN_USABLE_SAMPLES,
+    SEED_FRESH_MIN,
     SMALL_BARREN_ROUNDS,
     TEMPLATE_TOKENS,
     VERDICT_SHARE,
@@ -351,6 +358,9 @@ class _Plan:
     train_part: int = 0
     corrections: float = 0.0
     reasoned_corrections: float = 0.0
+    #: Whether the seed's figure on small data with a refit can be prediction-powered: the file
+    #: records a verdict on every usable sample and the loss is a mean of per-sample quality.
+    recorded_everywhere: bool = False
 
     @classmethod
     def of(
@@ -404,6 +414,8 @@ class _Plan:
             train_part=part,
             corrections=part * (kinds["verdict"] + kinds["reason"]) / len(usable),
             reasoned_corrections=part * said / len(usable),
+            recorded_everywhere=all(e.verdict is not None for e in evidence)
+            and build_loss(config.loss).from_mean_quality(0.5) is not None,
         )
 
     @property
@@ -535,6 +547,15 @@ class _Plan:
                 learn *= self.reasoned() + self.model.unreasoned_rungs * (1.0 - self.reasoned())
         return out, learn
 
+    def seed_share(self) -> float:
+        """The share of the verified samples the seed is judged on: with a refit, when its figure
+        is prediction-powered (``optimizers/_refit.py``), ``seed_judged_share`` of train, at least
+        ``SEED_FRESH_MIN``; else all of them."""
+        if not (self.refit and self.recorded_everywhere) or not self.n_train:
+            return 1.0
+        fresh = max(SEED_FRESH_MIN, math.ceil(self.cfg.seed_judged_share * self.n_train))
+        return min(1.0, fresh / self.n_train)
+
     def shown_all(self) -> int:
         """Corrections a ladder learning from all of them shows a round."""
         return max(0, min(self.cfg.distill_sample_size, round(self.corrections)))
@@ -570,6 +591,16 @@ class _Plan:
             plans = offspring_count(self.cfg, self.n_train)
             search["judge_calls"] = float((2 * self.n_train + plans * self.minibatch) * self.judges)
             search["meta_calls"] = first["meta_calls"]
+        elif searches and self.refit and distilling:
+            # the seed kept, no fold's ladder having learned a rung ((1 − rungs)^K): the search runs
+            # from it, judging it on the train samples its prediction-powered figure left to the
+            # recorded verdicts, for about one generation screened on a minibatch
+            kept = (1.0 - rungs) ** self.cfg.cv_folds
+            first = self.generation(1, self.wrong_after(0))
+            plans = offspring_count(self.cfg, self.n_train)
+            rest = (1.0 - self.seed_share()) * self.n_train
+            search["judge_calls"] = kept * (rest + plans * self.minibatch) * self.judges
+            search["meta_calls"] = kept * first["meta_calls"]
         crossing = distilling and self.cfg.cross_fit and self.n_val > 0 and not search["judge_calls"]
         cross_fit = {
             "phase": "cross_fit",
@@ -578,7 +609,11 @@ class _Plan:
         }
         return [
             {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
-            {"phase": "verify", "judge_calls": float((1 + rungs) * n_eval * self.judges), "meta_calls": 0.0},
+            {
+                "phase": "verify",
+                "judge_calls": float((self.seed_share() + rungs) * n_eval * self.judges),
+                "meta_calls": 0.0,
+            },
             {"phase": "examples", "judge_calls": float(examples * n_eval * self.judges), "meta_calls": 0.0},
             cross_fit,
             search,

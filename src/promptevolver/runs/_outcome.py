@@ -31,8 +31,14 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     simulated = " | simulated LLM: no model was called" if result.simulated_llm else ""
     if "cross_validated" in s["best"]:  # small data: a refit chosen by cross-validation
         folds = (result.final_choice or {}).get("folds", "n/a")
+        figure = (result.final_choice or {}).get("seed_figure") or {}
+        how = (
+            f" (prediction-powered: {figure.get('fresh', 'n/a')} of {figure.get('of', 'n/a')} judged afresh)"
+            if figure.get("method") == "prediction_powered"
+            else ""
+        )
         figures = (
-            f"seed train {_f(s['seed'].get('train'))} | best cross-validated "
+            f"seed train {_f(s['seed'].get('train'))}{how} | best cross-validated "
             f"{_f(s['best'].get('cross_validated'))} ({folds} folds; refit on every annotation, so no "
             "train or validation figure of its own)"
         )

@@ -1,0 +1,54 @@
+"""A small-data run whose seed figure is prediction-powered (judged afresh on a random share of the
+samples, the file's recorded verdicts standing in for the others: ``optimizers/_refit.py``) says
+so wherever the figure is shown, draws no per-sample picture of the seed that would give another
+figure, and never re-judges the seed to fill one in (the simulated LLM would, for free)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from promptevolver.cli import main
+from promptevolver.rundir import read_result
+
+from ..rundirs import AC_CONFIG, optimize_into
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    return optimize_into(tmp_path_factory.mktemp("runs") / "ppi", AC_CONFIG)
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def _seed_judged(run: Path) -> list[int]:
+    rows = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
+    return [r["position"] for r in rows if r["judged"]["seed"]]
+
+
+def test_every_place_the_seed_figure_is_shown_says_it_is_prediction_powered(run: Path) -> None:
+    result = read_result(run)
+    figure = result["final_choice"]["seed_figure"]
+    assert figure["method"] == "prediction_powered" and 10 <= figure["fresh"] < figure["of"]
+    assert "the seed's figure is prediction-powered" in result["final_choice"]["why"]
+    md = (run / "report.md").read_text()
+    seed = f"{result['scores']['seed']['cross_validated']:.3f}"
+    outcome = _section(md, "Outcome")
+    assert f"{seed} for the original (seed) instruction (prediction-powered: judged afresh on" in outcome
+    row = next(x for x in _section(md, "Seed vs best").splitlines() if x.startswith("| original"))
+    assert f"{figure['fresh']} afresh + recorded verdicts, of {figure['of']} (prediction-powered)" in row
+    assert f"| {seed} |" in row  # the figure of result.json, not one of a partial picture
+    assert "The seed's figure is prediction-powered" in md  # the notes say how it was made
+    assert "Original (seed):" not in _section(md, "Confusion matrices (cross-validated)")
+
+
+def test_the_seed_s_verdicts_are_the_fresh_ones_only_and_never_re_judged(run: Path, capsys) -> None:
+    figure = read_result(run)["final_choice"]["seed_figure"]
+    assert len(_seed_judged(run)) == figure["fresh"]
+    assert main(["report", str(run)]) == 0  # regenerated: the simulated LLM could judge the rest
+    capsys.readouterr()
+    assert len(_seed_judged(run)) == figure["fresh"]
