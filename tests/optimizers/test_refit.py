@@ -510,3 +510,32 @@ def test_a_checkpoint_keeps_a_prediction_powered_score_as_an_estimate():
         assert s.fresh.tolist() == score.fresh.tolist() and s.failures == 1
         assert s.estimate(BinaryMetricLoss(), None) == score.estimate(BinaryMetricLoss(), None) == 1.0
         assert np.array_equal(s.correct, score.correct, equal_nan=True)
+
+
+def test_an_estimate_that_says_the_recipe_hurts_is_decided_on_the_seed_s_fresh_verdicts():
+    """The drawn samples saw no disagreement, so the seed's estimate is its recorded figure; but the
+    seed judged afresh is wrong on six samples the draw left to the recorded verdicts, and the
+    recipe on four. The estimate says the recipe hurts; before every lesson is dropped the seed is
+    judged on every sample, and on its fresh verdicts the recipe is kept."""
+    ds = topic_dataset()
+    probe = TopicWorld(ds)
+    first = _optimize(ds, probe, generations=0)
+    drawn = {i for instruction, i in probe.calls if instruction == first.seed_instructions[PROMPT]}
+    right = [p for p in range(len(ds)) if p not in drawn and probe.recorded[p] == probe.labels[p]]
+    worse_seed, worse_recipe = set(right[:6]), set(right[6:10])
+
+    def judge(instruction: str, i: int) -> int:
+        flip = worse_recipe if "rule" in instruction else worse_seed
+        return 1 - world.labels[i] if i in flip else world.recorded[i]
+
+    world = TopicWorld(ds, judge=judge)
+    result = _optimize(ds, world, generations=0)
+    figure = result.final_choice["seed_figure"]
+    assert figure["method"] == "judged" and figure["fresh"] == len(ds) and figure["drawn"] == len(drawn)
+    assert figure["confirmed"]["delta"] == pytest.approx(-len(worse_recipe) / len(ds))
+    assert 1.0 - figure["confirmed"]["p_better"] >= 0.9  # the estimate said: it hurts
+    assert result.best_id != 0 and result.final_choice["delta"] > 0  # fresh: the recipe is better
+    assert result.scores["seed"]["cross_validated"] == pytest.approx(
+        np.mean([judge(DEFINITION, p) == world.labels[p] for p in range(len(ds))])
+    )
+    assert "said the recipe hurts (-0.100" in result.final_choice["why"]

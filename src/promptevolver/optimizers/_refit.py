@@ -7,10 +7,11 @@ correction, the **refit** (:mod:`._distill`; its first round applies the folds' 
 from the seed over every correction, and asks no lessons call of its own). The verification then
 judges:
 
-1. the seed on every train sample, and each fold's top rung on its own fold's samples (which it
-   never learned from): together, every sample judged once by a candidate that never saw it — the
-   **cross-validated** score of the recipe "climb the ladder until it stops" (Stone 1974; Hastie,
-   Tibshirani and Friedman, *The Elements of Statistical Learning*, 7.10);
+1. each fold's top rung on its own fold's samples (which it never learned from; the seed on the
+   samples of a fold whose ladder learned nothing: the recipe is the seed there): every sample
+   judged once by a candidate that never saw it — the **cross-validated** score of the recipe
+   "climb the ladder until it stops" (Stone 1974; Hastie, Tibshirani and Friedman, *The Elements
+   of Statistical Learning*, 7.10) — and the seed, for its own figure (below);
 2. the recipe is kept unless the paired bootstrap over those samples says, with probability
    :data:`HURT` (0.9, or ``confidence`` when higher), that the seed is better — the ladder's rule
    (lessons learnt from human corrections stay unless the evidence says they hurt), with a
@@ -30,8 +31,8 @@ judges:
    it has no train or validation figure of its own (it learned from every sample), and costs
    no judge call.
 
-The judge calls are the seed's and one candidate's per sample (2 × train, the lower depths only
-when the top one hurts), whatever ``cv_folds``; the folds' ladders cost meta calls only.
+The judge calls are one candidate's per sample and the seed's (the lower depths only when the top
+one hurts), whatever ``cv_folds``; the folds' ladders cost meta calls only.
 
 **The seed's figure from the recorded verdicts.** The annotation file already records the seed's
 verdict on every sample (it is the judge the humans reviewed). When it does, the loss is a mean of
@@ -44,8 +45,11 @@ its variance in every comparison with the seed (the paired bootstrap resamples i
 pseudo-outcomes). Where the fresh verdicts equal the recorded ones on fewer than
 :data:`RECORDED_AGREEMENT` of the drawn samples (another model wrote them, or another
 instruction), the recorded verdicts say little of this seed and it is judged on every train
-sample. Measured in judgeworld (22 small worlds, 66 runs): the fresh seed verdicts equal the
-recorded ones on 96 % of samples; a third of the seed's judge calls, the same choices.
+sample. And when the estimate says the recipe hurts — keeping the seed drops every lesson the
+humans taught — the seed is judged on every sample and the decision made on its fresh verdicts
+(``seed_figure.confirmed`` keeps what the estimate said). Measured in judgeworld (22 small worlds,
+66 runs): the fresh seed verdicts equal the recorded ones on 96 % of samples; a third of the
+seed's judge calls.
 """
 
 from __future__ import annotations
@@ -121,17 +125,24 @@ def seed_draw(ctx: RunContext) -> list[int] | None:
 
 
 async def _judge_seed(
-    run: StageView, items: Sequence[tuple[Candidate, list[int]]]
-) -> tuple[Score, list[Score], dict[str, Any]]:
+    run: StageView, items: Sequence[tuple[Candidate, list[int]]], standing: Sequence[int]
+) -> tuple[Score, list[Score], dict[str, Any], dict[int, tuple[float, float, float]]]:
     """The seed's train score (prediction-powered when :func:`seed_draw` draws), the scores of
-    ``items`` (judged with it, at once), and the record of how the seed's figure was made."""
+    ``items`` (judged with it, at once), the record of how the seed's figure was made, and its
+    fresh verdicts (position → (y_true, y_pred, correct)). The seed is judged afresh on
+    ``standing`` too (the samples of folds whose ladder learned nothing, where the recipe is the
+    seed: its cross-validated verdicts there are fresh ones), which the estimate leaves out (its
+    draw is the random one alone)."""
     ctx, seed = run.context, run.state.seed
     draw = seed_draw(ctx)
     train = list(ctx.train)
-    scores = await run.judge_each([(seed, train if draw is None else draw), *items], "train")
+    asked = train if draw is None else [p for p in train if p in set(draw) | set(standing)]
+    scores = await run.judge_each([(seed, asked), *items], "train")
+    first = scores[0]
+    scored = {p: (first.y_true[i], first.y_pred[i], first.correct[i]) for i, p in enumerate(asked)}
     if draw is None:
-        return scores[0], scores[1:], {"method": "judged", "fresh": len(train), "of": len(train)}
-    fresh = {p: (None if np.isnan(v) else float(v)) for p, v in zip(draw, scores[0].y_pred)}
+        return first, scores[1:], {"method": "judged", "fresh": len(train), "of": len(train)}, scored
+    fresh = {p: (None if np.isnan(scored[p][1]) else float(scored[p][1])) for p in draw}
     recorded = {p: ctx.evidence[p].verdict for p in train}
     ppi = prediction_powered(ctx.loss, fresh, recorded, train, ctx.labels)  # type: ignore[arg-type]
     agreement = ppi.agreement
@@ -139,13 +150,28 @@ async def _judge_seed(
         "method": "prediction_powered",
         "fresh": len(draw),
         "of": len(train),
+        # judged afresh beyond the draw: the samples of folds that learned nothing (not in the estimate)
+        "also_judged": len(asked) - len(draw),
         "agreement": None if agreement is None else round(agreement, 6),
         "recorded_agreement": RECORDED_AGREEMENT,
     }
     if agreement is not None and agreement >= RECORDED_AGREEMENT:
-        return ppi, scores[1:], record
-    full = await run.judge_each([(seed, train)], "train")  # the drawn ones memoised: no call
-    return full[0], scores[1:], {**record, "method": "judged", "fresh": len(train)}
+        return ppi, scores[1:], record, scored
+    full = (await run.judge_each([(seed, train)], "train"))[0]  # the drawn ones memoised: no call
+    scored = {p: (full.y_true[i], full.y_pred[i], full.correct[i]) for i, p in enumerate(train)}
+    return full, scores[1:], {**record, "method": "judged", "fresh": len(train)}, scored
+
+
+def _part(
+    ctx: RunContext, scored: Mapping[int, tuple[float, float, float]], positions: Sequence[int]
+) -> Score:
+    """The score of fresh verdicts (position → (y_true, y_pred, correct)) at ``positions``."""
+    y_true, y_pred, correct = (
+        np.array([scored[p][k] for p in positions], dtype=np.float64) for k in range(3)
+    )
+    measured = ~np.isnan(y_pred)
+    value = ctx.loss(y_true=y_true[measured], y_pred=y_pred[measured]) if measured.any() else None
+    return Score(value, correct, int((~measured).sum()), y_true, y_pred)
 
 
 def ladders(
@@ -166,12 +192,14 @@ def composite(
     position) where the fold has no candidate of that depth. Aligned with ``ctx.train``."""
     index = {p: i for i, p in enumerate(ctx.train)}
     y_pred, correct = loss_seed.y_pred.copy(), loss_seed.correct.copy()
+    replaced = np.zeros(len(ctx.train), dtype=bool)
     for f, s in by_fold.items():
         for j, p in enumerate(positions[f]):
             y_pred[index[p]], correct[index[p]] = s.y_pred[j], s.correct[j]
+            replaced[index[p]] = True
     measured = ~np.isnan(y_pred)
     y_true = loss_seed.y_true
-    if isinstance(loss_seed, PredictionPoweredScore):  # the seed's positions stay estimates
+    if isinstance(loss_seed, PredictionPoweredScore) and not replaced.all():  # the seed's stay estimates
         spliced = dataclasses.replace(
             loss_seed, correct=correct, y_pred=y_pred, failures=int((~measured).sum())
         )
@@ -194,11 +222,17 @@ async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tup
     weights = ctx.train_focus.weight_array(ctx.train)
     deepest = max((len(r) for r in folds.values()), default=0)
     tops = {f: rungs[-1] for f, rungs in folds.items() if rungs} if refit else {}
-    seed.train, scores, seed_figure = await _judge_seed(run, [(c, positions[f]) for f, c in tops.items()])
+    # a fold whose ladder learned nothing: the recipe there is the seed, judged afresh on its samples
+    idle = [f for f in positions if f not in tops] if tops else []
+    standing = [p for f in idle for p in positions[f]]
+    items = [(c, positions[f]) for f, c in tops.items()]
+    seed.train, scores, seed_figure, seed_scored = await _judge_seed(run, items, standing)
     seed.cross_validated = seed.train
     # (fold, candidate) → its score on the fold: one candidate may serve several folds (two ladders
     # can write the same rung word for word), judged on each fold's own samples
     judged: dict[tuple[int, int], Score] = {(f, c.id): s for (f, c), s in zip(tops.items(), scores)}
+    for f in idle:  # judged with the seed's draw
+        judged[(f, seed.id)] = _part(ctx, seed_scored, positions[f])
     rng = final_choice_rng(ctx.config.random_seed)
     rows: list[dict[str, Any]] = []
     compared: dict[int | None, Paired] = {}  # depth (None: the top) → the recipe against the seed
@@ -209,7 +243,11 @@ async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tup
 
     def evaluate(depth: int | None) -> tuple[Score, dict[str, Any]]:
         chosen = judge_depth(depth)
-        cv = composite(ctx, seed.train, {f: judged[(f, c.id)] for f, c in chosen.items()}, positions)  # type: ignore[arg-type]
+        by_fold = {
+            **{f: judged[(f, seed.id)] for f in idle},
+            **{f: judged[(f, c.id)] for f, c in chosen.items()},
+        }
+        cv = composite(ctx, seed.train, by_fold, positions)  # type: ignore[arg-type]
         mask = np.ones(len(ctx.train), dtype=bool)
         delta, p = paired(cv, seed.train, mask, weights, rng)  # type: ignore[arg-type]
         compared[depth] = Paired(delta, p, round(cv.coverage, 6))
@@ -254,6 +292,22 @@ async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tup
             "judged_by": {str(p): seed.id for p in ctx.train},
         }
     cv, row = evaluate(None)
+    if hurts(None) and isinstance(seed.train, PredictionPoweredScore):
+        # an estimate says the lessons hurt: keeping the seed drops every lesson the humans taught,
+        # so it is decided on the seed's fresh verdicts everywhere (the drawn ones memoised)
+        said = {"delta": row["delta"], "p_better": row["p_better"]}
+        seed.train = (await run.judge_each([(seed, list(ctx.train))], "train"))[0]
+        seed.cross_validated = seed.train
+        seed_figure = {
+            **seed_figure,
+            "method": "judged",
+            "drawn": seed_figure["fresh"],
+            "fresh": len(ctx.train),
+            "confirmed": said,
+        }
+        rows.clear()
+        compared.clear()
+        cv, row = evaluate(None)
     depth: int | None = None
     if hurts(None):
         depth = -1
@@ -340,6 +394,19 @@ def seed_sentence(seed_figure: Mapping[str, Any]) -> str:
             f"the seed's figure is prediction-powered: judged afresh on {n} of the {of} samples (drawn "
             f"at random; its verdicts equal the recorded ones on {equal} of them), the verdicts the "
             "file records standing in for the others, corrected by the fresh ones"
+        )
+    if seed_figure.get("confirmed"):
+        said = seed_figure["confirmed"]
+        if said.get("delta") is None:
+            by = "was not measured well enough"
+        else:
+            by = (
+                f"hurts ({said['delta']:+.3f}, the seed better with probability {1.0 - said['p_better']:.2f})"
+            )
+        return (
+            f"the seed was judged on every one of the {of} samples: its prediction-powered figure (from "
+            f"{seed_figure.get('drawn', 'n/a')} fresh verdicts and the recorded ones) said the recipe {by}, "
+            "and every lesson is dropped only on the seed's fresh verdicts"
         )
     if agreement is not None:
         return (

@@ -145,6 +145,13 @@ class RunFacts:
         return [] if self.dataset is None else self.dataset.labels()
 
     @property
+    def cross_validated_by(self) -> dict[int, int]:
+        """A refit chosen by cross-validation: train position → the id of the fold candidate
+        whose verdict there is the best's cross-validated one (:func:`cross_validation_judges`);
+        empty for any other run."""
+        return cross_validation_judges(self.result)
+
+    @property
     def prompt_name(self) -> str:
         """The judge's prompt name in this run (the key of its instructions; it is also the
         annotation file's key of the humans' reasons)."""
@@ -278,7 +285,7 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
     estimated = seed_estimated(result)
     for who, key in keys.items():
         for split, positions in facts.positions.items():
-            if who == "seed" and split == "validation" and estimated:
+            if split == "validation" and estimated and (who == "seed" or not result.get("best_id")):
                 # judged afresh on a random share only: its figure is result.json's estimate, and
                 # its verdicts are those it was judged on (never re-judged: that would be another
                 # figure than the one the run chose by)
@@ -325,7 +332,7 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
         )
     for (who, split), judged in list(facts.judgements.items()):
         positions = facts.positions[split]
-        if who == "seed" and split == "validation" and estimated:
+        if split == "validation" and estimated and (who == "seed" or not result.get("best_id")):
             continue  # a partial picture by design: samples.jsonl lists it, no figure is drawn from it
         if not positions or len(judged) < len(positions):
             del facts.judgements[(who, split)]
