@@ -101,3 +101,22 @@ def test_a_failed_evaluation_is_a_cause_never_a_verdict():
     assert rows[0]["failures"] == {"judge": "parse: answer was not JSON"}
     assert rows[1]["verdict"] == 1.0 and rows[1]["failures"] == {}
     assert rows[2]["verdict"] is None and rows[2]["judged"] == {"judge": False}
+
+
+def test_a_refit_s_rows_are_its_cross_validated_picture_naming_who_judged_each(tmp_path):
+    """Small data, the refit chosen: every row is of the cross-validated picture (never
+    "validation": nothing was held out, and the refit learned from every sample), and its best
+    verdict is the fold candidate's that never learned from it, named in ``best_judged_by``; those
+    verdicts give the result's cross-validated figure."""
+    from ..rundirs import pipeline_run
+
+    run = pipeline_run(tmp_path)
+    result, rows = result_of(run), _rows(run / SAMPLES_FILE)
+    if result["best_id"] == 0:
+        pytest.fail(f"the run was to choose the refit: {result['final_choice']['why']}")
+    judged_by = {int(p): c for p, c in result["final_choice"]["judged_by"].items()}
+    assert [list(r) for r in rows] == [[*KEYS[:-2], "best_judged_by", *KEYS[-2:]]] * len(rows)
+    assert {r["split"] for r in rows} == {"cross_validated"} and len(rows) == len(judged_by)
+    assert {r["position"]: r["best_judged_by"] for r in rows} == judged_by
+    agree = sum(r["best_verdict"] == r["human"] for r in rows) / len(rows)
+    assert agree == pytest.approx(result["scores"]["best"]["cross_validated"])

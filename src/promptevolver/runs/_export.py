@@ -141,13 +141,17 @@ def write_exports(directory: str | Path, chosen: ChosenJudge, metric: MetricConf
 def sample_rows(facts: RunFacts) -> Iterator[dict[str, Any]]:
     """A run's rows of ``samples.jsonl``, one per usable annotation in sample order: ``position``,
     ``split`` (``train`` or ``validation``; out of bag, ``validation`` is what the best candidate
-    never learned from), ``metric_input``, ``human`` (label), ``human_reason``, ``seed_verdict`` /
-    ``best_verdict`` with ``seed_reason`` / ``best_reason`` (null where not judged or failed),
-    ``judged`` ({seed, best}: whether a verdict was sought) and ``failures`` ({seed|best: cause}).
-    Nothing when the run's annotations could not be loaded."""
+    never learned from; a refit chosen by cross-validation, ``cross_validated``: every sample),
+    ``metric_input``, ``human`` (label), ``human_reason``, ``seed_verdict`` / ``best_verdict``
+    with ``seed_reason`` / ``best_reason`` (null where not judged or failed), ``judged`` ({seed,
+    best}: whether a verdict was sought) and ``failures`` ({seed|best: cause}). A refit's
+    ``best_verdict`` is the cross-validated one, given by the fold candidate ``best_judged_by``
+    (its lineage id; the seed's where the fold learned nothing): the refit itself learned from
+    every sample and is never judged. Nothing when the run's annotations could not be loaded."""
     if facts.dataset is None:
         return
     validation = set(facts.positions.get("validation", []))
+    by = facts.cross_validated_by
     seen: dict[str, dict[int, Judgement]] = {"seed": {}, "best": {}}
     for (who, _), judged in facts.judgements.items():
         seen[who].update(judged)
@@ -155,9 +159,12 @@ def sample_rows(facts: RunFacts) -> Iterator[dict[str, Any]]:
         if label is None:
             continue
         row = _row(position, sample, label, facts.prompt_name)
-        row["split"] = "validation" if position in validation else "train"
+        split = "validation" if position in validation else "train"
+        row["split"] = "cross_validated" if by and position in by else split
         for who in ("seed", "best"):
             _judged(row, who, seen[who].get(position))
+        if by:
+            row["best_judged_by"] = by.get(position)
         yield _last(row, "judged", "failures")
 
 
