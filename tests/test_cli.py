@@ -471,3 +471,19 @@ def test_evaluate_on_a_refit_scores_every_sample_and_says_it_is_in_sample(run, c
     assert main(["evaluate", str(AC_CONFIG), "-i", str(run), "--split", "validation"]) == 2
     err = capsys.readouterr().err
     assert "refit on every annotation" in err and figure in err and "--split all" in err
+
+
+def test_other_instructions_against_a_refit_s_run_are_scored_on_every_sample_saying_why(
+    run, tmp_path, capsys
+):
+    """Its seed instruction, asked on the validation split of a refit's run: nothing was held out
+    (the result was refit on every annotation), so every sample is scored, and the warning says
+    that — never that the run kept its seed (a newcomer read that of a run whose refit was chosen)."""
+    result = json.loads((run / "result.json").read_text())
+    assert result["best_id"] != 0
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps(result["seed_instructions"]))
+    argv = ["evaluate", str(AC_CONFIG), "-i", str(seed), "--split", "validation", "--run", str(run), "--json"]
+    main(argv)
+    err = capsys.readouterr().err
+    assert "holds no sample out" in err and "refit on every one" in err and "seed kept" not in err

@@ -302,10 +302,15 @@ def chosen_positions(
         mismatch = other_metric(run_dir, config)
         return None, [n for n in (refit, mismatch) if n]
     positions = validation_positions(run_dir, dataset, config=config)
-    if not positions:  # small data whose seed was kept after cross-validation: nothing held out
+    if not positions:  # small data: nothing held out (the seed kept, or a refit on every sample)
+        kept = not (_result(run_dir) or {}).get("best_id")
+        why = (
+            "its seed kept: it learned from none of them"
+            if kept
+            else "its result refit on every one, its honest figure the cross-validated one"
+        )
         note = (
-            f"the run in {run_dir} holds no sample out (small data, its seed kept: it learned from "
-            "none of them), so every usable sample is scored"
+            f"the run in {run_dir} holds no sample out (small data, {why}), so every usable sample is scored"
         )
         return None, [note]
     in_sample = learned_from_validation(run_dir, instructions)
@@ -313,8 +318,13 @@ def chosen_positions(
 
 
 def _result_metric(run_dir: str | Path) -> str | None:
+    return (_result(run_dir) or {}).get("metric")
+
+
+def _result(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's result.json, or None when it cannot be read."""
     try:
-        return read_result(run_dir).get("metric")
+        return read_result(run_dir)
     except RunDirError:
         return None
 
