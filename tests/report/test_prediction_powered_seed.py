@@ -54,3 +54,26 @@ def test_the_seed_s_verdicts_are_the_fresh_ones_only_and_never_re_judged(run: Pa
     assert main(["report", str(run)]) == 0  # regenerated: the simulated LLM could judge the rest
     capsys.readouterr()
     assert len(_seed_judged(run)) == judged
+
+
+def test_a_fold_that_learned_nothing_is_said_and_its_verdicts_named_the_seed_s(run: Path) -> None:
+    """The README's run: fold 1's ladder learned nothing, so on its samples the recipe is the seed
+    and the best's cross-validated verdicts there are the seed's. The report says so, and every
+    disagreement names the candidate whose verdict it is (a newcomer read the seed's verdicts as the
+    optimized prompt's, which `evaluate` then scored right on every sample)."""
+    result = read_result(run)
+    ladders = result["stages"]["distill"]["ladders"]
+    idle = [name for name, ids in ladders.items() if name != "all" and not ids]
+    judged_by = {int(p): c for p, c in result["final_choice"]["judged_by"].items()}
+    md = (run / "report.md").read_text()
+    seeds = sum(c == 0 for c in judged_by.values())
+    stop = result["stages"]["distill"]["stop"][idle[0]]
+    said = f"learned nothing general (it stopped: {stop}), so on its {seeds}"
+    assert idle and said in md
+    table = _section(md, "Where the best prompt still disagrees with the humans")
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| #")]
+    assert rows and "| judged by |" in table
+    for row in rows:
+        position = int(row[0].strip("| #"))
+        who = "the seed (its fold learned nothing)" if judged_by[position] == 0 else f"#{judged_by[position]}"
+        assert who in row

@@ -17,6 +17,7 @@ only, and the failed ones are counted apart (:attr:`RunFacts.failed`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import re
 from collections.abc import Mapping, Sequence
@@ -74,6 +75,8 @@ class Disagreement:
         judge_reason: the best candidate's reason (or its error).
         human_reason: the human's reason (edited, or accepted), None when there is none.
         human_action: ``edited``, ``rejected without an edit``, ``accepted`` or ``target``.
+        judged_by: a refit's cross-validated picture: the lineage id of the fold candidate whose
+            verdict this is (0: the seed, where the fold's ladder learned nothing); None otherwise.
     """
 
     split: str
@@ -84,6 +87,7 @@ class Disagreement:
     judge_reason: str
     human_reason: str | None
     human_action: str
+    judged_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -164,11 +168,13 @@ class RunFacts:
         if judged is None or self.dataset is None:
             return []
         labels = self.labels
+        by = self.cross_validated_by if split == "validation" else {}
         out = []
         for p in sorted(judged):
             label, j = labels[p], judged[p]
             if label is not None and j.score is not None and _disagrees(j.score, label, self.binary):
-                out.append(_disagreement(split, p, self.dataset.samples[p], label, j, self.prompt_name))
+                found = _disagreement(split, p, self.dataset.samples[p], label, j, self.prompt_name)
+                out.append(dataclasses.replace(found, judged_by=by.get(p)))
         return out
 
 

@@ -646,14 +646,36 @@ def _disagreements(facts: RunFacts) -> Section:
     return Section("Where the best prompt still disagrees with the humans", blocks)
 
 
+def _idle_folds(facts: RunFacts) -> str:
+    """A refit's folds whose ladder learned nothing, in words: on their samples the recipe is the
+    seed, so the cross-validated figure there is the seed's verdicts (empty when there are none)."""
+    distilled = Stages.from_dict(facts.result.get("stages")).distill
+    by = facts.cross_validated_by
+    if distilled is None or not by or facts.result.get("best_id", 0) == 0:
+        return ""
+    idle = [name for name, ids in sorted((distilled.ladders or {}).items()) if name != "all" and not ids]
+    if not idle:
+        return ""
+    seeds = sum(1 for c in by.values() if c == 0)
+    names = " and ".join(f"fold {name}" for name in idle)
+    stops = ", ".join(f"{distilled.stop.get(name, 'n/a')}" for name in idle)
+    return (
+        f"The ladder of {names} learned nothing general (it stopped: {stops}), so on "
+        f"{'its' if len(idle) == 1 else 'their'} {seeds} samples the recipe is the original (seed) "
+        "instruction: the cross-validated figure there is the seed's verdicts, judged afresh (a "
+        "disagreement there names the seed as its judge)."
+    )
+
+
 def _disagreement_blocks(found: list[Any]) -> list[Para | Table]:
     if not found:
         return []
     shown = found[:MAX_DISAGREEMENTS]
     reference = any(d.inputs.get("reference") for d in shown)  # the judge saw it: so does the reader
+    by = any(d.judged_by is not None for d in shown)  # a refit's: each verdict a fold candidate's
     headers = ["sample", "question", *(["reference"] if reference else []), "response"]
-    headers += ["human", "judge", "judge's reason", "human's reason"]
-    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d, reference) for d in shown])]
+    headers += ["human", "judge", *(["judged by"] if by else []), "judge's reason", "human's reason"]
+    blocks: list[Para | Table] = [Table(headers, [_disagreement_row(d, reference, by) for d in shown])]
     if len(found) > MAX_DISAGREEMENTS:
         blocks.append(Para(f"… and {len(found) - MAX_DISAGREEMENTS} more."))
     return blocks
@@ -668,11 +690,12 @@ def _short(value: Any, limit: int = 240) -> str:
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
-def _disagreement_row(d: Any, reference: bool = False) -> list[str]:
+def _disagreement_row(d: Any, reference: bool = False, by: bool = False) -> list[str]:
     human = d.human_reason or f"({d.human_action}; no reason given)"
     if d.human_reason and d.human_action != "accepted":
         human = f"{d.human_reason} ({d.human_action})"
     verdict = "n/a" if d.verdict is None else f"{d.verdict:g}"
+    who = "the seed (its fold learned nothing)" if d.judged_by == 0 else f"#{d.judged_by}"
     return [
         f"#{d.position}",
         _short(d.inputs.get("user_input"), 160),
@@ -680,6 +703,7 @@ def _disagreement_row(d: Any, reference: bool = False) -> list[str]:
         _short(d.inputs.get("response"), 140),
         f"{d.label:g}",
         verdict,
+        *([who] if by else []),
         _short(d.judge_reason),
         _short(human, 400),
     ]
@@ -899,6 +923,9 @@ def _pipeline(facts: RunFacts) -> Section | None:
             ),
             Table(["rung", "fold", "round", "validation", "lessons applied"], ladder_rows),
         ]
+    idle = _idle_folds(facts)
+    if idle:
+        blocks.append(Para(idle))
     left = [x for x in lessons if x.get("applied_round") is None]
     if left:
         facts_left = sum(1 for x in left if x.get("sample_fact"))
