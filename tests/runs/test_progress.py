@@ -141,7 +141,7 @@ def test_the_first_phase_says_it_started_before_its_first_answer():
     progress(Event("stage_start", 0, {"stage": "distill"}))
     assert lines == [
         "distillation (meta calls only): started, waiting for the first answer; "
-        "0 of at most 0 LLM calls (1 s); before it: loading the annotations 1 s"
+        "0 LLM calls (1 s); before it: loading the annotations 1 s"  # no bound said yet: none shown
     ]
     now[0] = 161.0
     progress(_call(1, bound=10))
@@ -149,3 +149,20 @@ def test_the_first_phase_says_it_started_before_its_first_answer():
     progress(Event("stage_end", 0, {"stage": "distill", "candidates": [1]}))
     progress(_call(2, bound=10))
     assert lines[-1].startswith("verification on held-out samples: 2 of at most 10")
+
+
+@pytest.mark.parametrize(
+    ("expected", "bound", "shown"),
+    [
+        (None, 0, "0 LLM calls"),
+        (37, 0, "0 of ~37 expected LLM calls"),
+        (37, 768, "0 of ~37 expected, at most 768 LLM calls"),
+        (None, 768, "0 of at most 768 LLM calls"),
+    ],
+)
+def test_the_count_says_only_what_is_known(expected, bound, shown):
+    """Before the run's first call event the bound is unknown: the count never says "at most 0" (a
+    newcomer saw "0 of ~37 expected, at most 0 LLM calls" and later "at most 768")."""
+    progress = CallProgress(bar=False, write=lambda _: None, clock=lambda: 0.0, interval_s=3600)
+    progress.expected, progress.bound = expected, bound
+    assert progress._count() == f"{shown} (0 s)"

@@ -248,7 +248,8 @@ class CallProgress:
         total = self.total()
         if self._tqdm is None:
             self._tqdm = tqdm(total=total, initial=self.calls, unit="call", desc=desc, leave=False)
-            self._tqdm.set_postfix_str(f"at most {self.bound:,}", refresh=False)
+            if self.bound:
+                self._tqdm.set_postfix_str(f"at most {self.bound:,}", refresh=False)
             return
         if self._tqdm.total != total:
             self._tqdm.total = total
@@ -257,8 +258,12 @@ class CallProgress:
         self._tqdm.update(self.calls - self._tqdm.n)
 
     def _count(self) -> str:
-        expected = f"~{self.expected:,} expected, " if self.expected is not None else ""
-        return f"{self.calls:,} of {expected}at most {self.bound:,} LLM calls ({self._elapsed()})"
+        """ "N of ~E expected, at most M LLM calls (T s)"; the bound left out until the run has
+        said it (its first call event), never "at most 0"."""
+        of = [f"~{self.expected:,} expected"] if self.expected is not None else []
+        of += [f"at most {self.bound:,}"] if self.bound else []
+        head = f"{self.calls:,} of {', '.join(of)}" if of else f"{self.calls:,}"
+        return f"{head} LLM calls ({self._elapsed()})"
 
     def _elapsed(self) -> str:
         return f"{self.clock() - self._started:.0f} s"
