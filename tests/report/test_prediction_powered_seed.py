@@ -77,3 +77,15 @@ def test_a_fold_that_learned_nothing_is_said_and_its_verdicts_named_the_seed_s(r
         position = int(row[0].strip("| #"))
         who = "the seed (its fold learned nothing)" if judged_by[position] == 0 else f"#{judged_by[position]}"
         assert who in row
+
+
+def test_captions_and_counts_say_what_is_drawn(run: Path) -> None:
+    """The seed's matrix is not drawn here: the image's caption names only the chosen judge's (it
+    said "(seed, chosen)"), and a count of one is singular ("1 lessons were not applied")."""
+    md = (run / "report.md").read_text()
+    assert "![Confusion matrix, cross-validated (chosen)](plots/confusion.png)" in md
+    left = [x for x in read_result(run)["lessons"] if x.get("applied_round") is None]
+    if len(left) == 1:
+        assert "1 lesson was not applied" in md
+    else:
+        assert f"{len(left)} lessons were not applied" in md

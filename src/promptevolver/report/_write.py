@@ -543,13 +543,15 @@ def _confusion(facts: RunFacts) -> Section | None:
         if facts.failed.get(("best", "validation")):
             text = "No validation verdict was measured: every evaluation failed."
         return Section(f"Confusion matrices ({_held_out_name(facts)})", [Para(text)])
-    matrices = []
-    for who, label in (("seed", "Original (seed)"), ("best", "Optimized (best)")):
+    matrices, drawn = [], []
+    for who, label, short in (("seed", "Original (seed)", "seed"), ("best", "Optimized (best)", "chosen")):
         found = facts.agreements.get((who, "validation"))
         if found is not None and found.confusion is not None:
             matrices.append((label, found.confusion))
+            drawn.append(short)
     tables.append(Para("Rows: the human label; columns: the judge's verdict. The diagonal is agreement."))
-    caption = f"Confusion matrices, {_held_out_name(facts)} (seed, chosen)"
+    what = "Confusion matrices" if len(drawn) > 1 else "Confusion matrix"
+    caption = f"{what}, {_held_out_name(facts)} ({', '.join(drawn)})"
     tables.append(Image("confusion.png", confusion_png(matrices), caption))
     return Section(f"Confusion matrices ({_held_out_name(facts)})", tables, row=True)
 
@@ -931,8 +933,9 @@ def _pipeline(facts: RunFacts) -> Section | None:
         facts_left = sum(1 for x in left if x.get("sample_fact"))
         blocks.append(
             Para(
-                f"{len(left)} lessons were not applied: {facts_left} quote a name, number or phrase of one "
-                "sample (they cannot transfer), the others came after the round's best evidenced ones."
+                f"{len(left)} lesson{'s were' if len(left) != 1 else ' was'} not applied: {facts_left} "
+                "quote a name, number or phrase of one sample (they cannot transfer), the others came "
+                "after the round's best evidenced ones."
             )
         )
     cross = stages.cross_fit
