@@ -1125,8 +1125,13 @@ def search_warranted(run: StageView, verified: Candidate) -> SearchRecord:
     elif unshown and any(stop in ("rounds", BudgetStop.LADDER) for stop in stops.values()):
         why = f"the distillation stopped with {unshown} corrections not shown yet"
     else:
-        where = "verdict corrections, cross-validated" if refit else "held-out verdict corrections"
-        fixes = f"it fixes {fixed} of {total} {where}" if total else "no verdict correction to fix there"
+        where = "cross-validated" if refit else "held out"
+        fixes = (
+            f"{where}, it judges {fixed} of the {total} samples whose recorded verdict the humans "
+            "corrected as they did"
+            if total
+            else "no verdict correction to fix there"
+        )
         kept = (
             "the refit was kept, the folds not saying its recipe hurts"
             if refit

@@ -153,7 +153,7 @@ async def _judge_seed(
         # judged afresh beyond the draw: the samples of folds that learned nothing (not in the estimate)
         "also_judged": len(asked) - len(draw),
         "agreement": None if agreement is None else round(agreement, 6),
-        "recorded_agreement": RECORDED_AGREEMENT,
+        "agreement_needed": RECORDED_AGREEMENT,  # the threshold, not a measurement
     }
     if agreement is not None and agreement >= RECORDED_AGREEMENT:
         return ppi, scores[1:], record, scored
@@ -412,7 +412,7 @@ def seed_sentence(seed_figure: Mapping[str, Any]) -> str:
         return (
             f"the seed was judged on every one of the {of} samples (its fresh verdicts equal the "
             f"recorded ones on only {equal} of the drawn ones, below "
-            f"{seed_figure.get('recorded_agreement', RECORDED_AGREEMENT):.0%})"
+            f"{seed_figure.get('agreement_needed', RECORDED_AGREEMENT):.0%})"
         )
     return f"the seed was judged on every one of the {of} samples"
 
