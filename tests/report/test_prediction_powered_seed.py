@@ -89,3 +89,12 @@ def test_captions_and_counts_say_what_is_drawn(run: Path) -> None:
         assert "1 lesson was not applied" in md
     else:
         assert f"{len(left)} lessons were not applied" in md
+
+
+def test_a_small_data_report_speaks_of_its_one_picture_never_of_parts_it_has_no(run: Path) -> None:
+    """Nothing is held out: the report never says "Train: per-sample verdicts are not available"
+    nor that its figures are "for the whole part (train or validation)" (a newcomer's finding)."""
+    md = (run / "report.md").read_text()
+    assert "Train: per-sample verdicts are not available" not in md
+    assert "(train or validation)" not in _section(md, "Seed vs best")
+    assert "Small data: every usable annotation is in this one picture" in md

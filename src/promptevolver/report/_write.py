@@ -382,6 +382,15 @@ def _scores(facts: RunFacts) -> Section:
         )
     else:
         direction = "higher" if (r.get("loss") or {}).get("higher_is_better", True) else "lower"
+        if _cross_validated(facts) or _kept_whole(facts):  # small data: one picture, every sample
+            blocks.append(
+                Para(
+                    f"Small data: every usable annotation is in this one picture, {name} here is the figure "
+                    f"of the summary line and result.json ({direction} is better). Failed evaluations are "
+                    "not verdicts and are counted apart." + (_ORDINAL_NOTE if ordinal else "")
+                )
+            )
+            return Section("Seed vs best", blocks)
         blocks.append(
             Para(
                 f"Every figure is for the whole part (train or validation): when only some of its samples "
@@ -632,6 +641,10 @@ def _wording(facts: RunFacts) -> Section:
 def _disagreements(facts: RunFacts) -> Section:
     blocks: list[Any] = []
     for split in ("validation", "train"):
+        if not facts.positions.get(split) and facts.positions.get(
+            "validation" if split == "train" else "train"
+        ):
+            continue  # a part the run does not have (small data: one picture of every sample)
         if ("best", split) not in facts.judgements:
             blocks.append(Para(f"{split.capitalize()}: per-sample verdicts are not available."))
             continue
