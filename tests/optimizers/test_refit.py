@@ -445,7 +445,9 @@ def test_the_seed_s_figure_is_prediction_powered_when_the_file_records_its_verdi
     fresh = np.mean([world.rules_judge(DEFINITION, p) == world.labels[p] for p in range(len(ds))])
     assert result.scores["seed"]["cross_validated"] == pytest.approx(fresh)
     assert "prediction-powered: judged afresh on 14 of the 40 samples" in result.final_choice["why"]
+    assert "the seed on a random share of the train samples" in result.racing["rule"]
     full = _optimize(ds, TopicWorld(ds), seed_judged_share=1.0)
+    assert "the seed on every train sample" in full.racing["rule"]
     assert full.final_choice["seed_figure"] == {"method": "judged", "fresh": 40, "of": 40}
     assert full.scores == result.scores and full.best_instructions == result.best_instructions
     assert full.usage["llm_calls"]["judge"] - result.usage["llm_calls"]["judge"] == 40 - _drawn(40)

@@ -387,7 +387,14 @@ async def _verify_refit(
     run.end_step()
     run.state.final_choice = choice
     run.state.race = {
-        "rule": "cross-validation: the seed on every train sample, each fold's top rung on its fold",
+        "rule": (
+            "cross-validation: each fold's top rung on its fold; the seed on "
+            + (
+                "a random share of the train samples, the recorded verdicts standing in for the others"
+                if choice.get("seed_figure", {}).get("method") == "prediction_powered"
+                else "every train sample"
+            )
+        ),
         "dropped": [],
         "saved_judge_calls": 0,
         "lower_rungs": "judged on their folds only when the top rungs hurt",
