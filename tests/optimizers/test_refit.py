@@ -541,3 +541,36 @@ def test_an_estimate_that_says_the_recipe_hurts_is_decided_on_the_seed_s_fresh_v
         np.mean([judge(DEFINITION, p) == world.labels[p] for p in range(len(ds))])
     )
     assert "said the recipe hurts (-0.100" in result.final_choice["why"]
+
+
+def test_a_failed_fresh_seed_evaluation_is_counted_never_scored_in_the_estimate():
+    """One of the drawn samples never gets a verdict from the seed (its answers stay unparseable):
+    the estimate leaves it out — a failure with its cause, counted on the seed — and is made from
+    the other fresh verdicts and the recorded ones; no sample is scored as a 0."""
+    ds = topic_dataset()
+    probe = TopicWorld(ds)
+    first = _optimize(ds, probe, generations=0)
+    seed_text = first.seed_instructions[PROMPT]
+    drawn = sorted({i for instruction, i in probe.calls if instruction == seed_text})
+    broken = drawn[0]
+    world = TopicWorld(ds)
+    answer = world.handle
+
+    def handle(request: LLMRequest) -> str:
+        rendered = split_rendered(request.messages)
+        seed_asked = rendered is not None and rendered[0] == seed_text
+        if seed_asked and world.index[json.dumps(rendered[1], sort_keys=True)] == broken:  # type: ignore[index]
+            return "no verdict here"
+        return answer(request)
+
+    world.llm = ScriptedLLM(handler=handle)
+    result = _optimize(ds, world, generations=0)
+    figure = result.final_choice["seed_figure"]
+    assert figure["method"] == "prediction_powered" and figure["fresh"] == len(drawn)
+    seed = next(c for c in result.lineage if c["id"] == 0)
+    assert seed["failures"] == 1 and result.usage["failures_by_cause"].get("parse") == 1
+    # the recorded verdicts agree with the fresh ones here: the estimate is the recorded figure over
+    # the samples measured (the broken one left out, never a 0)
+    measured = [p for p in range(len(ds)) if p != broken]
+    recorded = np.mean([world.recorded[p] == world.labels[p] for p in measured])
+    assert result.scores["seed"]["cross_validated"] == pytest.approx(recorded)
