@@ -67,3 +67,17 @@ def test_the_client_never_shows_a_key_in_its_base_url() -> None:
     assert "bad request" in message
     assert SECRET not in message + repr(client) + client.display_url + str(client.cache_identity())
     assert client.display_url == f"http://127.0.0.1:{srv.port}/v1?api-key=***"
+
+
+@pytest.mark.parametrize("key", ["x", "any", "none", "dummy", "local1"])
+def test_a_local_server_s_placeholder_key_never_mangles_the_words_around_it(key: str) -> None:
+    """A local server checks no key, so people set OPENAI_API_KEY=x or =any: every error the client
+    showed had each 'x' / 'any' in its words replaced ("e***ceeded", "m*** requests"). A short key
+    is masked where it stands alone, never inside a word; an issued key, wherever it appears."""
+    words = "the context was exceeded (max_tokens 512): too many requests, nonetheless dummyish local10"
+    assert redact_text(words, [key]) == words
+    assert redact_text(f"invalid key {key}; Authorization: {key}, key={key}.", [key]) == (
+        "invalid key ***; Authorization: ***, key=***."
+    )
+    issued = "sk9Xq2" + "Lm4Tz8Wv1Rp"  # no 'sk-' prefix: masked as given, even inside a word
+    assert redact_text(f"token{issued}tail and {issued}", [issued]) == "token***tail and ***"

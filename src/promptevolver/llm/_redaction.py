@@ -58,13 +58,22 @@ def _redact_pair(pair: str) -> str:
     return f"{name}={MASK}" if equals else MASK  # a bare token (``?SECRET``) may be the secret
 
 
+#: A given secret at least this long is masked wherever it appears; a shorter one (a local server's
+#: placeholder key such as ``x`` or ``any``) only where it stands as a token of its own, so that the
+#: words around it survive ("max_tokens", "many"): no issued key is that short.
+WHOLE_TOKEN_BELOW = 8
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with each of ``secrets`` (non-empty strings), key-like tokens (``sk-...``), HTTP
-    credentials (``Bearer ...``, ``Basic ...``) and the secret parts of every URL in it replaced
-    by ``***``."""
+    """``text`` with each of ``secrets`` (non-empty strings; one shorter than
+    :data:`WHOLE_TOKEN_BELOW` characters where it stands alone, not inside a word), key-like tokens
+    (``sk-...``), HTTP credentials (``Bearer ...``, ``Basic ...``) and the secret parts of every
+    URL in it replaced by ``***``."""
     for secret in secrets:
-        if secret:
+        if len(secret) >= WHOLE_TOKEN_BELOW:
             text = text.replace(secret, MASK)
+        elif secret:
+            text = re.sub(rf"(?<![A-Za-z0-9_\-]){re.escape(secret)}(?![A-Za-z0-9_\-])", MASK, text)
     text = _URL.sub(lambda m: redact_url(m.group(0)), text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     return _KEY_LIKE.sub(MASK, text)
