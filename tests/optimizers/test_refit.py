@@ -574,3 +574,21 @@ def test_a_failed_fresh_seed_evaluation_is_counted_never_scored_in_the_estimate(
     measured = [p for p in range(len(ds)) if p != broken]
     recorded = np.mean([world.recorded[p] == world.labels[p] for p in measured])
     assert result.scores["seed"]["cross_validated"] == pytest.approx(recorded)
+
+
+def test_the_cross_validated_examples_record_their_embeddings_usage(monkeypatch):
+    """Retrieval by embeddings on small data: the examples stage's record counts the embedding
+    calls as the held-out stage's does (it counted none: a cost left out of the run's figures)."""
+    from promptevolver.testing import LocalOpenAIServer
+
+    monkeypatch.setenv("REFIT_EMBED_KEY", "sk-refit-embeddings-0123456789")
+    ds = topic_dataset()
+    world = TopicWorld(ds, judge=lambda instruction, i: world.recorded[i], teach_by_examples=True)
+    with LocalOpenAIServer(lambda _body: "unused") as server:
+        embeddings = {"model": "bow", "base_url": server.base_url, "api_key_env": "REFIT_EMBED_KEY"}
+        examples = {"policy": "retrieval", "k": 3, "similarity": "embeddings", "embeddings": embeddings}
+        result = _optimize(ds, world, generations=0, examples=examples)
+        calls = len(server.requests)
+    stage = result.stages["examples"]
+    assert stage["judge_calls"] > 0 and calls > 0
+    assert stage["embeddings"]["calls"] == calls and stage["embeddings"]["texts"] == len(ds.samples)

@@ -872,7 +872,8 @@ async def _examples_cross_validated(
             f"no example policy beat candidate {base.id} cross-validated with probability "
             f"{ctx.config.confidence:g}"
         )
-    _record_judged(run, before, started, base, chosen, rows, f"{why}; {verdict}", race)
+    embeddings = ctx.examples.embedding_usage() if ctx.examples is not None else None
+    _record_judged(run, before, started, base, chosen, rows, f"{why}; {verdict}", race, embeddings=embeddings)
     if chosen is not base:
         own = per_policy[chosen.examples]
         leak = static if chosen.examples == "static" else frozenset()
