@@ -43,12 +43,12 @@ class PredictionPoweredScore(Score):
     """A :class:`~promptevolver.evaluation.Score` whose figures are prediction-powered estimates
     (see the module docstring).
 
-    Attributes:
+    Attributes (arrays of shape ``(n,)``, aligned with the positions scored):
         correct: the pseudo-outcome ``z`` of each sample (may leave [0, 1] where a fresh verdict
             differs from the recorded one: ``1 ± 1/π``); NaN where a fresh evaluation failed.
         y_pred: the fresh verdict where judged afresh, else the recorded one (NaN: failed).
-        fresh: boolean mask, shape ``(n,)``: the samples judged afresh.
-        share: ``π``, the share of the samples drawn to be judged afresh.
+        fresh: boolean mask: the samples judged afresh.
+        share: ``π``, the share of the samples drawn to be judged afresh, in (0, 1].
         recorded: ``q(r)``, the recorded verdict's quality at every sample.
     """
 
@@ -57,8 +57,9 @@ class PredictionPoweredScore(Score):
     recorded: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def value_on(self, loss: Loss, mask: np.ndarray, weights: np.ndarray | None = None) -> float | None:
-        """The estimate of the loss over the measured samples within ``mask``: the (weighted) mean
-        pseudo-outcome, through :meth:`Loss.from_mean_quality`; None when none is measured."""
+        """The estimate of the loss over the measured samples within boolean ``mask`` (shape
+        ``(n,)``): the mean pseudo-outcome, weighted by ``weights`` (shape ``(n,)``; None: equal),
+        through :meth:`Loss.from_mean_quality`; None when none is measured."""
         keep = mask & self.measured
         if not keep.any():
             return None
@@ -83,11 +84,13 @@ def prediction_powered(
     positions: Sequence[int],
     labels: Sequence[float | None],
 ) -> PredictionPoweredScore:
-    """The prediction-powered score at ``positions`` (aligned with them): ``recorded`` holds the
-    recorded verdict of every position, ``fresh`` the fresh verdict (None: the evaluation failed)
-    of each position of a simple random sample of ``positions`` drawn by the caller, ``labels``
-    the human labels (indexed by position). A failed fresh evaluation is left out, as
-    :func:`~promptevolver.evaluation.score` leaves it out.
+    """The prediction-powered score at ``positions`` (its arrays of shape ``(len(positions),)``,
+    aligned with them): ``recorded`` holds the recorded verdict of every position, ``fresh`` the
+    fresh verdict (None: the evaluation failed) of each position of a simple random sample of
+    ``positions`` drawn by the caller (the inclusion probability ``π`` is their share), ``labels``
+    the human labels (indexed by position). Angelopoulos et al., "Prediction-powered inference",
+    *Science* 382 (2023), with the Horvitz–Thompson pseudo-outcome of the module docstring. A
+    failed fresh evaluation is left out, as :func:`~promptevolver.evaluation.score` leaves it out.
 
     Raises:
         ValueError: the loss is not a mean of per-sample quality, a position has no recorded

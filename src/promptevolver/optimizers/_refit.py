@@ -169,9 +169,7 @@ def _part(
     y_true, y_pred, correct = (
         np.array([scored[p][k] for p in positions], dtype=np.float64) for k in range(3)
     )
-    measured = ~np.isnan(y_pred)
-    value = ctx.loss(y_true=y_true[measured], y_pred=y_pred[measured]) if measured.any() else None
-    return Score(value, correct, int((~measured).sum()), y_true, y_pred)
+    return _assembled(ctx, y_true, y_pred, correct)
 
 
 def ladders(
@@ -197,13 +195,17 @@ def composite(
         for j, p in enumerate(positions[f]):
             y_pred[index[p]], correct[index[p]] = s.y_pred[j], s.correct[j]
             replaced[index[p]] = True
-    measured = ~np.isnan(y_pred)
-    y_true = loss_seed.y_true
     if isinstance(loss_seed, PredictionPoweredScore) and not replaced.all():  # the seed's stay estimates
-        spliced = dataclasses.replace(
-            loss_seed, correct=correct, y_pred=y_pred, failures=int((~measured).sum())
-        )
+        failures = int(np.isnan(y_pred).sum())
+        spliced = dataclasses.replace(loss_seed, correct=correct, y_pred=y_pred, failures=failures)
         return dataclasses.replace(spliced, value=spliced.estimate(ctx.loss, None))
+    return _assembled(ctx, loss_seed.y_true, y_pred, correct)
+
+
+def _assembled(ctx: RunContext, y_true: np.ndarray, y_pred: np.ndarray, correct: np.ndarray) -> Score:
+    """The :class:`~promptevolver.evaluation.Score` of verdicts gathered from several judgements
+    (arrays of shape ``(n,)``; ``y_pred`` NaN where an evaluation failed: counted, never scored)."""
+    measured = ~np.isnan(y_pred)
     value = ctx.loss(y_true=y_true[measured], y_pred=y_pred[measured]) if measured.any() else None
     return Score(value, correct, int((~measured).sum()), y_true, y_pred)
 
@@ -467,6 +469,4 @@ async def judge_policy(
     y_true = np.array([ctx.labels[p] for p in shown], dtype=np.float64)
     y_pred = np.array([judged.get(p, (np.nan, np.nan))[0] for p in shown], dtype=np.float64)
     correct = np.array([judged.get(p, (np.nan, np.nan))[1] for p in shown], dtype=np.float64)
-    measured = ~np.isnan(y_pred)
-    value = ctx.loss(y_true=y_true[measured], y_pred=y_pred[measured]) if measured.any() else None
-    return Score(value, correct, int((~measured).sum()), y_true, y_pred)
+    return _assembled(ctx, y_true, y_pred, correct)

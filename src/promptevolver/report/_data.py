@@ -50,6 +50,8 @@ __all__ = [
     "RunFacts",
     "lineage",
     "load_run",
+    "seed_estimated",
+    "seed_figure",
     "word_diff",
 ]
 
@@ -328,7 +330,7 @@ def _gather_verdicts(facts: RunFacts, llm: LLMClient | None = None) -> None:
     if judged_by and "train" in focus:  # the cross-validated figure weighs the train focus set
         focus["validation"] = focus.pop("train")
     if estimated:
-        figure = (result.get("final_choice") or {}).get("seed_figure") or {}
+        figure = seed_figure(result)
         fresh, of = figure.get("fresh", "n/a"), figure.get("of", "n/a")
         facts.notes.append(
             f"The seed's figure is prediction-powered: it was judged afresh on {fresh} of the {of} "
@@ -358,14 +360,16 @@ def cross_validation_judges(result: Mapping[str, Any]) -> dict[int, int]:
     return {int(p): int(c) for p, c in (choice.get("judged_by") or {}).items()}
 
 
+def seed_figure(result: Mapping[str, Any]) -> dict[str, Any]:
+    """How a cross-validated run made the seed's figure (result.json ``final_choice.seed_figure``,
+    ``optimizers/_refit.py``: ``method``, ``fresh``, ``of``, ...); empty for any other run."""
+    return dict((result.get("final_choice") or {}).get("seed_figure") or {})
+
+
 def seed_estimated(result: Mapping[str, Any]) -> bool:
-    """A cross-validated run whose seed figure is prediction-powered (result.json
-    ``final_choice.seed_figure``, ``optimizers/_refit.py``): the seed was judged afresh on a
-    random share of the samples only."""
-    if not cross_validation_judges(result):
-        return False
-    figure = (result.get("final_choice") or {}).get("seed_figure") or {}
-    return figure.get("method") == "prediction_powered"
+    """A cross-validated run whose seed figure is prediction-powered (:func:`seed_figure`): the
+    seed was judged afresh on a random share of the samples only."""
+    return bool(cross_validation_judges(result)) and seed_figure(result).get("method") == "prediction_powered"
 
 
 def _key_of(result: Mapping[str, Any], candidate: int) -> CandidateKey:

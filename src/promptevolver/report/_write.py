@@ -39,7 +39,7 @@ from promptevolver.evaluation import agreement_of, loss_label, order_swap_bias, 
 from promptevolver.judge import ORDER_SWAP
 from promptevolver.optimizers import OptimizationResult, Regime, Stages, seed_kept_whole
 from promptevolver.optimizers.strategies import STOP_REASONS
-from promptevolver.report._data import RunFacts, lineage, load_run, seed_estimated, word_diff
+from promptevolver.report._data import RunFacts, lineage, load_run, seed_estimated, seed_figure, word_diff
 from promptevolver.report._examples import examples_section
 from promptevolver.report._plots import (
     Point,
@@ -243,7 +243,7 @@ def _seed_how(facts: RunFacts) -> str:
     """How a prediction-powered seed figure was made, in a parenthesis (else nothing)."""
     if not seed_estimated(facts.result):
         return ""
-    figure = (facts.result.get("final_choice") or {}).get("seed_figure") or {}
+    figure = seed_figure(facts.result)
     return (
         f" (prediction-powered: judged afresh on {figure.get('fresh', 'n/a')} of {figure.get('of', 'n/a')} "
         "samples drawn at random, the verdicts the file records standing in for the others, corrected "
@@ -412,7 +412,7 @@ def _score_row(facts: RunFacts, who: str, split: str) -> list[str]:
     judged = facts.judged.get((who, split))
     n = f"{a.n if a is not None else 0} of {size}" if judged is not None else f"? of {size}"
     if who == "seed" and seed_estimated(facts.result):
-        figure = (facts.result.get("final_choice") or {}).get("seed_figure") or {}
+        figure = seed_figure(facts.result)
         n = f"{figure.get('fresh', '?')} afresh + recorded verdicts, of {size} (prediction-powered)"
     label = "original (seed)" if who == "seed" else "optimized (best)"
     recorded = _score(facts, who, split)
