@@ -408,7 +408,7 @@ def seed_sentence(seed_figure: Mapping[str, Any]) -> str:
         return (
             f"the seed was judged on every one of the {of} samples: its prediction-powered figure (from "
             f"{seed_figure.get('drawn', 'n/a')} fresh verdicts and the recorded ones) said the recipe {by}, "
-            "and every lesson is dropped only on the seed's fresh verdicts"
+            "and the lessons are dropped only on the seed's fresh verdicts"
         )
     if agreement is not None:
         return (
