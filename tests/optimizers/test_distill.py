@@ -14,7 +14,8 @@ from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.errors import ContextLengthExceededError
 from promptevolver.llm._base import LLMRequest
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
-from promptevolver.optimizers._distill import LessonPool, SampleFacts, sample_facts
+from promptevolver.optimizers._distill import BARREN_ROUNDS, Ladder, LessonPool, SampleFacts, sample_facts
+from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.strategies._racing import Race
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
 
@@ -363,6 +364,19 @@ def test_one_rejected_rewrite_is_a_barren_round_and_two_in_a_row_stop_the_ladder
         assert result.best_id == rungs[-1]["id"] or result.best_id in {c["id"] for c in rungs}
     else:
         assert not rungs and stop == "rejected" and len(rewrites) == 2
+
+
+@pytest.mark.parametrize("refusals", [1, BARREN_ROUNDS])
+def test_a_ladder_without_a_rung_gives_a_rejected_lesson_its_second_try(refusals):
+    """A ladder allowed one rejection (a fold's on small data) ends at its first once it has a
+    rung; before its first rung a rejection is a barren round and the lessons get a second try
+    (a fold that learns nothing leaves the recipe unmeasured)."""
+    ladder = Ladder(0, refusals=refusals)
+    ladder.rungs.append(Child(None, None, ["a lesson"], rejected="unchanged instruction"))  # type: ignore[arg-type]
+    ladder.refused = 1
+    assert ladder.refusals_left() == BARREN_ROUNDS - 1
+    ladder.rungs.insert(0, Child(None, {PROMPT: "rung 1"}, ["a lesson"]))  # type: ignore[arg-type]
+    assert ladder.refusals_left() == refusals - 1
 
 
 def _careful_writer(request: LLMRequest) -> str:

@@ -404,6 +404,30 @@ def test_the_refit_s_first_round_takes_the_folds_first_lessons_and_asks_no_call_
     assert result.best_id == ladders["all"][-1] and result.stages["distill"]["stop"]["all"] == "converged"
 
 
+def test_a_fold_s_ladder_ends_at_its_first_rejected_rewrite_the_refit_s_at_its_second():
+    """A prompt engineer that returns the instruction unchanged for a lesson it cannot apply (here:
+    a generic one, once every topic's rule is written) makes the round barren. A fold's ladder,
+    which only tests the recipe and ends at its first barren round, ends at that first rejection;
+    the refit's ladder, whose rung is the result, gives the lesson a second try first."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    meta = world.meta
+
+    def generic_when_done(request: LLMRequest) -> str:
+        answer = meta(request)
+        if request.operation == "feedback" and not json.loads(answer)["feedback"]:
+            lesson = {"lesson": "compare the response with the input more carefully", "explains": []}
+            return json.dumps({"feedback": [lesson]})
+        return answer
+
+    world.meta = generic_when_done  # type: ignore[method-assign]
+    result = _optimize(ds, world)
+    assert result.stages["distill"]["stop"] == {"0": "rejected", "1": "rejected", "all": "rejected"}
+    refused = result.operator_stats["rejected"]["distill: unchanged instruction"]
+    assert refused == 1 + 1 + BARREN_ROUNDS  # a rejection per fold, two for the refit
+    assert _rules(result.best_instructions[PROMPT]) == set(TOPICS)
+
+
 class _Jittery(ScriptedLLM):
     """A scripted LLM whose answers arrive after a random delay: calls finish in another order."""
 
