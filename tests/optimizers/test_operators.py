@@ -170,15 +170,23 @@ def test_the_initial_mutations_each_show_a_full_batch_of_the_corrections():
     assert [len(p.positions) for p in small] == [2, 2]  # two thirds of a pool no larger than a batch
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (to file): mutation._batch draws a new shuffle for each child, so the initial "
-    "children's batches overlap although the docstring promises disjoint slices of one shuffle; "
-    "fixing it changes the pinned genetic runs",
-)
-def test_the_initial_mutations_batches_are_disjoint_while_the_pool_allows():
-    plans = _initial_batches()
-    assert len({pos for p in plans for pos in p.positions}) == 12
+@pytest.mark.parametrize("out_of_bag", [False, True])
+def test_the_initial_mutations_batches_are_disjoint_while_the_pool_allows(out_of_bag):
+    """Each child of the seed is shown its own slice of one shuffle of its pool (out of bag: of
+    the corrections outside the fold it keeps unseen), so no correction is shown twice while the
+    pool holds enough: 3 children of a batch of 4 from 12 corrections see all 12; out of bag, 2
+    children per fold from the other fold's 8 corrections see all 8."""
+    seed = candidate(0, None)
+    if out_of_bag:
+        folds = {p: p % 2 for p in range(16)}
+        v = view([seed], evidence_pool=tuple(range(16)), folds=folds)
+        plans = Mutation().plan_from_evidence(seed, v, 4, np.random.default_rng(0))
+        for fold in (0, 1):
+            shown = [pos for p in plans if p.fold == fold for pos in p.positions]
+            assert len(shown) == len(set(shown)) == 8 and all(folds[pos] != fold for pos in shown)
+    else:
+        plans = _initial_batches()
+        assert len({pos for p in plans for pos in p.positions}) == 12
 
 
 def test_operator_weights_must_not_be_negative():

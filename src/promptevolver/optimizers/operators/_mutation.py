@@ -84,13 +84,17 @@ class Mutation(Weighted):
             p for p in view.train if view.evidence.get(p) is not None and view.evidence[p].kind == "agree"
         ]
         plans = []
+        shuffles: dict[int | None, list[int]] = {}  # one shuffle per pool: its children take slices
         for k in range(count):
             fold = k % view.n_folds if view.folds else None  # out-of-bag: each child keeps a fold unseen
             ok = view.allowed(fold)
             pool = [p for p in view.evidence_pool if ok(p)]
             if not pool:
                 continue
-            batch = _batch(pool, k, size, rng)
+            if fold not in shuffles:
+                shuffles[fold] = rng.permutation(len(pool)).tolist()
+            nth = k // view.n_folds if view.folds else k  # this child's rank among its pool's
+            batch = _batch(pool, shuffles[fold], nth, size, rng)
             contrast = _contrast([p for p in agree if ok(p)], max(1, size // 4), view, rng)
             plans.append(
                 Plan(self.name, (parent,), positions=tuple(batch), contrast=tuple(contrast), fold=fold)
@@ -147,16 +151,16 @@ def _component(view: BreedingView, shown: Sequence[int], rng: np.random.Generato
     return names[int(rng.integers(len(names)))]
 
 
-def _batch(pool: list[int], k: int, size: int, rng: np.random.Generator) -> list[int]:
-    """The ``k``-th child's batch of corrections: consecutive slices of one shuffle while the pool
-    holds more than ``size``; from a smaller pool, an independent draw of two thirds of it (so
+def _batch(pool: list[int], order: list[int], k: int, size: int, rng: np.random.Generator) -> list[int]:
+    """The ``k``-th child's batch of corrections: while the pool holds more than ``size``, the
+    ``k``-th consecutive slice of ``order`` (the pool's one shuffle: disjoint until the pool is
+    used up, then wrapping round); from a smaller pool, an independent draw of two thirds of it (so
     no two children are shown the same samples, which would ask the same question twice)."""
-    order = rng.permutation(len(pool)).tolist()
     if len(pool) > size:
         start = (k * size) % len(pool)
         return [pool[order[(start + i) % len(pool)]] for i in range(size)]
     n = max(1, math.ceil(2 * len(pool) / 3)) if len(pool) > 1 else 1
-    return [pool[i] for i in order[:n]]
+    return [pool[i] for i in rng.permutation(len(pool)).tolist()[:n]]
 
 
 def _failing(candidate: Candidate, view: BreedingView) -> list[int]:
