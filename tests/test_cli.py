@@ -398,6 +398,53 @@ def test_report_regenerates_the_files(run, capsys):
     assert "report.md" in captured.err
 
 
+@pytest.fixture
+def moved_run(tmp_path) -> Path:
+    """A finished run whose config.yaml names its annotations relative to it (both in one tree),
+    then moved one folder deeper: the relative path no longer reaches them."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(AC_CONFIG.parent / yaml.safe_load(AC_CONFIG.read_text())["dataset"], project / "data.json")
+    raw = yaml.safe_load(AC_CONFIG.read_text())
+    raw["dataset"] = "data.json"
+    (project / "config.yaml").write_text(yaml.safe_dump(raw))
+    run = project / "runs" / "ac"
+    assert main(["optimize", str(project / "config.yaml"), "--output", str(run), "-q"]) == 0
+    assert not Path(yaml.safe_load((run / "config.yaml").read_text())["dataset"]).is_absolute()
+    moved = project / "runs" / "deeper" / "ac"
+    shutil.copytree(run, moved)
+    return moved
+
+
+def test_report_of_a_run_whose_annotations_cannot_be_loaded_leaves_its_files_as_they_were(moved_run, capsys):
+    """Rebuilt without its annotations a report would lose every per-sample result (samples.jsonl
+    emptied): refused, in one line naming why and where the path comes from; nothing rewritten."""
+    kept = {n: (moved_run / n).read_bytes() for n in ("report.md", "report.html", "samples.jsonl")}
+    assert kept["samples.jsonl"].count(b"\n") == 18
+    assert main(["report", str(moved_run)]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "report is not rebuilt" in line and "file not found" in line
+    assert f"the `dataset` in {moved_run / 'config.yaml'}" in line and "left as they were" in line
+    assert {n: (moved_run / n).read_bytes() for n in kept} == kept
+
+
+def test_resuming_a_run_whose_annotations_are_not_found_names_the_key(moved_run, capsys):
+    args = ["optimize", "--resume", str(moved_run), "--set", "optimizer.generations=8"]
+    assert main(args) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "file not found" in line
+    assert f"the `dataset` in {moved_run / 'config.yaml'}" in line
+    assert "a relative path there is its folder's" in line
+
+
+def test_a_config_whose_annotations_are_not_found_names_the_file_and_key(tmp_path, capsys):
+    config = _config(tmp_path, dataset="nowhere.json")
+    assert main(["optimize", str(config), "--output", str(tmp_path / "out")]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert f"file {tmp_path / 'nowhere.json'}: file not found (the `dataset` in {config};" in line
+    assert not (tmp_path / "out").exists()
+
+
 def test_report_of_a_directory_without_a_run_fails_with_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 1
     assert "not a run directory (no result.json in it)" in _one_error_line(capsys.readouterr().err)

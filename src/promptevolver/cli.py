@@ -886,7 +886,7 @@ def _report(args: argparse.Namespace) -> int:
     rundir.check_links(args.run_dir)  # before anything of it is read through a link
     rundir.read_result(args.run_dir)  # a run directory: the lock creates nothing elsewhere
     with rundir.locked(args.run_dir):  # one writer at a time: refused while a run writes it
-        facts = load_run(args.run_dir)
+        facts = load_run(args.run_dir, rebuild=True)  # refused rather than emptied of its samples
         paths = write_report(args.run_dir, facts=facts)
         paths.append(write_samples(args.run_dir, facts))
     print(paths[1])

@@ -128,3 +128,20 @@ def test_one_judge_of_a_job_is_read_from_its_folder_and_the_job_dir_says_so(job)
     _, run = job
     with pytest.raises(ConfigError, match="a job of several metrics chose one judge per metric"):
         read_chosen_judge(run)
+
+
+def test_a_job_whose_annotations_cannot_be_loaded_keeps_each_metric_s_report(tmp_path, capsys):
+    """A job moved away from its annotation file: `report` refuses in one line rather than
+    rewriting each metric's report and samples.jsonl without their per-sample results."""
+    import shutil
+
+    run = tmp_path / "run"
+    assert main(["optimize", str(_synthetic_job(tmp_path)), "-o", str(run), "-q"]) == 0
+    moved = tmp_path / "a" / "b" / "run"
+    shutil.copytree(run, moved)
+    kept = {p: p.read_bytes() for p in moved.glob("*/samples.jsonl")}
+    assert kept and all(b.count(b"\n") == 30 for b in kept.values())
+    assert main(["report", str(moved)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "report is not rebuilt" in err[0] and "file not found" in err[0]
+    assert {p: p.read_bytes() for p in kept} == kept

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from promptevolver.config._build import build_loss as build_loss
     from promptevolver.config._build import build_metric as build_metric
     from promptevolver.config._build import build_run_parts as build_run_parts
+    from promptevolver.config._build import check_dataset_found as check_dataset_found
     from promptevolver.config._build import load_dataset as load_dataset
     from promptevolver.config._build import resolve_prompt as resolve_prompt
     from promptevolver.config._overrides import OverrideError as OverrideError

@@ -7,6 +7,7 @@ models only admit known ones, and their errors list them).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from promptevolver.annotations import (
     LabelScale,
@@ -23,7 +24,7 @@ from promptevolver.config._models import (
     SyntheticSource,
 )
 from promptevolver.config._prompt_match import PromptMatch, match_prompt
-from promptevolver.errors import AnnotationError, ConfigError
+from promptevolver.errors import AnnotationError, AnnotationFileNotFoundError, ConfigError
 from promptevolver.evaluation import BinaryMetricLoss, ClassificationLoss, Loss, MSELoss
 from promptevolver.judge import (
     AspectCritic,
@@ -45,6 +46,7 @@ from promptevolver.simulation.simulated_metrics import SimulatedMetricsLLM
 from promptevolver.simulation.synthetic import SyntheticSpec, generate
 
 __all__ = [
+    "check_dataset_found",
     "build_judge",
     "build_llm",
     "build_loss",
@@ -55,8 +57,23 @@ __all__ = [
 ]
 
 
-def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
-    """The annotations of the run's metric: ``metric_name`` if set, else the metric's ``name``.
+def check_dataset_found(dataset: Path, source: str | Path) -> None:
+    """Refuse an annotation file that is not there, naming the config file ``source`` whose
+    ``dataset`` it is (a relative path is that file's folder's: a run directory moved elsewhere
+    finds none).
+
+    Raises:
+        AnnotationFileNotFoundError: naming the file, the config and its key.
+    """
+    if not dataset.exists():
+        where = f"the `dataset` in {source}; a relative path there is its folder's"
+        raise AnnotationFileNotFoundError(f"file not found ({where})", path=dataset)
+
+
+def load_dataset(config: RunConfig, *, source: str | Path | None = None) -> SingleMetricAnnotation:
+    """The annotations of the run's metric: ``metric_name`` if set, else the metric's ``name``;
+    ``source``: the config file ``config`` was read from, named when its ``dataset`` is not found
+    (a relative path is that file's folder's: a run directory moved elsewhere finds none).
 
     Raises:
         AnnotationError: missing/malformed file or sample, a label that does not fit the metric's
@@ -75,6 +92,8 @@ def load_dataset(config: RunConfig) -> SingleMetricAnnotation:
         if synthetic.kind == "statements":
             return generate_statements(StatementsSpec(**arguments))
         return generate(SyntheticSpec(**arguments))
+    if source is not None:
+        check_dataset_found(config.dataset, source)
     name = config.metric_name or config.metric.name
     # The kind of the labels comes from the metric, not from the values: an aspect critic's are
     # 0/1 verdicts, a rubric's scores in its range, a supported fraction's in [0, 1].

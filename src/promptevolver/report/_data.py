@@ -40,7 +40,16 @@ from promptevolver.evaluation import (
 from promptevolver.judge import AspectCritic, ExampleStore, Judgement, label_scale_of
 from promptevolver.llm import LLMClient
 from promptevolver.optimizers import Regime, load_judgements
-from promptevolver.rundir import CHECKPOINT_FILE, ChosenJudge, read_config, read_result
+from promptevolver.rundir import (
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    REPORT_HTML,
+    REPORT_MD,
+    SAMPLES_FILE,
+    ChosenJudge,
+    read_config,
+    read_result,
+)
 
 __all__ = [
     "Disagreement",
@@ -130,6 +139,7 @@ class RunFacts:
         failed: (``seed`` | ``best``, split) → positions whose evaluation failed (not a verdict).
         judged: (``seed`` | ``best``, split) → samples the agreement figures were judged on.
         notes: why something is missing, in plain words.
+        unloaded: why the run's config or annotations could not be loaded (None: they were).
     """
 
     run_dir: Path
@@ -145,6 +155,7 @@ class RunFacts:
     failed: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     judged: dict[tuple[str, str], int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    unloaded: str | None = None
 
     @property
     def labels(self) -> list[float | None]:
@@ -214,25 +225,39 @@ def _disagreement(
 
 
 def load_run(
-    run_dir: str | Path, *, dataset: SingleMetricAnnotation | None = None, llm: LLMClient | None = None
+    run_dir: str | Path,
+    *,
+    dataset: SingleMetricAnnotation | None = None,
+    llm: LLMClient | None = None,
+    rebuild: bool = False,
 ) -> RunFacts:
     """Gather a run's facts (see the module docstring); ``dataset`` skips reloading the annotations,
     ``llm`` (the run's simulated LLM, when the report follows the run) re-judges a missing verdict
-    without building the simulated world again.
+    without building the simulated world again. ``rebuild``: the facts are for rewriting the run's
+    report and samples.jsonl (``promptevolver report``), which a report without the annotations
+    would empty of every per-sample result.
 
     Raises:
         RunDirError: ``run_dir`` has no readable result.json, or one of a newer format
-            (:func:`promptevolver.rundir.read_result`; ``ReportError`` is this class).
+            (:func:`promptevolver.rundir.read_result`; ``ReportError`` is this class); with
+            ``rebuild``, the run's config or annotations cannot be loaded while its report or
+            samples.jsonl is there (they are left as they were).
     """
     directory = Path(run_dir)
     result = read_result(directory)
     loss = result.get("loss") or {}
     facts = RunFacts(run_dir=directory, result=result, binary=loss.get("name") != "MSELoss")
-    facts.config = _config(directory, facts.notes)
+    facts.config = _config(directory, facts)
     if facts.config is not None:
         facts.scale = label_scale_of(build_judge(facts.config.metric))
         facts.binary = facts.scale is None or facts.scale.kind == "binary"
-    facts.dataset = dataset if dataset is not None else _dataset(facts.config, facts.notes)
+    facts.dataset = dataset if dataset is not None else _dataset(directory, facts)
+    kept = [n for n in (REPORT_MD, REPORT_HTML, SAMPLES_FILE) if (directory / n).exists()]
+    if rebuild and facts.unloaded is not None and kept:
+        raise RunDirError(
+            f"{directory}: its report is not rebuilt: {facts.unloaded}; {', '.join(kept)} left as they "
+            "were (rebuilt without the annotations they would lose every per-sample result)"
+        )
     if facts.dataset is not None:
         _gather_verdicts(facts, llm)
         scale = facts.scale or LabelScale(facts.dataset.kind or "numeric")
@@ -242,21 +267,23 @@ def load_run(
     return facts
 
 
-def _config(directory: Path, notes: list[str]) -> RunConfig | None:
+def _config(directory: Path, facts: RunFacts) -> RunConfig | None:
     try:
         return read_config(directory)
     except PromptEvolverError as exc:
-        notes.append(f"The run config could not be read ({exc}); per-sample results are left out.")
+        facts.unloaded = f"the run config could not be read ({exc})"
+        facts.notes.append(f"The run config could not be read ({exc}); per-sample results are left out.")
         return None
 
 
-def _dataset(config: RunConfig | None, notes: list[str]) -> SingleMetricAnnotation | None:
-    if config is None:
+def _dataset(directory: Path, facts: RunFacts) -> SingleMetricAnnotation | None:
+    if facts.config is None:
         return None
     try:
-        return load_dataset(config)
+        return load_dataset(facts.config, source=directory / CONFIG_FILE)
     except PromptEvolverError as exc:
-        notes.append(f"The annotations could not be loaded ({exc}); per-sample results are left out.")
+        facts.unloaded = f"the annotations could not be loaded ({exc})"
+        facts.notes.append(f"The annotations could not be loaded ({exc}); per-sample results are left out.")
         return None
 
 

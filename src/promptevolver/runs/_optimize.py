@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from promptevolver.config import RunConfig, build_loss, build_run_parts, load_dataset, resolve_prompt
+from promptevolver.config import (
+    RunConfig,
+    build_loss,
+    build_run_parts,
+    check_dataset_found,
+    load_dataset,
+    resolve_prompt,
+)
 from promptevolver.errors import CheckpointError, ConfigError, PromptEvolverError
 from promptevolver.judge import AspectCritic
 from promptevolver.llm import LLMClient, preflight
@@ -117,6 +124,8 @@ def execute(
     directory = Path(run_dir)
     check_unlocked(directory)  # another process writing it: say so, not what its files hold
     check_run_dir(directory, resume=resume, force=force)
+    if isinstance(config.dataset, Path):  # before a resume says what it keeps
+        check_dataset_found(config.dataset, source or directory / CONFIG_FILE)
     if resume:
         check_same_search(directory, config, source=source or directory / CONFIG_FILE)
         settings = config.effective_optimizer()

@@ -54,6 +54,7 @@ from promptevolver.config import (
     RunConfig,
     build_loss,
     build_run_parts,
+    check_dataset_found,
     load_dataset,
     resolve_prompt,
 )
@@ -545,6 +546,7 @@ def execute_many(
     rundir.check_unlocked(top)
     _check_job_dir(top, resume=resume, force=force)
     step(f"loading the annotations: {config.dataset}")
+    check_dataset_found(config.dataset, source or top / rundir.CONFIG_FILE)
     present = MetricAnnotation.names_in(config.dataset)
     missing = [n for n in config.metrics if n not in present]
     if missing:
@@ -1030,7 +1032,7 @@ def report_job(run_dir: str | Path) -> list[Path]:
         for n in many:
             rundir.check_links(top / n)
             with rundir.locked(top / n):  # a resume of this metric alone is refused meanwhile
-                facts = load_run(top / n)
+                facts = load_run(top / n, rebuild=True)
                 paths += write_report(top / n, facts=facts)
                 paths.append(write_samples(top / n, facts))
     return paths
