@@ -301,6 +301,16 @@ def test_the_resume_line_says_where_the_run_stopped_in_the_pipeline_or_the_searc
     assert said in text and not_said not in text
 
 
+def test_a_resume_before_anything_was_checkpointed_names_no_population():
+    """Interrupted before its first step finished (under strategy auto: the distillation) a run
+    was said to resume because "the initial population had not finished" (a newcomer's report)."""
+    from promptevolver.runs._resume import ResumePoint
+
+    text = ResumePoint(Path("runs/x"), 0, 0, 0, 6, None).describe(generations=4)
+    assert "from its start (its first step, the distillation or a search's initial population" in text
+    assert "the initial population had not finished" not in text
+
+
 PIPELINE = {
     "dataset": {"synthetic": {"n_samples": 120, "random_seed": 0}},
     "metric": {"name": "answer_correctness", "definition": AC_DEFINITION},

@@ -258,7 +258,10 @@ class ResumePoint:
                     f"too, e.g. --set optimizer.patience={self.since_improvement + 2})"
                 )
         elif self.candidates == 0:
-            head = f"resuming {self.run_dir} from its start (the initial population had not finished)"
+            head = (
+                f"resuming {self.run_dir} from its start (its first step, the distillation or a "
+                "search's initial population, had not finished)"
+            )
         elif self.generation == 0 and self.stages and "search" not in self.stages:
             done = ", ".join(_STAGE_WORDS.get(s, s) for s in self.stages)
             head = f"resuming {self.run_dir} after the pipeline's {done}"
@@ -286,7 +289,10 @@ def _after(generation: int) -> str:
 
 def _step(state: dict[str, Any], generations: Any) -> str:
     if not state.get("candidates"):
-        return "before the initial population finished"
+        return "before its first step finished"
+    stages = [r.name for r in Stages.from_dict(state.get("stages")) if r.ran]
+    if state.get("generation", 0) == 0 and stages and "search" not in stages:
+        return f"after the pipeline's {', '.join(_STAGE_WORDS.get(s, s) for s in stages)}"
     if state.get("generation", 0) == 0:
         return "after the initial population"
     return f"after generation {state['generation']} of {generations}"
