@@ -63,4 +63,52 @@ def load_recorded(
     ):
         scale = PAIRWISE_BINARY if dataset.kind == "binary" else PAIRWISE
         return dataset.with_scale(scale, judge="a pairwise judge"), scale
+    _check_stray_label(dataset, path)
     return dataset, LabelScale(dataset.kind or "numeric")
+
+
+#: Share of a file's labels that must be 0 or 1 for one that is not to read as a slip, not a score.
+BINARY_SHARE = 0.9
+
+
+def _check_stray_label(dataset: SingleMetricAnnotation, path: Path) -> None:
+    """Refuse a file read as numeric only because of a few labels: every recorded verdict is 0 or
+    1 and at least :data:`BINARY_SHARE` of the labels are, so the others are slips in a binary
+    judge's file (a 2 among verdicts), not scores — measured as numeric they would make one
+    "disagreement" of a typo and change every figure's kind.
+
+    Raises:
+        AnnotationError: naming the file, the first such sample and its field.
+    """
+    from promptevolver.annotations import LabelScale
+    from promptevolver.errors import AnnotationError
+    from promptevolver.evaluation import recorded_verdict
+
+    if dataset.kind != "numeric" or not dataset.samples:
+        return
+    numeric = LabelScale("numeric")
+    recorded = [recorded_verdict(s, numeric) for s in dataset.samples if len(s.prompts) == 1]
+    if not recorded or any(v not in (0.0, 1.0) for v in recorded):
+        return
+    values = [(i, field, v) for i, s in enumerate(dataset.samples) for field, v in _labels_of(s)]
+    stray = [(i, field, v) for i, field, v in values if v not in (0.0, 1.0)]
+    if stray and len(values) - len(stray) >= BINARY_SHARE * len(values):
+        i, field, v = stray[0]
+        raise AnnotationError(
+            f"sample {i}, field '{field}': {v:g} is not 0 or 1, while every recorded verdict and "
+            f"{len(values) - len(stray)} of the {len(values)} labels are (a binary judge's file); fix it, "
+            "or pass --scale numeric if the labels are scores",
+            path=path,
+        )
+
+
+def _labels_of(sample: object) -> list[tuple[str, float]]:
+    """A sample's label values: ``metric_output`` (NaN aside) and ``target`` (when set)."""
+    out: list[tuple[str, float]] = []
+    output = getattr(sample, "metric_output", None)
+    if isinstance(output, int | float) and output == output:
+        out.append(("metric_output", float(output)))
+    target = getattr(sample, "target", None)
+    if isinstance(target, int | float) and target == target:
+        out.append(("target", float(target)))
+    return out
