@@ -382,6 +382,7 @@ def test_a_usable_sample_missing_a_field_the_judge_shows_fails_at_load(
     assert len(errors) == 1 and "Traceback" not in err, err
     line = errors[0]
     assert f"sample {position}" in line and "field 'metric_input.response'" in line and "data.json" in line
+    assert "(it has 'user_input'" in line  # what the sample holds instead: a renamed column shows
     assert not out.exists()
 
 

@@ -325,5 +325,7 @@ def pick_inputs(
     """
     for field in required:
         if inputs.get(field) in (None, "", []):
-            raise AnnotationError(f"{metric} needs {field!r}", field=f"metric_input.{field}")
+            given = [k for k, v in inputs.items() if v not in (None, "", [])]
+            has = f" (it has {', '.join(map(repr, given))})" if given else " (it has no input field)"
+            raise AnnotationError(f"{metric} needs {field!r}{has}", field=f"metric_input.{field}")
     return {k: inputs[k] for k in (*required, *optional) if inputs.get(k) is not None}
