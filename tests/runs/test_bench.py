@@ -56,6 +56,24 @@ def test_nothing_measured_is_na_not_zero():
     assert line.startswith("| c | 1 | n/a | n/a | 0.750 ± 0.000 |")
 
 
+def test_a_refits_cross_validated_figure_is_summarised_beside_the_seeds():
+    """Small data: a refit has no validation or train figure of its own; its honest one is the
+    cross-validated one, which the summary showed as n/a everywhere (a newcomer's report)."""
+    runs = []
+    for seed, (seed_cv, best_cv) in enumerate([(0.889, 0.889), (0.889, 0.833), (0.833, 0.944)]):
+        result = _result(None, None)
+        result.scores["seed"] = {"train": seed_cv, "cross_validated": seed_cv}
+        result.scores["best"] = {"cross_validated": best_cv}
+        runs.append((seed, result, 1.0))
+    row = summarize_config("c", runs)
+    assert row["best_cross_validated"]["mean"] == pytest.approx((0.889 + 0.833 + 0.944) / 3)
+    assert row["seed_cross_validated"]["mean"] == pytest.approx((0.889 + 0.889 + 0.833) / 3)
+    line = to_markdown({"machine": bench.machine(), "configs": [row]}).splitlines()[-1]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2:5] == ["n/a", "n/a", "n/a (3 n/a)"] or cells[4].startswith("n/a")
+    assert cells[5].startswith("0.870 ± ") and cells[6].startswith("0.889 ± ")
+
+
 def test_the_summary_is_written_atomically(tmp_path, monkeypatch):
     with rundir.locked(tmp_path):  # a benchmark's folder (marked as ours) from an earlier run
         pass
