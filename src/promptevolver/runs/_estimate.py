@@ -591,8 +591,8 @@ class _Plan:
 
     def refit_distill(self, batches: int) -> tuple[float, float, float]:
         """With a refit: (lessons calls and rewrite calls of the folds' ladders and the refit's, the
-        share of folds whose ladder makes a rung, :meth:`fold_learns`). Per prompt, with T rounds that teach
-        (:meth:`productive_rounds`), b lessons calls a round and ρ = ``rejected_rewrites``:
+        share of folds whose ladder makes a rung, :meth:`fold_learns`). Per prompt, with T rounds that
+        teach (:meth:`fold_rounds`), b lessons calls a round and ρ = ``rejected_rewrites``:
 
         * a fold's ladder that learns: T lessons rounds that teach, then the one barren round that
           ends it — ``(T + 1)·b`` lessons calls — and T rewrites, plus one rejected rewrite when it
@@ -654,10 +654,9 @@ class _Plan:
         tops = self.model.out_of_bag_rungs if self.ladders > 1 else 1.0
         tops *= self.reasoned() + self.model.unreasoned_rungs * (1.0 - self.reasoned())
         rungs: float = tops if taught else 0.0
-        also = 0.0  # the seed's verdicts beyond its fresh draw
         if self.refit and distilling:  # the folds' tops, each on its own fold: one n_train together
             asks, rewrites, rungs = self.refit_distill(batches)
-            meta, also = asks + rewrites, self.seed_also_judged(rungs)
+            meta = asks + rewrites
         examples = float(example_candidates(self.cfg)) if self.prompts == 1 else 0.0
         if self.cfg.racing and self.n_val:  # raced on held-out samples: no gain, one look; out of
             examples /= RACE_LOOKS  # bag (small data) each policy is judged on every train sample
@@ -694,7 +693,7 @@ class _Plan:
             {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
             {
                 "phase": "verify",
-                "judge_calls": float((self.seed_share() + also + rungs) * n_eval * self.judges),
+                "judge_calls": float((self.seed_judged() + rungs) * n_eval * self.judges),
                 "meta_calls": 0.0,
             },
             {"phase": "examples", "judge_calls": float(examples * n_eval * self.judges), "meta_calls": 0.0},
