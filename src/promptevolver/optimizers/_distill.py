@@ -322,14 +322,13 @@ class Ladder:
     #: try (judgeworld's engineer skips a lesson 1 time in 10: a first rejection ending a fold's
     #: ladder there kept the seed on one run of 9 on an 18-annotation file).
     refusals: int = BARREN_ROUNDS
+    #: Stopped by a rejection or the budget.
+    ended: bool = False
 
     def refusals_left(self) -> int:
         """Rejections in a row still allowed before the ladder ends."""
         made_rung = any(rung.instructions is not None for rung in self.rungs)
         return (self.refusals if made_rung else BARREN_ROUNDS) - self.refused
-
-    #: Stopped by a rejection or the budget.
-    ended: bool = False
 
 
 class Distiller:
