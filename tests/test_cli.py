@@ -202,7 +202,7 @@ def test_set_reaches_nested_and_free_form_keys(capsys):
     argv += ["--set", "llm.prices.fake={prompt: 1.0, completion: 2.0}"]
     assert main(argv) == 0
     e = json.loads(capsys.readouterr().out)
-    assert e["train"] + e["validation"] == 60 and e["cost_usd"] > 0
+    assert e["usable"] == 60 and e["cost_usd"] > 0  # train: the 48 judged (max_train_samples)
 
 
 def test_resume_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys):

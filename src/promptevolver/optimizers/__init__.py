@@ -38,7 +38,9 @@ from promptevolver.optimizers._cost import phase_calls as phase_calls
 from promptevolver.optimizers._distill import ANSWER_TOKENS as ANSWER_TOKENS
 from promptevolver.optimizers._distill import BARREN_ROUNDS as BARREN_ROUNDS
 from promptevolver.optimizers._distill import CONTEXT_SHARE as CONTEXT_SHARE
+from promptevolver.optimizers._distill import CONTRAST as CONTRAST
 from promptevolver.optimizers._distill import SMALL_BARREN_ROUNDS as SMALL_BARREN_ROUNDS
+from promptevolver.optimizers._distill import SMALL_CONTRAST as SMALL_CONTRAST
 from promptevolver.optimizers._distill import TEMPLATE_TOKENS as TEMPLATE_TOKENS
 from promptevolver.optimizers._evidence import Evidence as Evidence
 from promptevolver.optimizers._evidence import classify as classify
@@ -68,11 +70,13 @@ __all__ = [
     "ANSWER_TOKENS",
     "BARREN_ROUNDS",
     "CONTEXT_SHARE",
+    "CONTRAST",
     "MIN_USABLE_SAMPLES",
     "RESUMABLE_CHANGES",
     "SEED_FRESH_MIN",
     "SIMULATED_NOTE",
     "SMALL_BARREN_ROUNDS",
+    "SMALL_CONTRAST",
     "TEMPLATE_TOKENS",
     "VERDICT_SHARE",
     "GeneticOptimizer",

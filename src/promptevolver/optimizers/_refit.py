@@ -131,8 +131,8 @@ async def _judge_seed(
     ``items`` (judged with it, at once), the record of how the seed's figure was made, and its
     fresh verdicts (position → (y_true, y_pred, correct)). The seed is judged afresh on
     ``standing`` too (the samples of folds whose ladder learned nothing, where the recipe is the
-    seed: its cross-validated verdicts there are fresh ones), which the estimate leaves out (its
-    draw is the random one alone)."""
+    seed: its cross-validated verdicts there are fresh ones), recorded as ``also_judged`` (the
+    estimate expects them: ``runs/_estimate.py``, ``_Plan.seed_also_judged``)."""
     ctx, seed = run.context, run.state.seed
     draw = seed_draw(ctx)
     train = list(ctx.train)
@@ -150,7 +150,7 @@ async def _judge_seed(
         "method": "prediction_powered",
         "fresh": len(draw),
         "of": len(train),
-        # judged afresh beyond the draw: the samples of folds that learned nothing (not in the estimate)
+        # judged afresh beyond the draw: the samples of folds that learned nothing
         "also_judged": len(asked) - len(draw),
         "agreement": None if agreement is None else round(agreement, 6),
         "agreement_needed": RECORDED_AGREEMENT,  # the threshold, not a measurement

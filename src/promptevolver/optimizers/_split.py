@@ -174,9 +174,11 @@ def validation_count(n_usable: int, fraction: float) -> int:
 def split_sizes(n_usable: int, config: GeneticConfig) -> tuple[int, int]:
     """(train, validation) samples a candidate is judged on, for ``n_usable`` usable samples: the
     parts' sizes capped by the focus sizes ``max_train_samples`` / ``max_validation_samples``
-    (validation 0 out-of-bag: the final choice reuses the train judgements)."""
+    (validation 0 out-of-bag: the final choice reuses the train judgements; the train part is
+    every usable sample then, its focus set capped all the same, as :func:`._focus.make_focus`
+    draws it)."""
     if is_out_of_bag(n_usable, config):
-        return n_usable, 0
+        return _capped(n_usable, config.max_train_samples), 0
     n_val = validation_count(n_usable, config.validation_fraction)
     return _capped(n_usable - n_val, config.max_train_samples), _capped(n_val, config.max_validation_samples)
 

@@ -66,17 +66,30 @@ its learning part), s = min(c, ``distill_sample_size``) shown a round:
   data) there is no race: each is judged on every train sample, ``policies · n_train · J``; 0 on
   small data with a refit (tried only when a policy is asked for, and then only when an error
   resembles a correction).
-* *Small data with a refit* (below ``refit_below``, ``optimizers/_refit.py``): ``cv_folds`` ladders
-  each showing (K − 1)/K of the corrections, one barren round each; the refit's rewrites with
-  their lessons, then looks at all the corrections twice;
-  verification ``n_train · J`` for the seed (``seed_judged_share`` of it, at least 10 samples, when
-  the file records a verdict on every sample and the loss is a mean of per-sample quality: its
-  figure is then prediction-powered) plus ``n_train · J`` times the share of folds whose
-  ladder learns a rung, modelled as 1 − exp(−s/4) for s corrections shown (a lesson needs a few
-  corrections; a fold that learns nothing is judged as the seed, at no call). When no fold's
-  ladder learns (``(1 − r)^K`` for that share r) the seed is kept and, under ``strategy: auto``,
-  the search runs from it: the seed judged on the rest of train, about one generation of
-  offspring screened on a minibatch.
+* *Small data with a refit* (below ``refit_below``, ``optimizers/_refit.py``; n_train is the train
+  focus set there too: at most ``max_train_samples`` of the usable samples are judged, though the
+  ladders learn from every correction): ``cv_folds`` = K fold ladders, each showing s = (K − 1)/K
+  of the corrections a round, a share r = 1 − exp(−s / ``fold_corrections``) of them learning a
+  rung (a lesson needs a few corrections). A ladder that learns teaches T = 1 + log₂(1 +
+  s / ``fold_round_corrections``) rounds (an expectation) and asks ``(T + 1)·b`` lessons calls
+  (its one barren round ends it) and T rewrites, plus one rejected rewrite with chance
+  ``rejected_rewrites`` (a fold's ladder ends at its first once it has a rung); a fold that
+  learns nothing asks ``b`` (its barren round). The refit's ladder, when a fold learned
+  (1 − (1 − r)^K), takes the folds' first lessons in its first round with no lessons call, then
+  teaches as a fold's ladder does and ends after two barren rounds: ``(T + 1)·b`` lessons calls,
+  T rewrites, two rejected ones with chance ``rejected_rewrites``; else its two barren looks.
+  Verification: the seed on ``seed_judged_share`` of train (at least 10 samples, when the file
+  records a verdict on every sample and the loss is a mean of per-sample quality: its figure is
+  then prediction-powered; else on all of it), and on the samples of a fold that learned nothing
+  beyond that draw when another fold learned (``seed_figure.also_judged``: ``(1 − f)·((1 − r) −
+  (1 − r)^K)·n_train``, f the drawn share); each fold's top rung on its own fold's samples
+  (``r · n_train`` together). When no fold's ladder learns ((1 − r)^K) the seed is kept and,
+  under ``strategy: auto``, the search runs from it: the seed judged on the rest of train, about
+  one generation of offspring screened on a minibatch. Not modelled (measured on 22 small sets,
+  66 runs): the seed judged on all of train when its fresh verdicts disagree with the recorded
+  ones or the prediction-powered figure says the recipe hurts (1 run in 66), the shallower
+  recipes judged when the top one hurts, and ladders whose every rewrite is rejected before a
+  rung (the bundled helpfulness file: the seed kept, the search run).
 * *Verification*, top first: the seed and each ladder's top rung on the held-out samples
   (``(1 + T) · n_eval · J``, T = 1 top rung held out, ``out_of_bag_rungs`` = 1.2 distinct ones
   out of bag: a fold may write nothing general, or the other fold's rung; times ``ρ + u·(1 − ρ)``,
@@ -127,9 +140,11 @@ from promptevolver.optimizers import (
     ANSWER_TOKENS,
     BARREN_ROUNDS,
     CONTEXT_SHARE,
+    CONTRAST,
     MIN_USABLE_SAMPLES,
     SEED_FRESH_MIN,
     SMALL_BARREN_ROUNDS,
+    SMALL_CONTRAST,
     TEMPLATE_TOKENS,
     VERDICT_SHARE,
     PhaseCalls,
@@ -174,6 +189,16 @@ class CostModel:
     (``auto``) of the estimate. Earlier fits: 6.3 % on average before the careful writer; the
     two-prompt faithfulness_statements config over-counted by 65 %. Refit when the search or
     the simulated judge changes (``python -m benchmarks.perf.estimate_accuracy --fit``).
+
+    Small data with a refit (``fold_corrections``, ``rejected_rewrites``,
+    ``fold_round_corrections``, fitted on those configs alone): over the four bundled files below
+    ``refit_below`` and 18 synthetic sets of 20-90 annotations (6 sizes, 3 generator seeds; 3
+    seeds each) the expected calls err by 5.0 % on average (sd 6.3 %; 25.4 % before the refit's
+    structure was modelled), judge calls 4.0 %, meta calls 13.7 %, tokens 12.8 %; at most +29 %
+    (helpfulness: every rewrite rejected before a rung, the seed kept and searched from). The
+    grid's best ``fold_round_corrections`` was unbounded (ladders that never teach a second
+    round), 8.6 % against 8.8 % at 64: 64 is kept, as the rubric file's ladders do grow (2-5
+    rungs).
     """
 
     pass_rate: float = 0.7
@@ -199,6 +224,16 @@ class CostModel:
     #: edit: only a response's words show what was wrong, and a careful writer rarely finds a
     #: general rule in them); 1 when every correction has a reason.
     unreasoned_rungs: float = 0.5
+    #: Small data with a refit: the corrections a fold's ladder shows a round at which 1 − 1/e of
+    #: the folds learn a rung (:meth:`_Plan.fold_learns`; 22 small sets, 3 seeds each).
+    fold_corrections: float = 2.0
+    #: Small data with a refit: the share of ladders that end at a rejected rewrite (the rewrite
+    #: returned the instruction unchanged, unparseable or failed), each costing a rewrite call
+    #: that makes no rung: one for a fold's ladder, two in a row for the refit's.
+    rejected_rewrites: float = 0.5
+    #: Small data with a refit: the corrections a fold shows a round from which its ladder
+    #: expects a second round that teaches (:meth:`_Plan.fold_rounds`).
+    fold_round_corrections: float = 64.0
 
 
 @dataclass(frozen=True)
@@ -526,26 +561,72 @@ class _Plan:
             return 0
         return max(1, min(self.cfg.distill_rounds - 2, 1 + int(math.log2(1 + shown / 8))))
 
-    def refit_distill(self, batches: int) -> tuple[float, float]:
-        """With a refit: (meta calls of the folds' ladders and the refit's, the share of folds whose
-        ladder makes a rung). A fold's ladder shows (K − 1)/K of the corrections; with few, it often
-        learns only one-sample facts, which are never applied: the share of folds that learn is
-        modelled as 1 − exp(−s/4) for s shown corrections (a lesson needs a few corrections)."""
+    def fold_shown(self) -> int:
+        """With a refit: corrections a fold's ladder shows a round ((K − 1)/K of them)."""
         k = self.cfg.cv_folds
-        out, learn = 0.0, 0.0
-        for shown, ladders in ((self.corrections * (k - 1) / k, k), (self.corrections, 1)):
-            s = max(0, min(self.cfg.distill_sample_size, round(shown)))
-            taught = self.productive_rounds(s)
-            b = max(1, math.ceil(batches * s / max(1, self.shown_all())))
-            if ladders == k:
-                rounds = min(self.cfg.distill_rounds, taught + SMALL_BARREN_ROUNDS) if taught else 1
-            else:  # the refit's: the folds' lessons, then its own barren looks at every correction
-                rounds = BARREN_ROUNDS if taught else 0
-            out += ladders * self.prompts * (rounds * b + taught)
-            if ladders == k:
-                learn = 1.0 - math.exp(-s / 4) if s else 0.0
-                learn *= self.reasoned() + self.model.unreasoned_rungs * (1.0 - self.reasoned())
-        return out, learn
+        return max(0, min(self.cfg.distill_sample_size, round(self.corrections * (k - 1) / k)))
+
+    def seed_judged(self) -> float:
+        """The share of the verified samples the seed is judged on: :meth:`seed_share`, and with a
+        refit the samples of idle folds beyond its draw (:meth:`seed_also_judged`)."""
+        if not self.refit:
+            return self.seed_share()
+        return self.seed_share() + self.seed_also_judged(self.fold_learns(self.fold_shown()))
+
+    def fold_learns(self, shown: float) -> float:
+        """With a refit: the share of the folds' ladders that make a rung, in [0, 1], for ``shown``
+        corrections a round: ``1 − exp(−shown / fold_corrections)`` (a lesson needs a few
+        corrections; whether they carry a human reason does not matter here: the folds of the
+        two-prompt faithfulness file, whose corrections carry none, learned in 9 runs of 9)."""
+        return 1.0 - math.exp(-shown / self.model.fold_corrections) if shown else 0.0
+
+    def fold_rounds(self, shown: float) -> float:
+        """With a refit: the expected rounds that teach of a ladder that learns, for ``shown``
+        corrections a fold shows a round: ``1 + log₂(1 + shown / fold_round_corrections)``, at
+        most ``distill_rounds`` − 2 (an expectation over runs, unlike the whole rounds of
+        :meth:`productive_rounds`; the refit's ladder teaches as many: its first round applies the
+        folds' first lessons)."""
+        rounds = 1.0 + math.log2(1.0 + shown / self.model.fold_round_corrections)
+        return max(1.0, min(self.cfg.distill_rounds - 2, rounds))
+
+    def refit_distill(self, batches: int) -> tuple[float, float, float]:
+        """With a refit: (lessons calls and rewrite calls of the folds' ladders and the refit's, the
+        share of folds whose ladder makes a rung, :meth:`fold_learns`). Per prompt, with T rounds that
+        teach (:meth:`fold_rounds`), b lessons calls a round and ρ = ``rejected_rewrites``:
+
+        * a fold's ladder that learns: T lessons rounds that teach, then the one barren round that
+          ends it — ``(T + 1)·b`` lessons calls — and T rewrites, plus one rejected rewrite when it
+          ends at one (ρ); a fold that learns nothing: its one barren round, ``b``;
+        * the refit's, when a fold learned: its first round applies the folds' first lessons and
+          asks nothing, its T − 1 further rounds that teach and the two barren rounds that end it
+          ask ``(T + 1)·b``, with T rewrites, plus two rejected ones when it ends at them (ρ);
+          when no fold learned, its two barren looks, ``2·b``."""
+        k = self.cfg.cv_folds
+        rho = self.model.rejected_rewrites
+        shown_fold, shown_all = self.fold_shown(), self.shown_all()
+        learn = self.fold_learns(shown_fold)
+        any_learns = 1.0 - (1.0 - learn) ** k
+
+        def calls(shown: int) -> int:
+            return max(1, math.ceil(batches * shown / max(1, shown_all)))
+
+        taught, b = self.fold_rounds(shown_fold), calls(shown_fold)
+        rounds = min(self.cfg.distill_rounds, taught + SMALL_BARREN_ROUNDS)
+        asks = k * (learn * rounds * b + (1.0 - learn) * SMALL_BARREN_ROUNDS * b)
+        rewrites = k * learn * (taught + rho)
+        b = calls(shown_all)  # its rounds teach as a fold's: its first is the folds' first
+        rounds = min(self.cfg.distill_rounds, taught + BARREN_ROUNDS) - 1  # the first asks nothing
+        asks += any_learns * rounds * b + (1.0 - any_learns) * BARREN_ROUNDS * b
+        rewrites += any_learns * (taught + BARREN_ROUNDS * rho)
+        return self.prompts * asks, self.prompts * rewrites, learn
+
+    def seed_also_judged(self, learn: float) -> float:
+        """With a refit: the share of the train samples the seed is judged on beyond its fresh draw
+        (``seed_figure.also_judged``): the samples of a fold whose ladder learned nothing, where the
+        recipe is the seed, when another fold's learned (else the seed is judged alone); ``learn``:
+        the share of folds that learn (:meth:`refit_distill`)."""
+        k = self.cfg.cv_folds
+        return (1.0 - self.seed_share()) * ((1.0 - learn) - (1.0 - learn) ** k)
 
     def seed_share(self) -> float:
         """The share of the verified samples the seed is judged on: with a refit, when its figure
@@ -574,7 +655,8 @@ class _Plan:
         tops *= self.reasoned() + self.model.unreasoned_rungs * (1.0 - self.reasoned())
         rungs: float = tops if taught else 0.0
         if self.refit and distilling:  # the folds' tops, each on its own fold: one n_train together
-            meta, rungs = self.refit_distill(batches)
+            asks, rewrites, rungs = self.refit_distill(batches)
+            meta = asks + rewrites
         examples = float(example_candidates(self.cfg)) if self.prompts == 1 else 0.0
         if self.cfg.racing and self.n_val:  # raced on held-out samples: no gain, one look; out of
             examples /= RACE_LOOKS  # bag (small data) each policy is judged on every train sample
@@ -611,7 +693,7 @@ class _Plan:
             {"phase": "distill", "judge_calls": 0.0, "meta_calls": float(meta)},
             {
                 "phase": "verify",
-                "judge_calls": float((self.seed_share() + rungs) * n_eval * self.judges),
+                "judge_calls": float((self.seed_judged() + rungs) * n_eval * self.judges),
                 "meta_calls": 0.0,
             },
             {"phase": "examples", "judge_calls": float(examples * n_eval * self.judges), "meta_calls": 0.0},
@@ -744,7 +826,9 @@ class _Tokens:
         )
         distill, batches = _distill_tokens(config, metric, examples, plan, meta_count, per_op["rewrite"])
         pipeline = plan.cfg.strategy != "genetic"
-        seed_calls = plan.judges * ((plan.n_val or plan.n_train) if pipeline else plan.n_train + plan.n_val)
+        seed_calls = plan.judges * (
+            (plan.n_val or plan.n_train) * plan.seed_judged() if pipeline else plan.n_train + plan.n_val
+        )
         return cls(
             judge=judge,
             judge_offspring=(judge[0] + growth, judge[1]),
@@ -800,6 +884,7 @@ def _distill_tokens(
         DEFAULT_CONTEXT_TOKENS if llm.provider == "fake" else context_tokens_for(llm.model)
     )
     instruction = next(iter(metric.get_instructions().values()))
+    contrast = SMALL_CONTRAST if plan.refit else CONTRAST  # agreeing samples beside them, as the stage
     items = [ops.Example(e.inputs, e.expected, e.judged, i + 1) for i, e in enumerate(examples[:shown])]
     size = sum(estimate_tokens([e.line()], None) for e in items)
     room = max(
@@ -817,7 +902,7 @@ def _distill_tokens(
             recorder,
             instruction=instruction,
             corrections=items[: max(1, len(items) // batches)],
-            passing=examples[shown : shown + 4],
+            passing=examples[shown : shown + contrast],
             max_lessons=plan.cfg.distill_lessons,
             temperature=plan.cfg.meta_temperature,
             sample_index=0,
@@ -825,9 +910,11 @@ def _distill_tokens(
     )
     (request,) = recorder.requests
     call = (float(count(" ".join(m.content for m in request.messages))), float(count(json.dumps(lessons))))
-    taught = plan.productive_rounds()
-    rounds = min(plan.cfg.distill_rounds, taught + 2)
-    asks, rewrites = rounds * batches, taught
+    if plan.refit:  # the folds' ladders and the refit's, as the calls count them
+        asks, rewrites, _ = plan.refit_distill(batches)
+    else:
+        taught = plan.productive_rounds()
+        asks, rewrites = min(plan.cfg.distill_rounds, taught + 2) * batches, taught
     total = asks + rewrites
     mean = (
         (asks * call[0] + rewrites * rewrite[0]) / total,

@@ -85,9 +85,10 @@ def _usd(amount: float) -> str:
 def _split(e: Estimate) -> str:
     """The split in words: out of bag (small data), or each part and the samples judged in it."""
     if e.regime is Regime.OUT_OF_BAG:
+        judged = f", each candidate judged on {e.train:,} of them" if e.train < e.usable else ""
         return (
             f"{e.usable} usable annotations, small data: all used to learn and to choose "
-            "(out-of-bag), no validation calls"
+            f"(out-of-bag{judged}), no validation calls"
         )
     train = f"{e.train_part:,} train" + (f" (judged on {e.train:,})" if e.train < e.train_part else "")
     val = f"{e.validation_part:,} validation" + (
