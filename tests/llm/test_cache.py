@@ -18,6 +18,7 @@ from promptevolver.errors import PermanentLLMError
 from promptevolver.llm import CachedLLM, CacheError, ScriptedLLM, SimulatedJudgeLLM
 from promptevolver.llm._base import ChatMessage, Completion, LLMRequest
 from promptevolver.llm._cache import ResponseStore, cache_key
+from promptevolver.runs._outcome import outcome_lines
 
 IDENTITY = {"provider": "scripted", "model": "m"}
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
@@ -280,12 +281,15 @@ def test_config_cache_key_wraps_the_client_and_a_rerun_makes_no_calls(
     config = LLMConfig(provider="fake", cache=tmp_path / "runs.sqlite")
     options = {"population_size": 3, "generations": 1, "random_seed": 7}
 
+    summaries = []
+
     def optimize() -> tuple[dict, dict]:
         llm = build_llm(config, dataset=ac_dataset, random_seed=7)
         assert isinstance(llm, CachedLLM) and isinstance(llm.inner, SimulatedJudgeLLM)
         result = GeneticOptimizer(metric=ac_metric, llm=llm).optimize(
             dataset=ac_dataset, loss=BinaryMetricLoss(), config=options
         )
+        summaries.append(outcome_lines(result, tmp_path, quiet=True)[0])
         return dict(result), result.usage
 
     first, first_usage = optimize()
@@ -295,6 +299,9 @@ def test_config_cache_key_wraps_the_client_and_a_rerun_makes_no_calls(
     assert calls > 0 and first_usage["cache_hits"] == 0
     assert second_usage["llm_calls"] == {"judge": 0, "meta": 0}
     assert second_usage["cache_hits"] == calls
+    # the summary line says where the answers came from: a rerun is not a run that did nothing
+    assert "response cache" not in summaries[0]
+    assert f"= 0 (and {calls} answered from the response cache)" in summaries[1]
 
 
 def test_no_cache_key_means_no_wrapper(ac_dataset) -> None:

@@ -55,10 +55,12 @@ def outcome_lines(result: OptimizationResult, run_dir: Path, *, quiet: bool = Fa
     failures = result.usage.get("failures") or 0
     causes = ", ".join(f"{c} {n}" for c, n in sorted((result.usage.get("failures_by_cause") or {}).items()))
     failed = f" ({failures} failed after retries: {causes or 'cause not recorded'})" if failures else ""
+    hits = result.usage.get("cache_hits") or 0  # answers the response cache gave: no call made
+    cached = f" (and {hits} answered from the response cache)" if hits else ""
     lines = [
         f"{result.metric}: {name} {figures} | "
         f"LLM calls: {calls['judge']} judge + {calls['meta']} meta = {calls['judge'] + calls['meta']}"
-        f"{failed}{simulated}"
+        f"{cached}{failed}{simulated}"
     ]
     if quiet:
         return lines
