@@ -106,8 +106,30 @@ def test_rerunning_into_a_finished_run_is_refused_and_changes_nothing(tmp_path, 
     before = (copy / rundir.RESULT_FILE).read_bytes()
     assert main(["optimize", str(AC_CONFIG), "-o", str(copy), "-q"]) == 1
     line = _one_line(capsys.readouterr().err)
-    assert "finished run" in line and "--force" in line and f"--resume {copy}" in line
+    assert "finished run" in line and "--force" in line
+    assert "cannot be extended (every operator plan" in line  # it stopped `exhausted`: for good
     assert (copy / rundir.RESULT_FILE).read_bytes() == before
+
+
+def test_a_finished_search_that_may_go_on_is_offered_its_extension(tmp_path, synthetic_config, capsys):
+    run = tmp_path / "search"
+    assert main(["optimize", str(synthetic_config), "-o", str(run), "-q"]) == 0
+    assert json.loads((run / rundir.RESULT_FILE).read_text())["stop_reason"] in ("generations", "patience")
+    assert main(["optimize", str(synthetic_config), "-o", str(run), "-q"]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert f"extend it with: promptevolver optimize --resume {run} --set optimizer.generations=N" in line
+
+
+def test_a_finished_run_whose_stop_reason_holds_is_not_offered_an_extension(tmp_path, capsys):
+    """The pipeline's run ends for good ("distilled": no search warranted); the refusal offered
+    `--resume ... --set optimizer.generations=N`, which then only said to expect no generation."""
+    run = tmp_path / "ac"
+    assert main(["optimize", str(AC_CONFIG), "-o", str(run), "-q"]) == 0
+    assert json.loads((run / rundir.RESULT_FILE).read_text())["stop_reason"] == "distilled"
+    assert main(["optimize", str(AC_CONFIG), "-o", str(run), "-q"]) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert "finished run" in line and "--force" in line and "cannot be extended" in line
+    assert "--resume" not in line and "optimizer.strategy=genetic" in line
 
 
 def test_force_starts_afresh_and_leaves_no_stale_file(tmp_path, kept_seed):

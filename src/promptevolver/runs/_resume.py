@@ -90,11 +90,25 @@ def check_run_dir(run_dir: str | Path, *, resume: bool, force: bool = False) -> 
             f"{d} holds an interrupted run{_where(d)}; continue it with: promptevolver optimize "
             f"--resume {d} (or start it over with --force)"
         )
+    words = STOP_REASONS.get(str(_stop_reason(d)))
+    extend = (
+        f"it cannot be extended ({words.final})"
+        if words is not None and words.final
+        else f"extend it with: promptevolver optimize --resume {d} --set optimizer.generations=N "
+        "(and optimizer.patience=M if it stopped on patience)"
+    )
     raise RunDirError(
         f"{d} holds a finished run ({d / rundir.RESULT_FILE}); nothing was changed. Write to another "
-        f"--output, extend it with: promptevolver optimize --resume {d} --set optimizer.generations=N "
-        "(and optimizer.patience=M if it stopped on patience), or overwrite it with --force"
+        f"--output, or overwrite it with --force; {extend}"
     )
+
+
+def _stop_reason(d: Path) -> str | None:
+    """The finished run's stop reason (None when its result.json cannot be read)."""
+    try:
+        return rundir.read_result(d).get("stop_reason")
+    except (RunDirError, OSError, ValueError):
+        return None
 
 
 def _not_resumable(d: Path) -> str:
