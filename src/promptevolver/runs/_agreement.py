@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from promptevolver.annotations import LabelScale, SingleMetricAnnotation
+from promptevolver.annotations import LabelScale, SampleAnnotation, SingleMetricAnnotation
 from promptevolver.errors import ConfigError
 
 __all__ = ["load_recorded"]
@@ -102,13 +102,8 @@ def _check_stray_label(dataset: SingleMetricAnnotation, path: Path) -> None:
         )
 
 
-def _labels_of(sample: object) -> list[tuple[str, float]]:
+def _labels_of(sample: SampleAnnotation) -> list[tuple[str, float]]:
     """A sample's label values: ``metric_output`` (NaN aside) and ``target`` (when set)."""
-    out: list[tuple[str, float]] = []
-    output = getattr(sample, "metric_output", None)
-    if isinstance(output, int | float) and output == output:
-        out.append(("metric_output", float(output)))
-    target = getattr(sample, "target", None)
-    if isinstance(target, int | float) and target == target:
-        out.append(("target", float(target)))
-    return out
+    output, target = float(sample.metric_output), sample.target
+    out = [("metric_output", output)] if output == output else []  # NaN: no label there
+    return out + ([("target", float(target))] if target is not None else [])
