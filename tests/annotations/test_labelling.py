@@ -145,6 +145,11 @@ def test_a_label_of_several_prompts_is_the_samples_own_and_touches_no_prompt(bin
     assert out["prompts"] == sample["prompts"] and out["is_accepted"] is False
     assert out["human_reason"] == "Lyon is not Paris."
     assert SampleAnnotation.model_validate(out).human_label(binary=binary) == 0
+    # what the report, samples.jsonl and the meta calls show as the human's reason: a prompt's own
+    # corrected reason where it has one, else the label's
+    labelled = SampleAnnotation.model_validate(out)
+    assert labelled.human_reason(PROMPT) == "Lyon is not Paris."
+    assert labelled.human_reason("second_prompt") == "not Paris"
     got = recorded_label(SampleAnnotation.model_validate(out), prompt_name=None, binary=binary)
     assert got is not None and (got["value"], got["reason"]) == (0, "Lyon is not Paris.")
     again = labelled_sample(out, _label(1), several)  # a later label replaces it, reason and all

@@ -263,3 +263,25 @@ def test_operators_plan_from_the_parents_the_breeder_selects() -> None:
     # the operators take the parents they are given, whoever chose them
     assert Mutation().plan(view([a, c]), (a,), np.random.default_rng(1)).parents == (a,)  # type: ignore[union-attr]
     assert Crossover().plan(view([a, c]), (c, a), np.random.default_rng(1)).parents == (c, a)  # type: ignore[union-attr]
+
+
+def test_a_label_given_to_a_whole_sample_of_several_prompts_shows_its_reason_to_each():
+    """A metric of several prompts labelled on the review page keeps the human's reason on the
+    sample (``human_reason``): no prompt's output holds it. Meta calls showed each prompt's own
+    output only, so the reason never reached the optimizer; it is now shown beside it."""
+    from promptevolver import SingleMetricAnnotation
+    from promptevolver.annotations import HUMAN_REASON
+    from promptevolver.judge import StatementSupport
+    from promptevolver.simulation import StatementsSpec, generate_statements
+
+    data = generate_statements(StatementsSpec(n_samples=6, random_seed=1))
+    samples = [s.model_dump(mode="json") for s in data.samples]
+    samples[2][HUMAN_REASON] = "The second claim is not in the context."
+    dataset = SingleMetricAnnotation.model_validate({"name": data.name, "samples": samples})
+    metric = StatementSupport(name=data.name)
+    llm = ScriptedLLM(handler=writer)
+    ctx = MetaContext(llm=llm, metric=metric, dataset=dataset, labels=dataset.labels(), config=CONFIG)
+    for name in metric.get_instructions():
+        shown = ctx.example(2, name)
+        assert shown.expected["human_reason"] == "The second claim is not in the context."
+        assert "human_reason" not in ctx.example(3, name).expected

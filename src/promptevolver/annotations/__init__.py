@@ -59,7 +59,6 @@ another that imports it back (``tests/test_import_circles.py``).
 
 from promptevolver.annotations._dataset import BaseSample, EvaluationDataset, SingleTurnSample
 from promptevolver.annotations._io import read_file as read_file
-from promptevolver.annotations._labelling import HUMAN_REASON as HUMAN_REASON
 from promptevolver.annotations._labelling import AnnotationDocument as AnnotationDocument
 from promptevolver.annotations._labelling import HumanLabel as HumanLabel
 from promptevolver.annotations._labelling import LabelTarget as LabelTarget
@@ -81,6 +80,7 @@ from promptevolver.annotations._models import (
     UnusableSample,
     UnusableSamplesWarning,
 )
+from promptevolver.annotations._models import HUMAN_REASON as HUMAN_REASON
 from promptevolver.annotations._models import normalize_metric_input as normalize_metric_input
 from promptevolver.annotations._models import sample_key as sample_key
 from promptevolver.annotations._multi import MetricAnnotation

@@ -49,11 +49,10 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from promptevolver.annotations._io import _SAMPLES, _is_named, _located, read_file
-from promptevolver.annotations._models import SampleAnnotation
+from promptevolver.annotations._models import HUMAN_REASON, SampleAnnotation
 from promptevolver.errors import AnnotationError
 
 __all__ = [
-    "HUMAN_REASON",
     "AnnotationDocument",
     "HumanLabel",
     "LabelTarget",
@@ -74,11 +73,6 @@ class HumanLabel:
     reason: str | None
     annotator: str
     at: str
-
-
-#: The sample key holding the reason of a label that no prompt's output holds (a metric of several
-#: prompts); an extra key, which Ragas' loader ignores and ours keeps.
-HUMAN_REASON = "human_reason"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ _LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
 #: The sample field holding each annotator's label (annotator → label, or a list of labels): the
 #: human label is their majority when the sample has no ``target``.
 ANNOTATOR_FIELD = "annotator_labels"
+#: The sample key holding the reason of a label that no prompt's output holds (a metric of several
+#: prompts: :mod:`._labelling`); an extra key, which Ragas' loader ignores and ours keeps.
+HUMAN_REASON = "human_reason"
 
 
 class UnusableSamplesWarning(UserWarning):
@@ -170,6 +173,20 @@ class SampleAnnotation(BaseModel):
         if math.isnan(self.metric_output):
             return "metric_output is NaN (failed judge call) and there is no target"
         return "rejected sample of a non-binary metric without a target"
+
+    def human_reason(self, prompt_name: str) -> str | None:
+        """The human's reason for the sample's label: the reason of ``prompt_name``'s approved
+        output (:meth:`expected_output`), else the one a label of a metric of several prompts
+        keeps under :data:`HUMAN_REASON` (no prompt's output holds it); None when there is none."""
+        reason = (self.expected_output(prompt_name) or {}).get("reason")
+        return str(reason) if reason else self.label_reason
+
+    @property
+    def label_reason(self) -> str | None:
+        """The reason of a label given to the whole sample (a metric of several prompts, under
+        :data:`HUMAN_REASON`); None when there is none."""
+        given = (self.model_extra or {}).get(HUMAN_REASON)
+        return given if isinstance(given, str) and given.strip() else None
 
     def expected_output(self, prompt_name: str) -> dict[str, Any] | None:
         """The human-approved output of ``prompt_name``: edited, else accepted, else None."""

@@ -207,8 +207,6 @@ def _disagreement(
         action = "edited"
     else:
         action = "accepted" if sample.is_accepted else "rejected without an edit"
-    approved = sample.expected_output(prompt_name) or {}
-    reason = approved.get("reason")
     return Disagreement(
         split=split,
         position=position,
@@ -216,7 +214,7 @@ def _disagreement(
         label=label,
         verdict=j.score,
         judge_reason=j.reason or (f"(failed: {j.error})" if j.error else ""),
-        human_reason=str(reason) if reason else None,
+        human_reason=sample.human_reason(prompt_name),
         human_action=action,
     )
 

@@ -202,14 +202,12 @@ def scorecard_rows(
 
 
 def _row(position: int, sample: SampleAnnotation, label: float, prompt_name: str) -> dict[str, Any]:
-    approved = sample.expected_output(prompt_name) or {}
-    reason = approved.get("reason")
     return {
         "position": position,
         "split": "",
         "metric_input": dict(sample.metric_input),
         "human": label,
-        "human_reason": str(reason) if reason else None,
+        "human_reason": sample.human_reason(prompt_name),
         "judged": {},
         "failures": {},
     }

@@ -152,7 +152,11 @@ class MetaContext:
             annotation = sample.prompts.get(prompt_name)
             inputs = dict(annotation.prompt_input) if annotation and annotation.prompt_input else None
             inputs = inputs or self.metric.prompt_inputs(sample.metric_input)
-            return Example(inputs=inputs, expected=dict(approved or {}), judged=judged)
+            own = dict(approved or {})
+            said = sample.label_reason  # a label given to the whole sample: the human's reason for it
+            if said and own.get("reason") != said:
+                own["human_reason"] = said
+            return Example(inputs=inputs, expected=own, judged=judged)
         expected: dict[str, Any] = {}
         if approved and approved.get("reason"):
             expected["reason"] = approved["reason"]
