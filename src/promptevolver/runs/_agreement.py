@@ -80,7 +80,6 @@ def _check_stray_label(dataset: SingleMetricAnnotation, path: Path) -> None:
     Raises:
         AnnotationError: naming the file, the first such sample and its field.
     """
-    from promptevolver.annotations import LabelScale
     from promptevolver.errors import AnnotationError
     from promptevolver.evaluation import recorded_verdict
 

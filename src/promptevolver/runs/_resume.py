@@ -301,10 +301,15 @@ def _after(generation: int) -> str:
     )
 
 
+def _stages_done(state: dict[str, Any]) -> tuple[str, ...]:
+    """The pipeline stages a checkpoint's state had finished, in order."""
+    return tuple(r.name for r in Stages.from_dict(state.get("stages")) if r.ran)
+
+
 def _step(state: dict[str, Any], generations: Any) -> str:
     if not state.get("candidates"):
         return "before its first step finished"
-    stages = [r.name for r in Stages.from_dict(state.get("stages")) if r.ran]
+    stages = _stages_done(state)
     if state.get("generation", 0) == 0 and stages and "search" not in stages:
         return f"after the pipeline's {', '.join(_STAGE_WORDS.get(s, s) for s in stages)}"
     if state.get("generation", 0) == 0:
@@ -339,7 +344,7 @@ def _resume_point(run_dir: str | Path, data: dict[str, Any]) -> ResumePoint:
         stop_reason=state.get("stop_reason"),
         since_improvement=int(state.get("since_improvement", 0)),
         exhausted=bool(state.get("exhausted", False)),
-        stages=tuple(r.name for r in Stages.from_dict(state.get("stages")) if r.ran),
+        stages=_stages_done(state),
     )
 
 
