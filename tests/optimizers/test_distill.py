@@ -12,9 +12,17 @@ import pytest
 
 from promptevolver import AspectCritic, BinaryMetricLoss, GeneticOptimizer
 from promptevolver.errors import ContextLengthExceededError
+from promptevolver.judge import FEEDBACK_TO_APPLY
 from promptevolver.llm._base import LLMRequest
 from promptevolver.llm.context import DEFAULT_CONTEXT_TOKENS, context_tokens_for, context_window
-from promptevolver.optimizers._distill import BARREN_ROUNDS, Ladder, LessonPool, SampleFacts, sample_facts
+from promptevolver.optimizers._distill import (
+    BARREN_ROUNDS,
+    Ladder,
+    LessonPool,
+    SampleFacts,
+    applied_lessons,
+    sample_facts,
+)
 from promptevolver.optimizers.operators._base import Child
 from promptevolver.optimizers.strategies._racing import Race
 from promptevolver.simulation import SimulatedJudgeLLM, SyntheticSpec, generate
@@ -534,3 +542,65 @@ def test_a_ladder_does_not_converge_while_a_rejected_lesson_waits_for_its_second
     assert applied["check every claim with care"] == 1
     assert applied["weigh every number"] is not None and applied["weigh every number"] >= 4
     assert "weigh every number" in result.best_instructions[PROMPT]
+
+
+def test_a_lesson_is_applied_only_when_a_new_sentence_of_the_rewrite_carries_its_words():
+    before = "Is the response correct compared with the reference?"
+    unit = "The instruction never mentions unit conversion; make it an explicit criterion for the verdict."
+    number = "Add a rule about check every number: the verdicts disagreed where this mattered."
+    careful = "Ask the model to compare the response more carefully before giving the verdict."
+    # the rewrite wrote one of two lessons: the other's only shared word ('criterion') comes from
+    # a sentence that carries more of the first's
+    assert applied_lessons(before, f"{before}\nKey criterion: check every number.", [unit, number]) == [
+        False,
+        True,
+    ]
+    assert applied_lessons(
+        before, f"{before}\nKey criterion: check every number.\nUnit conversion.", [unit, number]
+    ) == [
+        True,
+        True,
+    ]
+    # a one-word criterion is enough when no other lesson shares it
+    assert applied_lessons(
+        before, f"{before} Important: oversimplification.", ["Flag oversimplification.", careful]
+    ) == [
+        True,
+        False,
+    ]
+    # a sentence made of the old instruction's words credits no lesson; none credited: nothing to
+    # tell them apart by, each taken as applied
+    reworded = "Compared with the reference, is the response correct?"
+    assert applied_lessons(before, reworded, [careful, number]) == [True, True]
+    assert applied_lessons(before, f"{reworded} Compare it carefully.", [careful, number]) == [True, False]
+
+
+def test_a_lesson_the_rewrite_left_out_is_recorded_as_not_applied():
+    """Given two lessons, the prompt engineer writes only one (judgeworld's adopts a named
+    criterion 9 times in 10): the other is recorded as not applied, in the lessons and in the
+    rung's feedback (both said applied before), and is not offered again."""
+    ds = make_dataset(20, 6)
+    labels = [int(y) for y in ds.labels()]
+    metric = AspectCritic(name=ds.name, definition=DEFINITION)
+    lessons = ["check every claim with care", "weigh every number"]
+    given: list[list[str]] = []
+
+    def writer(request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        if request.operation == "feedback":
+            return json.dumps({"feedback": [{"lesson": x, "explains": [1]} for x in lessons]})
+        current = text.split("## ")[1].split("\n", 1)[1].split("\n\n")[0].strip()
+        feedback = text.split(FEEDBACK_TO_APPLY)[1].split("\n\n")[0]
+        given.append([x for x in lessons if f"- {x}" in feedback])
+        return json.dumps({"instruction": f"{current}\n- {given[-1][0]}"})  # the first lesson only
+
+    judge = rule_llm(ds, lambda instruction, i: labels[i] if "care" in instruction else 1 - labels[i], writer)
+    result = GeneticOptimizer(metric=metric, llm=judge).optimize(
+        ds, BinaryMetricLoss(), {"random_seed": 7, "strategy": "distill", "refit_below": 0, "small_data": 0}
+    )
+    ladder = {x["text"]: (x["applied_round"], x["offered"]) for x in result.lessons}
+    assert given == [lessons]
+    assert ladder == {"check every claim with care": (1, 1), "weigh every number": (None, 1)}
+    assert "weigh" not in result.best_instructions[PROMPT]
+    (rung,) = [c for c in result.lineage if c["operator"] == "distill"]
+    assert rung["feedback"] == ["check every claim with care"]

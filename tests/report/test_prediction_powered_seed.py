@@ -89,6 +89,8 @@ def test_captions_and_counts_say_what_is_drawn(run: Path) -> None:
         assert "1 lesson was not applied" in md
     else:
         assert f"{len(left)} lessons were not applied" in md
+    left_out = [x for x in left if not x["sample_fact"] and x["offered"]]
+    assert f"{len(left_out)} were given to rewrites that did not write them" in md
 
 
 def test_a_small_data_report_speaks_of_its_one_picture_never_of_parts_it_has_no(run: Path) -> None:

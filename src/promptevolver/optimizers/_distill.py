@@ -32,7 +32,8 @@ it climbs as below. A round, for each prompt of the metric:
    never applied;
 5. **rewrite**: the instruction with the round's new general lessons, best evidenced first, at
    most ``distill_lessons`` (a lesson only one correction carries goes last, and is the first left
-   out) → the next rung.
+   out) → the next rung. A lesson the rewrite left out (:func:`applied_lessons`: no new sentence
+   of it carries the lesson's words) is recorded as not applied, and not offered again.
 
 The ladder stops growing when two rounds in a row teach no new general lesson (``converged``),
 when two rewrites in a row are rejected (unchanged, unparseable, a failed call: ``rejected``;
@@ -76,6 +77,7 @@ __all__ = [
     "Lesson",
     "LessonPool",
     "SampleFacts",
+    "applied_lessons",
     "sample_facts",
 ]
 
@@ -123,6 +125,8 @@ class Lesson:
         fold: the learning fold (out of bag; None otherwise).
         sample_fact: it quotes a name or number that only one sample holds: never applied.
         applied_round: the round whose rewrite applied it (None: not applied).
+        offered: rewrites it was given; one that came back unchanged, or that applied the round's
+            other lessons and not this one (:func:`applied_lessons`), did not apply it.
     """
 
     text: str
@@ -132,6 +136,7 @@ class Lesson:
     fold: int | None = None
     sample_fact: bool = False
     applied_round: int | None = None
+    offered: int = 0
 
     @property
     def evidence(self) -> int:
@@ -148,6 +153,7 @@ class Lesson:
             "fold": self.fold,
             "sample_fact": self.sample_fact,
             "applied_round": self.applied_round,
+            "offered": self.offered,
         }
 
     @classmethod
@@ -160,11 +166,39 @@ class Lesson:
             data.get("fold"),
             data["sample_fact"],
             data.get("applied_round"),
+            data.get("offered", 0),
         )
 
 
 def _words(text: str) -> list[str]:
     return [w for w in (t.lower().rstrip("s") for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP]
+
+
+#: Where an instruction's sentences end: a line break, or a full stop, question or exclamation mark
+#: before a space.
+_SENTENCE_END = re.compile(r"\n+|(?<=[.!?])\s+")
+
+
+def applied_lessons(before: str, after: str, lessons: Sequence[str]) -> list[bool]:
+    """Which of ``lessons``, given together to one rewrite of ``before``, ``after`` applied.
+
+    Each sentence of ``after`` with words ``before`` lacks is credited to the lesson sharing most
+    of those words with it (each lesson it ties with): a lesson no new sentence is credited to
+    was left out (a prompt engineer given three lessons may write two). When no lesson is credited
+    at all (a rewrite that reworded everything in its own words) there is nothing to tell them
+    apart by: each is taken as applied.
+    """
+    old = set(_words(before))
+    mine = [set(_words(text)) - old for text in lessons]
+    credited = [False] * len(lessons)
+    for sentence in _SENTENCE_END.split(after):
+        new = set(_words(sentence)) - old
+        shared = [len(new & words) for words in mine]
+        best = max(shared, default=0)
+        for i, n in enumerate(shared):
+            if n and n == best:
+                credited[i] = True
+    return credited if any(credited) else [True] * len(lessons)
 
 
 _QUOTED = re.compile(r"[\"“‘']([^\"”’']{4,200})[\"”’']")
@@ -552,10 +586,11 @@ class Distiller:
         slot: int,
         round_: int,
     ) -> list[Lesson]:
-        """Prompt ``name``'s instruction rewritten with ``chosen`` (in ``instructions``, each lesson
-        marked applied in ``round_``); returns them, or none when the rewrite is rejected (recorded
-        as a rejected rung): the round is barren and the next offers them once more, or the ladder
-        ends (``ladder.ended``: ``budget``, or the second rejection in a row)."""
+        """Prompt ``name``'s instruction rewritten with ``chosen`` (in ``instructions``); returns the
+        lessons it applied (:func:`applied_lessons`), each marked applied in ``round_`` (those it
+        left out are not, and are not offered again), or none when the rewrite is rejected
+        (recorded as a rejected rung): the round is barren and the next offers them once more, or
+        the ladder ends (``ladder.ended``: ``budget``, or the second rejection in a row)."""
         out = await ops.rewrite(
             ctx.llm,
             instruction=instructions[name],
@@ -564,12 +599,25 @@ class Distiller:
             sample_index=slot,
         )
         ladder.calls += 1
+        for x in chosen:
+            x.offered += 1
         if out.value is not None:
             ladder.refused = 0
+            credited = applied_lessons(instructions[name], str(out.value), [x.text for x in chosen])
             instructions[name] = str(out.value)
-            for x in chosen:
+            applied = [x for x, took in zip(chosen, credited) if took]
+            for x in applied:
                 x.applied_round = round_
-            return list(chosen)
+            # A lesson left out while the others were written is not offered again. Offered once
+            # more by the next round (as a rejected rewrite's lessons are), it was measured in
+            # judgeworld and not kept: 22 small worlds (3 seeds) 0.796 either way at 1 % more
+            # tokens; 6 worlds of 200-2,000 annotations 0.8817 -> 0.8782, two of them 0.006-0.008
+            # lower (most lessons its engineer leaves out name no criterion it knows, and a second
+            # offer takes a fresh lesson's place, or ends a round rejected).
+            for x, took in zip(chosen, credited):
+                if not took:
+                    tried[x.text] = max(tried[x.text], 2)
+            return applied
         given = [x.text for x in chosen]
         ladder.rungs.append(Child(plan, None, given, rejected=out.rejected, error=out.error))
         ladder.refused += 1

@@ -944,11 +944,14 @@ def _pipeline(facts: RunFacts) -> Section | None:
     left = [x for x in lessons if x.get("applied_round") is None]
     if left:
         facts_left = sum(1 for x in left if x.get("sample_fact"))
+        left_out = sum(1 for x in left if not x.get("sample_fact") and x.get("offered"))
         blocks.append(
             Para(
                 f"{len(left)} lesson{'s were' if len(left) != 1 else ' was'} not applied: {facts_left} "
-                "quote a name, number or phrase of one sample (they cannot transfer), the others came "
-                "after the round's best evidenced ones."
+                f"quote a name, number or phrase of one sample (they cannot transfer), {left_out} were "
+                "given to rewrites that did not write them (the instruction came back unchanged, or "
+                "with the round's other lessons only), the others came after the round's best "
+                "evidenced ones."
             )
         )
     cross = stages.cross_fit
