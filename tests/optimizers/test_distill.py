@@ -561,6 +561,16 @@ def test_a_lesson_is_applied_only_when_a_new_sentence_of_the_rewrite_carries_its
         True,
         True,
     ]
+    # a word k lessons hold weighs 1/k: 'reworded answer' goes to its lesson alone, not to the one
+    # that shares 'answer' and 'criterion' with the sentence too (a tie, counting words: a
+    # judgeworld run recorded that one as applied)
+    clearly = "State clearly that the verdict must be 1 when the criterion is met."
+    simplified = (
+        "The instruction never mentions simplified answer is acceptable; make it an explicit criterion."
+    )
+    reworded = "Add a rule about reworded answer: the verdicts disagreed where this mattered."
+    written = f"{before}\nKey criterion: reworded answer."
+    assert applied_lessons(before, written, [clearly, simplified, reworded]) == [False, False, True]
     # a one-word criterion is enough when no other lesson shares it
     assert applied_lessons(
         before, f"{before} Important: oversimplification.", ["Flag oversimplification.", careful]

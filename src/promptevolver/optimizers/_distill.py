@@ -183,20 +183,21 @@ def applied_lessons(before: str, after: str, lessons: Sequence[str]) -> list[boo
     """Which of ``lessons``, given together to one rewrite of ``before``, ``after`` applied.
 
     Each sentence of ``after`` with words ``before`` lacks is credited to the lesson sharing most
-    of those words with it (each lesson it ties with): a lesson no new sentence is credited to
-    was left out (a prompt engineer given three lessons may write two). When no lesson is credited
-    at all (a rewrite that reworded everything in its own words) there is nothing to tell them
-    apart by: each is taken as applied.
+    of those words with it, a word weighing 1/k when k of the lessons hold it (each lesson it ties
+    with): a lesson no new sentence is credited to was left out (a prompt engineer given three
+    lessons may write two). When no lesson is credited at all (a rewrite that reworded everything
+    in its own words) there is nothing to tell them apart by: each is taken as applied.
     """
     old = set(_words(before))
     mine = [set(_words(text)) - old for text in lessons]
+    holders = Counter(w for words in mine for w in words)
     credited = [False] * len(lessons)
     for sentence in _SENTENCE_END.split(after):
         new = set(_words(sentence)) - old
-        shared = [len(new & words) for words in mine]
-        best = max(shared, default=0)
-        for i, n in enumerate(shared):
-            if n and n == best:
+        shared = [sum(1 / holders[w] for w in new & words) for words in mine]
+        best = max(shared, default=0.0)
+        for i, weight in enumerate(shared):
+            if weight and math.isclose(weight, best):
                 credited[i] = True
     return credited if any(credited) else [True] * len(lessons)
 
