@@ -941,17 +941,27 @@ def _pipeline(facts: RunFacts) -> Section | None:
     idle = _idle_folds(facts)
     if idle:
         blocks.append(Para(idle))
-    left = [x for x in lessons if x.get("applied_round") is None]
+    left = _not_applied(lessons)
     if left:
         facts_left = sum(1 for x in left if x.get("sample_fact"))
         left_out = sum(1 for x in left if not x.get("sample_fact") and x.get("offered"))
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (facts_left, "quote a name, number or phrase of one sample (they cannot transfer)"),
+                (
+                    left_out,
+                    "were given to rewrites that did not write them (the instruction came back "
+                    "unchanged, or with the round's other lessons only)",
+                ),
+                (len(left) - facts_left - left_out, "came after the round's best evidenced ones"),
+            )
+            if n
+        ]
         blocks.append(
             Para(
-                f"{len(left)} lesson{'s were' if len(left) != 1 else ' was'} not applied: {facts_left} "
-                f"quote a name, number or phrase of one sample (they cannot transfer), {left_out} were "
-                "given to rewrites that did not write them (the instruction came back unchanged, or "
-                "with the round's other lessons only), the others came after the round's best "
-                "evidenced ones."
+                f"{len(left)} lesson{'s were' if len(left) != 1 else ' was'} not applied by any "
+                f"ladder: {', '.join(parts)}."
             )
         )
     cross = stages.cross_fit
@@ -972,6 +982,24 @@ def _pipeline(facts: RunFacts) -> Section | None:
     elif cross is not None and cross.why:
         blocks.append(Para(f"Cross-fit: not run ({cross.why})."))
     return Section("Pipeline: distill, verify, search", blocks)
+
+
+def _not_applied(lessons: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The lessons no ladder applied, one per wording (each ladder keeps its own record of a
+    lesson: a fold's and the refit's of one wording are one lesson here), the first record of
+    each; one given to a rewrite by any ladder counts as given."""
+    applied = {x["text"] for x in lessons if x.get("applied_round") is not None}
+    first: dict[str, dict[str, Any]] = {}
+    for x in lessons:
+        if x["text"] in applied:
+            continue
+        if x["text"] not in first:
+            first[x["text"]] = dict(x)
+            continue
+        kept = first[x["text"]]
+        kept["offered"] = (kept.get("offered") or 0) + (x.get("offered") or 0)
+        kept["sample_fact"] = bool(kept.get("sample_fact") or x.get("sample_fact"))
+    return list(first.values())
 
 
 def _lineage(facts: RunFacts) -> Section:
