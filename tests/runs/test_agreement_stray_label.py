@@ -31,10 +31,17 @@ def _one_line(err: str) -> str:
     return lines[0]
 
 
+@pytest.mark.parametrize("rejected", [0, 2])
 @pytest.mark.parametrize("field", ["metric_output", "target"])
-def test_one_stray_label_in_a_binary_judges_file_is_refused_naming_it(tmp_path, capsys, field):
+def test_one_stray_label_in_a_binary_judges_file_is_refused_naming_it(tmp_path, capsys, field, rejected):
+    """Alone: with rejected samples, the numeric reading's warning (a rejected sample of a
+    non-binary metric has no label) came first, wrong about the file and a second line."""
+
     def stray(samples):
         samples[7][field] = 2
+        for s in samples[:rejected]:
+            s["is_accepted"] = False
+            s.pop("target", None)
 
     path = _file(tmp_path, stray)
     assert main(["agreement", path]) == 1

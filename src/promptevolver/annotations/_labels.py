@@ -296,12 +296,17 @@ def check_recorded_verdicts(
     or the name of one of ``scale``'s labels when it names them otherwise than ``no`` / ``yes``
     (a pairwise judge's ``"a"`` / ``"b"``).
 
+    A sample whose one prompt's ``edited_output`` gives a verdict other than the label its
+    ``is_accepted`` and ``metric_output`` say (rejected, ``metric_output`` 1, edited verdict 1) says
+    two things: refused too, as neither can be taken for the other.
+
     Raises:
         AnnotationError: the first other value, naming the sample and the field
             (``prompts.NAME.prompt_output.verdict``).
     """
     names = {c.name for c in (scale.label_space() if scale else None) or ()} - {"no", "yes"}
     for index, sample in enumerate(samples):
+        _check_edited_verdict(sample, index, path, metric)
         for name, prompt in sample.prompts.items():
             for part in ("prompt_output", "edited_output"):
                 output = getattr(prompt, part)
@@ -319,6 +324,30 @@ def check_recorded_verdicts(
                         sample_index=index,
                         field=f"prompts.{name}.{part}.verdict",
                     )
+
+
+def _check_edited_verdict(
+    sample: SampleAnnotation, index: int, path: str | Path | None, metric: str | None
+) -> None:
+    """Refuse a one-prompt sample whose edited verdict contradicts the label ``is_accepted`` and
+    ``metric_output`` give (no ``target`` or annotators' labels, which would say which is meant)."""
+    if len(sample.prompts) != 1 or sample.target is not None or sample.annotator_labels():
+        return
+    ((name, prompt),) = sample.prompts.items()
+    edited = prompt.edited_output.get("verdict") if isinstance(prompt.edited_output, dict) else None
+    label = sample.human_label(binary=True)
+    if isinstance(edited, bool) or edited not in (0, 1) or label is None or edited == label:
+        return
+    said = "accepted" if sample.is_accepted else "rejected"
+    raise AnnotationError(
+        f"the edited verdict {edited:g} contradicts the sample's label: {said} with metric_output "
+        f"{sample.metric_output:g} means the human's verdict is {label:g}; fix is_accepted or the edited "
+        "verdict (or give the label as target)",
+        path=path,
+        metric=metric,
+        sample_index=index,
+        field=f"prompts.{name}.edited_output.verdict",
+    )
 
 
 #: Text fields of a metric's input (Ragas' single-turn sample): a string each, when present.

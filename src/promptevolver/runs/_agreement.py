@@ -5,10 +5,16 @@ the recorded judge on (:func:`load_recorded`); the figures are
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from promptevolver.annotations import LabelScale, SampleAnnotation, SingleMetricAnnotation
+from promptevolver.annotations import (
+    LabelScale,
+    SampleAnnotation,
+    SingleMetricAnnotation,
+    check_recorded_verdicts,
+)
 from promptevolver.errors import ConfigError
 
 __all__ = ["load_recorded"]
@@ -57,13 +63,21 @@ def load_recorded(
         return SingleMetricAnnotation.from_json(
             path, metric_name, scale=named[scale_name], judge=f"--scale {scale_name}"
         ), named[scale_name]
-    dataset = SingleMetricAnnotation.from_json(path, metric_name)
+    with warnings.catch_warnings(record=True) as said:  # read as it will be taken, then said
+        warnings.simplefilter("always")
+        dataset = SingleMetricAnnotation.from_json(path, metric_name)
     if dataset.samples and all(
         {"response_a", "response_b"} <= s.metric_input.keys() for s in dataset.samples
     ):
         scale = PAIRWISE_BINARY if dataset.kind == "binary" else PAIRWISE
         return dataset.with_scale(scale, judge="a pairwise judge"), scale
+    # a stray label is refused alone: the warning a numeric reading gives (rejected samples of a
+    # non-binary metric have no label) would only mislead before it
     _check_stray_label(dataset, path)
+    if dataset.kind == "binary":
+        check_recorded_verdicts(dataset.samples, path=path, metric=dataset.name)
+    for w in said:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return dataset, LabelScale(dataset.kind or "numeric")
 
 
