@@ -70,6 +70,11 @@ def test_a_fold_that_learned_nothing_is_said_and_its_verdicts_named_the_seed_s(r
     stop = result["stages"]["distill"]["stop"][idle[0]]
     said = f"learned nothing general (it stopped: {stop}), so on its {seeds}"
     assert idle and said in md
+    # and the final choice's why, which the summary prints (it said "each sample judged by a
+    # fold's candidate that never learned from it" and no more: a newcomer's finding)
+    n = len(judged_by)
+    assert f"but fold {idle[0]}'s {seeds}, " in result["final_choice"]["why"]
+    assert f"the recipe was measured on the other {n - seeds} samples only" in result["final_choice"]["why"]
     table = _section(md, "Where the best prompt still disagrees with the humans")
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| #")]
     assert rows and "| judged by |" in table

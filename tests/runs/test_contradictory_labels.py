@@ -6,6 +6,7 @@ the file, the sample and the field, before any LLM call, by ``optimize`` and by 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -50,11 +51,10 @@ def test_an_edited_verdict_against_the_sample_s_label_is_refused(tmp_path, capsy
 
 def test_an_edited_verdict_that_agrees_or_a_target_that_decides_is_read(tmp_path, capsys):
     path, index = _contradicting(tmp_path, False)
-    data = json.loads(open(path).read())
-    name = next(iter(data))
-    data[name][index]["target"] = next(iter(data[name][index]["prompts"].values()))["edited_output"]["verdict"]
-    with open(path, "w") as f:
-        json.dump(data, f)
+    data = json.loads(Path(path).read_text())
+    sample = next(iter(data.values()))[index]
+    sample["target"] = next(iter(sample["prompts"].values()))["edited_output"]["verdict"]
+    Path(path).write_text(json.dumps(data))
     assert main(["agreement", path, "-q"]) == 0  # the target says which is meant
     assert main(["agreement", str(SOURCE), "-q"]) == 0  # the bundled file agrees with itself
     capsys.readouterr()

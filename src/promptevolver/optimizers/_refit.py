@@ -348,9 +348,29 @@ async def verify(run: StageView, ladder_ids: Mapping[str, Sequence[int]]) -> tup
         f"{row['cross_validated']:.3f} against the seed's {seed.train.estimate(ctx.loss, weights):.3f} "
         f"on {len(ctx.train)} samples ({row['delta']:+.3f}; the seed better with probability "
         f"{1.0 - row['p_better']:.2f} < {strict.confidence:g}; each sample judged by a "
-        f"fold's candidate that never learned from it); candidate {chosen.id} is the refit ladder's {rung}"
+        f"fold's candidate that never learned from it{_idle_said(ctx, positions, judges)}); candidate "
+        f"{chosen.id} is the refit ladder's {rung}"
     )
     return chosen, {**_record(ctx, chosen, rows, row, why, seed_figure), "judged_by": judged_by}
+
+
+def _idle_said(
+    ctx: RunContext, positions: Mapping[int, Sequence[int]], judges: Mapping[int, Candidate]
+) -> str:
+    """What the cross-validated figure's "each sample judged by a fold's candidate" leaves out: the
+    samples of folds whose ladder learned nothing, judged by the seed (the recipe is measured on the
+    others only), and how many of them correct the recorded judge; empty when every fold learned."""
+    idle = [f for f in sorted(positions) if f not in judges]
+    if not idle:
+        return ""
+    samples = [p for f in idle for p in positions[f]]
+    corrections = len(set(samples) & set(ctx.evidence_pool))
+    folds = " and ".join(str(f) for f in idle)
+    return (
+        f", but fold {folds}'s {len(samples)}, {corrections} of them corrections, by the seed: "
+        f"{'that fold' if len(idle) == 1 else 'those folds'} learned nothing, so the recipe was measured "
+        f"on the other {len(ctx.train) - len(samples)} samples only"
+    )
 
 
 def _record(
