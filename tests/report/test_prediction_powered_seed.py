@@ -13,6 +13,7 @@ import pytest
 from promptevolver.cli import main
 from promptevolver.rundir import read_result
 
+from ..helpers import PROMPT
 from ..rundirs import AC_CONFIG, optimize_into
 
 
@@ -109,3 +110,82 @@ def test_a_small_data_report_speaks_of_its_one_picture_never_of_parts_it_has_no(
     assert "Train: per-sample verdicts are not available" not in md
     assert "(train or validation)" not in _section(md, "Seed vs best")
     assert "Small data: every usable annotation is in this one picture" in md
+
+
+CAPITALS = [
+    ("France", "Paris", "Lyon"),
+    ("Italy", "Rome", "Milan"),
+    ("Brazil", "Brasilia", "Rio de Janeiro"),
+    ("Canada", "Ottawa", "Toronto"),
+    ("Australia", "Canberra", "Sydney"),
+    ("Turkey", "Ankara", "Istanbul"),
+    ("Nigeria", "Abuja", "Lagos"),
+    ("Morocco", "Rabat", "Casablanca"),
+    ("Vietnam", "Hanoi", "Ho Chi Minh City"),
+    ("Pakistan", "Islamabad", "Karachi"),
+    ("Switzerland", "Bern", "Zurich"),
+    ("India", "New Delhi", "Mumbai"),
+    ("China", "Beijing", "Shanghai"),
+    ("Germany", "Berlin", "Hamburg"),
+    ("Spain", "Madrid", "Barcelona"),
+    ("Japan", "Tokyo", "Yokohama"),
+    ("Egypt", "Cairo", "Alexandria"),
+    ("Kenya", "Nairobi", "Mombasa"),
+    ("Peru", "Lima", "Arequipa"),
+    ("Chile", "Santiago", "Valparaiso"),
+    ("Norway", "Oslo", "Bergen"),
+    ("Poland", "Warsaw", "Krakow"),
+    ("Greece", "Athens", "Thessaloniki"),
+    ("Ireland", "Dublin", "Cork"),
+]
+
+
+def test_a_seed_kept_with_no_other_candidate_is_not_said_to_have_beaten_one(tmp_path: Path) -> None:
+    """A newcomer's 24 capitals, each correction's reason quoting its own response (the simulated
+    engineer writes no rule from a quote): no rung is made. The report said 'No candidate beat the
+    original instruction', 'the result comes from the seed (nothing beat it)', that every sample
+    'already taught a ladder', and drew an empty '(validation)' section."""
+    samples = []
+    for i, (country, capital, largest) in enumerate(CAPITALS):
+        wrong = i % 4 == 1
+        response = f"It is {largest}, the largest city of {country}." if wrong else f"It is {capital}."
+        inputs = {
+            "user_input": f"What is the capital of {country}?",
+            "response": response,
+            "reference": capital,
+        }
+        prompt = {
+            "prompt_input": inputs,
+            "prompt_output": {"reason": f"The response names a city in {country}.", "verdict": 1},
+        }
+        if wrong:
+            prompt["edited_output"] = {
+                "reason": f"The response names {largest}, not {capital}.",
+                "verdict": 0,
+            }
+        samples.append(
+            {
+                "metric_input": inputs,
+                "metric_output": 1,
+                "is_accepted": not wrong,
+                "prompts": {PROMPT: prompt},
+            }
+        )
+    data = tmp_path / "capitals.json"
+    data.write_text(json.dumps({"answer_correctness": samples}))
+    config = {
+        "dataset": str(data),
+        "metric": {
+            "type": "aspect_critic",
+            "name": "answer_correctness",
+            "definition": "Is the response correct?",
+        },
+    }
+    run = optimize_into(tmp_path / "run", config)
+    result = read_result(run)
+    assert result["best_id"] == 0 and len(result["lineage"]) == 1  # the premise: nothing was made
+    md = (run / "report.md").read_text()
+    assert "No candidate was made" in md and "beat" not in _section(md, "Outcome").split("\n\n")[1]
+    assert "The result comes from the seed (no other candidate was made)" in md
+    assert "taught a ladder" not in md
+    assert "## Confusion matrices\n" in md and "validation verdicts are not available" not in md

@@ -1005,7 +1005,7 @@ def _cross_fit_skip(ctx: RunContext, base: Candidate) -> str | None:
     if ctx.config.strategy == "examples":
         return "strategy examples: the instruction is kept as it is (0 meta calls)"
     if not ctx.split.regime.held_out:
-        return "out of bag: every sample already taught a ladder"
+        return "out of bag: every sample was already shown to the distillation's ladders"
     if base.validation is None:
         return f"candidate {base.id} has no held-out verdicts to learn from"
     calls = 2 * min(len(ctx.train), CROSS_FIT_CHECK) * ctx.metric.calls_per_evaluation

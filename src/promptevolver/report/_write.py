@@ -206,10 +206,12 @@ def _verdict(facts: RunFacts) -> str:
             f"{seed:.3f} for the original (seed) instruction{_seed_how(facts)}.{_agreed_sentence(facts)}"
         )
     if _kept_whole(facts):
+        made = len(r.get("lineage") or ()) > 1
         return (
-            f"No candidate beat the original instruction, so it is kept: {name} {seed:.3f} on all "
-            f"{n_val} usable annotations (small data: nothing was held out, and the seed learned from "
-            f"none of them).{_agreed_sentence(facts)}"
+            f"{'No candidate beat the original instruction' if made else _NONE_MADE}, so the original "
+            f"(seed) instruction is kept: "
+            f"{name} {seed:.3f} on all {n_val} usable annotations{_seed_how(facts)} (small data: "
+            f"nothing was held out, and the seed learned from none of them).{_agreed_sentence(facts)}"
         )
     if r.get("best_id", 0) == 0:
         return (
@@ -221,6 +223,10 @@ def _verdict(facts: RunFacts) -> str:
         f"{n_val} held-out samples, against {seed:.3f} for the original (seed) instruction."
         f"{_agreed_sentence(facts)}"
     )
+
+
+#: The outcome when the seed is the only candidate (nothing to beat it).
+_NONE_MADE = "No candidate was made (the distillation learned no general lesson from the corrections)"
 
 
 def _unmeasured_verdict(facts: RunFacts, seed: float | None, best: float | None) -> str:
@@ -547,6 +553,17 @@ def _confusion(facts: RunFacts) -> Section | None:
             f", {failed} failed" if failed else ""
         )
         tables.append(Table(["", *(f"judge {n}" for n in names)], rows, caption=caption, heat=True))
+    if not tables and _kept_whole(facts):  # nothing was held out: no validation part to draw
+        return Section(
+            "Confusion matrices",
+            [
+                Para(
+                    "None drawn: the seed was kept on small data, where nothing is held out; its figure "
+                    "(Seed vs best) is on every usable annotation, and its verdicts, fresh or recorded, "
+                    "are in samples.jsonl."
+                )
+            ],
+        )
     if not tables:
         text = "Per-sample validation verdicts are not available."
         if facts.failed.get(("best", "validation")):
@@ -880,7 +897,9 @@ def _pipeline(facts: RunFacts) -> Section | None:
         )
     search, verified = stages.search, stages.verify
     produced = {
-        "seed": "the seed (nothing beat it)",
+        "seed": "the seed (nothing beat it)"
+        if len(result.get("lineage") or ()) > 1
+        else "the seed (no other candidate was made)",
         "distill": "a distilled rung",
         "examples": "the examples stage",
         "cross_fit": "the cross-fit stage (lessons from the held-out corrections)",
