@@ -618,3 +618,47 @@ def test_the_cross_validated_examples_record_their_embeddings_usage(monkeypatch)
     stage = result.stages["examples"]
     assert stage["judge_calls"] > 0 and calls > 0
     assert stage["embeddings"]["calls"] == calls and stage["embeddings"]["texts"] == len(ds.samples)
+
+
+@pytest.mark.parametrize("refit_stop", ["converged", "rejected"])
+def test_the_refit_gathers_a_lesson_only_a_fold_s_later_look_named(refit_stop):
+    """A look names a criterion it is shown only by chance: here the refit's looks never name
+    cooking, and the folds' name it from their second look on (after their first round, which the
+    refit takes). The refit's last rung applies it, one rewrite and no lessons call, whether its
+    ladder converged or ended on two rejected rewrites (its later looks teaching only a lesson the
+    engineer cannot write); the folds' figure measured it (their top rungs hold it). It used to
+    end without it."""
+    ds = topic_dataset()
+    world = TopicWorld(ds)
+    corrections = sum(r != y for r, y in zip(world.recorded, world.labels))
+    rules = world.meta
+    calls: list[str] = []  # the meta calls in order: "lessons", or the lessons a rewrite was given
+
+    def meta(request: LLMRequest) -> str:
+        text = request.messages[-1].content
+        if request.operation != "feedback":
+            calls.append(text.split("## Feedback to apply\n", 1)[-1].split("\n\n")[0])
+            return rules(request)
+        calls.append("lessons")
+        failing = text.split("## Failing samples", 1)[-1].split("\n\n## ")[0]
+        answer = json.loads(rules(request))
+        first_look = "rule" not in text.split("## ")[1]
+        if failing.count('"id"') == corrections or first_look:  # the refit's, or a fold's first
+            answer["feedback"] = [x for x in answer["feedback"] if x["lesson"] != "rule cooking"]
+        if refit_stop == "rejected" and failing.count('"id"') == corrections:
+            answer["feedback"] = [{"lesson": "weigh everything with care", "explains": [1]}]
+        return json.dumps(answer)
+
+    world.meta = meta  # type: ignore[method-assign]
+    result = _optimize(ds, world, generations=0)
+    lineage = {c["id"]: c for c in result.lineage}
+    ladders = result.stages["distill"]["ladders"]
+    assert result.stages["distill"]["stop"]["all"] == refit_stop
+    assert all("rule cooking" in lineage[ladders[f][-1]]["instructions"][PROMPT] for f in ("0", "1"))
+    last = lineage[ladders["all"][-1]]
+    assert last["feedback"] == ["rule cooking"] and result.best_id == last["id"]
+    assert "rule cooking" in result.best_instructions[PROMPT]
+    gathered = [x for x in result.lessons if x["fold"] is None and x["text"] == "rule cooking"]
+    assert len(gathered) == 1 and gathered[0]["applied_round"] is not None
+    assert calls[-1] == "- rule cooking" and "lessons" in calls[:-1]  # one rewrite, after every look
+    assert len(calls) == result.stages["distill"]["meta_calls"]
