@@ -742,7 +742,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     card = asyncio.run(score_instructions(config, chosen, positions=positions, dataset=dataset))
     if args.samples_out is not None:
         rows = scorecard_rows(
-            dataset, card.judged, card.positions, split=card.split, prompt_name=card.prompt_name
+            dataset,
+            card.judged,
+            card.positions,
+            split=card.split,
+            prompt_name=card.prompt_name,
+            simulated=config.llm.provider == "fake",
         )
         _say(args, f"samples written to {rundir.write_jsonl(args.samples_out, rows)}")
     a, rng = card.agreement, np.random.default_rng(config.effective_optimizer().random_seed)

@@ -29,3 +29,29 @@ def test_unmeasured_values_are_gaps_not_errors_or_zeros():
     partial = [HISTORY[0], {**HISTORY[1], "best_train": None}]
     some = {"seed": {"train": 0.5, "validation": None}, "best": {"train": None, "validation": 0.6}}
     assert fitness_png(partial, metric="accuracy", higher_is_better=True, scores=some).startswith(PNG_MAGIC)
+
+
+def test_a_plot_drawn_for_a_simulated_run_says_so_in_its_corner(monkeypatch):
+    """A plot shown alone (a newcomer opened plots/*.png) must say the simulated LLM answered, as
+    every figure of the report does: drawn inside ``noted``, each carries the line."""
+    from matplotlib.figure import Figure
+
+    from promptevolver.report import _plots
+
+    said: list[str] = []
+    text = Figure.text
+
+    def spy(self, x, y, s, *args, **kwargs):
+        said.append(s)
+        return text(self, x, y, s, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "text", spy)
+    matrices = [("Optimized (best)", [[4, 1], [1, 12]])]
+    plain = _plots.confusion_png(matrices)
+    assert said == []
+    with _plots.noted("simulated LLM: a dry run, not a model"):
+        marked = _plots.confusion_png(matrices)
+        _plots.stage_cost_png([("distill", 0, 7, 9093)])
+    assert said == ["simulated LLM: a dry run, not a model"] * 2 and marked != plain
+    _plots.confusion_png(matrices)  # outside: nothing again
+    assert len(said) == 2

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from promptevolver import Judgement, SingleMetricAnnotation
 from promptevolver.cli import main
 from promptevolver.rundir import SAMPLES_FILE
 from promptevolver.runs._export import scorecard_rows
 
+from ..conftest import ROOT
 from ..rundirs import AC_CONFIG, result_of
 
 KEYS = [
@@ -24,6 +26,7 @@ KEYS = [
     "seed_reason",
     "best_verdict",
     "best_reason",
+    "simulated_llm",
     "judged",
     "failures",
 ]
@@ -47,6 +50,7 @@ def test_every_run_writes_one_line_per_usable_annotation(run, request):
     judged = [r for r in validation if r["judged"]["best"]]
     assert judged and all(r["best_verdict"] in (0.0, 1.0) and r["best_reason"] for r in judged)
     assert all(r["failures"] == {} for r in rows)  # the simulated judge never fails
+    assert all(r["simulated_llm"] is True for r in rows) and result["simulated_llm"] is True
 
 
 def test_the_export_agrees_with_the_result_of_a_small_run(tmp_path):
@@ -115,8 +119,31 @@ def test_a_refit_s_rows_are_its_cross_validated_picture_naming_who_judged_each(t
     if result["best_id"] == 0:
         pytest.fail(f"the run was to choose the refit: {result['final_choice']['why']}")
     judged_by = {int(p): c for p, c in result["final_choice"]["judged_by"].items()}
-    assert [list(r) for r in rows] == [[*KEYS[:-2], "best_judged_by", *KEYS[-2:]]] * len(rows)
+    assert [list(r) for r in rows] == [[*KEYS[:-3], "best_judged_by", *KEYS[-3:]]] * len(rows)
     assert {r["split"] for r in rows} == {"cross_validated"} and len(rows) == len(judged_by)
     assert {r["position"]: r["best_judged_by"] for r in rows} == judged_by
     agree = sum(r["best_verdict"] == r["human"] for r in rows) / len(rows)
     assert agree == pytest.approx(result["scores"]["best"]["cross_validated"])
+
+
+def test_every_file_of_verdicts_or_an_instruction_says_when_the_simulated_llm_answered(tmp_path, capsys):
+    """A newcomer found samples.jsonl, evaluate --samples-out, estimate --json and best_so_far.json
+    silent on it (result.json, the report and the summary said so)."""
+    from ..rundirs import ac_run
+
+    run = ac_run(tmp_path)
+    out = tmp_path / "scored.jsonl"
+    assert main(["evaluate", str(AC_CONFIG), "-i", str(run), "--samples-out", str(out), "-q"]) == 0
+    assert all(r["simulated_llm"] is True for r in _rows(out))
+    assert json.loads((run / "best_so_far.json").read_text())["simulated_llm"] is True
+    capsys.readouterr()
+    assert main(["estimate", str(AC_CONFIG), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["simulated_llm"] is True
+    model = {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "PE_TEST_NO_SUCH_KEY"}
+    config = tmp_path / "real.yaml"
+    data = str(ROOT / "benchmarks" / "data" / "edited_chain_runs.json")
+    config.write_text(
+        yaml.safe_dump({**yaml.safe_load(AC_CONFIG.read_text()), "dataset": data, "llm": model})
+    )
+    assert main(["estimate", str(config), "--json"]) == 0  # no call: a model would answer
+    assert json.loads(capsys.readouterr().out)["simulated_llm"] is False

@@ -29,6 +29,7 @@ from promptevolver.config import GeneticConfig
 from promptevolver.errors import CheckpointError, RunDirError
 from promptevolver.evaluation import CandidateKey
 from promptevolver.judge import Judgement
+from promptevolver.llm import is_simulated
 from promptevolver.optimizers._run import SearchRun
 from promptevolver.optimizers._state import SearchState, check_state_dict
 from promptevolver.optimizers.strategies._selection import rank
@@ -62,6 +63,7 @@ def save(run: SearchRun, directory: str | Path) -> None:
     if run.context.journal is not None:
         run.context.journal.sync()
     rundir.write_json(out / rundir.CHECKPOINT_FILE, data)
+    simulated = is_simulated(run.context.llm) or is_simulated(run.context.reflection_llm)
     if run.state.population:
         best = rank(run.state.population, run.context.loss)[0]
         best_so_far = {
@@ -69,6 +71,7 @@ def save(run: SearchRun, directory: str | Path) -> None:
             "candidate": best.id,
             "train": best.train_value(),
             "best_instructions": best.instructions,
+            "simulated_llm": simulated,  # a dry run's: chosen on the simulator, not on a model
         }
         rundir.write_json(out / rundir.BEST_SO_FAR_FILE, best_so_far)
     elif run.state.stages.verify is not None:  # the pipeline before (or without) a search: its choice
@@ -78,6 +81,7 @@ def save(run: SearchRun, directory: str | Path) -> None:
             "candidate": chosen.id,
             "validation": None if chosen.validation is None else chosen.validation.value,
             "best_instructions": chosen.instructions,
+            "simulated_llm": simulated,
         }
         rundir.write_json(out / rundir.BEST_SO_FAR_FILE, verified)
 

@@ -14,21 +14,41 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["Point", "calls_png", "candidates_png", "confusion_png", "fitness_png", "stage_cost_png"]
+__all__ = ["Point", "calls_png", "candidates_png", "confusion_png", "fitness_png", "noted", "stage_cost_png"]
 
 _SIZE = (6.0, 4.0)
 _DPI = 110
 _BEST, _MEAN, _SEED, _META = "#1f6feb", "#8c959f", "#bf8700", "#8250df"
 
 
+#: A line every figure drawn in its scope carries in its corner (:func:`noted`).
+_NOTE: ContextVar[str | None] = ContextVar("plot_note", default=None)
+
+
+@contextmanager
+def noted(note: str | None) -> Iterator[None]:
+    """Every figure drawn inside carries ``note`` in its lower right corner (None: nothing), e.g.
+    that the simulated LLM answered: a plot shown alone must say so too."""
+    token = _NOTE.set(note)
+    try:
+        yield
+    finally:
+        _NOTE.reset(token)
+
+
 def _png(fig: Figure) -> bytes:
+    note = _NOTE.get()
+    if note:
+        fig.text(0.99, 0.005, note, ha="right", va="bottom", fontsize=7, color="#cf222e")
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")

@@ -47,6 +47,7 @@ from promptevolver.report._plots import (
     candidates_png,
     confusion_png,
     fitness_png,
+    noted,
     stage_cost_png,
 )
 from promptevolver.report._regression import regression_section
@@ -93,6 +94,12 @@ class Report:
 
 def build_report(facts: RunFacts) -> Report:
     """Render the report of a run from its facts (see :func:`promptevolver.report._data.load_run`)."""
+    simulated = bool(facts.result.get("simulated_llm"))
+    with noted("simulated LLM: a dry run, not a model" if simulated else None):
+        return _built(facts)
+
+
+def _built(facts: RunFacts) -> Report:
     sections = [
         _summary(facts),
         _scores(facts),

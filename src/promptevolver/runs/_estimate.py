@@ -266,6 +266,8 @@ class Estimate:
             distillation learns from; a run records its own as ``stages.distill.corrections``),
             counted by the run's classification (:func:`promptevolver.optimizers.classify`): a
             verdict correction that also edits the reason is one correction.
+        simulated_llm: the run would call the simulated LLM (``llm.provider: fake``, for judge or
+            meta calls): its cost is 0 and its calls a dry run's.
     """
 
     judge_calls: int
@@ -288,6 +290,7 @@ class Estimate:
     recorded_disagreement: float | None = None
     recorded_scored: int = 0
     corrections: float = 0.0
+    simulated_llm: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every attribute (the object ``estimate --json`` prints)."""
@@ -353,6 +356,8 @@ def estimate_dataset(
         else round(recorded.disagreement_rate, 4),
         recorded_scored=recorded.figures.n,
         corrections=round(plan.corrections, 1),
+        simulated_llm=config.llm.provider == "fake"
+        or (config.reflection_llm is not None and config.reflection_llm.provider == "fake"),
     )
 
 

@@ -147,9 +147,11 @@ def sample_rows(facts: RunFacts) -> Iterator[dict[str, Any]]:
     best}: whether a verdict was sought) and ``failures`` ({seed|best: cause}). A refit's
     ``best_verdict`` is the cross-validated one, given by the fold candidate ``best_judged_by``
     (its lineage id; the seed's where the fold learned nothing): the refit itself learned from
-    every sample and is never judged. Nothing when the run's annotations could not be loaded."""
+    every sample and is never judged. ``simulated_llm``: the verdicts are the simulated LLM's (a
+    dry run). Nothing when the run's annotations could not be loaded."""
     if facts.dataset is None:
         return
+    simulated = bool(facts.result.get("simulated_llm"))
     validation = set(facts.positions.get("validation", []))
     by = facts.cross_validated_by
     seen: dict[str, dict[int, Judgement]] = {"seed": {}, "best": {}}
@@ -165,6 +167,7 @@ def sample_rows(facts: RunFacts) -> Iterator[dict[str, Any]]:
             _judged(row, who, seen[who].get(position))
         if by:
             row["best_judged_by"] = by.get(position)
+        row["simulated_llm"] = simulated
         yield _last(row, "judged", "failures")
 
 
@@ -186,10 +189,12 @@ def scorecard_rows(
     *,
     split: str,
     prompt_name: str,
+    simulated: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """``evaluate --samples-out``'s rows: as :func:`sample_rows` for the ``positions`` scored
     (``split``: ``all`` or ``validation``), with one ``verdict`` and ``reason`` for the
-    instructions given instead of the seed's and the best's."""
+    instructions given instead of the seed's and the best's; ``simulated``: the simulated LLM
+    judged (each row's ``simulated_llm``)."""
     labels = dataset.labels()
     for position in positions:
         label = labels[position]
@@ -198,6 +203,7 @@ def scorecard_rows(
         row = _row(position, dataset.samples[position], label, prompt_name)
         row["split"] = split
         _judged(row, "", judged.get(position))
+        row["simulated_llm"] = simulated
         yield _last(row, "judged", "failures")
 
 
